@@ -24,7 +24,7 @@ build:
 
 # Broker on 10911 plus the embedded NameServer on 9876, store under ./data.
 run: build
-	$(BIN)/mqbroker -storePathRootDir $(DATA)
+	$(BIN)/mqbroker --storePathRootDir=$(DATA)
 
 fmtcheck:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null; git ls-files --others --exclude-standard '*.go' 2>/dev/null)); \
