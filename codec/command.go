@@ -1,0 +1,189 @@
+package codec
+
+import "encoding/binary"
+
+// Flag bits of RemotingCommand.Flag (§1.4).
+const (
+	// FlagResponse marks a response; requests leave it clear.
+	FlagResponse int32 = 1
+	// FlagOneway marks a request that expects no response. The Go client never sets it,
+	// even for its "oneway" sends (§1.4), so a broker answers anyway.
+	FlagOneway int32 = 2
+)
+
+// DefaultMaxFrameBytes caps a frame, its 4-byte length word included, as the Java
+// decoder does (com.rocketmq.remoting.frameMaxLength, §1.1).
+const DefaultMaxFrameBytes = 16 << 20
+
+// ServerVersion is the MQVersion ordinal ringmq reports in every command it sends (479 =
+// V5_3_3). Clients cache it from HEART_BEAT responses as the broker version, and some
+// decisions need it to be at least 401 (§1.5).
+const ServerVersion int32 = 479
+
+// RemotingCommand is one remoting request or response: the fields of the header plus the
+// body. It is a plain value: not safe for concurrent mutation, and a decoded command's Body
+// (and only its Body) aliases the frame buffer it was decoded from, so it is valid only as
+// long as that buffer is; copy it before handing the command to another goroutine. The
+// strings of a decoded command (Remark, ExtFields) are owned copies.
+type RemotingCommand struct {
+	Code          int32             // request code in requests, response code in responses
+	Language      LanguageCode      // sender's language
+	Version       int32             // sender's MQVersion ordinal
+	Opaque        int32             // request id, echoed by the response
+	Flag          int32             // FlagResponse | FlagOneway
+	Remark        string            // error text in responses; empty when absent
+	ExtFields     map[string]string // the custom header; nil when absent
+	Body          []byte            // after decode: a view into the caller's frame buffer (no copy)
+	SerializeType SerializeType     // header serialization it was decoded with / will be encoded with
+}
+
+// IsResponse reports whether the response flag bit is set.
+func (c *RemotingCommand) IsResponse() bool { return c.Flag&FlagResponse != 0 }
+
+// IsOneway reports whether the oneway flag bit is set.
+func (c *RemotingCommand) IsOneway() bool { return c.Flag&FlagOneway != 0 }
+
+// NewRequest builds a request as ringmq sends it (broker→namesrv, broker→client): language
+// JAVA and version ServerVersion — a peer treats ringmq like a Java broker — JSON header,
+// flag 0, opaque 0 (the sender assigns it when it registers the pending call). ext and body
+// are used as given, not copied.
+func NewRequest(code RequestCode, ext map[string]string, body []byte) *RemotingCommand {
+	return &RemotingCommand{
+		Code:          int32(code),
+		Language:      LanguageJava,
+		Version:       ServerVersion,
+		ExtFields:     ext,
+		Body:          body,
+		SerializeType: SerializeJSON,
+	}
+}
+
+// NewResponse builds the response to req: same opaque, FlagResponse, the request's serialize
+// type (a JSON client gets a JSON header back), language JAVA, version ServerVersion.
+// ExtFields and Body start empty; use SetExt or assign them.
+func NewResponse(req *RemotingCommand, code ResponseCode, remark string) *RemotingCommand {
+	resp := &RemotingCommand{}
+	resp.InitResponse(req, code, remark)
+	return resp
+}
+
+// InitResponse overwrites c with the response to req, exactly as NewResponse builds it, but
+// keeps c's ExtFields map (emptied) so that a caller recycling commands avoids allocating
+// a new map per response.
+func (c *RemotingCommand) InitResponse(req *RemotingCommand, code ResponseCode, remark string) {
+	ext := c.ExtFields
+	clear(ext)
+	*c = RemotingCommand{
+		Code:          int32(code),
+		Language:      LanguageJava,
+		Version:       ServerVersion,
+		Opaque:        req.Opaque,
+		Flag:          FlagResponse,
+		Remark:        remark,
+		ExtFields:     ext,
+		SerializeType: req.SerializeType,
+	}
+}
+
+// SetExt sets one custom-header field, creating the ExtFields map on first use.
+func (c *RemotingCommand) SetExt(key, value string) {
+	if c.ExtFields == nil {
+		c.ExtFields = make(map[string]string, 8)
+	}
+	c.ExtFields[key] = value
+}
+
+// AppendFrame appends the whole frame (4-byte length word, header word, header, body) to
+// dst, encoding the header in c.SerializeType, and returns the extended slice.
+func (c *RemotingCommand) AppendFrame(dst []byte) ([]byte, error) {
+	dst, err := c.AppendFrameHeader(dst)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, c.Body...), nil
+}
+
+// AppendFrameHeader appends the frame without the body bytes, but with the length word
+// counting len(c.Body), so a caller can write header and body (e.g. slices of mapped
+// memory) as one vectored write. On error dst is returned unchanged in length.
+func (c *RemotingCommand) AppendFrameHeader(dst []byte) ([]byte, error) {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0) // length word + header word, patched below
+	var err error
+	switch c.SerializeType {
+	case SerializeJSON:
+		dst = appendJSONHeader(dst, c)
+	case SerializeRocketMQ:
+		dst, err = appendRocketMQHeader(dst, c)
+	default:
+		err = ErrSerializeType
+	}
+	if err != nil {
+		return dst[:start], err
+	}
+	headerLen := len(dst) - start - 8
+	if headerLen > maxHeaderLen {
+		return dst[:start], ErrHeaderLength
+	}
+	frameLen := 4 + uint64(headerLen) + uint64(len(c.Body))
+	if frameLen > maxFrameLenWord {
+		return dst[:start], ErrFrameTooLarge
+	}
+	binary.BigEndian.PutUint32(dst[start:], uint32(frameLen))
+	binary.BigEndian.PutUint32(dst[start+4:], uint32(c.SerializeType)<<24|uint32(headerLen))
+	return dst, nil
+}
+
+// maxHeaderLen is the largest header the 24-bit header length can describe.
+const maxHeaderLen = 1<<24 - 1
+
+// maxFrameLenWord is the largest value of the int32 frame length word.
+const maxFrameLenWord = 1<<31 - 1
+
+// DecodeCommand decodes one frame's content *after* the 4-byte length word: header word,
+// header, body. Body aliases payload (capacity clipped, so appending to it cannot clobber
+// what follows in the caller's buffer); the header strings are copied. Errors wrap
+// ErrFrameTooShort, ErrHeaderLength, ErrSerializeType, ErrHeaderJSON or ErrHeaderRocketMQ
+// and name the field. Safe for concurrent use (no shared state).
+func DecodeCommand(payload []byte) (*RemotingCommand, error) {
+	c := &RemotingCommand{}
+	if err := DecodeCommandInto(c, payload); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// DecodeCommandInto is DecodeCommand into a caller-owned command, for callers that recycle
+// commands. c is overwritten; its ExtFields map, if any, is emptied and reused (so a
+// map handed out from a previous decode must no longer be in use).
+func DecodeCommandInto(c *RemotingCommand, payload []byte) error {
+	if len(payload) < 4 {
+		return ErrFrameTooShort
+	}
+	word := binary.BigEndian.Uint32(payload)
+	st := SerializeType(word >> 24)
+	headerLen := int(word & maxHeaderLen)
+	if headerLen > len(payload)-4 {
+		return ErrHeaderLength
+	}
+	header := payload[4 : 4+headerLen]
+	ext := c.ExtFields
+	clear(ext)
+	*c = RemotingCommand{ExtFields: ext, SerializeType: st}
+	var err error
+	switch st {
+	case SerializeJSON:
+		err = decodeJSONHeader(c, header)
+	case SerializeRocketMQ:
+		err = decodeRocketMQHeader(c, header)
+	default:
+		err = ErrSerializeType
+	}
+	if err != nil {
+		return err
+	}
+	if bodyLen := len(payload) - 4 - headerLen; bodyLen > 0 {
+		c.Body = payload[4+headerLen : len(payload) : len(payload)]
+	}
+	return nil
+}

@@ -1,0 +1,163 @@
+package codec
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Typed custom headers (PROTOCOL.md §3). Each header struct converts to and from a
+// command's ExtFields:
+//
+//   - Decode(ext) resets the struct and reads its keys: a missing required ("NN") key is a
+//     *FieldError wrapping ErrMissingField, an unparsable value one wrapping ErrBadField; the
+//     first problem is reported, naming the header and the key. Unknown keys (bname, ns,
+//     nsd, oway, lo, ACL signature keys ...) are ignored.
+//   - Encode(ext) writes its keys into ext (which must be non-nil): required keys always,
+//     optional strings when non-empty, Optional values when Set.
+//
+// Values are decimal integers (strconv.ParseInt, so a leading '+' is accepted as Java's
+// Integer.parseInt accepts it) and booleans "true"/"false" in any letter case. A header
+// value is a plain struct: not safe for concurrent mutation. The strings of a decoded header
+// are the ExtFields strings themselves (no copy).
+
+// CustomHeader is implemented by every typed header.
+type CustomHeader interface {
+	Decode(ext map[string]string) error
+	Encode(ext map[string]string)
+}
+
+// Optional is a header value that may be absent, for keys whose absence means something
+// other than the zero value (e.g. maxReconsumeTimes: absent = the group's default).
+type Optional[T any] struct {
+	Value T
+	Set   bool
+}
+
+// Some returns a present Optional.
+func Some[T any](v T) Optional[T] { return Optional[T]{Value: v, Set: true} }
+
+// Or returns the value when set, else def.
+func (o Optional[T]) Or(def T) T {
+	if o.Set {
+		return o.Value
+	}
+	return def
+}
+
+// extReader reads typed values out of an ExtFields map and keeps the first error. It lives
+// on the decoder's stack; errors are built only on the error path.
+type extReader struct {
+	ext    map[string]string
+	header string
+	err    error
+}
+
+func (r *extReader) fail(key, value string, sentinel error) {
+	if r.err == nil {
+		r.err = &FieldError{Header: r.header, Field: key, Value: value, Err: sentinel}
+	}
+}
+
+func (r *extReader) lookup(key string, required bool) (string, bool) {
+	v, ok := r.ext[key]
+	if !ok && required {
+		r.fail(key, "", ErrMissingField)
+	}
+	return v, ok
+}
+
+// str reads a string; a required key must be present (it may be empty, as Java only
+// checks for null).
+func (r *extReader) str(key string, required bool) string {
+	v, _ := r.lookup(key, required)
+	return v
+}
+
+func (r *extReader) int64Bits(key string, required bool, bits int) (int64, bool) {
+	v, ok := r.lookup(key, required)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v, 10, bits)
+	if err != nil {
+		r.fail(key, v, ErrBadField)
+		return 0, false
+	}
+	return n, true
+}
+
+func (r *extReader) i32(key string, required bool) int32 {
+	n, _ := r.int64Bits(key, required, 32)
+	return int32(n)
+}
+
+func (r *extReader) i64(key string, required bool) int64 {
+	n, _ := r.int64Bits(key, required, 64)
+	return n
+}
+
+func (r *extReader) optI32(key string) Optional[int32] {
+	n, ok := r.int64Bits(key, false, 32)
+	return Optional[int32]{Value: int32(n), Set: ok}
+}
+
+func (r *extReader) optI64(key string) Optional[int64] {
+	n, ok := r.int64Bits(key, false, 64)
+	return Optional[int64]{Value: n, Set: ok}
+}
+
+func (r *extReader) optBool(key string) Optional[bool] {
+	v, ok := r.lookup(key, false)
+	if !ok {
+		return Optional[bool]{}
+	}
+	switch {
+	case strings.EqualFold(v, "true"):
+		return Some(true)
+	case strings.EqualFold(v, "false"):
+		return Some(false)
+	}
+	r.fail(key, v, ErrBadField)
+	return Optional[bool]{}
+}
+
+// boolean reads a bool; an absent optional key gives def.
+func (r *extReader) boolean(key string, required, def bool) bool {
+	if _, ok := r.ext[key]; !ok && required {
+		r.fail(key, "", ErrMissingField)
+	}
+	return r.optBool(key).Or(def)
+}
+
+func extPutInt32(ext map[string]string, key string, v int32) {
+	ext[key] = strconv.FormatInt(int64(v), 10)
+}
+
+func extPutInt64(ext map[string]string, key string, v int64) { ext[key] = strconv.FormatInt(v, 10) }
+
+func extPutBool(ext map[string]string, key string, v bool) { ext[key] = strconv.FormatBool(v) }
+
+// putString writes an optional string: only when non-empty.
+func extPutString(ext map[string]string, key, v string) {
+	if v != "" {
+		ext[key] = v
+	}
+}
+
+func extPutOptInt32(ext map[string]string, key string, v Optional[int32]) {
+	if v.Set {
+		extPutInt32(ext, key, v.Value)
+	}
+}
+
+func extPutOptInt64(ext map[string]string, key string, v Optional[int64]) {
+	if v.Set {
+		extPutInt64(ext, key, v.Value)
+	}
+}
+
+func extPutOptBool(ext map[string]string, key string, v Optional[bool]) {
+	if v.Set {
+		extPutBool(ext, key, v.Value)
+	}
+}
