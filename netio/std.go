@@ -1,0 +1,337 @@
+package netio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ringmq/ringmq/codec"
+)
+
+// stdServer is the goroutine-per-connection engine: an accept loop, and per connection a
+// reader goroutine (stdConn.serve) plus a writer goroutine for writes from elsewhere. It is
+// what most Go servers do, kept beside the gnet engine for side-by-side benchmarks and as a
+// fallback.
+type stdServer struct {
+	cfg    Config
+	h      Handler
+	log    *slog.Logger
+	met    *metrics
+	table  *connTable
+	limits connLimits
+
+	ln         net.Listener
+	stopping   atomic.Bool
+	stopOnce   sync.Once
+	stopErr    error
+	stopCh     chan struct{} // closed by Stop: ends the accept loop's back-off and the sweeper
+	acceptDone chan struct{}
+	sweepDone  chan struct{}
+	conns      sync.WaitGroup // one per connection goroutine
+}
+
+func newStdServer(cfg Config, h Handler, logger *slog.Logger, m *metrics) *stdServer {
+	return &stdServer{
+		cfg:        cfg,
+		h:          h,
+		log:        logger,
+		met:        m,
+		table:      newConnTable(cfg.MaxConnections),
+		limits:     connLimits{maxOutboundBytes: cfg.MaxOutboundBytes, maxPendingCalls: cfg.MaxPendingCalls},
+		stopCh:     make(chan struct{}),
+		acceptDone: make(chan struct{}),
+		sweepDone:  make(chan struct{}),
+	}
+}
+
+// Start implements Server.
+func (s *stdServer) Start() error {
+	lc := net.ListenConfig{KeepAlive: -1} // off unless asked, like the gnet engine
+	if s.cfg.TCPKeepAlive > 0 {
+		lc.KeepAlive = s.cfg.TCPKeepAlive
+	}
+	ln, err := lc.Listen(context.Background(), "tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("netio: listen on %s: %w", s.cfg.Addr, err)
+	}
+	s.ln = ln
+	go s.acceptLoop()
+	go s.sweepLoop()
+	s.log.Info("netio: listening", "addr", ln.Addr().String())
+	return nil
+}
+
+// Addr implements Server.
+func (s *stdServer) Addr() net.Addr {
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+// ConnectionCount implements Server.
+func (s *stdServer) ConnectionCount() int { return s.table.count() }
+
+func (s *stdServer) acceptLoop() {
+	defer close(s.acceptDone)
+	var backoff time.Duration
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			if s.stopping.Load() {
+				return
+			}
+			// Out of file descriptors and the like: back off and retry instead of
+			// giving up on accepting for good (net/http does the same).
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.log.Error("netio: accept failed", "err", err, "retryIn", backoff)
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+				continue
+			case <-s.stopCh:
+				t.Stop()
+				return
+			}
+		}
+		backoff = 0
+		sc := newStdConn(nc, s.h, s.table.newID(), &s.limits, s.cfg.MaxFrameBytes, s.log, s.met, &s.table.nowNanos)
+		if s.stopping.Load() || !s.table.tryAdd(&sc.core) {
+			s.met.refused.Inc()
+			s.log.Debug("netio: connection refused", "remote", sc.core.remote.String(), "maxConnections", s.cfg.MaxConnections)
+			_ = nc.Close()
+			continue
+		}
+		s.met.connections.Inc()
+		sc.onClosed = func(*stdConn) {
+			s.table.remove(&sc.core)
+			s.met.connections.Dec()
+		}
+		s.conns.Add(1)
+		go func() {
+			defer s.conns.Done()
+			sc.serve()
+		}()
+	}
+}
+
+// sweepLoop advances the coarse clock and closes idle connections. An idle connection is
+// aborted (socket closed at once): it has nothing queued, and a writer blocked on a peer that
+// does not read would never get to a graceful close.
+func (s *stdServer) sweepLoop() {
+	defer close(s.sweepDone)
+	t := time.NewTicker(sweepInterval(s.cfg.IdleTimeout))
+	defer t.Stop()
+	for {
+		select {
+		case now := <-t.C:
+			for _, c := range s.table.sweep(now, s.cfg.IdleTimeout) {
+				s.met.idleClosed.Inc()
+				s.log.Debug("netio: closing idle connection", "remote", c.remote.String(), "idleTimeout", s.cfg.IdleTimeout)
+				c.setCloseReason(fmt.Errorf("%w: no traffic for %v", ErrIdleTimeout, s.cfg.IdleTimeout))
+				c.engine.abort()
+			}
+		case <-s.stopCh:
+			return
+		}
+	}
+}
+
+// Stop implements Server: close the listener, ask every connection to close after writing
+// what it has queued, and wait; when ctx ends first, abort the sockets. Later calls wait for
+// the first and return its result.
+func (s *stdServer) Stop(ctx context.Context) error {
+	s.stopOnce.Do(func() { s.stopErr = s.stop(ctx) })
+	return s.stopErr
+}
+
+func (s *stdServer) stop(ctx context.Context) error {
+	if s.ln == nil {
+		return nil
+	}
+	s.stopping.Store(true)
+	close(s.stopCh)
+	closeErr := s.ln.Close()
+	<-s.acceptDone
+	<-s.sweepDone
+	for _, c := range s.table.all() {
+		_ = c.closeWithReason(ErrServerStopped)
+	}
+	done := make(chan struct{})
+	go func() {
+		s.conns.Wait()
+		close(done)
+	}()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+		s.log.Warn("netio: stop: aborting connections that did not drain", "err", err)
+		for _, c := range s.table.all() {
+			c.setCloseReason(ErrServerStopped)
+			c.engine.abort()
+		}
+		<-done
+	}
+	if closeErr != nil && err == nil {
+		err = fmt.Errorf("netio: close listener: %w", closeErr)
+	}
+	s.log.Info("netio: stopped", "addr", s.ln.Addr().String())
+	return err
+}
+
+// stdConn is one connection served by goroutines: serve reads frames and dispatches them,
+// then flushes what the handler queued; writeLoop flushes what other goroutines queue. Used
+// by the std server and by Client.
+type stdConn struct {
+	core          connCore
+	nc            net.Conn
+	h             Handler // nil: a Client without a handler answers requests "not supported"
+	maxFrameBytes int
+	clock         *atomic.Int64 // coarse clock for activity stamps; nil: not tracked
+	onClosed      func(*stdConn)
+
+	kickCh     chan struct{} // capacity 1: "there is something to flush"
+	readerDone chan struct{} // closed when the reader has stopped: the writer exits
+	// flushMu makes the reader and the writer goroutine take turns as the flusher; it owns
+	// core.spare and keeps batches in order on the socket.
+	flushMu sync.Mutex
+	cmd     codec.RemotingCommand // decode target, reused
+}
+
+func newStdConn(nc net.Conn, h Handler, id uint64, limits *connLimits, maxFrameBytes int, log *slog.Logger, met *metrics, clock *atomic.Int64) *stdConn {
+	sc := &stdConn{
+		nc:            nc,
+		h:             h,
+		maxFrameBytes: maxFrameBytes,
+		clock:         clock,
+		kickCh:        make(chan struct{}, 1),
+		readerDone:    make(chan struct{}),
+	}
+	sc.core.init(id, addrPortOf(nc.RemoteAddr()), addrPortOf(nc.LocalAddr()), sc, limits, log, met, time.Now())
+	return sc
+}
+
+// reserveKick implements connEngine: the writer goroutine lives as long as the connection.
+func (sc *stdConn) reserveKick() bool { return true }
+
+// kick implements connEngine.
+func (sc *stdConn) kick() error {
+	select {
+	case sc.kickCh <- struct{}{}:
+	default: // already signalled
+	}
+	return nil
+}
+
+// abort implements connEngine: closing the socket unblocks a writer stuck on a peer that
+// does not read, and makes the reader tear the connection down.
+func (sc *stdConn) abort() { _ = sc.nc.Close() }
+
+// serve runs the connection until it closes: OnOpen, the read loop, then teardown in an
+// order that makes every queued write released and every pending call failed exactly once.
+func (sc *stdConn) serve() {
+	writerDone := make(chan struct{})
+	go sc.writeLoop(writerDone)
+	if sc.h != nil {
+		sc.h.OnOpen(&sc.core)
+	}
+	err := sc.readLoop()
+	if err == nil {
+		// A local Close: write what is still queued before the socket goes (the writer
+		// goroutine may not have run yet; flushMu orders us after it if it has).
+		sc.flush()
+	}
+	_ = sc.nc.Close()
+	close(sc.readerDone)
+	<-writerDone
+	reason := sc.core.markClosed(err)
+	if sc.onClosed != nil {
+		sc.onClosed(sc)
+	}
+	if sc.h != nil {
+		sc.h.OnClose(&sc.core, reason)
+	}
+}
+
+// readLoop reads and dispatches frames until the connection fails or is closed.
+func (sc *stdConn) readLoop() error {
+	fr := codec.NewFrameReader(sc.nc, sc.maxFrameBytes)
+	c := &sc.core
+	for !c.closeRequested.Load() {
+		payload, err := fr.Next()
+		if err != nil {
+			if isFramingError(err) {
+				return c.malformed(err)
+			}
+			return err
+		}
+		if sc.clock != nil {
+			c.touch(sc.clock.Load())
+		}
+		if err := codec.DecodeCommandInto(&sc.cmd, payload); err != nil {
+			return c.malformed(err)
+		}
+		c.met.framesIn.Inc()
+		if sc.cmd.IsResponse() {
+			c.deliverResponse(&sc.cmd)
+			continue
+		}
+		c.beginPass()
+		if sc.h != nil {
+			sc.h.OnRequest(c, &sc.cmd)
+		} else if !sc.cmd.IsOneway() {
+			_ = c.WriteCommand(codec.NewResponse(&sc.cmd, codec.ResponseRequestCodeNotSupported,
+				fmt.Sprintf(" request type %d not supported", sc.cmd.Code)))
+		}
+		if sc.flush() {
+			return nil
+		}
+	}
+	return nil
+}
+
+// isFramingError tells a broken stream (close, log) from an I/O error or end of stream.
+func isFramingError(err error) bool {
+	return errors.Is(err, codec.ErrFrameTooLarge) || errors.Is(err, codec.ErrFrameTooShort) ||
+		errors.Is(err, codec.ErrHeaderLength) || errors.Is(err, codec.ErrSerializeType)
+}
+
+// writeLoop flushes on every kick until the reader stops.
+func (sc *stdConn) writeLoop(done chan<- struct{}) {
+	defer close(done)
+	for {
+		select {
+		case <-sc.kickCh:
+			if sc.flush() {
+				_ = sc.nc.Close() // the reader fails its next read and tears down
+			}
+		case <-sc.readerDone:
+			return
+		}
+	}
+}
+
+// flush writes the queued batch with one writev. It reports whether the connection is to
+// be closed (Close requested, or the write failed).
+func (sc *stdConn) flush() (closeNow bool) {
+	sc.flushMu.Lock()
+	defer sc.flushMu.Unlock()
+	batch, closing := sc.core.takeBatch()
+	var err error
+	if iov := batch.vectors(); len(iov) > 0 {
+		bufs := net.Buffers(iov)
+		_, err = bufs.WriteTo(sc.nc)
+		if sc.clock != nil {
+			sc.core.touch(sc.clock.Load())
+		}
+	}
+	sc.core.returnBatch(batch)
+	return closing || err != nil
+}

@@ -1,0 +1,93 @@
+package netio
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// connTable holds a server's open connections: it enforces MaxConnections, finds idle
+// connections and lists everything at Stop. Opening and closing take a mutex (rare events);
+// the data path never touches the table. Safe for concurrent use.
+type connTable struct {
+	maxConnections int // 0: no limit
+	nextID         atomic.Uint64
+	// nowNanos is a coarse clock, advanced by every sweep, that connections stamp their
+	// activity with instead of reading the time per frame.
+	nowNanos atomic.Int64
+
+	mu    sync.Mutex
+	conns map[uint64]*connCore
+}
+
+func newConnTable(maxConnections int) *connTable {
+	t := &connTable{maxConnections: maxConnections, conns: make(map[uint64]*connCore)}
+	t.nowNanos.Store(time.Now().UnixNano())
+	return t
+}
+
+// newID returns a fresh connection ID.
+func (t *connTable) newID() uint64 { return t.nextID.Add(1) }
+
+// tryAdd registers c unless MaxConnections are already open.
+func (t *connTable) tryAdd(c *connCore) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.maxConnections > 0 && len(t.conns) >= t.maxConnections {
+		return false
+	}
+	t.conns[c.id] = c
+	return true
+}
+
+func (t *connTable) remove(c *connCore) {
+	t.mu.Lock()
+	delete(t.conns, c.id)
+	t.mu.Unlock()
+}
+
+func (t *connTable) count() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.conns)
+}
+
+// all returns a snapshot of the open connections.
+func (t *connTable) all() []*connCore {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]*connCore, 0, len(t.conns))
+	for _, c := range t.conns {
+		out = append(out, c)
+	}
+	return out
+}
+
+// sweep advances the coarse clock and returns the connections idle for longer than idle.
+func (t *connTable) sweep(now time.Time, idle time.Duration) []*connCore {
+	nowNanos := now.UnixNano()
+	t.nowNanos.Store(nowNanos)
+	if idle <= 0 {
+		return nil
+	}
+	var out []*connCore
+	t.mu.Lock()
+	for _, c := range t.conns {
+		if nowNanos-c.lastActiveNanos.Load() > int64(idle) {
+			out = append(out, c)
+		}
+	}
+	t.mu.Unlock()
+	return out
+}
+
+// sweepInterval is how often idle connections are looked for and the coarse clock ticks: a
+// quarter of the timeout, between 10 ms and 1 s. Activity stamps lag real time by up to one
+// interval and the sweep runs up to one interval late, so a connection is closed after
+// IdleTimeout give or take a quarter (120 s ± 1 s by default).
+func sweepInterval(idle time.Duration) time.Duration {
+	if idle <= 0 {
+		return time.Second
+	}
+	return min(max(idle/4, 10*time.Millisecond), time.Second)
+}
