@@ -1,0 +1,183 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ringmq/ringmq/internal/conf"
+	"github.com/ringmq/ringmq/namesrv"
+)
+
+// errConfig is wrapped by every configuration error of the command.
+var errConfig = errors.New("mqnamesrv: config")
+
+// settings is everything the command reads: the name server's Config plus the pieces
+// that are composed into it (listen address) or are the command's own (metrics endpoint).
+type settings struct {
+	ns          namesrv.Config
+	listenPort  int
+	bindAddress string
+	metricsAddr string
+}
+
+func defaultSettings() settings {
+	return settings{ns: namesrv.DefaultConfig(), listenPort: 9876}
+}
+
+// listenAddr composes bindAddress and listenPort. Java binds 0.0.0.0 by default; an empty
+// host here listens on every interface, IPv6 included.
+func (s *settings) listenAddr() string {
+	return net.JoinHostPort(s.bindAddress, strconv.Itoa(s.listenPort))
+}
+
+// keySetter parses one property value into settings.
+type keySetter func(s *settings, value string) error
+
+// keys are the namesrv.conf keys the command applies: RocketMQ's NamesrvConfig and
+// NettyServerConfig names, plus ringmq's own (netEngine, netEventLoops, brokerExpiryMillis,
+// metricsAddr).
+var keys = map[string]keySetter{
+	"listenPort":                     intKey(func(s *settings, v int) { s.listenPort = v }),
+	"bindAddress":                    stringKey(func(s *settings, v string) { s.bindAddress = v }),
+	"kvConfigPath":                   stringKey(func(s *settings, v string) { s.ns.KVConfigPath = v }),
+	"orderMessageEnable":             boolKey(func(s *settings, v bool) { s.ns.OrderMessageEnable = v }),
+	"returnOrderTopicConfigToBroker": boolKey(func(s *settings, v bool) { s.ns.ReturnOrderTopicConfigToBroker = v }),
+	"scanNotActiveBrokerInterval":    durationKey(time.Millisecond, func(s *settings, v time.Duration) { s.ns.ScanInterval = v }),
+	"enableAllTopicList":             boolKey(func(s *settings, v bool) { s.ns.EnableAllTopicList = v }),
+	"enableTopicList":                boolKey(func(s *settings, v bool) { s.ns.EnableTopicList = v }),
+	"needWaitForService":             boolKey(func(s *settings, v bool) { s.ns.NeedWaitForService = v }),
+	"waitSecondsForService":          durationKey(time.Second, func(s *settings, v time.Duration) { s.ns.WaitForService = v }),
+	"serverChannelMaxIdleTimeSeconds": durationKey(time.Second, func(s *settings, v time.Duration) {
+		s.ns.IdleTimeout = v
+	}),
+	"netEngine":          stringKey(func(s *settings, v string) { s.ns.NetEngine = v }),
+	"netEventLoops":      intKey(func(s *settings, v int) { s.ns.NetEventLoops = v }),
+	"brokerExpiryMillis": durationKey(time.Millisecond, func(s *settings, v time.Duration) { s.ns.BrokerExpiry = v }),
+	"metricsAddr":        stringKey(func(s *settings, v string) { s.metricsAddr = v }),
+}
+
+// notApplied are RocketMQ name server keys (NamesrvConfig, NettyServerConfig,
+// NettyClientConfig) that are accepted but have no effect here, with what ringmq does
+// instead. Each one present is logged once at info.
+var notApplied = map[string]string{
+	"rocketmqHome":                         "ringmq needs no installation directory",
+	"configStorePath":                      "runtime config updates (UPDATE_NAMESRV_CONFIG) are not supported, so nothing is stored",
+	"configBlackList":                      "runtime config updates are not supported",
+	"productEnvName":                       "not used",
+	"clusterTest":                          "cluster test routing is not supported",
+	"clientRequestThreadPoolNums":          "requests run on the network event loops (netEventLoops)",
+	"defaultThreadPoolNums":                "requests run on the network event loops (netEventLoops)",
+	"clientRequestThreadPoolQueueCapacity": "requests run on the network event loops; there is no request queue",
+	"defaultThreadPoolQueueCapacity":       "requests run on the network event loops; there is no request queue",
+	"unRegisterBrokerQueueCapacity":        "unregistrations are applied at once",
+	"supportActingMaster":                  "routes are never rewritten to name a slave as acting master",
+	"notifyMinBrokerIdChanged":             "brokers are not notified of min broker id changes",
+	"enableControllerInNamesrv":            "the 5.x controller is not supported",
+	"deleteTopicWithBrokerRegistration":    "topics missing from a registration are kept, as with the default false",
+	"serverWorkerThreads":                  "the network layer uses netEventLoops event loops",
+	"serverCallbackExecutorThreads":        "the network layer uses netEventLoops event loops",
+	"serverSelectorThreads":                "the network layer uses netEventLoops event loops",
+	"serverOnewaySemaphoreValue":           "not needed: the name server sends no oneway requests",
+	"serverAsyncSemaphoreValue":            "not needed: the name server sends no async requests",
+	"serverSocketSndBufSize":               "the kernel's socket buffer sizes are used",
+	"serverSocketRcvBufSize":               "the kernel's socket buffer sizes are used",
+	"serverSocketBacklog":                  "the kernel's default listen backlog is used",
+	"writeBufferHighWaterMark":             "outbound data per connection is bounded by netio's MaxOutboundBytes",
+	"writeBufferLowWaterMark":              "outbound data per connection is bounded by netio's MaxOutboundBytes",
+	"serverNettyWorkerGroupEnable":         "there is no Netty worker group",
+	"serverPooledByteBufAllocatorEnable":   "there is no Netty allocator",
+	"useEpollNativeSelector":               "gnet uses epoll on Linux already",
+	"enableShutdownGracefully":             "shutdown is always graceful",
+	"shutdownWaitTimeSeconds":              "shutdown waits up to 10 s for responses to drain",
+	"clientWorkerThreads":                  "the name server makes no outbound calls",
+	"clientCallbackExecutorThreads":        "the name server makes no outbound calls",
+	"clientOnewaySemaphoreValue":           "the name server makes no outbound calls",
+	"clientAsyncSemaphoreValue":            "the name server makes no outbound calls",
+	"connectTimeoutMillis":                 "the name server makes no outbound calls",
+	"channelNotActiveInterval":             "the name server makes no outbound calls",
+	"clientChannelMaxIdleTimeSeconds":      "the name server makes no outbound calls",
+	"clientSocketSndBufSize":               "the name server makes no outbound calls",
+	"clientSocketRcvBufSize":               "the name server makes no outbound calls",
+	"clientPooledByteBufAllocatorEnable":   "the name server makes no outbound calls",
+	"clientCloseSocketIfTimeout":           "the name server makes no outbound calls",
+	"useTLS":                               "TLS is not supported",
+	"scanAvailableNameSrv":                 "the name server makes no outbound calls",
+	"maxReconnectIntervalTimeSeconds":      "the name server makes no outbound calls",
+	"enableReconnectForGoAway":             "the name server makes no outbound calls",
+	"disableCallbackExecutor":              "the name server makes no outbound calls",
+	"disableNettyWorkerGroup":              "the name server makes no outbound calls",
+	"socksProxyConfig":                     "the name server makes no outbound calls",
+}
+
+// applyProperties applies a parsed file to s. Keys that do not apply are logged once each at
+// info with what ringmq does instead; unknown keys are logged as warnings by name and line;
+// every value that does not parse is an error naming key and line (all of them, joined).
+func applyProperties(s *settings, props []conf.Property, file string, logger *slog.Logger) error {
+	var errs []error
+	logged := make(map[string]bool)
+	for _, p := range props {
+		if set, ok := keys[p.Key]; ok {
+			if err := set(s, strings.TrimSpace(p.Value)); err != nil {
+				errs = append(errs, fmt.Errorf("%w: %s:%d: %s=%q: %w", errConfig, file, p.Line, p.Key, p.Value, err))
+			}
+			continue
+		}
+		if why, ok := notApplied[p.Key]; ok {
+			if !logged[p.Key] {
+				logged[p.Key] = true
+				logger.Info("config key accepted but not applied", "key", p.Key, "file", file, "line", p.Line, "instead", why)
+			}
+			continue
+		}
+		logger.Warn("unknown config key ignored", "key", p.Key, "file", file, "line", p.Line)
+	}
+	return errors.Join(errs...)
+}
+
+func stringKey(set func(*settings, string)) keySetter {
+	return func(s *settings, v string) error { set(s, v); return nil }
+}
+
+func intKey(set func(*settings, int)) keySetter {
+	return func(s *settings, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return errors.New("not a whole number")
+		}
+		set(s, n)
+		return nil
+	}
+}
+
+// boolKey accepts true/false in any letter case. Java reads anything else as false; a typo
+// is refused here so that it is seen.
+func boolKey(set func(*settings, bool)) keySetter {
+	return func(s *settings, v string) error {
+		switch strings.ToLower(v) {
+		case "true":
+			set(s, true)
+		case "false":
+			set(s, false)
+		default:
+			return errors.New("not true or false")
+		}
+		return nil
+	}
+}
+
+// durationKey reads a whole number of units (Java keeps milliseconds or seconds in ints).
+func durationKey(unit time.Duration, set func(*settings, time.Duration)) keySetter {
+	return func(s *settings, v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return errors.New("not a whole number")
+		}
+		set(s, time.Duration(n)*unit)
+		return nil
+	}
+}

@@ -1,0 +1,161 @@
+// Command mqnamesrv runs ringmq's NameServer on its own (a broker runs one embedded by
+// default). It reads RocketMQ's namesrv.conf keys, so an Apache RocketMQ name server's
+// config file works unchanged:
+//
+//	mqnamesrv [-c namesrv.conf] [-p listenPort] [--logLevel info]
+//
+// Priority: flags > file > defaults. Keys that ringmq does not need are logged once at
+// info with what it does instead; unknown keys are logged as warnings by name and line; a
+// value that does not parse stops the start with an error naming key and line. SIGINT or
+// SIGTERM shuts down gracefully.
+//
+// Note: Java's mqnamesrv uses -p for "print config items and exit"; here -p sets the
+// listen port (--printConfigItem prints the effective settings instead).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/pflag"
+
+	"github.com/ringmq/ringmq/internal/conf"
+	"github.com/ringmq/ringmq/namesrv"
+)
+
+// shutdownTimeout bounds the wait for responses to drain on shutdown.
+const shutdownTimeout = 10 * time.Second
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr, nil))
+}
+
+// run is the whole command: parse flags and the config file, start the name server, wait
+// for ctx to end, shut down. started, if not nil, receives the bound address once serving
+// (for tests). It returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, started chan<- net.Addr) int {
+	fs := pflag.NewFlagSet("mqnamesrv", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configFile := fs.StringP("configFile", "c", "", "name server config file (Java properties, namesrv.conf keys)")
+	listenPort := fs.IntP("listenPort", "p", 0, "listen port (overrides listenPort in the file; default 9876)")
+	logLevel := fs.String("logLevel", "info", "log level: debug, info, warn, error")
+	printConfig := fs.Bool("printConfigItem", false, "print the effective settings and exit")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "mqnamesrv: unexpected arguments: %v\n", fs.Args())
+		return 2
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintf(stderr, "mqnamesrv: --logLevel %q: %v\n", *logLevel, err)
+		return 2
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	s := defaultSettings()
+	if *configFile != "" {
+		props, err := conf.ReadFile(*configFile)
+		if err != nil {
+			logger.Error("cannot read config file", "err", err)
+			return 1
+		}
+		if err := applyProperties(&s, props, *configFile, logger); err != nil {
+			logger.Error("bad config", "err", err)
+			return 1
+		}
+		logger.Info("config file loaded", "file", *configFile)
+	}
+	if fs.Changed("listenPort") {
+		s.listenPort = *listenPort
+	}
+	s.ns.ListenAddr = s.listenAddr()
+	if err := s.ns.Validate(); err != nil {
+		logger.Error("bad config", "err", err)
+		return 1
+	}
+	if *printConfig {
+		fmt.Fprintf(stdout, "%+v\nmetricsAddr=%s\n", s.ns, s.metricsAddr)
+		return 0
+	}
+	return serve(ctx, &s, stdout, logger, started)
+}
+
+// serve runs the name server (and the metrics endpoint, if configured) until ctx ends.
+func serve(ctx context.Context, s *settings, stdout io.Writer, logger *slog.Logger, started chan<- net.Addr) int {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	ns, err := namesrv.New(s.ns, logger, reg)
+	if err != nil {
+		logger.Error("cannot create the name server", "err", err)
+		return 1
+	}
+
+	var metricsServer *http.Server
+	metricsDone := make(chan error, 1)
+	if s.metricsAddr != "" {
+		ln, err := net.Listen("tcp", s.metricsAddr)
+		if err != nil {
+			logger.Error("cannot listen for metrics", "metricsAddr", s.metricsAddr, "err", err)
+			return 1
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		metricsServer = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { metricsDone <- metricsServer.Serve(ln) }()
+		logger.Info("metrics served", "addr", ln.Addr().String())
+	}
+
+	if err := ns.Start(); err != nil {
+		logger.Error("cannot start the name server", "err", err)
+		if metricsServer != nil {
+			_ = metricsServer.Close()
+			<-metricsDone
+		}
+		return 1
+	}
+	// The line Java's mqnamesrv prints; start scripts wait for it.
+	fmt.Fprintf(stdout, "The Name Server boot success. serializeType=JSON, address %s\n", ns.Addr())
+	if started != nil {
+		started <- ns.Addr()
+	}
+
+	<-ctx.Done()
+	logger.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	status := 0
+	if err := ns.Shutdown(shutdownCtx); err != nil {
+		logger.Error("name server shutdown", "err", err)
+		status = 1
+	}
+	if metricsServer != nil {
+		if err := metricsServer.Shutdown(shutdownCtx); err != nil {
+			logger.Error("metrics server shutdown", "err", err)
+			status = 1
+		}
+		if err := <-metricsDone; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("metrics server", "err", err)
+			status = 1
+		}
+	}
+	return status
+}

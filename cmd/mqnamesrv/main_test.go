@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/conf"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// gnet's ants pool goroutines are started in package init and live for the process.
+		goleak.IgnoreAnyFunction("github.com/panjf2000/ants/v2.(*poolCommon).purgeStaleWorkers"),
+		goleak.IgnoreAnyFunction("github.com/panjf2000/ants/v2.(*poolCommon).ticktock"),
+	)
+}
+
+// syncBuffer is a bytes.Buffer safe for the logger and the test to share.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func writeConf(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "namesrv.conf")
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
+	return path
+}
+
+func TestApplyProperties(t *testing.T) {
+	props, err := conf.Parse([]byte(`# a RocketMQ namesrv.conf
+listenPort = 9877
+kvConfigPath=/data/namesrv/kvConfig.json
+orderMessageEnable=TRUE
+returnOrderTopicConfigToBroker=false
+scanNotActiveBrokerInterval=2000
+waitSecondsForService=30
+needWaitForService=true
+serverChannelMaxIdleTimeSeconds=60
+enableAllTopicList=false
+enableTopicList=false
+netEngine=std
+netEventLoops=3
+brokerExpiryMillis=30000
+serverWorkerThreads=8
+serverWorkerThreads=16
+clientRequestThreadPoolNums=8
+rocketmqHome=/opt/rocketmq
+fancyNewKey=1
+`))
+	require.NoError(t, err)
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	s := defaultSettings()
+	require.NoError(t, applyProperties(&s, props, "namesrv.conf", logger))
+
+	require.Equal(t, 9877, s.listenPort)
+	require.Equal(t, ":9877", s.listenAddr())
+	require.Equal(t, "/data/namesrv/kvConfig.json", s.ns.KVConfigPath)
+	require.True(t, s.ns.OrderMessageEnable)
+	require.False(t, s.ns.ReturnOrderTopicConfigToBroker)
+	require.Equal(t, 2*time.Second, s.ns.ScanInterval)
+	require.Equal(t, 30*time.Second, s.ns.WaitForService)
+	require.True(t, s.ns.NeedWaitForService)
+	require.Equal(t, time.Minute, s.ns.IdleTimeout)
+	require.False(t, s.ns.EnableAllTopicList)
+	require.False(t, s.ns.EnableTopicList)
+	require.Equal(t, "std", s.ns.NetEngine)
+	require.Equal(t, 3, s.ns.NetEventLoops)
+	require.Equal(t, 30*time.Second, s.ns.BrokerExpiry)
+
+	out := logs.String()
+	require.Equal(t, 1, strings.Count(out, "key=serverWorkerThreads"), "a not-applied key is logged once:\n%s", out)
+	require.Contains(t, out, `level=INFO msg="config key accepted but not applied" key=clientRequestThreadPoolNums`)
+	require.Contains(t, out, "key=rocketmqHome")
+	require.Contains(t, out, `level=WARN msg="unknown config key ignored" key=fancyNewKey file=namesrv.conf line=19`)
+}
+
+func TestApplyPropertiesErrors(t *testing.T) {
+	props, err := conf.Parse([]byte("listenPort=abc\norderMessageEnable=yes\nscanNotActiveBrokerInterval=5s\nkvConfigPath=ok\n"))
+	require.NoError(t, err)
+	s := defaultSettings()
+	err = applyProperties(&s, props, "bad.conf", slog.New(slog.DiscardHandler))
+	require.ErrorIs(t, err, errConfig)
+	msg := err.Error()
+	require.Contains(t, msg, `bad.conf:1: listenPort="abc": not a whole number`)
+	require.Contains(t, msg, `bad.conf:2: orderMessageEnable="yes": not true or false`)
+	require.Contains(t, msg, `bad.conf:3: scanNotActiveBrokerInterval="5s": not a whole number`)
+	require.Equal(t, "ok", s.ns.KVConfigPath, "good keys are still applied")
+}
+
+func TestRunExitCodes(t *testing.T) {
+	var stdout, stderr syncBuffer
+	ctx := context.Background()
+
+	require.Equal(t, 2, run(ctx, []string{"--nope"}, &stdout, &stderr, nil))
+	require.Equal(t, 2, run(ctx, []string{"extra"}, &stdout, &stderr, nil))
+	require.Equal(t, 2, run(ctx, []string{"--logLevel", "loud"}, &stdout, &stderr, nil))
+	require.Equal(t, 0, run(ctx, []string{"-h"}, &stdout, &stderr, nil))
+	require.Contains(t, stderr.String(), "--listenPort")
+
+	require.Equal(t, 1, run(ctx, []string{"-c", filepath.Join(t.TempDir(), "missing.conf")}, &stdout, &stderr, nil))
+	require.Equal(t, 1, run(ctx, []string{"-c", writeConf(t, "listenPort=x\n")}, &stdout, &stderr, nil))
+	require.Contains(t, stderr.String(), `listenPort=\"x\": not a whole number`)
+	require.Equal(t, 1, run(ctx, []string{"-c", writeConf(t, "scanNotActiveBrokerInterval=0\n")}, &stdout, &stderr, nil))
+	require.Contains(t, stderr.String(), "ScanInterval")
+
+	// -p overrides the file; --printConfigItem shows the result without starting.
+	stdout = syncBuffer{}
+	require.Equal(t, 0, run(ctx, []string{"-c", writeConf(t, "listenPort=9877\n"), "-p", "9999", "--printConfigItem"}, &stdout, &stderr, nil))
+	require.Contains(t, stdout.String(), "ListenAddr::9999")
+}
+
+func TestRunServesAndShutsDown(t *testing.T) {
+	dir := t.TempDir()
+	confPath := writeConf(t, "bindAddress=127.0.0.1\nlistenPort=0\nmetricsAddr=127.0.0.1:0\n"+
+		"kvConfigPath="+filepath.Join(dir, "kv.json")+"\nnetEventLoops=1\n")
+	var stdout, stderr syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	started := make(chan net.Addr, 1)
+	exited := make(chan int, 1)
+	go func() { exited <- run(ctx, []string{"-c", confPath, "--logLevel", "debug"}, &stdout, &stderr, started) }()
+
+	var addr net.Addr
+	select {
+	case addr = <-started:
+	case code := <-exited:
+		t.Fatalf("run exited with %d: %s", code, stderr.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("name server did not start")
+	}
+	require.Contains(t, stdout.String(), "The Name Server boot success. serializeType=JSON, address "+addr.String())
+
+	// It answers remoting requests.
+	conn, err := net.DialTimeout("tcp", addr.String(), 10*time.Second)
+	require.NoError(t, err)
+	defer conn.Close()
+	req := &codec.RemotingCommand{Code: int32(codec.RequestGetRouteInfoByTopic), Language: codec.LanguageGo, Version: 317,
+		Opaque: 1, ExtFields: map[string]string{"topic": "T"}}
+	frame, err := req.AppendFrame(nil)
+	require.NoError(t, err)
+	require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
+	_, err = conn.Write(frame)
+	require.NoError(t, err)
+	payload, err := codec.NewFrameReader(conn, 0).Next()
+	require.NoError(t, err)
+	resp, err := codec.DecodeCommand(payload)
+	require.NoError(t, err)
+	require.Equal(t, int32(codec.ResponseTopicNotExist), resp.Code)
+
+	// And serves metrics at the address it logged.
+	m := regexp.MustCompile(`msg="metrics served" addr=(\S+)`).FindStringSubmatch(stderr.String())
+	require.Len(t, m, 2, stderr.String())
+	client := &http.Client{Timeout: 10 * time.Second}
+	httpResp, err := client.Get("http://" + m[1] + "/metrics")
+	require.NoError(t, err)
+	body, err := io.ReadAll(httpResp.Body)
+	require.NoError(t, err)
+	require.NoError(t, httpResp.Body.Close())
+	require.Contains(t, string(body), `ringmq_namesrv_requests_total{code="GET_ROUTEINFO_BY_TOPIC"} 1`)
+	client.CloseIdleConnections()
+
+	cancel() // what SIGINT/SIGTERM do through signal.NotifyContext
+	select {
+	case code := <-exited:
+		require.Equal(t, 0, code, stderr.String())
+	case <-time.After(15 * time.Second):
+		t.Fatal("run did not return after cancel")
+	}
+	require.Contains(t, stderr.String(), "namesrv: stopped")
+}
