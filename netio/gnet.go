@@ -89,6 +89,10 @@ func (s *gnetServer) Start() error {
 		gnet.WithMulticore(true),
 		gnet.WithNumEventLoop(s.cfg.eventLoops()),
 		gnet.WithReusePort(s.cfg.ReusePort),
+		// SO_REUSEADDR: a restarted broker must be able to bind its port while the
+		// connections the old one closed sit in TIME_WAIT (Go's net.Listen, used by the
+		// std engine, sets it by default; gnet does not).
+		gnet.WithReuseAddr(true),
 		gnet.WithTicker(true),
 		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
 		gnet.WithLogger(gnetLogger{s.log}),

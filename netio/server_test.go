@@ -502,3 +502,29 @@ func TestConcurrentWriters(t *testing.T) {
 		require.Equal(t, requests, responses)
 	})
 }
+
+// A restarted server binds its port again while the connections the old one closed
+// are in TIME_WAIT (the server closed them first, so TIME_WAIT is on its side).
+func TestRestartOnSamePortWithTimeWait(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, engine string) {
+		h := newTestHandler()
+		cfg := DefaultConfig()
+		cfg.Engine, cfg.Addr, cfg.Name = engine, "127.0.0.1:0", t.Name()
+		s, err := NewServer(cfg, h, testLogger())
+		require.NoError(t, err)
+		require.NoError(t, s.Start())
+		rc := dialRaw(t, s.Addr())
+		rc.roundTrip(codeEcho, 1, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		require.NoError(t, s.Stop(ctx))
+		rc.expectClosed()
+
+		cfg.Addr = s.Addr().String()
+		again, err := NewServer(cfg, newTestHandler(), testLogger())
+		require.NoError(t, err)
+		require.NoError(t, again.Start(), "bind %s while the old connection is in TIME_WAIT", cfg.Addr)
+		dialRaw(t, again.Addr()).roundTrip(codeEcho, 2, nil)
+		require.NoError(t, again.Stop(ctx))
+	})
+}
