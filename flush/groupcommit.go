@@ -1,0 +1,458 @@
+package flush
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Waiter learns the outcome of a SYNC_FLUSH put: whether its offset became durable.
+type Waiter interface {
+	// FlushDone is called exactly once per Submit: nil when the target offset is durable; ErrFlushTimeout
+	// when SyncFlushTimeout passed first; ErrClosed when the GroupCommit closed before the offset could be
+	// made durable; otherwise the durable operation's error (ErrNoSpace, ErrIO, ...). It runs on the
+	// GroupCommit's loop goroutine and must not block; it may call Submit, never Close.
+	FlushDone(err error)
+}
+
+// WaiterFunc adapts a function to Waiter. A method value or capturing closure allocates when created;
+// the broker's hot path should pass a pooled request that implements Waiter instead.
+type WaiterFunc func(err error)
+
+// FlushDone calls f(err).
+func (f WaiterFunc) FlushDone(err error) { f(err) }
+
+// DurableFunc makes every byte up to at least target durable in one operation and returns the offset up
+// to which the file is now durable: target or more (later appends may ride along). It is called on
+// GroupCommit's own goroutine, one call at a time. An error means nothing is promised beyond what an
+// earlier call returned; the waiters up to target fail with it. Errors wrapping ErrIO or ErrDurability
+// fail every later waiter too (a later sync could succeed without the lost bytes).
+type DurableFunc func(target int64) (durableOffset int64, err error)
+
+// GroupCommitConfig configures a GroupCommit.
+type GroupCommitConfig struct {
+	// SyncFlushTimeout is how long a waiter may wait for durability (syncFlushTimeout, default 5 s) before
+	// it completes with ErrFlushTimeout (FLUSH_DISK_TIMEOUT on the wire).
+	SyncFlushTimeout time.Duration
+	// WaiterQueueMax bounds the waiters queued or in flight; Submit beyond it returns ErrQueueFull at once
+	// (answer SYSTEM_BUSY). Both waiter slices are allocated at this capacity up front.
+	WaiterQueueMax int
+}
+
+// DefaultGroupCommitConfig: 5 s timeout (RocketMQ's syncFlushTimeout), 16,384 waiters (1,000 producers
+// with 16 sends in flight each).
+func DefaultGroupCommitConfig() GroupCommitConfig {
+	return GroupCommitConfig{SyncFlushTimeout: 5 * time.Second, WaiterQueueMax: 16384}
+}
+
+// Validate checks every field and names the first bad one.
+func (c GroupCommitConfig) Validate() error {
+	if c.SyncFlushTimeout <= 0 {
+		return fmt.Errorf("%w: syncFlushTimeout = %v, want > 0", ErrConfig, c.SyncFlushTimeout)
+	}
+	if c.WaiterQueueMax < 1 || c.WaiterQueueMax > 1<<22 {
+		return fmt.Errorf("%w: WaiterQueueMax = %d, want 1..%d", ErrConfig, c.WaiterQueueMax, 1<<22)
+	}
+	return nil
+}
+
+// waiter is one queued Submit. 32 bytes; stored by value so queuing never allocates.
+type waiter struct {
+	target   int64
+	deadline int64 // nanoseconds since GroupCommit.epoch (monotonic clock)
+	w        Waiter
+}
+
+type syncResult struct {
+	durable int64
+	err     error
+	elapsed time.Duration
+}
+
+// GroupCommit is RocketMQ's GroupCommitService without a thread parked per request: waiters queue up,
+// one durable operation covers all of them, and they complete in offset order.
+//
+// Two goroutines: the loop owns the waiters, runs the callbacks and the timeouts; the syncer calls
+// DurableFunc. Keeping the (possibly slow) durable call off the loop is what lets timeouts fire while
+// the disk is stuck. Submit and Close are safe for concurrent use.
+type GroupCommit struct {
+	cfg     GroupCommitConfig
+	durable DurableFunc
+	metrics *Metrics
+	logger  *slog.Logger
+	epoch   time.Time
+
+	mu struct {
+		sync.Mutex
+		pending     []waiter // appended by Submit, taken whole by the loop
+		outstanding int      // pending + held by the loop; bounded by WaiterQueueMax
+		wakeWanted  bool     // the loop waits for new waiters: the next Submit signals wake
+		closed      bool
+	}
+
+	wake       chan struct{}   // cap 1: "pending is not empty"
+	quit       chan struct{}   // closed by Close
+	syncReq    chan int64      // cap 1: loop → syncer, a target
+	syncDone   chan syncResult // cap 1: syncer → loop
+	syncerDone chan struct{}
+	done       chan struct{} // closed when the loop has exited
+
+	// Owned by the loop goroutine.
+	batch         []waiter // waiters taken from pending, sorted by target; cap WaiterQueueMax
+	durableOffset int64    // highest offset DurableFunc has reported durable
+	failed        error    // sticky: set after ErrIO or ErrDurability; every waiter completes with it
+	closeErr      error    // last durable error while draining for Close
+}
+
+// NewGroupCommit starts a group commit over durable. metrics and logger may be nil. durableOffset is the
+// offset already durable at start (waiters at or below it complete without a durable operation).
+func NewGroupCommit(cfg GroupCommitConfig, durableOffset int64, durable DurableFunc, metrics *Metrics,
+	logger *slog.Logger) (*GroupCommit, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if durable == nil {
+		return nil, fmt.Errorf("%w: NewGroupCommit durable func is nil", ErrInvalidArgument)
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if metrics == nil {
+		metrics, _ = NewMetrics(nil, "") // cannot fail without a registry
+	}
+	g := &GroupCommit{
+		cfg:           cfg,
+		durable:       durable,
+		metrics:       metrics,
+		logger:        logger,
+		epoch:         time.Now(),
+		wake:          make(chan struct{}, 1),
+		quit:          make(chan struct{}),
+		syncReq:       make(chan int64, 1),
+		syncDone:      make(chan syncResult, 1),
+		syncerDone:    make(chan struct{}),
+		done:          make(chan struct{}),
+		batch:         make([]waiter, 0, cfg.WaiterQueueMax),
+		durableOffset: durableOffset,
+	}
+	g.mu.pending = make([]waiter, 0, cfg.WaiterQueueMax)
+	go g.syncer()
+	go g.loop()
+	return g, nil
+}
+
+// Submit queues w to learn when every byte below target is durable. It never blocks and never allocates:
+// it returns ErrQueueFull at once when WaiterQueueMax waiters are already outstanding, ErrClosed after
+// Close; otherwise w.FlushDone will be called exactly once, on the GroupCommit's goroutine.
+// Safe for concurrent use.
+func (g *GroupCommit) Submit(target int64, w Waiter) error {
+	if w == nil {
+		return fmt.Errorf("%w: Submit waiter is nil", ErrInvalidArgument)
+	}
+	deadline := g.now() + int64(g.cfg.SyncFlushTimeout)
+	g.mu.Lock()
+	if g.mu.closed {
+		g.mu.Unlock()
+		return ErrClosed
+	}
+	if g.mu.outstanding >= g.cfg.WaiterQueueMax {
+		g.mu.Unlock()
+		g.metrics.rejectedOne()
+		return ErrQueueFull
+	}
+	g.mu.pending = append(g.mu.pending, waiter{target: target, deadline: deadline, w: w})
+	g.mu.outstanding++
+	g.metrics.setDepth(g.mu.outstanding)
+	signal := g.mu.wakeWanted
+	g.mu.wakeWanted = false // one signal is enough: the loop takes everything queued when it runs
+	g.mu.Unlock()
+	if signal {
+		select {
+		case g.wake <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// QueueDepth is the number of waiters queued or in flight. Safe for concurrent use.
+func (g *GroupCommit) QueueDepth() int { return int(g.metrics.depth.Load()) }
+
+// Close stops accepting waiters, makes every queued waiter's offset durable (or fails it), completes them
+// all, and stops the goroutines. It returns the error of a durable operation that failed while draining.
+// A second Close returns ErrClosed. Must not be called from a Waiter.
+func (g *GroupCommit) Close() error {
+	g.mu.Lock()
+	if g.mu.closed {
+		g.mu.Unlock()
+		return ErrClosed
+	}
+	g.mu.closed = true
+	g.mu.Unlock()
+	close(g.quit)
+	<-g.done
+	return g.closeErr
+}
+
+func (g *GroupCommit) now() int64 { return int64(time.Since(g.epoch)) }
+
+// syncer runs DurableFunc for each target the loop asks for.
+func (g *GroupCommit) syncer() {
+	defer close(g.syncerDone)
+	for target := range g.syncReq {
+		start := time.Now()
+		durable, err := g.durable(target)
+		g.syncDone <- syncResult{durable: durable, err: err, elapsed: time.Since(start)}
+	}
+}
+
+// loop owns the waiters. Each pass:
+//
+//  1. wait for an event: new waiters (wake; only asked for when no operation is in flight for a
+//     non-empty batch), a durable result (syncDone), the earliest deadline (timer), or Close (quit);
+//  2. on a result: raise durableOffset, or fail every waiter the failed operation was meant to cover;
+//  3. take all pending waiters into batch (one lock, one copy) and keep batch sorted by target;
+//  4. if nothing is in flight and waiters beyond durableOffset remain, ask the syncer for one durable
+//     operation up to the highest target in batch: that single operation is the group commit;
+//  5. complete the covered prefix of batch (target <= durableOffset) in offset order, while the
+//     operation of step 4 runs;
+//  6. when the timer fired, complete waiters past their deadline with ErrFlushTimeout;
+//  7. when closing: leave once nothing is queued or in flight.
+//
+// State: inflight (a target is with the syncer; at most one), stalled (the last successful operation did
+// not reach its target: ask again only for a higher target, so a store that cannot make progress causes
+// no busy loop; those waiters time out), quitting.
+func (g *GroupCommit) loop() {
+	defer close(g.done)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	timerAt := int64(-1) // deadline the timer is armed for; -1 when stopped
+	var (
+		inflight  bool
+		requested int64 // target of the last durable operation asked for
+		stalled   bool  // that operation succeeded without reaching its target
+		quitting  bool
+	)
+	quit := g.quit
+	for {
+		var (
+			result      syncResult
+			resultOK    bool  // this pass handles a successful durable operation
+			resultBytes int64 // bytes it made durable
+			timerFired  bool
+		)
+		// While a durable operation runs for a non-empty batch, new waiters need not wake the loop: the
+		// result will take them. Waking only when needed saves a goroutine switch per Submit.
+		g.setWakeWanted(!inflight || len(g.batch) == 0)
+		wakeOnly := false
+		select {
+		case <-g.wake:
+			wakeOnly = true
+		case result = <-g.syncDone:
+			inflight = false
+			if result.err != nil {
+				g.onDurableError(requested, result)
+				if quitting {
+					g.closeErr = result.err
+				}
+				break
+			}
+			resultOK = true
+			if result.durable > g.durableOffset {
+				resultBytes = result.durable - g.durableOffset
+				g.durableOffset = result.durable
+			}
+			stalled = g.durableOffset < requested
+		case <-timer.C:
+			timerAt = -1
+			timerFired = true
+		case <-quit:
+			quitting = true
+			quit = nil
+		}
+
+		if !(wakeOnly && inflight && len(g.batch) > 0) {
+			g.takePending()
+		}
+		if g.failed != nil {
+			g.completeAll(g.failed)
+		}
+		covered := g.coveredPrefix()
+
+		// Start the next durable operation before running callbacks, so the disk works while the loop
+		// completes the previous batch.
+		if !inflight && len(g.batch) > covered {
+			highest := g.batch[len(g.batch)-1].target
+			if !stalled || highest > requested {
+				requested = highest
+				inflight = true
+				g.syncReq <- requested // the syncer is idle: never blocks
+			}
+		}
+
+		g.completePrefix(covered)
+		if resultOK {
+			g.metrics.durableWrite(result.elapsed, resultBytes, covered)
+		} else if covered > 0 {
+			g.metrics.lateAcks(covered)
+		}
+		if timerFired {
+			// Deadlines only pass when the timer (armed for the earliest) fires, so only then scan.
+			g.expire()
+		}
+
+		if quitting && !inflight {
+			if len(g.batch) > 0 { // stalled: nothing will make these durable now
+				g.completeAll(ErrClosed)
+			}
+			break
+		}
+
+		// Arm the timer for the earliest deadline still waiting.
+		next := int64(-1)
+		for i := range g.batch {
+			if d := g.batch[i].deadline; next < 0 || d < next {
+				next = d
+			}
+		}
+		if next != timerAt {
+			timer.Stop()
+			if next >= 0 {
+				timer.Reset(time.Duration(next - g.now()))
+			}
+			timerAt = next
+		}
+	}
+	timer.Stop()
+	close(g.syncReq)
+	<-g.syncerDone
+}
+
+// takePending moves every pending waiter into batch and sorts batch by target. Loop only.
+func (g *GroupCommit) takePending() {
+	g.mu.Lock()
+	n := len(g.mu.pending)
+	if n == 0 {
+		g.mu.Unlock()
+		return
+	}
+	g.batch = append(g.batch, g.mu.pending...) // within capacity: outstanding ≤ WaiterQueueMax
+	clear(g.mu.pending)                        // drop Waiter references
+	g.mu.pending = g.mu.pending[:0]
+	g.mu.Unlock()
+	// Puts take offsets under the store's lock but call Submit after releasing it, so arrival order can
+	// differ from offset order; completions must follow offsets.
+	if !slices.IsSortedFunc(g.batch, byTarget) {
+		slices.SortStableFunc(g.batch, byTarget)
+	}
+}
+
+func byTarget(a, b waiter) int { return cmp.Compare(a.target, b.target) }
+
+// coveredPrefix counts the waiters at the front of batch whose target is durable. Loop only.
+func (g *GroupCommit) coveredPrefix() int {
+	k := 0
+	for k < len(g.batch) && g.batch[k].target <= g.durableOffset {
+		k++
+	}
+	return k
+}
+
+// completePrefix completes the first k waiters, in offset order, as durable. Loop only.
+func (g *GroupCommit) completePrefix(k int) {
+	for i := 0; i < k; i++ {
+		g.batch[i].w.FlushDone(nil)
+	}
+	g.removePrefix(k)
+}
+
+// setWakeWanted tells Submit whether to wake the loop. When wakes become wanted while waiters are already
+// pending, the loop wakes itself so none is left behind. Loop only.
+func (g *GroupCommit) setWakeWanted(wanted bool) {
+	g.mu.Lock()
+	g.mu.wakeWanted = wanted
+	pending := len(g.mu.pending) > 0
+	g.mu.Unlock()
+	if wanted && pending {
+		select {
+		case g.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// completeAll completes every waiter in batch with err, in offset order. Loop only.
+func (g *GroupCommit) completeAll(err error) {
+	for i := range g.batch {
+		g.batch[i].w.FlushDone(err)
+	}
+	g.removePrefix(len(g.batch))
+}
+
+// onDurableError fails every waiter the failed operation was meant to cover (target <= requested): a
+// failed operation never reports success. ErrIO and ErrDurability are sticky (see package doc); other
+// errors (ErrNoSpace from a write) leave later waiters to the next operation, so the broker recovers when
+// space returns.
+func (g *GroupCommit) onDurableError(requested int64, r syncResult) {
+	g.metrics.failedWrite(r.elapsed)
+	if (errors.Is(r.err, ErrIO) || errors.Is(r.err, ErrDurability)) && g.failed == nil {
+		g.failed = r.err
+		g.logger.Error("flush: durable write failed and may have lost data; every later SYNC_FLUSH waiter will fail",
+			"error", r.err)
+	}
+	k := 0
+	for k < len(g.batch) && g.batch[k].target <= requested {
+		g.batch[k].w.FlushDone(r.err)
+		k++
+	}
+	g.removePrefix(k)
+}
+
+// expire completes waiters past their deadline with ErrFlushTimeout, keeping the rest in order. Loop only.
+func (g *GroupCommit) expire() {
+	if len(g.batch) == 0 {
+		return
+	}
+	now := g.now()
+	kept := 0
+	expired := 0
+	for i := range g.batch {
+		if g.batch[i].deadline <= now {
+			g.batch[i].w.FlushDone(ErrFlushTimeout)
+			expired++
+			continue
+		}
+		g.batch[kept] = g.batch[i]
+		kept++
+	}
+	if expired == 0 {
+		return
+	}
+	clear(g.batch[kept:])
+	g.batch = g.batch[:kept]
+	g.metrics.timedOut(expired)
+	g.release(expired)
+}
+
+// removePrefix drops the first k waiters of batch (already completed). Loop only.
+func (g *GroupCommit) removePrefix(k int) {
+	if k == 0 {
+		return
+	}
+	n := copy(g.batch, g.batch[k:])
+	clear(g.batch[n:])
+	g.batch = g.batch[:n]
+	g.release(k)
+}
+
+// release gives k completed waiters' room in the bound back to Submit.
+func (g *GroupCommit) release(k int) {
+	g.mu.Lock()
+	g.mu.outstanding -= k
+	g.metrics.setDepth(g.mu.outstanding)
+	g.mu.Unlock()
+}

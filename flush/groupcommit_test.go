@@ -1,0 +1,462 @@
+package flush
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// completion is one FlushDone call seen by a test.
+type completion struct {
+	target int64
+	err    error
+}
+
+// recorder collects completions in the order the GroupCommit made them.
+type recorder struct {
+	mu   sync.Mutex
+	done []completion
+}
+
+func (r *recorder) waiter(target int64) Waiter {
+	return WaiterFunc(func(err error) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.done = append(r.done, completion{target, err})
+	})
+}
+
+func (r *recorder) get() []completion {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]completion(nil), r.done...)
+}
+
+// scriptedDurable is a DurableFunc the test steers: each call reports its target on calls and returns
+// what the test sends on answers.
+type scriptedDurable struct {
+	calls   chan int64
+	answers chan syncAnswer
+	n       atomic.Int64
+}
+
+type syncAnswer struct {
+	durable int64
+	err     error
+}
+
+func newScriptedDurable() *scriptedDurable {
+	return &scriptedDurable{calls: make(chan int64), answers: make(chan syncAnswer)}
+}
+
+func (s *scriptedDurable) durable(target int64) (int64, error) {
+	s.n.Add(1)
+	s.calls <- target
+	a := <-s.answers
+	return a.durable, a.err
+}
+
+func testGroupCommitConfig() GroupCommitConfig {
+	return GroupCommitConfig{SyncFlushTimeout: 5 * time.Second, WaiterQueueMax: 64}
+}
+
+func TestGroupCommitConfigValidate(t *testing.T) {
+	require.NoError(t, DefaultGroupCommitConfig().Validate())
+	require.Equal(t, 5*time.Second, DefaultGroupCommitConfig().SyncFlushTimeout)
+	err := GroupCommitConfig{SyncFlushTimeout: 0, WaiterQueueMax: 1}.Validate()
+	require.ErrorIs(t, err, ErrConfig)
+	require.Contains(t, err.Error(), "syncFlushTimeout")
+	err = GroupCommitConfig{SyncFlushTimeout: time.Second, WaiterQueueMax: 0}.Validate()
+	require.ErrorIs(t, err, ErrConfig)
+	require.Contains(t, err.Error(), "WaiterQueueMax")
+	_, err = NewGroupCommit(DefaultGroupCommitConfig(), 0, nil, nil, nil)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+}
+
+func TestGroupCommitCompletesInOffsetOrderAfterDurableReturns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := newScriptedDurable()
+		m, err := NewMetrics(nil, "test")
+		require.NoError(t, err)
+		g, err := NewGroupCommit(testGroupCommitConfig(), 0, d.durable, m, nil)
+		require.NoError(t, err)
+		var rec recorder
+
+		require.NoError(t, g.Submit(100, rec.waiter(100)))
+		require.Equal(t, int64(100), <-d.calls, "the first waiter starts a durable operation at once")
+
+		// While it runs, more waiters arrive out of offset order (puts release the put lock before Submit).
+		for _, target := range []int64{500, 300, 400, 200} {
+			require.NoError(t, g.Submit(target, rec.waiter(target)))
+		}
+		synctest.Wait()
+		require.Empty(t, rec.get(), "nothing completes before the durable operation returns")
+		require.Equal(t, 5, g.QueueDepth())
+
+		d.answers <- syncAnswer{durable: 100}
+		require.Equal(t, int64(500), <-d.calls, "one operation for all four queued waiters, up to the highest")
+		synctest.Wait()
+		require.Equal(t, []completion{{100, nil}}, rec.get(), "only the covered waiter completed")
+
+		d.answers <- syncAnswer{durable: 650} // later appends rode along
+		synctest.Wait()
+		require.Equal(t, []completion{{100, nil}, {200, nil}, {300, nil}, {400, nil}, {500, nil}}, rec.get())
+		require.Equal(t, 0, g.QueueDepth())
+		require.Equal(t, int64(2), d.n.Load(), "two durable operations for five waiters")
+
+		snap := m.Snapshot()
+		require.Equal(t, uint64(2), snap.DurableWrites)
+		require.Equal(t, uint64(5), snap.Acks)
+		require.Equal(t, int64(4), snap.MaxBatch)
+		require.Equal(t, uint64(650), snap.Bytes)
+		require.InDelta(t, 2.5, snap.AcksPerDurableWrite(), 1e-9)
+		require.Equal(t, int64(2), m.LatencyHistogram().TotalCount())
+
+		// A waiter at or below the durable offset completes without another operation.
+		require.NoError(t, g.Submit(600, rec.waiter(600)))
+		synctest.Wait()
+		require.Equal(t, completion{600, nil}, rec.get()[5])
+		require.Equal(t, int64(2), d.n.Load())
+
+		require.NoError(t, g.Close())
+	})
+}
+
+func TestGroupCommitTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := newScriptedDurable()
+		m, err := NewMetrics(nil, "test")
+		require.NoError(t, err)
+		g, err := NewGroupCommit(testGroupCommitConfig(), 0, d.durable, m, nil)
+		require.NoError(t, err)
+		var rec recorder
+
+		require.NoError(t, g.Submit(10, rec.waiter(10)))
+		require.Equal(t, int64(10), <-d.calls)
+		// The disk is stuck: the durable operation does not return.
+		time.Sleep(5*time.Second - time.Millisecond)
+		synctest.Wait()
+		require.Empty(t, rec.get(), "not before syncFlushTimeout")
+
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		got := rec.get()
+		require.Len(t, got, 1)
+		require.ErrorIs(t, got[0].err, ErrFlushTimeout)
+		require.Equal(t, uint64(1), m.Snapshot().Timeouts)
+		require.Equal(t, 0, g.QueueDepth())
+
+		// The stuck operation finally returns: the waiter is not completed a second time.
+		d.answers <- syncAnswer{durable: 10}
+		synctest.Wait()
+		require.Len(t, rec.get(), 1)
+
+		// A waiter that arrives later is served normally.
+		require.NoError(t, g.Submit(20, rec.waiter(20)))
+		require.Equal(t, int64(20), <-d.calls)
+		d.answers <- syncAnswer{durable: 20}
+		synctest.Wait()
+		require.Equal(t, completion{20, nil}, rec.get()[1])
+		require.NoError(t, g.Close())
+	})
+}
+
+func TestGroupCommitDurableErrors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := newScriptedDurable()
+		h := &recordingHandler{}
+		g, err := NewGroupCommit(testGroupCommitConfig(), 0, d.durable, nil, slog.New(h))
+		require.NoError(t, err)
+		var rec recorder
+
+		// ENOSPC fails the covered waiters, never reports success, and is not sticky.
+		noSpace := fmt.Errorf("%w: test", ErrNoSpace)
+		require.NoError(t, g.Submit(10, rec.waiter(10)))
+		<-d.calls
+		require.NoError(t, g.Submit(30, rec.waiter(30))) // arrives during the failing operation
+		d.answers <- syncAnswer{durable: 0, err: noSpace}
+		require.Equal(t, int64(30), <-d.calls, "the next waiter gets its own attempt")
+		synctest.Wait()
+		require.Len(t, rec.get(), 1)
+		require.ErrorIs(t, rec.get()[0].err, ErrNoSpace)
+		d.answers <- syncAnswer{durable: 30}
+		synctest.Wait()
+		require.Equal(t, completion{30, nil}, rec.get()[1], "space came back")
+
+		// EIO is sticky: this waiter and every later one fail, without another durable operation.
+		ioErr := fmt.Errorf("%w: test", ErrIO)
+		require.NoError(t, g.Submit(40, rec.waiter(40)))
+		<-d.calls
+		d.answers <- syncAnswer{durable: 40, err: ioErr}
+		synctest.Wait()
+		require.NoError(t, g.Submit(50, rec.waiter(50)))
+		synctest.Wait()
+		got := rec.get()
+		require.Len(t, got, 4)
+		require.ErrorIs(t, got[2].err, ErrIO)
+		require.ErrorIs(t, got[3].err, ErrIO)
+		require.Equal(t, int64(3), d.n.Load())
+		require.Len(t, h.atLevel(slog.LevelError), 1, "one log line for the I/O error")
+
+		require.NoError(t, g.Close())
+	})
+}
+
+func TestGroupCommitFailedSyncIsSticky(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := newScriptedDurable()
+		g, err := NewGroupCommit(testGroupCommitConfig(), 0, d.durable, nil, nil)
+		require.NoError(t, err)
+		var rec recorder
+		// ENOSPC reported by fdatasync (writeback failed), not by a write: the bytes may be lost.
+		syncNoSpace := fmt.Errorf("%w: %w: test", ErrNoSpace, ErrDurability)
+		require.NoError(t, g.Submit(10, rec.waiter(10)))
+		<-d.calls
+		d.answers <- syncAnswer{err: syncNoSpace}
+		synctest.Wait()
+		require.NoError(t, g.Submit(20, rec.waiter(20)))
+		synctest.Wait()
+		got := rec.get()
+		require.Len(t, got, 2)
+		require.ErrorIs(t, got[1].err, ErrDurability, "a later waiter is not told its bytes are safe")
+		require.Equal(t, int64(1), d.n.Load())
+		require.NoError(t, g.Close())
+	})
+}
+
+func TestGroupCommitQueueFull(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := newScriptedDurable()
+		m, err := NewMetrics(nil, "test")
+		require.NoError(t, err)
+		cfg := testGroupCommitConfig()
+		cfg.WaiterQueueMax = 2
+		g, err := NewGroupCommit(cfg, 0, d.durable, m, nil)
+		require.NoError(t, err)
+		var rec recorder
+
+		require.NoError(t, g.Submit(1, rec.waiter(1)))
+		<-d.calls
+		require.NoError(t, g.Submit(2, rec.waiter(2)))
+		require.ErrorIs(t, g.Submit(3, rec.waiter(3)), ErrQueueFull, "refused at once, not after a timeout")
+		require.Equal(t, uint64(1), m.Snapshot().Rejected)
+		require.Equal(t, 2, g.QueueDepth())
+
+		d.answers <- syncAnswer{durable: 1}
+		require.Equal(t, int64(2), <-d.calls)
+		d.answers <- syncAnswer{durable: 2}
+		synctest.Wait()
+		require.Equal(t, []completion{{1, nil}, {2, nil}}, rec.get())
+		require.NoError(t, g.Submit(3, rec.waiter(3)), "room again once waiters completed")
+		require.Equal(t, int64(3), <-d.calls)
+		d.answers <- syncAnswer{durable: 3}
+		require.NoError(t, g.Close())
+		require.Len(t, rec.get(), 3)
+	})
+}
+
+func TestGroupCommitCloseDrains(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := newScriptedDurable()
+		g, err := NewGroupCommit(testGroupCommitConfig(), 0, d.durable, nil, nil)
+		require.NoError(t, err)
+		var rec recorder
+		require.NoError(t, g.Submit(10, rec.waiter(10)))
+		<-d.calls
+		require.NoError(t, g.Submit(20, rec.waiter(20)))
+		require.NoError(t, g.Submit(15, rec.waiter(15)))
+
+		closed := make(chan error, 1)
+		go func() { closed <- g.Close() }()
+		synctest.Wait()
+		require.ErrorIs(t, g.Submit(30, rec.waiter(30)), ErrClosed, "no new waiters once closing")
+		d.answers <- syncAnswer{durable: 10}
+		require.Equal(t, int64(20), <-d.calls, "closing still makes queued waiters durable")
+		d.answers <- syncAnswer{durable: 20}
+		require.NoError(t, <-closed)
+		require.Equal(t, []completion{{10, nil}, {15, nil}, {20, nil}}, rec.get())
+		require.ErrorIs(t, g.Close(), ErrClosed)
+	})
+}
+
+func TestGroupCommitCloseReportsDrainError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := newScriptedDurable()
+		g, err := NewGroupCommit(testGroupCommitConfig(), 0, d.durable, nil, nil)
+		require.NoError(t, err)
+		var rec recorder
+		require.NoError(t, g.Submit(10, rec.waiter(10)))
+		<-d.calls
+		closed := make(chan error, 1)
+		go func() { closed <- g.Close() }()
+		synctest.Wait()
+		d.answers <- syncAnswer{err: fmt.Errorf("%w: test", ErrNoSpace)}
+		require.ErrorIs(t, <-closed, ErrNoSpace)
+		require.ErrorIs(t, rec.get()[0].err, ErrNoSpace)
+	})
+}
+
+func TestGroupCommitStalledStoreDoesNotBusyLoop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := newScriptedDurable()
+		g, err := NewGroupCommit(testGroupCommitConfig(), 0, d.durable, nil, nil)
+		require.NoError(t, err)
+		var rec recorder
+		require.NoError(t, g.Submit(100, rec.waiter(100)))
+		<-d.calls
+		d.answers <- syncAnswer{durable: 50} // success, but short of the target
+		synctest.Wait()
+		require.Equal(t, int64(1), d.n.Load(), "no second operation for the same target")
+		require.Empty(t, rec.get())
+
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		require.Len(t, rec.get(), 1)
+		require.ErrorIs(t, rec.get()[0].err, ErrFlushTimeout)
+		require.NoError(t, g.Close())
+	})
+}
+
+func TestGroupCommitCloseFailsWaitersThatCannotProgress(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := newScriptedDurable()
+		g, err := NewGroupCommit(testGroupCommitConfig(), 0, d.durable, nil, nil)
+		require.NoError(t, err)
+		var rec recorder
+		require.NoError(t, g.Submit(100, rec.waiter(100)))
+		<-d.calls
+		d.answers <- syncAnswer{durable: 50}
+		synctest.Wait()
+		require.NoError(t, g.Close())
+		require.Len(t, rec.get(), 1)
+		require.ErrorIs(t, rec.get()[0].err, ErrClosed)
+	})
+}
+
+func TestGroupCommitWaiterMaySubmit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, err := NewGroupCommit(testGroupCommitConfig(), 0, func(target int64) (int64, error) { return target, nil }, nil, nil)
+		require.NoError(t, err)
+		var rec recorder
+		inner := rec.waiter(20)
+		require.NoError(t, g.Submit(10, WaiterFunc(func(err error) {
+			rec.waiter(10).FlushDone(err)
+			if err := g.Submit(20, inner); err != nil {
+				panic(err)
+			}
+		})))
+		synctest.Wait()
+		require.Equal(t, []completion{{10, nil}, {20, nil}}, rec.get())
+		require.NoError(t, g.Close())
+	})
+}
+
+// TestGroupCommitConcurrentSubmitters checks, with real goroutines and the race detector, that every waiter
+// completes exactly once, successfully, and that completions never go backwards in offset. Submit runs
+// under the "put lock" here so that arrival order is offset order; a waiter that arrives after a higher
+// offset already completed is completed late by nature (TestGroupCommitCompletesInOffsetOrder... covers
+// reordering inside one batch).
+func TestGroupCommitConcurrentSubmitters(t *testing.T) {
+	var written atomic.Int64
+	var durableCalls atomic.Int64
+	durable := func(target int64) (int64, error) {
+		durableCalls.Add(1)
+		return written.Load(), nil // everything written so far becomes durable
+	}
+	m, err := NewMetrics(nil, "test")
+	require.NoError(t, err)
+	cfg := DefaultGroupCommitConfig()
+	g, err := NewGroupCommit(cfg, 0, durable, m, nil)
+	require.NoError(t, err)
+
+	const submitters, perSubmitter = 8, 500
+	var (
+		orderMu sync.Mutex
+		last    int64
+		ordered = true
+		count   int
+	)
+	var putMu sync.Mutex
+	var wg sync.WaitGroup
+	for s := 0; s < submitters; s++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			done := make(chan error, 1)
+			for i := 0; i < perSubmitter; i++ {
+				putMu.Lock()
+				target := written.Add(1024)
+				mine := target
+				err := g.Submit(target, WaiterFunc(func(err error) {
+					orderMu.Lock()
+					if mine < last {
+						ordered = false
+					}
+					last = mine
+					count++
+					orderMu.Unlock()
+					done <- err
+				}))
+				putMu.Unlock()
+				if err != nil {
+					panic(err)
+				}
+				if err := <-done; err != nil {
+					panic(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, g.Close())
+	require.True(t, ordered, "completions follow offsets")
+	require.Equal(t, submitters*perSubmitter, count)
+	snap := m.Snapshot()
+	require.Equal(t, uint64(submitters*perSubmitter), snap.Acks)
+	require.LessOrEqual(t, durableCalls.Load(), int64(submitters*perSubmitter))
+	require.Equal(t, durableCalls.Load(), int64(snap.DurableWrites))
+}
+
+// allocWaiter is a preallocated waiter, the way the broker will pass pooled requests.
+type allocWaiter struct{ done chan error }
+
+func (w *allocWaiter) FlushDone(err error) { w.done <- err }
+
+func TestGroupCommitSubmitDoesNotAllocate(t *testing.T) {
+	var next int64
+	g, err := NewGroupCommit(DefaultGroupCommitConfig(), 0, func(target int64) (int64, error) { return target, nil }, nil, nil)
+	require.NoError(t, err)
+	w := &allocWaiter{done: make(chan error, 1)}
+	var failed error
+	allocs := testing.AllocsPerRun(2000, func() {
+		next += 1024
+		if err := g.Submit(next, w); err != nil {
+			failed = err
+		}
+		if err := <-w.done; err != nil {
+			failed = err
+		}
+	})
+	require.NoError(t, failed)
+	require.NoError(t, g.Close())
+	// AllocsPerRun counts the whole process: this covers Submit, the loop, the syncer and the metrics.
+	require.Zero(t, allocs)
+}
+
+func TestWaiterFuncAndErrors(t *testing.T) {
+	var got error
+	WaiterFunc(func(err error) { got = err }).FlushDone(ErrFlushTimeout)
+	require.ErrorIs(t, got, ErrFlushTimeout)
+	g, err := NewGroupCommit(testGroupCommitConfig(), 0, func(t int64) (int64, error) { return t, nil }, nil, nil)
+	require.NoError(t, err)
+	require.ErrorIs(t, g.Submit(1, nil), ErrInvalidArgument)
+	require.NoError(t, g.Close())
+	require.False(t, errors.Is(ErrFlushTimeout, ErrQueueFull))
+}
