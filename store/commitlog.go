@@ -1,0 +1,492 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ringmq/ringmq/codec"
+)
+
+// commitLog is the append-only message log: RocketMQ's CommitLog.
+//
+// A put encodes its record (CRC included) into a pooled buffer before taking the put lock. Under the lock
+// it only reads the clock, assigns the queue and physical offsets, patches them into the record, copies it
+// into the current file (or its transient buffer) and publishes the new positions. When the record and an
+// 8-byte blank do not fit, the blank ends the file and the preallocated standby file becomes current: a
+// pointer swap plus publishing the new file list. The allocator goroutine then prepares the next standby
+// (create, fallocate, mmap, optionally warm) outside the lock. If it is late, the put creates the file
+// itself under the lock (counted in Stats as a synchronous roll).
+type commitLog struct {
+	cfg    *Config
+	mfq    *mappedFileQueue
+	logger *slog.Logger
+	clock  func() time.Time // nil = the monotonic start time's wall clock
+	pool   bufferPool       // transient pool, nil when appending into the mapping
+
+	putLock sync.Locker
+	cur     *mappedFile // guarded by putLock: the file appended to; nil before the first put
+	closed  bool        // guarded by putLock: set by Shutdown; later puts are refused
+	stats   *lockStats
+
+	// maxOffset is the end of appended records (published after the bytes), for the dispatcher in mmap
+	// mode and for WaitDurable targets.
+	maxOffset atomic.Int64
+
+	// allocMu makes the allocator and a roll that must create the file itself exclusive, so one file is
+	// never created twice. Lock order: putLock → allocMu.
+	allocMu   sync.Mutex
+	standby   atomic.Pointer[mappedFile] // next file, prepared by the allocator
+	allocWake chan struct{}
+
+	// Prefault window (mapping mode): the allocator keeps the pages ahead of the write position faulted
+	// in writable (MADV_POPULATE_WRITE), so a put's copy does not take page faults — and the readahead and
+	// zeroing a fault on a fresh file page costs — inside the put lock. prefaultTo is the CommitLog offset
+	// up to which pages are populated; a put that comes within half a window of it wakes the allocator.
+	prefaultTo     atomic.Int64
+	prefaultWindow int64
+	prefaultOff    atomic.Bool // the kernel cannot populate: stop trying
+	onAppend       func()      // wakes the dispatcher; called outside the lock
+
+	syncRolls    atomic.Int64 // rolls that had to create the file under the lock
+	putTimes     atomic.Int64
+	putBytes     atomic.Int64
+	putFailTimes atomic.Int64
+	allocFailed  atomic.Bool // the last attempt to create a file failed (for the disk guard)
+	// onAllocResult learns the outcome of every allocator attempt (the disk guard); allocator goroutine.
+	onAllocResult func(err error)
+
+	smallBuffers sync.Pool // *encodeBuffer of smallEncodeBytes
+	largeBuffers sync.Pool // *encodeBuffer of cfg.maxRecordBytes()
+}
+
+const smallEncodeBytes = 64 << 10
+
+type encodeBuffer struct{ b []byte }
+
+func newCommitLog(cfg *Config, fsys FS, logger *slog.Logger, clock func() time.Time, pool bufferPool) *commitLog {
+	cl := &commitLog{
+		cfg:       cfg,
+		mfq:       newMappedFileQueue(fsys, cfg.commitLogDir(), cfg.MappedFileSizeCommitLog, logger),
+		logger:    logger,
+		clock:     clock,
+		pool:      pool,
+		stats:     newLockStats(),
+		allocWake: make(chan struct{}, 1),
+		onAppend:  func() {},
+	}
+	cl.onAllocResult = func(error) {}
+	if cfg.UseReentrantLockWhenPutMessage {
+		cl.putLock = &sync.Mutex{}
+	} else {
+		cl.putLock = &spinLock{}
+	}
+	cl.prefaultWindow = min(16<<20, cfg.MappedFileSizeCommitLog/4) &^ int64(pageSize-1)
+	large := cfg.maxRecordBytes()
+	cl.smallBuffers.New = func() any { return &encodeBuffer{b: make([]byte, smallEncodeBytes)} }
+	cl.largeBuffers.New = func() any { return &encodeBuffer{b: make([]byte, large)} }
+	return cl
+}
+
+func (cl *commitLog) getBuffer(size int) (*encodeBuffer, *sync.Pool) {
+	p := &cl.largeBuffers
+	if size <= smallEncodeBytes {
+		p = &cl.smallBuffers
+	}
+	return p.Get().(*encodeBuffer), p
+}
+
+// readableEnd is the end of what the dispatcher and readers may read: appended bytes, or with the
+// transient pool the bytes committed to the files.
+func (cl *commitLog) readableEnd() int64 {
+	if cl.pool != nil {
+		return cl.mfq.committedWhere.Load()
+	}
+	return cl.maxOffset.Load()
+}
+
+// put appends one or more encoded records (consecutive in recs, n of them) under the put lock. They get
+// consecutive queue offsets from counter (unless it is nil) and one store timestamp. offsets, when not
+// nil, receives each record's physical offset.
+func (cl *commitLog) put(recs []byte, n int, counter *atomic.Int64, offsets []int64) (PutResult, error) {
+	total := int64(len(recs))
+	cl.putLock.Lock()
+	if cl.closed {
+		cl.putLock.Unlock()
+		cl.putFailTimes.Add(1)
+		return PutResult{Status: ServiceNotAvailable}, ErrServiceNotAvailable
+	}
+	start := time.Now()
+	cl.stats.enter(start)
+	storeTs := start.UnixMilli()
+	if cl.clock != nil {
+		storeTs = cl.clock().UnixMilli()
+	}
+	res, err := cl.appendLocked(recs, n, total, counter, offsets, storeTs)
+	elapsed := cl.stats.exit(start)
+	cl.putLock.Unlock()
+
+	if err != nil {
+		cl.putFailTimes.Add(1)
+		return res, err
+	}
+	cl.putTimes.Add(int64(n))
+	cl.putBytes.Add(total)
+	cl.onAppend()
+	if res.WroteOffset+total+cl.prefaultWindow/2 > cl.prefaultTo.Load() && cl.pool == nil {
+		cl.wakeAllocator()
+	}
+	if elapsed > cl.cfg.PutLockWarnThreshold {
+		// RocketMQ's "[NOTIFYME]putMessage in lock cost time(ms)=..." with the body size.
+		cl.logger.Warn("store: [NOTIFYME]putMessage in lock cost time", "elapsed", elapsed,
+			"bodyLength", total, "records", n)
+	}
+	return res, nil
+}
+
+// appendLocked is the critical section. Caller holds putLock. No allocation, no syscall (unless the
+// allocator is late and the next file must be created here).
+func (cl *commitLog) appendLocked(recs []byte, n int, total int64, counter *atomic.Int64, offsets []int64, storeTs int64) (PutResult, error) {
+	mf := cl.cur
+	if mf == nil || mf.size-mf.wrote.Load() < total+codec.BlankRecordBytes {
+		var err error
+		if mf, err = cl.rollLocked(); err != nil {
+			return PutResult{Status: CreateMappedFileFailed}, err
+		}
+	}
+	pos := mf.wrote.Load()
+	phys := mf.fromOffset + pos
+	var qoff int64
+	if counter != nil {
+		qoff = counter.Load()
+	}
+	off := 0
+	for i := 0; i < n; i++ {
+		size := int(binary.BigEndian.Uint32(recs[off:]))
+		q := qoff
+		if counter != nil {
+			q += int64(i)
+		}
+		codec.PatchRecord(recs[off:off+size], q, phys+int64(off), storeTs)
+		if offsets != nil {
+			offsets[i] = phys + int64(off)
+		}
+		off += size
+	}
+	copy(mf.appendTarget()[pos:], recs)
+	if counter != nil {
+		counter.Store(qoff + int64(n))
+	}
+	mf.storeTimestamp.Store(storeTs)
+	mf.wrote.Store(pos + total)
+	cl.maxOffset.Store(phys + total)
+	return PutResult{Status: PutOK, WroteOffset: phys, WroteBytes: int32(total), QueueOffset: qoff,
+		MsgNum: int32(n), StoreTimestamp: storeTs}, nil
+}
+
+// rollLocked ends the current file with a blank record and makes the next file current. Caller holds
+// putLock.
+func (cl *commitLog) rollLocked() (*mappedFile, error) {
+	old := cl.cur
+	from := cl.maxOffset.Load()
+	if old != nil {
+		from = old.fromOffset + old.size
+	} else if rem := from % cl.cfg.MappedFileSizeCommitLog; rem != 0 {
+		// Only after recovery at an exact file end is cur nil with data behind it.
+		from += cl.cfg.MappedFileSizeCommitLog - rem
+	}
+	cl.allocMu.Lock()
+	next := cl.standby.Swap(nil)
+	if next != nil && next.fromOffset != from {
+		_ = next.destroy(cl.mfq.fs, true)
+		next = nil
+	}
+	if next == nil {
+		cl.syncRolls.Add(1)
+		var err error
+		if next, err = cl.newFile(from); err != nil {
+			cl.allocFailed.Store(true)
+			cl.allocMu.Unlock()
+			return nil, fmt.Errorf("%w: %w", ErrCreateMappedFile, err)
+		}
+	}
+	err := cl.mfq.add(next)
+	cl.allocMu.Unlock()
+	if err != nil {
+		_ = next.destroy(cl.mfq.fs, true)
+		return nil, fmt.Errorf("%w: %w", ErrCreateMappedFile, err)
+	}
+	if old != nil {
+		if left := old.size - old.wrote.Load(); left > 0 {
+			codec.PutBlankRecord(old.appendTarget()[old.wrote.Load():], int(left))
+			old.wrote.Store(old.size)
+		}
+	}
+	cl.cur = next
+	cl.maxOffset.Store(next.fromOffset)
+	cl.wakeAllocator()
+	return next, nil
+}
+
+// newFile creates a CommitLog file at from, with a transient buffer when the pool has one.
+func (cl *commitLog) newFile(from int64) (*mappedFile, error) {
+	mf, err := cl.mfq.create(from)
+	if err != nil {
+		return nil, err
+	}
+	if cl.pool != nil {
+		if buf, ok := cl.pool.Borrow(); ok {
+			mf.useTransientBuffer(cl.pool, buf)
+		} else {
+			// RocketMQ falls back to the mapping too; the file is then read and flushed as a mapped one.
+			cl.logger.Warn("store: transient store pool exhausted, appending into the mapping", "file", mf.path)
+		}
+	}
+	return mf, nil
+}
+
+// allocateStandby prepares the file after the current one. Allocator goroutine only (and Start).
+func (cl *commitLog) allocateStandby() error {
+	cl.allocMu.Lock()
+	last := cl.mfq.last()
+	var from int64
+	if last != nil {
+		from = last.fromOffset + last.size
+	} else {
+		from = cl.maxOffset.Load() - cl.maxOffset.Load()%cl.cfg.MappedFileSizeCommitLog
+	}
+	if sb := cl.standby.Load(); sb != nil && sb.fromOffset == from {
+		cl.allocMu.Unlock()
+		return nil
+	}
+	mf, err := cl.newFile(from)
+	if err != nil {
+		cl.allocFailed.Store(true)
+		cl.allocMu.Unlock()
+		return err
+	}
+	cl.allocFailed.Store(false)
+	mf.hold() // for the warming below, which may overlap the file's first appends
+	if old := cl.standby.Swap(mf); old != nil {
+		_ = old.destroy(cl.mfq.fs, true)
+	}
+	cl.allocMu.Unlock()
+
+	// Warm outside allocMu: a roll must never wait for it. MADV_POPULATE_WRITE leaves the content
+	// alone, so appends may already run in the file; the page-touching fallback writes, so it runs only
+	// while the file is still the standby.
+	if !mf.transient {
+		warm := mf.data[:min(cl.prefaultWindow, mf.size)]
+		if cl.cfg.WarmMappedFileEnable {
+			warm = mf.data
+		}
+		err := mf.file.Populate(warm)
+		switch {
+		case errors.Is(err, errors.ErrUnsupported):
+			if cl.cfg.WarmMappedFileEnable {
+				cl.allocMu.Lock()
+				if cl.standby.Load() == mf {
+					touchPages(mf.data) // RocketMQ's way
+				}
+				cl.allocMu.Unlock()
+			}
+		case err != nil:
+			cl.logger.Warn("store: warming mapped file failed", "file", mf.path, "error", err)
+		}
+	}
+	mf.release()
+	return nil
+}
+
+// prefault populates the pages of the current file from prefaultTo to a window past the write position.
+// Allocator goroutine only. Only MADV_POPULATE_WRITE is safe here (it leaves content alone): touching
+// pages by writing could race with a put.
+func (cl *commitLog) prefault() {
+	if cl.pool != nil || cl.prefaultOff.Load() {
+		return
+	}
+	head := cl.maxOffset.Load()
+	want := head + cl.prefaultWindow
+	from := max(cl.prefaultTo.Load(), head) &^ int64(pageSize-1)
+	for from < want {
+		mf := cl.mfq.findAndHold(from)
+		if mf == nil {
+			return // the next file: its first window was populated at creation
+		}
+		end := min(want, mf.fromOffset+mf.size)
+		var err error
+		if !mf.transient {
+			err = mf.file.Populate(mf.data[from-mf.fromOffset : end-mf.fromOffset])
+		}
+		mf.release()
+		if errors.Is(err, errors.ErrUnsupported) {
+			cl.prefaultOff.Store(true)
+			return
+		}
+		if err != nil {
+			cl.logger.Warn("store: prefaulting the CommitLog failed", "error", err)
+			return
+		}
+		cl.prefaultTo.Store(end)
+		from = end
+	}
+}
+
+// allocatorLoop keeps one standby file ready: RocketMQ's AllocateMappedFileService.
+func (cl *commitLog) allocatorLoop(stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		case <-cl.allocWake:
+		}
+		cl.prefault()
+		err := cl.allocateStandby()
+		if err != nil {
+			cl.logger.Error("store: preallocating the next CommitLog file failed", "error", err)
+		}
+		cl.onAllocResult(err)
+		cl.prefault()
+	}
+}
+
+func (cl *commitLog) wakeAllocator() {
+	select {
+	case cl.allocWake <- struct{}{}:
+	default:
+	}
+}
+
+// dropStandby deletes the prepared file (shutdown: leave no empty file behind).
+func (cl *commitLog) dropStandby() error {
+	cl.allocMu.Lock()
+	defer cl.allocMu.Unlock()
+	if sb := cl.standby.Swap(nil); sb != nil {
+		return sb.destroy(cl.mfq.fs, true)
+	}
+	return nil
+}
+
+// flush is the ASYNC_FLUSH step (interval flusher): RocketMQ's FlushRealTimeService body.
+func (cl *commitLog) flush(leastPages int) error {
+	_, err := cl.mfq.flush(leastPages)
+	return err
+}
+
+// commit is the transient pool step (commit service): RocketMQ's CommitRealTimeService body.
+func (cl *commitLog) commit(leastPages int) error {
+	if cl.pool == nil {
+		return nil
+	}
+	before := cl.mfq.committedWhere.Load()
+	after, err := cl.mfq.commit(leastPages)
+	if after > before {
+		cl.onAppend() // committed bytes are what the dispatcher may read
+	}
+	return err
+}
+
+// durable makes everything appended so far durable, which covers target, and returns the durable offset:
+// the group commit's one operation per batch of waiters.
+func (cl *commitLog) durable(target int64) (int64, error) {
+	q := cl.mfq
+	q.flushMu.Lock()
+	defer q.flushMu.Unlock()
+	if cl.pool == nil {
+		return q.flushLocked(0)
+	}
+	// Transient pool: one write+fdatasync per file (io_uring links them), then readers may see the bytes.
+	for {
+		where := q.flushedWhere.Load()
+		if where >= target {
+			return where, nil
+		}
+		mf := q.findAndHold(where)
+		if mf == nil {
+			return where, nil
+		}
+		var err error
+		if mf.transient {
+			err = mf.commitAndSync()
+		} else {
+			if w := mf.wrote.Load(); w > mf.committed.Load() {
+				mf.committed.Store(w)
+			}
+			err = mf.flush(0)
+		}
+		flushed := mf.fromOffset + mf.flushed.Load()
+		full := mf.flushed.Load() == q.fileSize
+		if full {
+			mf.releaseBufferIfDone()
+		}
+		mf.release()
+		if err != nil {
+			return where, err
+		}
+		if c := q.committedWhere.Load(); flushed > c {
+			q.committedWhere.Store(flushed)
+			cl.onAppend()
+		}
+		q.flushedWhere.Store(flushed)
+		if !full {
+			return flushed, nil
+		}
+	}
+}
+
+// minOffset is the first file's start (RocketMQ getMinOffset), 0 without files.
+func (cl *commitLog) minOffset() int64 {
+	if mf := cl.mfq.first(); mf != nil {
+		return mf.fromOffset
+	}
+	return 0
+}
+
+// readRecord returns the record at phys, holding its file. size < 0 reads it from TOTALSIZE.
+func (cl *commitLog) readRecord(phys int64, size int32) ([]byte, *mappedFile) {
+	if phys < 0 || phys >= cl.readableEnd() {
+		return nil, nil
+	}
+	mf := cl.mfq.findAndHold(phys)
+	if mf == nil {
+		return nil, nil
+	}
+	pos := phys - mf.fromOffset
+	end := mf.readPosition()
+	if size < 0 {
+		if end-pos < 8 {
+			mf.release()
+			return nil, nil
+		}
+		size = int32(binary.BigEndian.Uint32(mf.data[pos:]))
+	}
+	if size <= 0 || pos+int64(size) > end {
+		mf.release()
+		return nil, nil
+	}
+	return mf.data[pos : pos+int64(size) : pos+int64(size)], mf
+}
+
+// pickupStoreTimestamp reads the store time of the record at phys, -1 when unreadable.
+func (cl *commitLog) pickupStoreTimestamp(phys int64, size int32) int64 {
+	rec, mf := cl.readRecord(phys, size)
+	if mf == nil {
+		return -1
+	}
+	defer mf.release()
+	if len(rec) < codec.MinRecordBytes {
+		return -1
+	}
+	sysFlag := int32(binary.BigEndian.Uint32(rec[36:]))
+	return int64(binary.BigEndian.Uint64(rec[codec.StoreTimestampOffset(sysFlag):]))
+}
+
+// rollNextFile is the start of the file after the one holding offset.
+func (cl *commitLog) rollNextFile(offset int64) int64 {
+	size := cl.cfg.MappedFileSizeCommitLog
+	return offset + size - offset%size
+}

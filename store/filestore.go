@@ -1,0 +1,794 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/flush"
+	"github.com/ringmq/ringmq/transientpool"
+)
+
+// Store is the file-backed MessageStore: RocketMQ's DefaultMessageStore. Open recovers it, Start runs its
+// services, Shutdown stops them in order. Every method is safe for concurrent use.
+type Store struct {
+	cfg    Config
+	logger *slog.Logger
+	fs     FS
+	clock  func() time.Time
+
+	backend  flush.Backend         // owned; nil when Deps.FS was given
+	pool     *transientpool.Pool   // owned; nil without transientStorePoolEnable
+	lockFile io.Closer             // flock on <root>/lock
+	reg      prometheus.Registerer // may be nil
+
+	commitLog  *commitLog
+	queues     *consumeQueueTable
+	index      *indexService // nil when messageIndexEnable=false
+	dispatcher *dispatcher
+	flags      flagSet
+
+	deleteHours    [24]bool
+	totalMemory    int64
+	diskFullRatio  atomic.Bool // set by the disk check
+	lastExitOK     bool
+	state          atomic.Int32 // stateOpened → stateStarted → stateShutdown
+	lifecycle      sync.Mutex   // Start and Shutdown
+	stop           chan struct{}
+	wg             sync.WaitGroup
+	groupCommit    *flush.GroupCommit
+	commitFlusher  *flush.IntervalFlusher
+	logicsFlusher  *flush.IntervalFlusher
+	commitService  *flush.CommitService
+	checkpointMu   sync.Mutex // one checkpoint write at a time
+	lastCheckpoint checkpointData
+
+	getTimes        atomic.Int64
+	transferredMsgs atomic.Int64
+	results         sync.Pool // *GetMessageResult
+}
+
+const (
+	stateOpened int32 = iota
+	stateStarted
+	stateShutdown
+)
+
+// flagSet is RunningFlags behind an atomic.
+type flagSet struct{ v atomic.Uint32 }
+
+func (f *flagSet) load() RunningFlags { return RunningFlags(f.v.Load()) }
+
+func (f *flagSet) set(b RunningFlags) {
+	for {
+		old := f.v.Load()
+		if RunningFlags(old)&b == b || f.v.CompareAndSwap(old, old|uint32(b)) {
+			return
+		}
+	}
+}
+
+func (f *flagSet) clear(b RunningFlags) {
+	for {
+		old := f.v.Load()
+		if RunningFlags(old)&b == 0 || f.v.CompareAndSwap(old, old&^uint32(b)) {
+			return
+		}
+	}
+}
+
+// Open opens (creating when absent) the store under cfg.StorePathRootDir and recovers it: normally after
+// a clean shutdown (trusting the checkpoint), abnormally after a crash (re-scanning the CommitLog from the
+// checkpoint, truncating a torn tail, rebuilding ConsumeQueue and IndexFile entries). The store accepts
+// puts after Start.
+func Open(cfg Config, deps Deps) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	hours, _ := parseDeleteWhen(cfg.DeleteWhen)
+	s := &Store{cfg: cfg, logger: deps.Logger, fs: deps.FS, clock: deps.Clock, reg: deps.Registerer,
+		deleteHours: hours, totalMemory: totalPhysicalMemory()}
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	if s.clock == nil {
+		s.clock = time.Now
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			s.closeResources()
+		}
+	}()
+	if cfg.TransientStorePoolEnable {
+		p, err := transientpool.New(transientpool.Config{Buffers: cfg.TransientStorePoolSize,
+			BufferBytes: int(cfg.MappedFileSizeCommitLog), Pinned: cfg.TransientStorePoolPinned}, s.logger)
+		if err != nil {
+			return nil, fmt.Errorf("store: transient store pool: %w", err)
+		}
+		s.pool = p
+	}
+	if s.fs == nil {
+		var registrar flush.BufferRegistrar
+		if s.pool != nil {
+			registrar = s.pool
+		}
+		b, err := flush.Open(cfg.FlushBackend, registrar, s.logger)
+		if err != nil {
+			return nil, fmt.Errorf("store: flush backend: %w", err)
+		}
+		s.backend = b
+		s.fs = NewOSFS(b)
+	}
+	if err := s.fs.MkdirAll(cfg.StorePathRootDir, 0o755); err != nil {
+		return nil, fmt.Errorf("store: create %s: %w", cfg.StorePathRootDir, err)
+	}
+	lock, err := s.fs.Lock(cfg.lockPath())
+	if err != nil {
+		return nil, err
+	}
+	s.lockFile = lock
+
+	var clock func() time.Time
+	if deps.Clock != nil {
+		clock = deps.Clock
+	}
+	var pool bufferPool
+	if s.pool != nil {
+		pool = s.pool
+	}
+	s.commitLog = newCommitLog(&s.cfg, s.fs, s.logger, clock, pool)
+	s.queues = newConsumeQueueTable(s.fs, cfg.consumeQueueDir(), cfg.MappedFileSizeConsumeQueue, s.logger)
+	if cfg.MessageIndexEnable {
+		s.index = newIndexService(s.fs, cfg.indexDir(), cfg.MaxHashSlotNum, cfg.MaxIndexNum, s.clock, s.logger)
+	}
+	s.dispatcher = newDispatcher(s)
+	s.results.New = func() any { return &GetMessageResult{store: s} }
+
+	if err := s.commitLog.mfq.load(); err != nil {
+		return nil, err
+	}
+	if err := s.queues.load(); err != nil {
+		return nil, err
+	}
+	if s.index != nil {
+		if err := s.index.load(); err != nil {
+			return nil, err
+		}
+	}
+	ck, err := readCheckpoint(s.fs, cfg.checkpointPath())
+	if err != nil {
+		return nil, err
+	}
+	_, statErr := s.fs.Stat(cfg.abortPath())
+	s.lastExitOK = errors.Is(statErr, os.ErrNotExist)
+	// The abort marker goes down before recovery changes anything: a crash during recovery must lead to
+	// another abnormal recovery.
+	if err := s.createAbortFile(); err != nil {
+		return nil, err
+	}
+	if err := s.recover(s.lastExitOK, ck); err != nil {
+		return nil, err
+	}
+	if err := s.registerMetrics(); err != nil {
+		return nil, err
+	}
+	ok = true
+	return s, nil
+}
+
+func (s *Store) createAbortFile() error {
+	f, err := s.fs.OpenFile(s.cfg.abortPath(), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("store: create abort file: %w", err)
+	}
+	_, werr := f.WriteAt([]byte(fmt.Sprint(os.Getpid())), 0) // 5.x writes the PID
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = s.fs.SyncDir(filepath.Dir(s.cfg.abortPath()))
+	}
+	if werr != nil {
+		return fmt.Errorf("store: create abort file: %w", werr)
+	}
+	return nil
+}
+
+// LastExitOK reports whether the previous run shut down cleanly (no abort file at Open).
+func (s *Store) LastExitOK() bool { return s.lastExitOK }
+
+// Start runs the services: file allocator, dispatcher, flush/commit services, ConsumeQueue flush with the
+// checkpoint, retention. Puts are accepted from here on.
+func (s *Store) Start() error {
+	s.lifecycle.Lock()
+	defer s.lifecycle.Unlock()
+	if s.state.Load() != stateOpened {
+		return fmt.Errorf("%w: Start after Start or Shutdown", ErrServiceNotAvailable)
+	}
+	cl := s.commitLog
+	s.stop = make(chan struct{})
+	metrics := func(service string) *flush.Metrics {
+		m, err := flush.NewMetrics(s.reg, service)
+		if err != nil {
+			s.logger.Warn("store: flush metrics not registered", "service", service, "error", err)
+			m, _ = flush.NewMetrics(nil, service)
+		}
+		return m
+	}
+	var err error
+	s.commitFlusher, err = flush.NewIntervalFlusher("commitlog", flush.IntervalConfig{
+		Interval: s.cfg.FlushIntervalCommitLog, LeastPages: s.cfg.FlushCommitLogLeastPages,
+		ThoroughInterval: s.cfg.FlushCommitLogThoroughInterval,
+	}, s.flushCommitLog, metrics("commitlog_async"), s.logger)
+	if err != nil {
+		return err
+	}
+	s.logicsFlusher, err = flush.NewIntervalFlusher("consumequeue", flush.IntervalConfig{
+		Interval: s.cfg.FlushIntervalConsumeQueue, LeastPages: s.cfg.FlushConsumeQueueLeastPages,
+		ThoroughInterval: s.cfg.FlushConsumeQueueThoroughInterval,
+	}, s.flushLogicsAndCheckpoint, metrics("consumequeue"), s.logger)
+	if err != nil {
+		return errors.Join(err, s.commitFlusher.Close())
+	}
+	if s.cfg.FlushDiskType == SyncFlush {
+		gc := flush.DefaultGroupCommitConfig()
+		gc.SyncFlushTimeout = s.cfg.SyncFlushTimeout
+		s.groupCommit, err = flush.NewGroupCommit(gc, cl.mfq.flushedWhere.Load(), s.durable,
+			metrics("commitlog_sync"), s.logger)
+		if err != nil {
+			return errors.Join(err, s.commitFlusher.Close(), s.logicsFlusher.Close())
+		}
+	}
+	if s.pool != nil {
+		s.commitService, err = flush.NewCommitService("commitlog", flush.IntervalConfig{
+			Interval: s.cfg.CommitIntervalCommitLog, LeastPages: s.cfg.CommitCommitLogLeastPages,
+			ThoroughInterval: s.cfg.CommitCommitLogThoroughInterval,
+		}, s.commitCommitLog, func(int64) { s.commitFlusher.Wake() }, metrics("commitlog_commit"), s.logger)
+		if err != nil {
+			return errors.Join(err, s.commitFlusher.Close(), s.logicsFlusher.Close())
+		}
+		// With the pool, a put wakes the commit service; committed bytes wake the dispatcher.
+		cl.onAppend = s.commitService.Wake
+	} else {
+		cl.onAppend = s.dispatcher.signal
+	}
+	cl.onAllocResult = func(err error) {
+		switch {
+		case err != nil && isNoSpace(err):
+			s.flags.set(FlagDiskFull)
+		case err == nil && !s.diskFullRatio.Load() && s.flags.load()&FlagDiskFull != 0:
+			s.flags.clear(FlagDiskFull)
+			s.logger.Info("store: disk space back, accepting puts")
+		}
+	}
+	// The first standby file is made here, so even the first put finds its file ready.
+	allocErr := cl.allocateStandby()
+	if allocErr != nil {
+		s.logger.Warn("store: preallocating the CommitLog file failed; the first put will retry", "error", allocErr)
+	}
+	cl.onAllocResult(allocErr)
+	s.wg.Add(3)
+	go func() { defer s.wg.Done(); cl.allocatorLoop(s.stop) }()
+	go func() { defer s.wg.Done(); s.dispatcher.loop(s.stop) }()
+	go func() { defer s.wg.Done(); s.retentionLoop(s.stop) }()
+	cl.allocWake <- struct{}{}
+	s.state.Store(stateStarted)
+	return nil
+}
+
+func (s *Store) flushCommitLog(leastPages int) (int64, error) {
+	q := s.commitLog.mfq
+	before := q.flushedWhere.Load()
+	after, err := q.flush(leastPages)
+	if err != nil {
+		s.onFlushError(err)
+	}
+	return max(after-before, 0), err
+}
+
+// Flush makes appended CommitLog bytes durable when at least leastPages pages are dirty (0: all of
+// them): the ASYNC_FLUSH service's step, which Start already runs every flushIntervalCommitLog.
+func (s *Store) Flush(leastPages int) error {
+	_, err := s.flushCommitLog(leastPages)
+	return err
+}
+
+// Durable makes every CommitLog byte appended so far durable, which covers target, in one operation per
+// file and returns the durable offset: the group commit's DurableFunc.
+func (s *Store) Durable(target int64) (int64, error) { return s.durable(target) }
+
+// Commit moves transient-pool bytes into the CommitLog files when at least leastPages pages wait (0: all):
+// the commit service's step. A no-op without the transient pool.
+func (s *Store) Commit(leastPages int) error {
+	_, err := s.commitCommitLog(leastPages)
+	return err
+}
+
+// durable is the group commit's one durable operation per batch of waiters (see commitLog.durable).
+func (s *Store) durable(target int64) (int64, error) {
+	off, err := s.commitLog.durable(target)
+	if err != nil {
+		s.onFlushError(err)
+	}
+	return off, err
+}
+
+func (s *Store) commitCommitLog(leastPages int) (int64, error) {
+	before := s.commitLog.mfq.committedWhere.Load()
+	err := s.commitLog.commit(leastPages)
+	after := s.commitLog.mfq.committedWhere.Load()
+	if after > before {
+		s.dispatcher.signal()
+	}
+	if err != nil {
+		s.onFlushError(err)
+	}
+	return max(after-before, 0), err
+}
+
+// onFlushError reacts to a failed durable write: disk full is a state that clears itself; an I/O error
+// makes the store read-only (fsyncgate: the kernel may have dropped the dirty pages).
+func (s *Store) onFlushError(err error) {
+	if isNoSpace(err) {
+		s.flags.set(FlagDiskFull)
+		return
+	}
+	if s.flags.load()&FlagNotWriteable == 0 {
+		s.logger.Error("store: flush failed, refusing further puts until restart", "error", err)
+	}
+	s.flags.set(FlagNotWriteable)
+}
+
+// Shutdown stops the store once, in order: refuse puts, stop the services, dispatch what is left, make
+// everything durable, write the checkpoint, unmap, remove the abort file. When a final flush fails the
+// abort file stays, so the next Open recovers abnormally. A second call returns ErrClosed.
+func (s *Store) Shutdown() error {
+	s.lifecycle.Lock()
+	defer s.lifecycle.Unlock()
+	prev := s.state.Swap(stateShutdown)
+	if prev == stateShutdown {
+		return ErrClosed
+	}
+	cl := s.commitLog
+	cl.putLock.Lock()
+	cl.closed = true // puts that reach the lock from now on are refused
+	cl.putLock.Unlock()
+
+	var errs []error
+	if prev == stateStarted {
+		close(s.stop)
+		s.wg.Wait()
+		if s.commitService != nil {
+			errs = append(errs, s.commitService.Close())
+		}
+		errs = append(errs, s.commitFlusher.Close())
+		if s.groupCommit != nil {
+			errs = append(errs, s.groupCommit.Close())
+		}
+	}
+	// The dispatcher goroutine is gone: this goroutine owns its step now.
+	errs = append(errs, s.commitLog.commit(0))
+	_, ferr := cl.mfq.flush(0)
+	errs = append(errs, ferr)
+	errs = append(errs, s.dispatcher.reput())
+	if prev == stateStarted {
+		errs = append(errs, s.logicsFlusher.Close()) // its last run flushes and writes the checkpoint
+	} else {
+		_, err := s.flushLogicsAndCheckpoint(0)
+		errs = append(errs, err)
+	}
+	errs = append(errs, cl.dropStandby())
+	clean := errors.Join(errs...) == nil
+	if clean {
+		if err := s.fs.Remove(s.cfg.abortPath()); err != nil {
+			errs = append(errs, fmt.Errorf("store: remove abort file: %w", err))
+		} else {
+			errs = append(errs, s.fs.SyncDir(filepath.Dir(s.cfg.abortPath())))
+		}
+	} else {
+		s.logger.Error("store: shutdown was not clean; the next start recovers abnormally", "error", errors.Join(errs...))
+	}
+	errs = append(errs, s.closeResources())
+	return errors.Join(errs...)
+}
+
+// closeResources unmaps and closes everything Open created (also on a failed Open).
+func (s *Store) closeResources() error {
+	var errs []error
+	if s.commitLog != nil {
+		errs = append(errs, s.commitLog.dropStandby(), s.commitLog.mfq.destroyAll(false))
+	}
+	if s.queues != nil {
+		for _, cq := range s.queues.all() {
+			errs = append(errs, cq.mfq.destroyAll(false))
+		}
+	}
+	if s.index != nil {
+		errs = append(errs, s.index.close())
+	}
+	if s.backend != nil {
+		errs = append(errs, s.backend.Close())
+		s.backend = nil
+	}
+	if s.pool != nil {
+		errs = append(errs, s.pool.Close())
+		s.pool = nil
+	}
+	if s.lockFile != nil {
+		errs = append(errs, s.lockFile.Close())
+		s.lockFile = nil
+	}
+	return errors.Join(errs...)
+}
+
+// flushLogicsAndCheckpoint flushes every ConsumeQueue and the IndexFiles, then writes the checkpoint
+// with the offsets that flush made safe. It is the ConsumeQueue flusher's work function.
+func (s *Store) flushLogicsAndCheckpoint(leastPages int) (int64, error) {
+	s.checkpointMu.Lock()
+	defer s.checkpointMu.Unlock()
+	// Read the offsets before flushing: everything they cover was written before they were read.
+	logics := s.dispatcher.reputFrom.Load()
+	logicsTs := s.dispatcher.lastStoreTs.Load()
+	phys := s.commitLog.mfq.flushedWhere.Load()
+	physTs := s.flushedStoreTimestamp(phys)
+	var indexID int64
+	var indexCount int32
+	if s.index != nil {
+		indexID, indexCount = s.index.current()
+	}
+	var n int64
+	var errs []error
+	for _, cq := range s.queues.all() {
+		before := cq.mfq.flushedWhere.Load()
+		if err := cq.flush(leastPages); err != nil {
+			errs = append(errs, err)
+		}
+		n += max(cq.mfq.flushedWhere.Load()-before, 0)
+	}
+	if s.index != nil {
+		errs = append(errs, s.index.flush())
+	}
+	if err := errors.Join(errs...); err != nil {
+		if isNoSpace(err) {
+			s.flags.set(FlagDiskFull)
+		}
+		return n, err
+	}
+	ck := checkpointData{
+		PhysicMsgTimestamp: physTs, LogicsMsgTimestamp: logicsTs, IndexMsgTimestamp: logicsTs,
+		MasterFlushedOffset: phys, Valid: true, PhysicFlushedOffset: phys, LogicsOffset: logics,
+		IndexFileID: indexID, IndexCount: indexCount,
+	}
+	if leastPages > 0 && ck == s.lastCheckpoint {
+		return n, nil
+	}
+	if err := writeCheckpoint(s.fs, s.cfg.checkpointPath(), ck); err != nil {
+		return n, err
+	}
+	s.lastCheckpoint = ck
+	return n, nil
+}
+
+// flushedStoreTimestamp is the store time of the last record below phys (physicMsgTimestamp).
+func (s *Store) flushedStoreTimestamp(phys int64) int64 {
+	mf := s.commitLog.mfq.findAndHold(max(phys-1, 0))
+	if mf == nil {
+		return s.lastCheckpoint.PhysicMsgTimestamp
+	}
+	defer mf.release()
+	if phys == mf.fromOffset+mf.wrote.Load() {
+		return mf.storeTimestamp.Load()
+	}
+	return s.lastCheckpoint.PhysicMsgTimestamp
+}
+
+// checkWriteable is the put gate outside the lock.
+func (s *Store) checkWriteable() (PutMessageStatus, error) {
+	if s.state.Load() != stateStarted {
+		return ServiceNotAvailable, ErrServiceNotAvailable
+	}
+	if f := s.flags.load(); f != 0 {
+		if f&FlagDiskFull != 0 {
+			return ServiceNotAvailable, ErrDiskFull
+		}
+		if f&FlagNotWriteable != 0 {
+			return ServiceNotAvailable, fmt.Errorf("%w: %w", ErrServiceNotAvailable, ErrFlushFailed)
+		}
+	}
+	if s.IsOSPageCacheBusy() {
+		return OSPageCacheBusy, ErrOSPageCacheBusy
+	}
+	return PutOK, nil
+}
+
+func (s *Store) checkMessage(m *codec.Message) (PutMessageStatus, error) {
+	return checkMessage(&s.cfg, m)
+}
+
+// checkMessage validates what the record format and maxMessageSize limit.
+func checkMessage(cfg *Config, m *codec.Message) (PutMessageStatus, error) {
+	switch {
+	case m.Body == nil:
+		return MessageIllegal, fmt.Errorf("%w: body is null", ErrMessageIllegal)
+	case len(m.Body) > cfg.MaxMessageSize:
+		return MessageIllegal, fmt.Errorf("%w: body %d bytes > maxMessageSize %d", ErrMessageIllegal, len(m.Body), cfg.MaxMessageSize)
+	case len(m.Topic) == 0 || len(m.Topic) > codec.MaxTopicBytes:
+		return MessageIllegal, fmt.Errorf("%w: topic length %d", ErrMessageIllegal, len(m.Topic))
+	case len(m.Topic) > codec.V1MaxTopicBytes && !strings.HasPrefix(m.Topic, "%RETRY%") && !strings.HasPrefix(m.Topic, "%DLQ%"):
+		return MessageIllegal, fmt.Errorf("%w: topic length %d > 127", ErrMessageIllegal, len(m.Topic))
+	case len(m.Properties) > codec.MaxPropertiesBytes:
+		return PropertiesSizeExceeded, fmt.Errorf("%w: %d bytes", ErrPropertiesSizeExceeded, len(m.Properties))
+	case !m.BornHost.IsValid():
+		return MessageIllegal, fmt.Errorf("%w: born host invalid", ErrMessageIllegal)
+	case m.QueueID < 0:
+		return MessageIllegal, fmt.Errorf("%w: queueId %d", ErrMessageIllegal, m.QueueID)
+	}
+	return PutOK, nil
+}
+
+// PutMessage stores one message: it sets m.StoreHost, encodes the record, and assigns its queue offset,
+// physical offset and store timestamp (written back into m). Prepared and rollback transaction records
+// get queue offset 0. Under SYNC_FLUSH the caller then waits with WaitDurable(res.EndOffset(), ...).
+// Safe for concurrent use; allocation-free in steady state.
+func (s *Store) PutMessage(m *codec.Message) (PutResult, error) {
+	if st, err := s.checkWriteable(); err != nil {
+		s.commitLog.putFailTimes.Add(1)
+		return PutResult{Status: st}, err
+	}
+	if st, err := s.checkMessage(m); err != nil {
+		s.commitLog.putFailTimes.Add(1)
+		return PutResult{Status: st}, err
+	}
+	m.StoreHost = s.cfg.StoreHost
+	cl := s.commitLog
+	size := m.EncodedSize()
+	if size > s.cfg.maxRecordBytes() {
+		cl.putFailTimes.Add(1)
+		return PutResult{Status: MessageIllegal}, fmt.Errorf("%w: record %d bytes > %d", ErrMessageIllegal, size, s.cfg.maxRecordBytes())
+	}
+	buf, pool := cl.getBuffer(size)
+	defer pool.Put(buf)
+	n, err := m.Encode(buf.b[:size])
+	if err != nil {
+		cl.putFailTimes.Add(1)
+		return PutResult{Status: MessageIllegal}, fmt.Errorf("%w: %w", ErrMessageIllegal, err)
+	}
+	counter := s.queueCounter(m.Topic, m.QueueID, m.SysFlag)
+	res, err := cl.put(buf.b[:n], 1, counter, nil)
+	if err != nil {
+		return res, s.putError(err)
+	}
+	m.QueueOffset, m.PhysicalOffset, m.StoreTimestamp = res.QueueOffset, res.WroteOffset, res.StoreTimestamp
+	return res, nil
+}
+
+// queueCounter is the topic/queue's offset counter, nil for records that take no queue offset.
+func (s *Store) queueCounter(topic string, queueID int32, sysFlag int32) *atomic.Int64 {
+	switch codec.TransactionType(sysFlag) {
+	case codec.SysFlagTransactionPrepare, codec.SysFlagTransactionRollback:
+		return nil
+	}
+	return &s.queues.findOrCreate(topic, queueID).nextQueueOffset
+}
+
+func (s *Store) putError(err error) error {
+	if isNoSpace(err) {
+		s.flags.set(FlagDiskFull)
+		return fmt.Errorf("%w: %w", ErrDiskFull, err)
+	}
+	return err
+}
+
+// PutMessages stores a batch for one topic and queue: consecutive queue offsets, one store timestamp,
+// the records back to back in one file. Transactional (prepared/rollback) batches are refused, as
+// RocketMQ refuses them. batch.PhysicalOffsets receives each record's offset. Safe for concurrent use.
+func (s *Store) PutMessages(batch *BatchPut) (PutResult, error) {
+	cl := s.commitLog
+	fail := func(st PutMessageStatus, err error) (PutResult, error) {
+		cl.putFailTimes.Add(1)
+		return PutResult{Status: st}, err
+	}
+	if st, err := s.checkWriteable(); err != nil {
+		return fail(st, err)
+	}
+	if len(batch.Messages) == 0 {
+		return fail(MessageIllegal, fmt.Errorf("%w: empty batch", ErrMessageIllegal))
+	}
+	first := &batch.Messages[0]
+	total := 0
+	for i := range batch.Messages {
+		m := &batch.Messages[i]
+		if st, err := s.checkMessage(m); err != nil {
+			return fail(st, fmt.Errorf("batch item %d: %w", i, err))
+		}
+		if m.Topic != first.Topic || m.QueueID != first.QueueID {
+			return fail(MessageIllegal, fmt.Errorf("%w: batch item %d is for %s/%d, not %s/%d",
+				ErrMessageIllegal, i, m.Topic, m.QueueID, first.Topic, first.QueueID))
+		}
+		switch codec.TransactionType(m.SysFlag) {
+		case codec.SysFlagTransactionPrepare, codec.SysFlagTransactionRollback:
+			return fail(MessageIllegal, fmt.Errorf("%w: batch item %d is a transaction half", ErrMessageIllegal, i))
+		}
+		m.StoreHost = s.cfg.StoreHost
+		total += m.EncodedSize()
+	}
+	if total > s.cfg.maxRecordBytes() {
+		return fail(MessageIllegal, fmt.Errorf("%w: batch %d bytes > %d", ErrMessageIllegal, total, s.cfg.maxRecordBytes()))
+	}
+	buf, pool := cl.getBuffer(total)
+	defer pool.Put(buf)
+	pos := 0
+	for i := range batch.Messages {
+		n, err := batch.Messages[i].Encode(buf.b[pos:total])
+		if err != nil {
+			return fail(MessageIllegal, fmt.Errorf("%w: batch item %d: %w", ErrMessageIllegal, i, err))
+		}
+		pos += n
+	}
+	n := len(batch.Messages)
+	if cap(batch.PhysicalOffsets) < n {
+		batch.PhysicalOffsets = make([]int64, n)
+	}
+	batch.PhysicalOffsets = batch.PhysicalOffsets[:n]
+	res, err := cl.put(buf.b[:total], n, &s.queues.findOrCreate(first.Topic, first.QueueID).nextQueueOffset, batch.PhysicalOffsets)
+	if err != nil {
+		return res, s.putError(err)
+	}
+	for i := range batch.Messages {
+		m := &batch.Messages[i]
+		m.QueueOffset, m.PhysicalOffset, m.StoreTimestamp = res.QueueOffset+int64(i), batch.PhysicalOffsets[i], res.StoreTimestamp
+	}
+	return res, nil
+}
+
+// WaitDurable calls done once every byte below endOffset is durable: at once under ASYNC_FLUSH (and when
+// already durable), else from the group commit goroutine, with flush.ErrFlushTimeout after
+// syncFlushTimeout (FLUSH_DISK_TIMEOUT) or the flush error. done must not block. Safe for concurrent use.
+func (s *Store) WaitDurable(endOffset int64, done func(error)) {
+	if s.cfg.FlushDiskType == AsyncFlush || s.commitLog.mfq.flushedWhere.Load() >= endOffset {
+		done(nil)
+		return
+	}
+	gc := s.groupCommit
+	if gc == nil || s.state.Load() != stateStarted {
+		done(ErrClosed)
+		return
+	}
+	if err := gc.Submit(endOffset, flush.WaiterFunc(done)); err != nil {
+		done(err)
+	}
+}
+
+// IsOSPageCacheBusy reports whether the current put has held the put lock longer than
+// osPageCacheBusyTimeOutMills (the broker answers SYSTEM_BUSY "[PC_SYNCHRONIZED]broker busy").
+func (s *Store) IsOSPageCacheBusy() bool {
+	d := s.commitLog.stats.inLock()
+	return d > s.cfg.OSPageCacheBusyTimeout && d < 10_000_000*time.Millisecond
+}
+
+// BeginTimeInLock is how long the current put has held the put lock; 0 when no put holds it.
+func (s *Store) BeginTimeInLock() time.Duration { return s.commitLog.stats.inLock() }
+
+// LockTimeHistogram returns a copy of the put-lock time of every put since Open (or ResetLockTime), in
+// nanoseconds.
+func (s *Store) LockTimeHistogram() *hdrhistogram.Histogram {
+	return s.commitLog.stats.snapshot(s.commitLog.putLock)
+}
+
+// ResetLockTime clears the put-lock histogram (benchmark phases).
+func (s *Store) ResetLockTime() { s.commitLog.stats.reset(s.commitLog.putLock) }
+
+// SetArrivingListener sets the hook the dispatcher calls for every new ConsumeQueue entry (long polling).
+func (s *Store) SetArrivingListener(l ArrivingListener) {
+	if l == nil {
+		s.dispatcher.listener.Store(nil)
+		return
+	}
+	s.dispatcher.listener.Store(&l)
+}
+
+// SetDelayLevelTable sets the delay of each level (index 0 = level 1), for SCHEDULE_TOPIC_XXXX entries'
+// delivery time. Without a table the delivery time is store time + 1 s, as in RocketMQ.
+func (s *Store) SetDelayLevelTable(delays []time.Duration) {
+	t := make([]int64, len(delays))
+	for i, d := range delays {
+		t[i] = d.Milliseconds()
+	}
+	s.dispatcher.delays.Store(&t)
+}
+
+// RunningFlags returns the current flags.
+func (s *Store) RunningFlags() RunningFlags { return s.flags.load() }
+
+// MaxPhyOffset is the end of the CommitLog (appended bytes).
+func (s *Store) MaxPhyOffset() int64 { return s.commitLog.maxOffset.Load() }
+
+// MinPhyOffset is the start of the oldest CommitLog file.
+func (s *Store) MinPhyOffset() int64 { return s.commitLog.minOffset() }
+
+// FlushedPhyOffset is the end of the durable part of the CommitLog.
+func (s *Store) FlushedPhyOffset() int64 { return s.commitLog.mfq.flushedWhere.Load() }
+
+// DispatchBehindBytes is how far the dispatcher trails the CommitLog's readable end.
+func (s *Store) DispatchBehindBytes() int64 {
+	return max(s.commitLog.readableEnd()-s.dispatcher.reputFrom.Load(), 0)
+}
+
+// SyncRolls counts file rolls that had to create the next CommitLog file under the put lock because the
+// allocator was late.
+func (s *Store) SyncRolls() int64 { return s.commitLog.syncRolls.Load() }
+
+// Stats returns the counters.
+func (s *Store) Stats() Stats {
+	cl := s.commitLog
+	return Stats{
+		PutMessageTimesTotal: cl.putTimes.Load(), PutMessageSizeTotal: cl.putBytes.Load(),
+		PutMessageFailedTimes: cl.putFailTimes.Load(), GetMessageTimesTotal: s.getTimes.Load(),
+		GetMessageTransferredMsg: s.transferredMsgs.Load(), DispatchBehindBytes: s.DispatchBehindBytes(),
+		CommitLogMinOffset: s.MinPhyOffset(), CommitLogMaxOffset: s.MaxPhyOffset(),
+		CommitLogFlushedOffset: s.FlushedPhyOffset(), RunningFlags: s.RunningFlags(),
+		PutLockMax: time.Duration(cl.stats.maxNanos.Load()),
+	}
+}
+
+// DeleteTopics removes the topics' ConsumeQueues and forgets their queue offsets (DELETE_TOPIC_IN_BROKER).
+// Their records stay in the CommitLog until retention removes them.
+func (s *Store) DeleteTopics(topics ...string) error {
+	var errs []error
+	for _, t := range topics {
+		errs = append(errs, s.queues.remove(t))
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Store) registerMetrics() error {
+	if s.reg == nil {
+		return nil
+	}
+	cl := s.commitLog
+	gauge := func(name, help string, fn func() float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, fn)
+	}
+	counter := func(name, help string, fn func() float64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, fn)
+	}
+	cs := []prometheus.Collector{
+		counter("ringmq_store_put_messages_total", "Records appended to the CommitLog.", func() float64 { return float64(cl.putTimes.Load()) }),
+		counter("ringmq_store_put_bytes_total", "Bytes appended to the CommitLog.", func() float64 { return float64(cl.putBytes.Load()) }),
+		counter("ringmq_store_put_failures_total", "Puts refused or failed.", func() float64 { return float64(cl.putFailTimes.Load()) }),
+		counter("ringmq_store_sync_rolls_total", "CommitLog rolls that created the file under the put lock.", func() float64 { return float64(cl.syncRolls.Load()) }),
+		gauge("ringmq_store_commitlog_max_offset_bytes", "End of the CommitLog.", func() float64 { return float64(s.MaxPhyOffset()) }),
+		gauge("ringmq_store_commitlog_min_offset_bytes", "Start of the oldest CommitLog file.", func() float64 { return float64(s.MinPhyOffset()) }),
+		gauge("ringmq_store_commitlog_flushed_offset_bytes", "End of the durable CommitLog.", func() float64 { return float64(s.FlushedPhyOffset()) }),
+		gauge("ringmq_store_dispatch_behind_bytes", "Bytes the dispatcher trails the CommitLog.", func() float64 { return float64(s.DispatchBehindBytes()) }),
+		gauge("ringmq_store_put_lock_max_seconds", "Longest time a put held the put lock.", func() float64 { return float64(cl.stats.maxNanos.Load()) / 1e9 }),
+		gauge("ringmq_store_running_flags", "RunningFlags bits (16 = DISK_FULL, 2 = NOT_WRITEABLE).", func() float64 { return float64(s.flags.load()) }),
+	}
+	for _, c := range cs {
+		if err := s.reg.Register(c); err != nil {
+			var already prometheus.AlreadyRegisteredError
+			if errors.As(err, &already) {
+				// A store reopened on the same registry: the first store's collectors stay. Not fatal.
+				s.logger.Warn("store: metrics already registered; not registering again", "error", err)
+				return nil
+			}
+			return fmt.Errorf("store: register metrics: %w", err)
+		}
+	}
+	return nil
+}

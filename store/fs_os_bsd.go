@@ -1,0 +1,19 @@
+//go:build unix && !linux
+
+package store
+
+import (
+	"errors"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// datasync falls back to fsync where fdatasync does not exist (Darwin, the BSDs).
+func datasync(fd int) error { return unix.Fsync(fd) }
+
+// allocate makes the file size; without fallocate the file stays sparse.
+func allocate(f *os.File, _ int, size int64) error { return f.Truncate(size) }
+
+// populate is not available here.
+func populate([]byte) error { return errors.ErrUnsupported }

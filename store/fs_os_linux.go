@@ -1,0 +1,38 @@
+//go:build linux
+
+package store
+
+import (
+	"errors"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+func datasync(fd int) error { return unix.Fdatasync(fd) }
+
+// allocate reserves blocks with fallocate(2) so that writes through a shared mapping never meet a full disk
+// (which would be a SIGBUS, not an error). File systems without fallocate get a sparse ftruncate.
+func allocate(f *os.File, fd int, size int64) error {
+	err := unix.Fallocate(fd, 0, 0, size)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
+		return f.Truncate(size)
+	}
+	return &os.PathError{Op: "fallocate", Path: f.Name(), Err: err}
+}
+
+// populate pre-faults a mapping for writing (MADV_POPULATE_WRITE, Linux 5.14+). Older kernels answer
+// EINVAL: reported as errors.ErrUnsupported, so callers can choose a fallback.
+func populate(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	err := unix.Madvise(b, unix.MADV_POPULATE_WRITE)
+	if errors.Is(err, unix.EINVAL) {
+		return errors.ErrUnsupported
+	}
+	return err
+}

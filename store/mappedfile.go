@@ -1,0 +1,290 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/ringmq/ringmq/transientpool"
+)
+
+// fileNameDigits is the width of CommitLog and ConsumeQueue file names (the start offset, zero-padded).
+const fileNameDigits = 20
+
+func offsetFileName(offset int64) string {
+	s := strconv.FormatInt(offset, 10)
+	if len(s) >= fileNameDigits {
+		return s
+	}
+	return "00000000000000000000"[:fileNameDigits-len(s)] + s
+}
+
+func parseOffsetFileName(name string) (int64, bool) {
+	if len(name) != fileNameDigits {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(name, 10, 64)
+	return v, err == nil && v >= 0
+}
+
+// mappedFile is one fixed-size file mapped shared into memory: RocketMQ's MappedFile.
+//
+// Positions (bytes from the file start), each only ever growing except on recovery truncation:
+//
+//	flushed <= committed <= wrote <= size
+//
+// wrote advances when a record or entry is complete (its bytes are written before the store, so a reader
+// that loads wrote sees them); committed is what readers may read — equal to wrote for files appended in
+// the mapping, and the part moved out of the transient buffer otherwise; flushed is what is durable.
+//
+// Reference counting (RocketMQ's ReferenceResource): the owning queue holds one reference from creation;
+// every reader holds one more between hold and release. destroy drops the owner's reference; the mapping
+// is unmapped and the descriptor closed when the count reaches zero, never under a reader.
+type mappedFile struct {
+	file       File
+	path       string
+	fromOffset int64
+	size       int64
+	data       []byte // the mapping, size bytes
+	logger     *slog.Logger
+
+	// transient is fixed at creation: appends go into writeBuffer and readers see committed bytes only.
+	transient   bool
+	writeBuffer *transientpool.Buffer // owned by this file until fully committed; guarded by the committer
+	pool        bufferPool
+
+	wrote          atomic.Int64
+	committed      atomic.Int64
+	flushed        atomic.Int64
+	storeTimestamp atomic.Int64 // store time (ms) of the last record appended (checkpoint timestamps)
+
+	refs      atomic.Int64
+	destroyed atomic.Bool
+}
+
+// bufferPool is the part of *transientpool.Pool the store uses.
+type bufferPool interface {
+	Borrow() (*transientpool.Buffer, bool)
+	Return(*transientpool.Buffer)
+}
+
+// openMappedFile opens (creating when absent) and maps the file at path. A new or short file is allocated
+// to size first. The caller owns the returned file's single reference.
+func openMappedFile(fsys FS, path string, fromOffset, size int64, logger *slog.Logger) (*mappedFile, error) {
+	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	st, err := f.Stat()
+	if err == nil && st.Size() < size {
+		err = f.Allocate(size)
+		if err == nil {
+			// Make the size (and for a new file its name) durable now, off the hot path, so a crash never
+			// leaves a short file behind records that were synced through the mapping.
+			err = f.Sync()
+		}
+		if err == nil && st.Size() == 0 {
+			err = fsys.SyncDir(filepath.Dir(path))
+		}
+	}
+	if err == nil && st.Size() > size {
+		err = fmt.Errorf("store: %s is %d bytes, larger than the configured file size %d", path, st.Size(), size)
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("store: size %s: %w", path, err)
+	}
+	data, err := f.Map(int(size))
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	mf := &mappedFile{file: f, path: path, fromOffset: fromOffset, size: size, data: data, logger: logger}
+	mf.refs.Store(1)
+	return mf, nil
+}
+
+// useTransientBuffer switches a fresh file to appending into a pool buffer.
+func (mf *mappedFile) useTransientBuffer(pool bufferPool, buf *transientpool.Buffer) {
+	mf.transient, mf.pool, mf.writeBuffer = true, pool, buf
+}
+
+// appendTarget is where appends go: the pool buffer or the mapping. Caller is the single appender.
+func (mf *mappedFile) appendTarget() []byte {
+	if mf.transient {
+		return mf.writeBuffer.Bytes()[:mf.size]
+	}
+	return mf.data
+}
+
+// readPosition is the end of what readers may read.
+func (mf *mappedFile) readPosition() int64 {
+	if mf.transient {
+		return mf.committed.Load()
+	}
+	return mf.wrote.Load()
+}
+
+func (mf *mappedFile) isFull() bool { return mf.wrote.Load() == mf.size }
+
+// hold takes a reader reference; false when the file is being destroyed.
+func (mf *mappedFile) hold() bool {
+	for {
+		r := mf.refs.Load()
+		if r <= 0 || mf.destroyed.Load() {
+			return false
+		}
+		if mf.refs.CompareAndSwap(r, r+1) {
+			return true
+		}
+	}
+}
+
+// release drops a reference; the last one unmaps and closes.
+func (mf *mappedFile) release() {
+	r := mf.refs.Add(-1)
+	if r > 0 {
+		return
+	}
+	if r < 0 {
+		panic("store: mappedFile released more often than held: " + mf.path)
+	}
+	if err := mf.file.Unmap(mf.data); err != nil {
+		mf.logger.Error("store: munmap failed", "file", mf.path, "error", err)
+	}
+	if err := mf.file.Close(); err != nil {
+		mf.logger.Error("store: close failed", "file", mf.path, "error", err)
+	}
+	if mf.writeBuffer != nil {
+		mf.pool.Return(mf.writeBuffer)
+		mf.writeBuffer = nil
+	}
+}
+
+// destroy drops the owner's reference; with remove the file is unlinked at once (a mapping outlives its
+// name, so readers still holding it keep reading). Idempotent.
+func (mf *mappedFile) destroy(fsys FS, remove bool) error {
+	if !mf.destroyed.CompareAndSwap(false, true) {
+		return nil
+	}
+	var err error
+	if remove {
+		if rerr := fsys.Remove(mf.path); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			err = fmt.Errorf("store: remove %s: %w", mf.path, rerr)
+		}
+	}
+	mf.release()
+	return err
+}
+
+// ableTo reports whether [done, target) is worth a flush or commit: leastPages whole pages, or anything
+// once the file is full or leastPages is 0.
+func (mf *mappedFile) ableTo(done, target int64, leastPages int) bool {
+	if target <= done {
+		return false
+	}
+	if target == mf.size || leastPages <= 0 {
+		return true
+	}
+	return target/int64(pageSize)-done/int64(pageSize) >= int64(leastPages)
+}
+
+// commit moves [committed, wrote) from the transient buffer into the file (without sync), and returns the
+// buffer to the pool once the file is full and committed. Caller serializes commits and flushes.
+func (mf *mappedFile) commit(leastPages int) error {
+	if !mf.transient {
+		return nil
+	}
+	committed, wrote := mf.committed.Load(), mf.wrote.Load()
+	if !mf.ableTo(committed, wrote, leastPages) {
+		return nil
+	}
+	buf := mf.writeBuffer.Bytes()
+	if err := mf.file.WriteSync(buf[committed:wrote], mf.writeBuffer.Index(), committed, false); err != nil {
+		return fmt.Errorf("store: commit %s [%d, %d): %w", mf.path, committed, wrote, err)
+	}
+	mf.committed.Store(wrote)
+	return nil
+}
+
+// flush makes [flushed, readPosition) durable when ableTo says so. Caller serializes commits and flushes.
+func (mf *mappedFile) flush(leastPages int) error {
+	target, flushed := mf.readPosition(), mf.flushed.Load()
+	if !mf.ableTo(flushed, target, leastPages) {
+		return nil
+	}
+	var err error
+	if mf.transient {
+		err = mf.file.Sync()
+	} else {
+		err = mf.file.SyncMapped(mf.data, flushed, target-flushed)
+	}
+	if err != nil {
+		return fmt.Errorf("store: flush %s [%d, %d): %w", mf.path, flushed, target, err)
+	}
+	mf.flushed.Store(target)
+	return nil
+}
+
+// commitAndSync moves and syncs everything appended in one durable write (io_uring: WRITE_FIXED linked to
+// fdatasync). Transient files only. Caller serializes commits and flushes.
+func (mf *mappedFile) commitAndSync() error {
+	committed, wrote := mf.committed.Load(), mf.wrote.Load()
+	if wrote == committed {
+		return mf.flush(0)
+	}
+	buf := mf.writeBuffer.Bytes()
+	if err := mf.file.WriteSync(buf[committed:wrote], mf.writeBuffer.Index(), committed, true); err != nil {
+		return fmt.Errorf("store: commit+sync %s [%d, %d): %w", mf.path, committed, wrote, err)
+	}
+	mf.committed.Store(wrote)
+	mf.flushed.Store(wrote)
+	return nil
+}
+
+// releaseBufferIfDone hands the transient buffer back once the whole file is committed.
+func (mf *mappedFile) releaseBufferIfDone() {
+	if mf.transient && mf.writeBuffer != nil && mf.committed.Load() == mf.size {
+		mf.pool.Return(mf.writeBuffer)
+		mf.writeBuffer = nil
+	}
+}
+
+// setPositions resets every position to pos (recovery).
+func (mf *mappedFile) setPositions(pos int64) {
+	mf.wrote.Store(pos)
+	mf.committed.Store(pos)
+	mf.flushed.Store(pos)
+}
+
+// zeroFrom clears [pos, size), so bytes of a torn or truncated tail can never be read back as records or
+// entries after a later crash.
+func (mf *mappedFile) zeroFrom(pos int64) bool { return clearNonZero(mf.data[pos:]) }
+
+// clearNonZero zeroes b chunk by chunk, writing only chunks that are not zero already: never-written
+// (sparse or unwritten) pages of a mapping are then only read, not dirtied.
+func clearNonZero(b []byte) (changed bool) {
+	const chunk = 64 << 10
+	var zero [chunk]byte
+	for off := 0; off < len(b); {
+		end := min(off+chunk, len(b))
+		if !bytes.Equal(b[off:end], zero[:end-off]) {
+			clear(b[off:end])
+			changed = true
+		}
+		off = end
+	}
+	return changed
+}
+
+// touchPages dirties one byte per page, to fault a mapping in where MADV_POPULATE_WRITE is missing.
+func touchPages(b []byte) {
+	for i := 0; i < len(b); i += pageSize {
+		b[i] = 0
+	}
+}

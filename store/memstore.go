@@ -1,0 +1,448 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ringmq/ringmq/codec"
+)
+
+// MemStore is an in-memory MessageStore for broker unit tests (the way NSQ keeps a dummy backend queue
+// beside its interface). Records are encoded exactly as the file store encodes them, queue and physical
+// offsets follow the same rules (one endless CommitLog, no files, no retention), GetMessage answers with
+// the same statuses and batch limits, and the arriving listener is called synchronously after each put.
+// Nothing is durable: WaitDurable completes at once. Safe for concurrent use.
+type MemStore struct {
+	cfg Config
+
+	mu       sync.Mutex
+	log      []byte // the CommitLog; records are never changed once appended, so slices stay valid
+	queues   map[string]map[int32]*memQueue
+	listener ArrivingListener
+	delays   []int64
+	clock    func() time.Time
+	shut     bool
+	stats    Stats
+}
+
+type memQueue struct {
+	next    int64 // queue offset counter
+	min     int64
+	entries []memEntry // entries[i] is logical offset min+i
+}
+
+type memEntry struct {
+	phys     int64
+	size     int32
+	tagsCode int64
+}
+
+var _ MessageStore = (*MemStore)(nil)
+var _ MessageStore = (*Store)(nil)
+
+// NewMemStore returns an empty MemStore. cfg supplies StoreHost, MaxMessageSize and the pull batch limits
+// (start from DefaultConfig); clock may be nil (time.Now).
+func NewMemStore(cfg Config, clock func() time.Time) *MemStore {
+	if clock == nil {
+		clock = time.Now
+	}
+	return &MemStore{cfg: cfg, queues: make(map[string]map[int32]*memQueue), clock: clock}
+}
+
+// Start does nothing (the MemStore is ready at once).
+func (m *MemStore) Start() error { return nil }
+
+// Shutdown refuses later puts and reads.
+func (m *MemStore) Shutdown() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.shut {
+		return ErrClosed
+	}
+	m.shut = true
+	return nil
+}
+
+func (m *MemStore) queue(topic string, id int32, create bool) *memQueue {
+	qs := m.queues[topic]
+	if qs == nil {
+		if !create {
+			return nil
+		}
+		qs = make(map[int32]*memQueue)
+		m.queues[topic] = qs
+	}
+	q := qs[id]
+	if q == nil && create {
+		q = &memQueue{}
+		qs[id] = q
+	}
+	return q
+}
+
+type memArrival struct {
+	topic    string
+	queueID  int32
+	offset   int64
+	tagsCode int64
+	storeTs  int64
+	props    []byte
+}
+
+// PutMessage appends one message (see Store.PutMessage).
+func (m *MemStore) PutMessage(msg *codec.Message) (PutResult, error) {
+	b := BatchPut{Messages: []codec.Message{*msg}}
+	res, err := m.put(&b, false)
+	if err == nil {
+		*msg = b.Messages[0]
+	}
+	return res, err
+}
+
+// PutMessages appends a batch (see Store.PutMessages).
+func (m *MemStore) PutMessages(batch *BatchPut) (PutResult, error) { return m.put(batch, true) }
+
+func (m *MemStore) put(batch *BatchPut, isBatch bool) (PutResult, error) {
+	if len(batch.Messages) == 0 {
+		return PutResult{Status: MessageIllegal}, fmt.Errorf("%w: empty batch", ErrMessageIllegal)
+	}
+	first := &batch.Messages[0]
+	for i := range batch.Messages {
+		msg := &batch.Messages[i]
+		if st, err := checkMessage(&m.cfg, msg); err != nil {
+			return PutResult{Status: st}, err
+		}
+		if msg.Topic != first.Topic || msg.QueueID != first.QueueID {
+			return PutResult{Status: MessageIllegal}, fmt.Errorf("%w: batch mixes queues", ErrMessageIllegal)
+		}
+		tt := codec.TransactionType(msg.SysFlag)
+		if isBatch && (tt == codec.SysFlagTransactionPrepare || tt == codec.SysFlagTransactionRollback) {
+			return PutResult{Status: MessageIllegal}, fmt.Errorf("%w: batch item %d is a transaction half", ErrMessageIllegal, i)
+		}
+		msg.StoreHost = m.cfg.StoreHost
+	}
+	m.mu.Lock()
+	if m.shut {
+		m.mu.Unlock()
+		return PutResult{Status: ServiceNotAvailable}, ErrServiceNotAvailable
+	}
+	storeTs := m.clock().UnixMilli()
+	tt := codec.TransactionType(first.SysFlag)
+	assign := tt == codec.SysFlagTransactionNot || tt == codec.SysFlagTransactionCommit
+	q := m.queue(first.Topic, first.QueueID, true)
+	res := PutResult{Status: PutOK, WroteOffset: int64(len(m.log)), MsgNum: int32(len(batch.Messages)), StoreTimestamp: storeTs}
+	if assign {
+		res.QueueOffset = q.next
+	}
+	if cap(batch.PhysicalOffsets) < len(batch.Messages) {
+		batch.PhysicalOffsets = make([]int64, len(batch.Messages))
+	}
+	batch.PhysicalOffsets = batch.PhysicalOffsets[:len(batch.Messages)]
+	arrivals := make([]memArrival, 0, len(batch.Messages))
+	for i := range batch.Messages {
+		msg := &batch.Messages[i]
+		msg.StoreTimestamp = storeTs
+		msg.PhysicalOffset = int64(len(m.log))
+		if assign {
+			msg.QueueOffset = q.next
+		} else {
+			msg.QueueOffset = 0
+		}
+		start := len(m.log)
+		var err error
+		m.log, err = msg.AppendRecord(m.log)
+		if err != nil {
+			m.log = m.log[:res.WroteOffset]
+			m.mu.Unlock()
+			return PutResult{Status: MessageIllegal}, fmt.Errorf("%w: %w", ErrMessageIllegal, err)
+		}
+		size := int32(len(m.log) - start)
+		batch.PhysicalOffsets[i] = msg.PhysicalOffset
+		res.WroteBytes += size
+		m.stats.PutMessageTimesTotal++
+		m.stats.PutMessageSizeTotal += int64(size)
+		if assign {
+			rec := m.log[start:len(m.log):len(m.log)]
+			p := scanProps(msg.Properties)
+			tags := codec.TagsHashCode(p.tags)
+			if msg.Topic == ScheduleTopic && len(p.delay) > 0 {
+				if level, ok := parseSmallInt(p.delay); ok && level > 0 {
+					tags = storeTs + 1000
+					if len(m.delays) > 0 {
+						tags = storeTs + m.delays[min(level, len(m.delays))-1]
+					}
+				}
+			}
+			q.entries = append(q.entries, memEntry{phys: msg.PhysicalOffset, size: size, tagsCode: tags})
+			arrivals = append(arrivals, memArrival{msg.Topic, msg.QueueID, q.next, tags, storeTs, recordProperties(rec)})
+			q.next++
+		}
+	}
+	l := m.listener
+	m.mu.Unlock()
+	if l != nil {
+		for _, a := range arrivals {
+			l(a.topic, a.queueID, a.offset, a.tagsCode, a.storeTs, a.props)
+		}
+	}
+	return res, nil
+}
+
+func recordProperties(rec []byte) []byte {
+	r, err := codec.DecodeRecord(rec, false)
+	if err != nil {
+		return nil
+	}
+	return r.Properties
+}
+
+// WaitDurable completes at once: nothing in a MemStore is durable, and nothing waits.
+func (m *MemStore) WaitDurable(_ int64, done func(error)) { done(nil) }
+
+// GetMessage reads a queue with the file store's statuses and limits (no file boundaries, so never
+// OFFSET_FOUND_NULL or MESSAGE_WAS_REMOVING). Buffers are views of the in-memory log.
+func (m *MemStore) GetMessage(_, topic string, queueID int32, offset int64, maxMsgNums, maxBytes int, filter MessageFilter) (*GetMessageResult, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.shut {
+		return nil, ErrClosed
+	}
+	m.stats.GetMessageTimesTotal++
+	r := &GetMessageResult{}
+	if maxMsgNums <= 0 {
+		maxMsgNums = defaultPullBatch
+	}
+	q := m.queue(topic, queueID, false)
+	if q == nil {
+		r.Status = NoMatchedLogicQueue
+		return r, nil
+	}
+	minOff, maxOff := q.min, q.min+int64(len(q.entries))
+	r.MinOffset, r.MaxOffset = minOff, maxOff
+	switch {
+	case maxOff == 0:
+		r.Status = NoMessageInQueue
+		return r, nil
+	case offset < minOff:
+		r.Status, r.NextBeginOffset = OffsetTooSmall, minOff
+		return r, nil
+	case offset == maxOff:
+		r.Status, r.NextBeginOffset = OffsetOverflowOne, offset
+		return r, nil
+	case offset > maxOff:
+		r.Status, r.NextBeginOffset = OffsetOverflowBadly, maxOff
+		if minOff == 0 {
+			r.NextBeginOffset = 0
+		}
+		return r, nil
+	}
+	r.Status = NoMatchedMessage
+	maxScan := max(16000, maxMsgNums*ConsumeQueueEntryBytes) / ConsumeQueueEntryBytes
+	i := int(offset - minOff)
+	scanned := 0
+	for ; i < len(q.entries) && scanned < maxScan; i, scanned = i+1, scanned+1 {
+		e := q.entries[i]
+		if r.MessageCount > 0 {
+			next := r.BufferTotalSize + int(e.size)
+			if r.MessageCount >= maxMsgNums || (maxBytes > 0 && next > maxBytes) ||
+				next > m.cfg.MaxTransferBytesOnMessageInMemory || r.MessageCount > m.cfg.MaxTransferCountOnMessageInMemory-1 {
+				break
+			}
+		}
+		if filter != nil && !filter.IsMatchedByConsumeQueue(e.tagsCode) {
+			continue
+		}
+		rec := m.log[e.phys : e.phys+int64(e.size) : e.phys+int64(e.size)]
+		r.Buffers = append(r.Buffers, rec)
+		r.MessageCount++
+		r.BufferTotalSize += len(rec)
+		r.Status = Found
+	}
+	r.NextBeginOffset = offset + int64(scanned)
+	m.stats.GetMessageTransferredMsg += int64(r.MessageCount)
+	return r, nil
+}
+
+// LookMessageByOffset returns the record at phyOffset.
+func (m *MemStore) LookMessageByOffset(phyOffset int64) ([]byte, func(), error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if phyOffset < 0 || phyOffset+8 > int64(len(m.log)) {
+		return nil, nil, fmt.Errorf("%w: CommitLog offset %d", ErrNotFound, phyOffset)
+	}
+	size := int64(binary.BigEndian.Uint32(m.log[phyOffset:]))
+	if !isMessageMagic(m.log[phyOffset:]) || phyOffset+size > int64(len(m.log)) {
+		return nil, nil, fmt.Errorf("%w: no record at CommitLog offset %d", ErrNotFound, phyOffset)
+	}
+	return m.log[phyOffset : phyOffset+size : phyOffset+size], func() {}, nil
+}
+
+// QueryMessage scans the whole log for topic's records with key (UNIQ_KEY or a KEYS word) stored within
+// [begin, end], newest first. Rollback records are skipped, as the index skips them.
+func (m *MemStore) QueryMessage(topic, key string, maxNum int, begin, end int64) (*QueryMessageResult, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.shut {
+		return nil, ErrClosed
+	}
+	if maxNum <= 0 || maxNum > m.cfg.MaxMsgsNumBatch {
+		maxNum = m.cfg.MaxMsgsNumBatch
+	}
+	var offsets []int64
+	for off := 0; off < len(m.log); {
+		rec, err := codec.DecodeRecord(m.log[off:], false)
+		if err != nil {
+			break
+		}
+		if codec.TransactionType(rec.SysFlag) != codec.SysFlagTransactionRollback &&
+			rec.StoreTimestamp >= begin && rec.StoreTimestamp <= end &&
+			recordHasKey(m.log[off:off+int(rec.TotalSize)], topic, key) {
+			offsets = append(offsets, int64(off))
+		}
+		off += int(rec.TotalSize)
+	}
+	res := &QueryMessageResult{IndexLastUpdatePhyOffset: int64(len(m.log)), IndexLastUpdateTimestamp: m.clock().UnixMilli()}
+	for i := len(offsets) - 1; i >= 0 && len(res.Buffers) < maxNum; i-- {
+		o := offsets[i]
+		size := int64(binary.BigEndian.Uint32(m.log[o:]))
+		res.Buffers = append(res.Buffers, m.log[o:o+size:o+size])
+		res.BufferTotalSize += int(size)
+	}
+	return res, nil
+}
+
+// GetMaxOffsetInQueue is the queue's next logical offset.
+func (m *MemStore) GetMaxOffsetInQueue(topic string, queueID int32) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if q := m.queue(topic, queueID, false); q != nil {
+		return q.min + int64(len(q.entries))
+	}
+	return 0
+}
+
+// GetMinOffsetInQueue is the queue's first logical offset.
+func (m *MemStore) GetMinOffsetInQueue(topic string, queueID int32) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if q := m.queue(topic, queueID, false); q != nil {
+		return q.min
+	}
+	return 0
+}
+
+func (m *MemStore) storeTime(e memEntry) int64 {
+	r, err := codec.DecodeRecord(m.log[e.phys:e.phys+int64(e.size)], false)
+	if err != nil {
+		return -1
+	}
+	return r.StoreTimestamp
+}
+
+// GetOffsetInQueueByTime: see Store.GetOffsetInQueueByTime.
+func (m *MemStore) GetOffsetInQueueByTime(topic string, queueID int32, timestamp int64, upper bool) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q := m.queue(topic, queueID, false)
+	if q == nil {
+		return 0
+	}
+	if !upper {
+		for i, e := range q.entries {
+			if m.storeTime(e) >= timestamp {
+				return q.min + int64(i)
+			}
+		}
+		return q.min + int64(len(q.entries))
+	}
+	for i := len(q.entries) - 1; i >= 0; i-- {
+		if m.storeTime(q.entries[i]) <= timestamp {
+			return q.min + int64(i)
+		}
+	}
+	return q.min
+}
+
+// GetEarliestMessageTime is the store time of the queue's first message.
+func (m *MemStore) GetEarliestMessageTime(topic string, queueID int32) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q := m.queue(topic, queueID, false)
+	if q == nil || len(q.entries) == 0 {
+		return -1, fmt.Errorf("%w: no message in %s/%d", ErrNotFound, topic, queueID)
+	}
+	return m.storeTime(q.entries[0]), nil
+}
+
+// GetCommitLogOffsetInQueue is the CommitLog offset of the message at a logical offset, 0 if none.
+func (m *MemStore) GetCommitLogOffsetInQueue(topic string, queueID int32, off int64) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q := m.queue(topic, queueID, false)
+	if q == nil || off < q.min || off >= q.min+int64(len(q.entries)) {
+		return 0
+	}
+	return q.entries[off-q.min].phys
+}
+
+// MaxPhyOffset is the log's length.
+func (m *MemStore) MaxPhyOffset() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return int64(len(m.log))
+}
+
+// MinPhyOffset is 0.
+func (m *MemStore) MinPhyOffset() int64 { return 0 }
+
+// DispatchBehindBytes is 0: puts dispatch synchronously.
+func (m *MemStore) DispatchBehindBytes() int64 { return 0 }
+
+// SetArrivingListener sets the listener, called synchronously after each put (outside the lock).
+func (m *MemStore) SetArrivingListener(l ArrivingListener) {
+	m.mu.Lock()
+	m.listener = l
+	m.mu.Unlock()
+}
+
+// SetDelayLevelTable sets the delay level table.
+func (m *MemStore) SetDelayLevelTable(delays []time.Duration) {
+	t := make([]int64, len(delays))
+	for i, d := range delays {
+		t[i] = d.Milliseconds()
+	}
+	m.mu.Lock()
+	m.delays = t
+	m.mu.Unlock()
+}
+
+// IsOSPageCacheBusy is always false.
+func (m *MemStore) IsOSPageCacheBusy() bool { return false }
+
+// BeginTimeInLock is always 0.
+func (m *MemStore) BeginTimeInLock() time.Duration { return 0 }
+
+// DeleteTopics forgets the topics' queues.
+func (m *MemStore) DeleteTopics(topics ...string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, t := range topics {
+		delete(m.queues, t)
+	}
+	return nil
+}
+
+// RunningFlags is always OK.
+func (m *MemStore) RunningFlags() RunningFlags { return 0 }
+
+// Stats returns the counters.
+func (m *MemStore) Stats() Stats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.stats
+	s.CommitLogMaxOffset = int64(len(m.log))
+	s.CommitLogFlushedOffset = int64(len(m.log))
+	return s
+}

@@ -1,0 +1,107 @@
+package store
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ringmq/ringmq/codec"
+)
+
+func TestStoreDirectoryLock(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	s := openStarted(t, cfg, Deps{})
+	_, err := Open(cfg, Deps{Logger: testLogger(t)})
+	require.ErrorIs(t, err, ErrStoreLocked)
+	require.NoError(t, s.Shutdown())
+	r := reopen(t, cfg, Deps{})
+	require.True(t, r.LastExitOK())
+}
+
+func TestDeleteTopics(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	s := openStarted(t, cfg, Deps{})
+	for i := 0; i < 5; i++ {
+		mustPut(t, s, testMessage("Gone", 0, []byte("x")))
+		mustPut(t, s, testMessage("Kept", 0, []byte("y")))
+	}
+	waitDispatched(t, s)
+	require.NoError(t, s.DeleteTopics("Gone"))
+	_, err := os.Stat(filepath.Join(cfg.consumeQueueDir(), "Gone"))
+	require.ErrorIs(t, err, os.ErrNotExist)
+	require.Equal(t, int64(0), s.GetMaxOffsetInQueue("Gone", 0))
+	r, err := s.GetMessage("g", "Gone", 0, 0, 32, 0, nil)
+	require.NoError(t, err)
+	require.Equal(t, NoMatchedLogicQueue, r.Status)
+	r.Release()
+	require.Equal(t, int64(5), s.GetMaxOffsetInQueue("Kept", 0))
+	res := mustPut(t, s, testMessage("Gone", 0, []byte("again")))
+	require.Equal(t, int64(0), res.QueueOffset, "a recreated topic starts over")
+}
+
+func TestMetricsAndStats(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	cfg := testConfig(t.TempDir())
+	s := openStarted(t, cfg, Deps{Registerer: reg})
+	for i := 0; i < 10; i++ {
+		mustPut(t, s, testMessage("T", 0, []byte("0123456789")))
+	}
+	waitDispatched(t, s)
+	require.Equal(t, 10.0, gathered(t, reg, "ringmq_store_put_messages_total"))
+	st := s.Stats()
+	require.Equal(t, int64(10), st.PutMessageTimesTotal)
+	require.Equal(t, int64(10*(91+10+1)), st.PutMessageSizeTotal)
+	require.Equal(t, s.MaxPhyOffset(), st.CommitLogMaxOffset)
+	require.Zero(t, st.DispatchBehindBytes)
+	h := s.LockTimeHistogram()
+	require.Equal(t, int64(10), h.TotalCount(), "every put's lock time is recorded")
+	require.False(t, s.IsOSPageCacheBusy())
+	require.Zero(t, s.BeginTimeInLock())
+	require.NoError(t, s.Shutdown())
+	// Reopening on the same registry is not an error.
+	reopen(t, cfg, Deps{Registerer: reg})
+}
+
+func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("metric %s not registered", name)
+	return 0
+}
+
+func TestMemStoreBasics(t *testing.T) {
+	m := NewMemStore(testConfig("mem"), nil)
+	require.NoError(t, m.Start())
+	b := &BatchPut{}
+	for i := 0; i < 3; i++ {
+		b.Messages = append(b.Messages, *testMessage("T", 1, bodyf("b%d", i), codec.PropertyKeys, "k"))
+	}
+	res, err := m.PutMessages(b)
+	require.NoError(t, err)
+	require.Equal(t, int32(3), res.MsgNum)
+	require.Len(t, b.PhysicalOffsets, 3)
+	rec, release, err := m.LookMessageByOffset(b.PhysicalOffsets[2])
+	require.NoError(t, err)
+	d, err := codec.DecodeRecord(rec, true)
+	require.NoError(t, err)
+	require.Equal(t, "b2", string(d.Body))
+	require.Equal(t, int64(2), d.QueueOffset)
+	release()
+	q, err := m.QueryMessage("T", "k", 2, 0, 1<<62)
+	require.NoError(t, err)
+	require.Len(t, q.Buffers, 2)
+	q.Release()
+	require.Equal(t, int64(3), m.GetMaxOffsetInQueue("T", 1))
+	require.NoError(t, m.Shutdown())
+	_, err = m.PutMessage(testMessage("T", 1, []byte("x")))
+	require.ErrorIs(t, err, ErrServiceNotAvailable)
+}

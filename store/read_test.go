@@ -1,0 +1,275 @@
+package store
+
+import (
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ringmq/ringmq/codec"
+)
+
+type tagFilter struct{ code int64 }
+
+func (f tagFilter) IsMatchedByConsumeQueue(tagsCode int64) bool { return tagsCode == f.code }
+
+// TestGetMessageStatuses walks PROTOCOL.md §9's table.
+func TestGetMessageStatuses(t *testing.T) {
+	for _, kind := range []string{"file", "mem"} {
+		t.Run(kind, func(t *testing.T) {
+			var s MessageStore
+			if kind == "file" {
+				s = openStarted(t, testConfig(t.TempDir()), Deps{})
+			} else {
+				s = NewMemStore(testConfig("mem"), nil)
+			}
+			get := func(topic string, q int32, off int64, n int, f MessageFilter) (GetMessageStatus, int64, int) {
+				r, err := s.GetMessage("g", topic, q, off, n, 0, f)
+				require.NoError(t, err)
+				defer r.Release()
+				return r.Status, r.NextBeginOffset, r.MessageCount
+			}
+			st, next, _ := get("nope", 0, 5, 32, nil)
+			require.Equal(t, NoMatchedLogicQueue, st)
+			require.Equal(t, int64(0), next)
+
+			for i := 0; i < 10; i++ {
+				tag := "A"
+				if i >= 5 {
+					tag = "B"
+				}
+				mustPut(t, s, testMessage("T", 0, bodyf("%d", i), codec.PropertyTags, tag))
+			}
+			if fs, ok := s.(*Store); ok {
+				waitDispatched(t, fs)
+			}
+			st, next, n := get("T", 0, 0, 4, nil)
+			require.Equal(t, Found, st)
+			require.Equal(t, int64(4), next)
+			require.Equal(t, 4, n)
+
+			st, next, n = get("T", 0, 0, 0, nil) // 0 = the default batch
+			require.Equal(t, Found, st)
+			require.Equal(t, int64(10), next)
+			require.Equal(t, 10, n)
+
+			st, next, _ = get("T", 0, 10, 32, nil)
+			require.Equal(t, OffsetOverflowOne, st)
+			require.Equal(t, int64(10), next)
+
+			st, next, _ = get("T", 0, 11, 32, nil)
+			require.Equal(t, OffsetOverflowBadly, st)
+			require.Equal(t, int64(0), next, "min offset is 0, so the correction is 0")
+
+			b := tagFilter{codec.TagsHashCode([]byte("B"))}
+			st, next, n = get("T", 0, 0, 32, b)
+			require.Equal(t, Found, st)
+			require.Equal(t, int64(10), next)
+			require.Equal(t, 5, n)
+
+			st, next, n = get("T", 0, 0, 3, tagFilter{codec.TagsHashCode([]byte("B"))})
+			require.Equal(t, Found, st)
+			require.Equal(t, 3, n)
+			require.Equal(t, int64(8), next, "last scanned entry + 1")
+
+			st, next, _ = get("T", 0, 0, 32, tagFilter{codec.TagsHashCode([]byte("C"))})
+			require.Equal(t, NoMatchedMessage, st)
+			require.Equal(t, int64(10), next, "past the filtered entries")
+
+			r, err := s.GetMessage("g", "T", 0, 0, 32, 2*(91+1+1+len("TAGS\x01A\x02")), nil)
+			require.NoError(t, err)
+			require.Equal(t, 2, r.MessageCount, "maxBytes caps the batch")
+			require.Equal(t, r.MessageCount, len(r.Buffers))
+			r.Release()
+		})
+	}
+}
+
+func TestGetMessageFileStatuses(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(dir)
+	clock := newFakeClock(time.Now())
+	s := openStarted(t, cfg, Deps{Clock: clock.Now})
+	// NO_MESSAGE_IN_QUEUE: a queue that exists with no entry.
+	s.queues.findOrCreate("E", 0)
+	r, err := s.GetMessage("g", "E", 0, 3, 32, 0, nil)
+	require.NoError(t, err)
+	require.Equal(t, NoMessageInQueue, r.Status)
+	require.Equal(t, int64(0), r.NextBeginOffset)
+	r.Release()
+
+	for i := 0; i < 400; i++ {
+		mustPut(t, s, testMessage("T", 0, body(400, "r")))
+	}
+	waitDispatched(t, s)
+	_, err = s.flushCommitLog(0)
+	require.NoError(t, err)
+	n := len(s.commitLog.mfq.snapshot())
+	require.Greater(t, n, 2)
+
+	// MESSAGE_WAS_REMOVING: the CommitLog file went, the queue's minimum was not corrected yet.
+	deleted, err := s.deleteExpiredCommitLog(clock.Now(), true)
+	require.NoError(t, err)
+	require.Equal(t, n-1, deleted)
+	r, err = s.GetMessage("g", "T", 0, 0, 32, 0, nil)
+	require.NoError(t, err)
+	require.Equal(t, MessageWasRemoving, r.Status)
+	require.Greater(t, r.NextBeginOffset, int64(0))
+	r.Release()
+
+	// OFFSET_TOO_SMALL once the ConsumeQueues are cleaned.
+	require.NoError(t, s.cleanLogics())
+	minOff := s.GetMinOffsetInQueue("T", 0)
+	require.Greater(t, minOff, int64(0))
+	phys := s.GetCommitLogOffsetInQueue("T", 0, minOff)
+	require.Equal(t, s.MinPhyOffset(), phys, "the first live entry is the first record of the first file")
+	r, err = s.GetMessage("g", "T", 0, 0, 32, 0, nil)
+	require.NoError(t, err)
+	require.Equal(t, OffsetTooSmall, r.Status)
+	require.Equal(t, minOff, r.NextBeginOffset)
+	r.Release()
+	r, err = s.GetMessage("g", "T", 0, 400, 32, 0, nil)
+	require.NoError(t, err)
+	require.Equal(t, OffsetOverflowOne, r.Status)
+	r.Release()
+	r, err = s.GetMessage("g", "T", 0, 401, 32, 0, nil)
+	require.NoError(t, err)
+	require.Equal(t, OffsetOverflowBadly, r.Status)
+	require.Equal(t, int64(400), r.NextBeginOffset, "min > 0: corrected to max")
+	r.Release()
+
+	// OFFSET_FOUND_NULL: the ConsumeQueue file holding the offset is gone.
+	for i := 0; i < 130; i++ {
+		mustPut(t, s, testMessage("F", 0, []byte("f")))
+	}
+	waitDispatched(t, s)
+	cq := s.queues.find("F", 0)
+	perFile := cfg.MappedFileSizeConsumeQueue / ConsumeQueueEntryBytes
+	require.NoError(t, cq.mfq.removeFirst(1))
+	r, err = s.GetMessage("g", "F", 0, 3, 32, 0, nil)
+	require.NoError(t, err)
+	require.Equal(t, OffsetFoundNull, r.Status)
+	require.Equal(t, perFile, r.NextBeginOffset, "start of the next ConsumeQueue file")
+	r.Release()
+}
+
+func TestPullBatchLimits(t *testing.T) {
+	s := openStarted(t, testConfig(t.TempDir()), Deps{})
+	for i := 0; i < 100; i++ {
+		mustPut(t, s, testMessage("T", 0, body(10_000, "L")))
+	}
+	waitDispatched(t, s)
+	r, err := s.GetMessage("g", "T", 0, 0, 64, 0, nil)
+	require.NoError(t, err)
+	// 256 KiB in memory: 26 records of 10,098 bytes fit.
+	require.Equal(t, 256<<10/10_098, r.MessageCount)
+	require.LessOrEqual(t, r.BufferTotalSize, 256<<10)
+	require.Equal(t, int64(r.MessageCount), r.NextBeginOffset)
+	r.Release()
+	for i := 0; i < 40; i++ {
+		mustPut(t, s, testMessage("S", 0, []byte("s")))
+	}
+	waitDispatched(t, s)
+	r, err = s.GetMessage("g", "S", 0, 0, 64, 0, nil)
+	require.NoError(t, err)
+	require.Equal(t, 32, r.MessageCount, "maxTransferCountOnMessageInMemory")
+	r.Release()
+}
+
+func TestLookupsByOffsetTimeAndKey(t *testing.T) {
+	dir := t.TempDir()
+	clock := newFakeClock(time.UnixMilli(1_000_000))
+	s := openStarted(t, testConfig(dir), Deps{Clock: clock.Now})
+	var offs []int64
+	for i := 0; i < 30; i++ {
+		clock.Advance(time.Second)
+		res := mustPut(t, s, testMessage("T", 0, bodyf("v%d", i), codec.PropertyKeys, fmt.Sprintf("key%d shared", i)))
+		offs = append(offs, res.WroteOffset)
+	}
+	waitDispatched(t, s)
+	rec, release, err := s.LookMessageByOffset(offs[7])
+	require.NoError(t, err)
+	d, err := codec.DecodeRecord(rec, true)
+	require.NoError(t, err)
+	require.Equal(t, "v7", string(d.Body))
+	release()
+	_, _, err = s.LookMessageByOffset(offs[7] + 1)
+	require.ErrorIs(t, err, ErrNotFound)
+	_, _, err = s.LookMessageByOffset(s.MaxPhyOffset())
+	require.ErrorIs(t, err, ErrNotFound)
+
+	// Store times are 1,001,000 + i×1000.
+	require.Equal(t, int64(5), s.GetOffsetInQueueByTime("T", 0, 1_006_000, false))
+	require.Equal(t, int64(5), s.GetOffsetInQueueByTime("T", 0, 1_006_000, true))
+	require.Equal(t, int64(6), s.GetOffsetInQueueByTime("T", 0, 1_006_500, false))
+	require.Equal(t, int64(5), s.GetOffsetInQueueByTime("T", 0, 1_006_500, true))
+	require.Equal(t, int64(0), s.GetOffsetInQueueByTime("T", 0, 0, false))
+	require.Equal(t, int64(30), s.GetOffsetInQueueByTime("T", 0, 9_999_999, false))
+	require.Equal(t, int64(29), s.GetOffsetInQueueByTime("T", 0, 9_999_999, true))
+	ts, err := s.GetEarliestMessageTime("T", 0)
+	require.NoError(t, err)
+	require.Equal(t, int64(1_001_000), ts)
+	require.Equal(t, offs[3], s.GetCommitLogOffsetInQueue("T", 0, 3))
+
+	q, err := s.QueryMessage("T", "key12", 10, 0, 1<<62)
+	require.NoError(t, err)
+	require.Len(t, q.Buffers, 1)
+	q.Release()
+	q, err = s.QueryMessage("T", "shared", 5, 0, 1<<62)
+	require.NoError(t, err)
+	require.Len(t, q.Buffers, 5, "maxNum")
+	d, err = codec.DecodeRecord(q.Buffers[0], false)
+	require.NoError(t, err)
+	require.Equal(t, "v29", string(d.Body), "newest first")
+	q.Release()
+	// Time range: keys of records stored in [1,010,000, 1,012,000] only (index time has second precision).
+	q, err = s.QueryMessage("T", "shared", 64, 1_010_000, 1_012_000)
+	require.NoError(t, err)
+	require.Len(t, q.Buffers, 3)
+	q.Release()
+	q, err = s.QueryMessage("Other", "shared", 64, 0, 1<<62)
+	require.NoError(t, err)
+	require.Empty(t, q.Buffers)
+	q.Release()
+}
+
+// TestIndexHashCollisions: one slot for every key, and keys whose Java hash codes are equal.
+func TestIndexHashCollisions(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(dir)
+	cfg.MaxHashSlotNum = 1
+	cfg.MaxIndexNum = 40 // rolls to new files
+	s := openStarted(t, cfg, Deps{})
+	require.Equal(t, javaHash("T#Aa"), javaHash("T#BB"), "a real hashCode collision")
+	for i := 0; i < 60; i++ {
+		key := "Aa"
+		if i%2 == 1 {
+			key = "BB"
+		}
+		mustPut(t, s, testMessage("T", 0, bodyf("%s-%d", key, i), codec.PropertyKeys, key))
+	}
+	waitDispatched(t, s)
+	ents, err := os.ReadDir(cfg.indexDir())
+	require.NoError(t, err)
+	require.Greater(t, len(ents), 1, "the index rolled")
+	for _, key := range []string{"Aa", "BB"} {
+		q, err := s.QueryMessage("T", key, 64, 0, 1<<62)
+		require.NoError(t, err)
+		require.Len(t, q.Buffers, 30, key)
+		for _, b := range q.Buffers {
+			d, err := codec.DecodeRecord(b, false)
+			require.NoError(t, err)
+			require.Equal(t, key, string(d.Body[:2]))
+		}
+		q.Release()
+	}
+	require.NoError(t, s.Shutdown())
+	// Index files survive a restart intact.
+	r := reopen(t, cfg, Deps{})
+	q, err := r.QueryMessage("T", "BB", 64, 0, 1<<62)
+	require.NoError(t, err)
+	require.Len(t, q.Buffers, 30)
+	q.Release()
+}

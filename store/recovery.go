@@ -1,0 +1,238 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/ringmq/ringmq/codec"
+)
+
+// recover runs at Open, before any goroutine starts:
+//
+//  1. ConsumeQueues find their ends (RocketMQ scans the last three files of each).
+//  2. The CommitLog's end: after a clean shutdown the checkpoint says it exactly (checked cheaply);
+//     after a crash the records are re-scanned (magic, size, CRC, physical offset) from the checkpoint's
+//     safe point, and the first bad record ends the log — unless it lies below the offset the checkpoint
+//     knew durable, which is corruption and fatal.
+//  3. The CommitLog is cut there (tail zeroed, later files deleted); ConsumeQueue entries pointing past
+//     the cut go; IndexFiles are made consistent.
+//  4. The dispatcher replays the records from the safe point to the end, rebuilding what queues and index
+//     lack (entries already present are skipped), then queue offsets and minimum offsets are set.
+func (s *Store) recover(lastExitOK bool, ck checkpointData) error {
+	cl := s.commitLog
+	for _, cq := range s.queues.all() {
+		if err := cq.recover(); err != nil {
+			return err
+		}
+	}
+	var end, replayFrom int64
+	var err error
+	if lastExitOK {
+		end, replayFrom, err = s.recoverCommitLogNormally(ck)
+	} else {
+		end, replayFrom, err = s.recoverCommitLogAbnormally(ck)
+	}
+	if err != nil {
+		return err
+	}
+	if err := cl.mfq.truncateFrom(end); err != nil {
+		return err
+	}
+	// CommitLog positions: the file holding end becomes current.
+	cl.maxOffset.Store(end)
+	if last := cl.mfq.last(); last != nil && end >= last.fromOffset && end < last.fromOffset+last.size {
+		cl.cur = last
+	}
+	cl.mfq.committedWhere.Store(end)
+	if lastExitOK {
+		cl.mfq.flushedWhere.Store(end)
+	} else {
+		// Bytes recovered from the page cache after a process crash are not necessarily on disk yet.
+		syncFrom := max(min(replayFrom, end), cl.minOffset())
+		for _, mf := range cl.mfq.snapshot() {
+			if mf.fromOffset+mf.size > syncFrom {
+				mf.flushed.Store(max(syncFrom-mf.fromOffset, 0))
+			}
+		}
+		cl.mfq.flushedWhere.Store(syncFrom)
+		if _, err := cl.mfq.flush(0); err != nil {
+			return fmt.Errorf("store: recovery flush: %w", err)
+		}
+	}
+
+	for _, cq := range s.queues.all() {
+		if err := cq.truncateDirty(end); err != nil {
+			return err
+		}
+	}
+	if s.index != nil && !lastExitOK {
+		if err := s.index.recoverAbnormal(ck); err != nil {
+			return err
+		}
+	}
+	if s.index != nil && ck.Valid {
+		// Every record below the checkpoint's logics offset was indexed (its entries are among those
+		// kept), so the replay indexes from there on even when the newest indexed record is older (a
+		// stretch of records without keys leaves no trace in the IndexFile).
+		s.index.lastIndexed = max(s.index.lastIndexed, min(ck.LogicsOffset, end)-1)
+	}
+	replayFrom = min(max(replayFrom, cl.minOffset()), end)
+	s.dispatcher.reputFrom.Store(replayFrom)
+	if err := s.dispatcher.reput(); err != nil {
+		return fmt.Errorf("store: replaying the CommitLog from %d to %d: %w", replayFrom, end, err)
+	}
+	for _, cq := range s.queues.all() {
+		cq.nextQueueOffset.Store(cq.maxOffset())
+		if len(cl.mfq.snapshot()) > 0 {
+			cq.correctMinOffset(cl.minOffset())
+		}
+	}
+	s.logger.Info("store: recovered", "normal", lastExitOK, "minOffset", cl.minOffset(), "maxOffset", end,
+		"replayedFrom", replayFrom, "queues", len(s.queues.all()))
+	return nil
+}
+
+// recoverCommitLogNormally trusts a ringmq checkpoint written at clean shutdown; without one (a store
+// of Apache RocketMQ) it scans the last three files as RocketMQ does.
+func (s *Store) recoverCommitLogNormally(ck checkpointData) (end, replayFrom int64, err error) {
+	files := s.commitLog.mfq.snapshot()
+	if len(files) == 0 {
+		return 0, 0, nil
+	}
+	if ck.Valid {
+		end = ck.PhysicFlushedOffset
+		last := files[len(files)-1]
+		if end >= files[0].fromOffset && end <= last.fromOffset+last.size && !s.looksLikeRecordAt(end) {
+			return end, min(ck.LogicsOffset, end), nil
+		}
+		s.logger.Warn("store: checkpoint does not match the CommitLog; scanning", "checkpointOffset", end)
+	}
+	start := files[max(0, len(files)-3)].fromOffset
+	end, err = s.scanCommitLog(start, s.cfg.CheckCRCOnRecover, -1)
+	if err != nil {
+		return 0, 0, err
+	}
+	// RocketMQ replays from the furthest record any ConsumeQueue holds.
+	replayFrom = start
+	for _, cq := range s.queues.all() {
+		replayFrom = max(replayFrom, cq.maxPhysicOffset.Load())
+	}
+	return end, min(replayFrom, end), nil
+}
+
+// recoverCommitLogAbnormally re-scans from the checkpoint's safe point (the lower of the durable
+// CommitLog offset and the offset below which queues and index are durable). Without a ringmq
+// checkpoint it starts, like RocketMQ, at the newest file whose first record is older than the
+// checkpoint's timestamps (less 3 s).
+func (s *Store) recoverCommitLogAbnormally(ck checkpointData) (end, replayFrom int64, err error) {
+	files := s.commitLog.mfq.snapshot()
+	if len(files) == 0 {
+		return 0, 0, nil
+	}
+	last := files[len(files)-1]
+	var start int64
+	durableBelow := int64(-1)
+	if ck.Valid {
+		start = min(ck.PhysicFlushedOffset, ck.LogicsOffset)
+		start = min(max(start, files[0].fromOffset), last.fromOffset+last.size)
+		durableBelow = ck.PhysicFlushedOffset
+	} else {
+		minTs := min(ck.PhysicMsgTimestamp, ck.LogicsMsgTimestamp)
+		if s.index != nil {
+			minTs = min(minTs, ck.IndexMsgTimestamp)
+		}
+		minTs -= 3000
+		start = files[0].fromOffset
+		for i := len(files) - 1; i >= 0; i-- {
+			rec, derr := codec.DecodeRecord(files[i].data, false)
+			if derr == nil && rec.StoreTimestamp <= minTs {
+				start = files[i].fromOffset
+				break
+			}
+		}
+	}
+	end, err = s.scanCommitLog(start, s.cfg.CheckCRCOnRecover, durableBelow)
+	if err != nil {
+		return 0, 0, err
+	}
+	return end, start, nil
+}
+
+// looksLikeRecordAt reports whether a record header starts at offset (a stale checkpoint).
+func (s *Store) looksLikeRecordAt(offset int64) bool {
+	mf := s.commitLog.mfq.find(offset)
+	if mf == nil {
+		return false
+	}
+	pos := offset - mf.fromOffset
+	_, magic, ok := codec.PeekRecordHeader(mf.data[pos:])
+	return ok && (magic == codec.MagicCodeV1 || magic == codec.MagicCodeV2)
+}
+
+// scanCommitLog walks records from start (a record boundary) and returns the end of the last good one.
+// A record is good when it decodes (magic, sizes, CRC when asked) and its PHYSICALOFFSET is where it
+// lies; a blank record is good when it fills its file exactly. A bad record below durableBelow is
+// corruption (the checkpoint knew those bytes durable); anywhere else it is the torn tail.
+func (s *Store) scanCommitLog(start int64, checkCRC bool, durableBelow int64) (int64, error) {
+	q := s.commitLog.mfq
+	off := start
+	for {
+		mf := q.find(off)
+		if mf == nil {
+			return off, nil
+		}
+		pos := off - mf.fromOffset
+		for pos < mf.size {
+			b := mf.data[pos:]
+			size, magic, _ := codec.PeekRecordHeader(b)
+			var bad error
+			if magic == codec.BlankMagicCode {
+				if int64(size) == mf.size-pos {
+					pos = mf.size
+					break
+				}
+				bad = fmt.Errorf("blank record of %d bytes with %d left in the file", size, mf.size-pos)
+			} else {
+				rec, err := codec.DecodeRecord(b, checkCRC)
+				switch {
+				case err != nil:
+					bad = err
+				case rec.PhysicalOffset != mf.fromOffset+pos:
+					bad = fmt.Errorf("record says PHYSICALOFFSET %d", rec.PhysicalOffset)
+				case durableBelow >= 0 && mf.fromOffset+pos >= durableBelow && tornTail(&rec):
+					bad = errTornTail
+				}
+			}
+			if bad != nil {
+				at := mf.fromOffset + pos
+				if at < durableBelow {
+					return 0, fmt.Errorf("%w: %s at offset %d (CommitLog offset %d, below the checkpoint's durable offset %d): %w",
+						ErrCorruption, mf.path, pos, at, durableBelow, bad)
+				}
+				if !errors.Is(bad, codec.ErrBadMagic) || size != 0 {
+					s.logger.Warn("store: CommitLog ends in a torn record; truncating", "file", mf.path,
+						"position", pos, "reason", bad)
+				}
+				return at, nil
+			}
+			pos += int64(size)
+		}
+		off = mf.fromOffset + mf.size
+	}
+}
+
+var errTornTail = errors.New("topic or properties end in zero bytes (a lost page)")
+
+// tornTail catches a record whose tail was lost without changing its size: the CRC covers only the body,
+// so zeroed topic or properties bytes would pass. A lost page reads back as zeros (files are zero-filled
+// and cut tails are zeroed), and no client writes a zero byte into a topic or as the last byte of its
+// properties (they end with a value character or 0x02). Applied only past the checkpoint's durable
+// offset, where a torn write is possible.
+func tornTail(rec *codec.Record) bool {
+	if bytes.IndexByte(rec.Topic, 0) >= 0 {
+		return true
+	}
+	p := rec.Properties
+	return len(p) > 0 && p[len(p)-1] == 0
+}
