@@ -245,7 +245,8 @@ type Config struct {
 
 	// FlushDiskType (flushDiskType): ASYNC_FLUSH (default) or SYNC_FLUSH.
 	FlushDiskType FlushDiskType
-	// FlushBackend (flushBackend): iouring, msync or fdatasync (default flush.DefaultKind).
+	// FlushBackend (flushBackend): iouring, msync or fdatasync. Zero picks by mode (see
+	// DefaultFlushBackend): msync for mmap'ed appends, fdatasync for the transient pool.
 	FlushBackend flush.Kind
 	// FlushIntervalCommitLog (flushIntervalCommitLog): async flush period, default 500 ms.
 	FlushIntervalCommitLog time.Duration
@@ -353,7 +354,6 @@ func DefaultConfig(root string) Config {
 		MappedFileSizeConsumeQueue:        DefaultMappedFileSizeConsumeQueue,
 		MaxMessageSize:                    DefaultMaxMessageSize,
 		FlushDiskType:                     AsyncFlush,
-		FlushBackend:                      flush.DefaultKind,
 		FlushIntervalCommitLog:            500 * time.Millisecond,
 		FlushCommitLogLeastPages:          4,
 		FlushCommitLogThoroughInterval:    10 * time.Second,
@@ -468,12 +468,25 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if c.FlushBackend == 0 {
-		c.FlushBackend = flush.DefaultKind
+		c.FlushBackend = DefaultFlushBackend(c.TransientStorePoolEnable)
 	}
 	c.MappedFileSizeConsumeQueue -= c.MappedFileSizeConsumeQueue % ConsumeQueueEntryBytes
 	// RocketMQ clamps the ratio instead of refusing it (MessageStoreConfig.getDiskMaxUsedSpaceRatio).
 	c.DiskMaxUsedSpaceRatio = min(max(c.DiskMaxUsedSpaceRatio, 10), 95)
 	return nil
+}
+
+// DefaultFlushBackend is the backend that measured best here for each append mode
+// (BENCHMARKS.md, flush benchmarks). With the transient pool, durability is pwrite +
+// fdatasync (flush.DefaultKind). With mmap'ed appends, fdatasync would also write back
+// the zero pages the prefault window dirtied ahead of the writer; written back, they
+// are write-protected again and fault a second time inside the put lock. msync of the
+// written range leaves them alone.
+func DefaultFlushBackend(transientStorePool bool) flush.Kind {
+	if transientStorePool {
+		return flush.DefaultKind
+	}
+	return flush.KindMsync
 }
 
 // maxRecordBytes is the largest record a put may write.
