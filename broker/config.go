@@ -190,7 +190,7 @@ func DefaultConfig() Config {
 		NamesrvEmbedded:          true,
 		NamesrvListenPort:        9876,
 		TransientStorePoolPinned: true,
-		MaxConnections:           100000,
+		MaxConnections:           10000, // below the usual 20000 open-file limit (netio warns above it)
 	}
 }
 

@@ -1,0 +1,268 @@
+// Package broker is ringmq's RocketMQ-compatible broker: the request processors
+// (send, pull with long polling, query, consumer offsets, client management, admin),
+// the topic / subscription-group / consumer-offset managers with RocketMQ's JSON files,
+// registration with name servers, and the wiring of store and netio.
+//
+// # Where requests run
+//
+// See dispatch.go: memory-only work runs on the gnet event loop that read the
+// request; work that can block on disk runs on bounded pools that fail fast with
+// SYSTEM_BUSY. Durability waits (SYNC_FLUSH) are callbacks from the store's group
+// commit, never parked goroutines.
+//
+// # Files (under <storePathRootDir>/config, RocketMQ's names and JSON)
+//
+//	topics.json  subscriptionGroup.json  consumerOffset.json  delayOffset.json
+//
+// Each is written atomically (temp file, fsync, rename, fsync dir) with the previous
+// version kept as <file>.bak, and read back from .bak when the main file is missing
+// or damaged.
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/netio"
+	"github.com/ringmq/ringmq/store"
+)
+
+// Deps are the broker's collaborators. Zero values get defaults.
+type Deps struct {
+	// Logger receives broker events. nil = discard.
+	Logger *slog.Logger
+	// Registerer receives metrics. nil = a private registry (see Broker.Registry).
+	Registerer prometheus.Registerer
+	// Store replaces the file store (tests pass store.NewMemStore()). nil = store.Open
+	// on the configured directory.
+	Store store.MessageStore
+	// Clock, nil = time.Now.
+	Clock func() time.Time
+}
+
+// Broker is one running broker. Create with New, then Start; Shutdown once.
+type Broker struct {
+	cfg        Config
+	logger     *slog.Logger
+	clock      func() time.Time
+	registry   *prometheus.Registry // set when Deps.Registerer was nil
+	metrics    *metrics
+	storeHost  netip.AddrPort // brokerIP1:listenPort, written into records and msgIds
+	brokerAddr string         // "ip:port" as registered with name servers
+
+	store store.MessageStore
+
+	// Control plane (control*.go, topics.go, subscriptions.go, offsets.go, clients.go, register.go).
+	topics        *TopicConfigManager
+	subscriptions *SubscriptionGroupManager
+	offsets       *ConsumerOffsetManager
+	consumers     *ConsumerManager
+	producers     *ProducerManager
+	ctl           controlPlane // control.go: locks, registration, embedded name server, runtime stats
+
+	// Data plane (send.go, pull.go, longpoll.go, query.go).
+	pullHold *PullRequestHoldService
+	uniqKeys *codec.UniqKeyGenerator
+	data     *dataPlane // pools and derived settings (data.go)
+
+	// Bounded pools for work that may block on disk (dispatch.go).
+	pullPool  *workerPool
+	queryPool *workerPool
+	adminPool *workerPool
+
+	processors map[int32]processor
+	server     netio.Server
+
+	// services started by Start and stopped by Shutdown, in reverse order.
+	services []service
+
+	shutdownOnce sync.Once
+	shutdownErr  error
+}
+
+// service is a background part with a lifecycle (flushers of config files, the
+// registration loop, the hold service, the embedded name server...).
+type service struct {
+	name  string
+	start func() error
+	stop  func(ctx context.Context) error
+}
+
+// addService appends a service; Start runs them in order, Shutdown in reverse.
+func (b *Broker) addService(name string, start func() error, stop func(ctx context.Context) error) {
+	b.services = append(b.services, service{name: name, start: start, stop: stop})
+}
+
+// ErrStart wraps failures to start.
+var ErrStart = errors.New("broker: start")
+
+// New builds a broker from a validated config. It opens (and recovers) the store
+// unless deps.Store is given, but starts nothing: call Start.
+func New(cfg Config, deps Deps) (*Broker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	b := &Broker{cfg: cfg, logger: deps.Logger, clock: deps.Clock, processors: map[int32]processor{}}
+	if b.logger == nil {
+		b.logger = slog.New(slog.DiscardHandler)
+	}
+	if b.clock == nil {
+		b.clock = time.Now
+	}
+	reg := deps.Registerer
+	if reg == nil {
+		b.registry = prometheus.NewRegistry()
+		reg = b.registry
+	}
+	b.metrics = newMetrics(reg)
+	b.ctl.registerer = reg
+	host, err := resolveBrokerIP(cfg.BrokerIP1)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.ListenPort == 0 { // the port goes into stored records: resolve it now (control.go)
+		port, err := pickListenPort(b.bindHost())
+		if err != nil {
+			return nil, err
+		}
+		cfg.ListenPort, b.cfg.ListenPort = port, port
+	}
+	b.storeHost = netip.AddrPortFrom(host, uint16(cfg.ListenPort))
+	b.brokerAddr = b.storeHost.String()
+
+	b.store = deps.Store
+	if b.store == nil {
+		st, err := openStore(&cfg, b.storeHost, b.logger, reg, b.clock)
+		if err != nil {
+			return nil, err
+		}
+		b.store = st
+		// A failure below must not leave the store locked and mapped.
+		defer func() {
+			if b.server == nil {
+				b.closePools()
+				_ = st.Shutdown()
+			}
+		}()
+	}
+
+	// Pools for work that may block on disk. Sizes follow the cores: more workers than
+	// cores only helps while they wait on page faults, which is exactly their job.
+	workers := max(4, 2*runtime.GOMAXPROCS(0))
+	expired := func(p *workerPool, rc *RequestContext, waited time.Duration) {
+		b.metrics.busy.WithLabelValues("timeout_clean_queue").Inc()
+		b.ReplyError(rc, codec.ResponseSystemBusy, fmt.Sprintf(
+			"[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: %dms, size of queue: %d",
+			waited.Milliseconds(), p.Depth()))
+	}
+	b.pullPool = newWorkerPool("pull", workers, 10000, cfg.WaitTimeMillsInPullQueue, b.clock, expired, b.logger)
+	b.queryPool = newWorkerPool("query", workers, 1000, 0, b.clock, expired, b.logger)
+	b.adminPool = newWorkerPool("admin", 2, 1000, 0, b.clock, expired, b.logger)
+
+	if err := b.initControlPlane(); err != nil {
+		return nil, err
+	}
+	if err := b.initDataPlane(); err != nil {
+		return nil, err
+	}
+	if err := b.initServer(reg); err != nil {
+		return nil, err
+	}
+	// The server starts after everything it serves. At shutdown, parked pulls are
+	// answered while their connections are still open, then the server drains.
+	b.addService("remoting server", b.server.Start, func(ctx context.Context) error {
+		if b.pullHold != nil {
+			if err := b.pullHold.Stop(ctx); err != nil {
+				return fmt.Errorf("pull request hold: %w", err)
+			}
+		}
+		return b.server.Stop(ctx)
+	})
+	// Registration last: a route is published only once the server listens, and the
+	// broker unregisters before it stops serving.
+	b.addGuardedService("name server registration", b.ctl.registrar.start, b.ctl.registrar.shutdown)
+	return b, nil
+}
+
+// Start starts the store, the services and the network server, in that order, so a
+// client is never accepted before the broker can serve it.
+func (b *Broker) Start() error {
+	if err := b.store.Start(); err != nil {
+		return fmt.Errorf("%w: store: %w", ErrStart, err)
+	}
+	for i, s := range b.services {
+		if s.start == nil {
+			continue
+		}
+		if err := s.start(); err != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			for j := i - 1; j >= 0; j-- {
+				if b.services[j].stop != nil {
+					_ = b.services[j].stop(ctx)
+				}
+			}
+			b.closePools()
+			_ = b.store.Shutdown()
+			return fmt.Errorf("%w: %s: %w", ErrStart, s.name, err)
+		}
+	}
+	return nil
+}
+
+// Shutdown stops the broker once, in order: stop accepting and drain (the server is
+// the last service, so it stops first), stop the other services (which persist their
+// files), then shut the store down (final flush, checkpoint, abort marker removed).
+// Later calls return the first call's result.
+func (b *Broker) Shutdown(ctx context.Context) error {
+	b.shutdownOnce.Do(func() {
+		var errs []error
+		for i := len(b.services) - 1; i >= 0; i-- {
+			s := b.services[i]
+			if s.stop == nil {
+				continue
+			}
+			if err := s.stop(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", s.name, err))
+			}
+		}
+		b.closePools()
+		if err := b.store.Shutdown(); err != nil {
+			errs = append(errs, fmt.Errorf("store: %w", err))
+		}
+		b.shutdownErr = errors.Join(errs...)
+	})
+	return b.shutdownErr
+}
+
+// closePools lets queued pool work finish and stops the workers. Idempotent.
+func (b *Broker) closePools() {
+	for _, p := range []*workerPool{b.pullPool, b.queryPool, b.adminPool} {
+		if p != nil {
+			p.close()
+		}
+	}
+}
+
+// Addr is the address the remoting server listens on (useful with listenPort 0).
+func (b *Broker) Addr() string {
+	if b.server == nil {
+		return ""
+	}
+	return b.server.Addr().String()
+}
+
+// Registry is the broker's private metrics registry when Deps.Registerer was nil.
+func (b *Broker) Registry() *prometheus.Registry { return b.registry }
+
+// Config returns the broker's configuration.
+func (b *Broker) Config() Config { return b.cfg }

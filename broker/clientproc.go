@@ -1,0 +1,121 @@
+package broker
+
+import (
+	"github.com/ringmq/ringmq/codec"
+)
+
+// Client management processors: HEART_BEAT (34), UNREGISTER_CLIENT (35),
+// GET_CONSUMER_LIST_BY_GROUP (38), LOCK_BATCH_MQ (41), UNLOCK_BATCH_MQ (42)
+// (PROTOCOL.md §3.7, §4.3–4.5). All run inline: they touch memory only; a retry topic or
+// group they create is written to disk by the config flusher.
+
+func (b *Broker) registerClientProcessors() {
+	b.register(codec.RequestHeartBeat, nil, b.processHeartbeat)
+	b.register(codec.RequestUnregisterClient, nil, b.processUnregisterClient)
+	b.register(codec.RequestGetConsumerListByGroup, nil, b.processGetConsumerListByGroup)
+	b.register(codec.RequestLockBatchMQ, nil, b.processLockBatchMQ)
+	b.register(codec.RequestUnlockBatchMQ, nil, b.processUnlockBatchMQ)
+}
+
+// replyBody answers SUCCESS with a body.
+func (b *Broker) replyBody(rc *RequestContext, body []byte) {
+	resp := codec.NewResponse(rc.Cmd, codec.ResponseSuccess, "")
+	resp.Body = body
+	b.Reply(rc, resp)
+}
+
+// processHeartbeat registers the client's producer and consumer groups. For each consumer
+// group it finds (or auto-creates) the subscription group and creates %RETRY%<group> with
+// the group's retryQueueNums, which is then registered with the name servers.
+func (b *Broker) processHeartbeat(rc *RequestContext) {
+	hb, err := codec.DecodeHeartbeatData(rc.Cmd.Body)
+	if err != nil {
+		b.ReplyError(rc, codec.ResponseSystemError, err.Error())
+		return
+	}
+	if hb.ClientID == "" {
+		b.ReplyError(rc, codec.ResponseSystemError, "HeartbeatData: clientID is empty")
+		return
+	}
+	ch := ClientChannelInfo{Conn: rc.Conn, ClientID: hb.ClientID, Language: rc.Cmd.Language, Version: rc.Cmd.Version}
+	for i := range hb.ConsumerDataSet {
+		data := &hb.ConsumerDataSet[i]
+		if g, ok := b.subscriptions.FindOrCreate(data.GroupName); ok {
+			var sysFlag int32
+			if data.UnitMode {
+				sysFlag = TopicSysFlagUnitSub
+			}
+			b.topics.CreateInSendMessageBack(RetryTopic(data.GroupName), g.RetryQueueNums, PermRead|PermWrite, sysFlag)
+		}
+		b.consumers.Register(data.GroupName, ch, data)
+	}
+	for _, p := range hb.ProducerDataSet {
+		b.producers.Register(p.GroupName, ch)
+	}
+	b.ReplyError(rc, codec.ResponseSuccess, "")
+}
+
+// processUnregisterClient forgets the client's producer and/or consumer group membership.
+func (b *Broker) processUnregisterClient(rc *RequestContext) {
+	var h codec.UnregisterClientRequestHeader
+	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
+		b.ReplyError(rc, codec.ResponseSystemError, headerErrorRemark(err))
+		return
+	}
+	if h.ProducerGroup != "" {
+		b.producers.Unregister(h.ProducerGroup, h.ClientID, rc.Conn)
+	}
+	if h.ConsumerGroup != "" {
+		b.consumers.Unregister(h.ConsumerGroup, h.ClientID, rc.Conn)
+	}
+	b.ReplyError(rc, codec.ResponseSuccess, "")
+}
+
+// processGetConsumerListByGroup answers {"consumerIdList":[...]} with the group's live
+// members, or SYSTEM_ERROR "no consumer for this group, <group>".
+func (b *Broker) processGetConsumerListByGroup(rc *RequestContext) {
+	var h codec.GetConsumerListByGroupRequestHeader
+	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
+		b.ReplyError(rc, codec.ResponseSystemError, headerErrorRemark(err))
+		return
+	}
+	ids := b.consumers.ConsumerIDs(h.ConsumerGroup)
+	if len(ids) == 0 {
+		b.ReplyError(rc, codec.ResponseSystemError, "no consumer for this group, "+h.ConsumerGroup)
+		return
+	}
+	body, err := (&codec.ConsumerListBody{ConsumerIDList: ids}).Encode()
+	if err != nil {
+		b.ReplyError(rc, codec.ResponseSystemError, err.Error())
+		return
+	}
+	b.replyBody(rc, body)
+}
+
+// processLockBatchMQ locks (or renews) queues for an orderly consumer and answers the ones
+// it now holds: {"lockOKMQSet":[...]}.
+func (b *Broker) processLockBatchMQ(rc *RequestContext) {
+	req, err := codec.DecodeLockBatchRequestBody(rc.Cmd.Body)
+	if err != nil {
+		b.ReplyError(rc, codec.ResponseSystemError, err.Error())
+		return
+	}
+	locked := b.ctl.locks.TryLockBatch(req.ConsumerGroup, req.MQSet, req.ClientID)
+	body, err := (&codec.LockBatchResponseBody{LockOKMQSet: locked}).Encode()
+	if err != nil {
+		b.ReplyError(rc, codec.ResponseSystemError, err.Error())
+		return
+	}
+	b.replyBody(rc, body)
+}
+
+// processUnlockBatchMQ releases the queues the client holds.
+func (b *Broker) processUnlockBatchMQ(rc *RequestContext) {
+	req, err := codec.DecodeUnlockBatchRequestBody(rc.Cmd.Body)
+	if err != nil {
+		b.ReplyError(rc, codec.ResponseSystemError, err.Error())
+		return
+	}
+	b.ctl.locks.UnlockBatch(req.ConsumerGroup, req.MQSet, req.ClientID)
+	b.ReplyError(rc, codec.ResponseSuccess, "")
+}

@@ -1,0 +1,61 @@
+package broker
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The control-plane lookups on the send and pull paths allocate nothing.
+func TestControlLookupsDoNotAllocate(t *testing.T) {
+	topics := newTopicConfigManager(testTopicOptions(), t.TempDir(), time.Now, discardLogger())
+	topics.CreateInSendMessageBack("T", 4, 6, 0)
+	offsets := newConsumerOffsetManager(t.TempDir(), discardLogger())
+	offsets.Commit("G", "T", 1, 5)
+	consumers := newConsumerManager(time.Now, time.Minute, discardLogger())
+	consumers.Register("G", ClientChannelInfo{Conn: &ctlConn{id: 1}, ClientID: "c"}, consumerData("G", sub("T", 1, "TagA")))
+	groups := newSubscriptionGroupManager(true, t.TempDir(), time.Now, discardLogger())
+	groups.FindOrCreate("G")
+	var sink int64
+	allocs := testing.AllocsPerRun(1000, func() {
+		tc, _ := topics.Get("T")
+		sink += int64(tc.WriteQueueNums)
+		offsets.Commit("G", "T", 1, sink)
+		sink += offsets.Query("G", "T", 1)
+		if sd := consumers.FindSubscriptionData("G", "T"); sd != nil {
+			sink += int64(len(sd.CodeSet))
+		}
+		g, _ := groups.FindOrCreate("G")
+		sink += int64(g.RetryQueueNums)
+	})
+	require.Zero(t, allocs)
+	require.NotZero(t, sink)
+}
+
+func BenchmarkTopicGet(b *testing.B) {
+	m := newTopicConfigManager(testTopicOptions(), b.TempDir(), time.Now, discardLogger())
+	for i := range 1000 {
+		m.CreateInSendMessageBack("T"+string(rune('a'+i%26))+string(rune('a'+i/26)), 4, 6, 0)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		var n int32
+		for pb.Next() {
+			tc, _ := m.Get("Tab")
+			n += tc.WriteQueueNums
+		}
+		_ = n
+	})
+}
+
+func BenchmarkConsumerOffsetCommit(b *testing.B) {
+	m := newConsumerOffsetManager(b.TempDir(), discardLogger())
+	b.ReportAllocs()
+	var i int64
+	for b.Loop() {
+		i++
+		m.Commit("G", "T", int32(i&7), i)
+	}
+}

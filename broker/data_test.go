@@ -1,0 +1,419 @@
+package broker
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/netio"
+	"github.com/ringmq/ringmq/store"
+)
+
+// Helpers of the data-plane tests: a broker on 127.0.0.1 (in-memory or file store, no name
+// server) and a raw remoting client that speaks codec frames, so tests assert exact codes,
+// remarks and bytes.
+
+// dataBroker is a started broker for data-plane tests.
+type dataBroker struct {
+	b    *Broker
+	addr string
+	mem  *store.MemStore // nil with the file store
+}
+
+type dataBrokerOptions struct {
+	mutate    func(*Config)
+	fileStore bool                                        // the real store on t.TempDir() instead of a MemStore
+	wrap      func(store.MessageStore) store.MessageStore // wraps the store (fault injection)
+	beforeRun func(*Broker)                               // after New, before Start
+}
+
+// startDataBroker starts a broker without a name server (nothing registers anywhere).
+func startDataBroker(t testing.TB, opts dataBrokerOptions) *dataBroker {
+	t.Helper()
+	cfg := testBrokerConfig(t)
+	cfg.NamesrvEmbedded = false
+	cfg.NamesrvAddr = ""
+	port, err := pickListenPort("127.0.0.1")
+	require.NoError(t, err)
+	cfg.ListenPort = port
+	if opts.mutate != nil {
+		opts.mutate(&cfg)
+	}
+	db := &dataBroker{}
+	var st store.MessageStore
+	if !opts.fileStore {
+		sc := store.DefaultConfig(cfg.StorePathRootDir)
+		sc.StoreHost = netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(cfg.ListenPort))
+		sc.MaxMessageSize = cfg.MaxMessageSize
+		db.mem = store.NewMemStore(sc, nil)
+		st = db.mem
+	} else if opts.wrap != nil {
+		sc, err := storeConfig(&cfg, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(cfg.ListenPort)))
+		require.NoError(t, err)
+		fs, err := store.Open(sc, store.Deps{Logger: testLogger(t)})
+		require.NoError(t, err)
+		st = fs
+	}
+	if opts.wrap != nil {
+		st = opts.wrap(st)
+	}
+	b, err := New(cfg, Deps{Logger: testLogger(t), Store: st})
+	require.NoError(t, err)
+	if opts.beforeRun != nil {
+		opts.beforeRun(b)
+	}
+	require.NoError(t, b.Start())
+	db.b = b
+	db.addr = b.Addr()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		require.NoError(t, b.Shutdown(ctx))
+	})
+	return db
+}
+
+// rawClient is a remoting client over one TCP connection: requests are encoded with codec,
+// responses matched by opaque. Safe for concurrent use.
+type rawClient struct {
+	t    testing.TB
+	conn net.Conn
+
+	mu      sync.Mutex
+	opaque  int32
+	pending map[int32]chan *codec.RemotingCommand
+	readErr error
+	done    chan struct{}
+}
+
+func dialRaw(t testing.TB, addr string) *rawClient {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	c := &rawClient{t: t, conn: conn, pending: map[int32]chan *codec.RemotingCommand{}, done: make(chan struct{})}
+	go c.read()
+	t.Cleanup(c.close)
+	return c
+}
+
+func (c *rawClient) close() {
+	_ = c.conn.Close()
+	<-c.done
+}
+
+func (c *rawClient) read() {
+	defer close(c.done)
+	fr := codec.NewFrameReader(c.conn, 0)
+	for {
+		payload, err := fr.Next()
+		if err != nil {
+			c.mu.Lock()
+			c.readErr = err
+			c.mu.Unlock()
+			return
+		}
+		cmd, err := codec.DecodeCommand(payload)
+		if err != nil {
+			c.mu.Lock()
+			c.readErr = err
+			c.mu.Unlock()
+			return
+		}
+		cmd.Body = append([]byte(nil), cmd.Body...) // the reader's buffer is reused
+		c.mu.Lock()
+		ch := c.pending[cmd.Opaque]
+		delete(c.pending, cmd.Opaque)
+		c.mu.Unlock()
+		if ch != nil {
+			ch <- cmd
+		}
+	}
+}
+
+// send writes cmd with a fresh opaque and returns the channel its response arrives on.
+func (c *rawClient) send(cmd *codec.RemotingCommand) (int32, chan *codec.RemotingCommand) {
+	c.t.Helper()
+	ch := make(chan *codec.RemotingCommand, 1)
+	c.mu.Lock()
+	c.opaque++
+	cmd.Opaque = c.opaque
+	c.pending[cmd.Opaque] = ch
+	c.mu.Unlock()
+	frame, err := cmd.AppendFrame(nil)
+	require.NoError(c.t, err)
+	_, err = c.conn.Write(frame)
+	require.NoError(c.t, err)
+	return cmd.Opaque, ch
+}
+
+// await waits for a response; the test fails when none arrives within timeout.
+func (c *rawClient) await(ch chan *codec.RemotingCommand, timeout time.Duration) *codec.RemotingCommand {
+	c.t.Helper()
+	select {
+	case resp := <-ch:
+		return resp
+	case <-time.After(timeout):
+		c.mu.Lock()
+		err := c.readErr
+		c.mu.Unlock()
+		c.t.Fatalf("no response within %v (connection error: %v)", timeout, err)
+		return nil
+	}
+}
+
+// call sends cmd and waits up to 5 s for its response.
+func (c *rawClient) call(cmd *codec.RemotingCommand) *codec.RemotingCommand {
+	c.t.Helper()
+	_, ch := c.send(cmd)
+	return c.await(ch, 5*time.Second)
+}
+
+// sendV1 builds a SEND_MESSAGE (10) request as the Go client does (full key names).
+func sendV1(topic string, queueID int32, body []byte, props string) *codec.RemotingCommand {
+	h := codec.SendMessageRequestHeader{ProducerGroup: "PG", Topic: topic, DefaultTopic: AutoCreateTopicKeyTopic,
+		DefaultTopicQueueNums: 4, QueueID: queueID, BornTimestamp: 1700000000000, Properties: props}
+	ext := map[string]string{}
+	h.Encode(ext)
+	return codec.NewRequest(codec.RequestSendMessage, ext, body)
+}
+
+// sendV2 builds a SEND_MESSAGE_V2 (310) request (letter keys).
+func sendV2(topic string, queueID int32, body []byte, props string) *codec.RemotingCommand {
+	h := codec.SendMessageRequestHeader{ProducerGroup: "PG", Topic: topic, DefaultTopic: AutoCreateTopicKeyTopic,
+		DefaultTopicQueueNums: 4, QueueID: queueID, BornTimestamp: 1700000000000, Properties: props}
+	ext := map[string]string{}
+	h.EncodeV2(ext)
+	return codec.NewRequest(codec.RequestSendMessageV2, ext, body)
+}
+
+// sendBatch builds a SEND_BATCH_MESSAGE (320) request from (body, properties) items.
+func sendBatch(topic string, queueID int32, items ...[2]string) *codec.RemotingCommand {
+	h := codec.SendMessageRequestHeader{ProducerGroup: "PG", Topic: topic, DefaultTopic: AutoCreateTopicKeyTopic,
+		DefaultTopicQueueNums: 4, QueueID: queueID, BornTimestamp: 1700000000000, Batch: true}
+	ext := map[string]string{}
+	h.EncodeV2(ext)
+	var body []byte
+	for i, it := range items {
+		body = codec.AppendBatchItem(body, int32(i), []byte(it[0]), []byte(it[1]))
+	}
+	return codec.NewRequest(codec.RequestSendBatchMessage, ext, body)
+}
+
+// props encodes key/value pairs as a client does (each pair ends with 0x02).
+func props(kv ...string) string {
+	var b []byte
+	for i := 0; i+1 < len(kv); i += 2 {
+		b = codec.AppendProperty(b, kv[i], kv[i+1])
+	}
+	return string(b)
+}
+
+// sendOK sends and requires SUCCESS, returning the decoded response header.
+func sendOK(t testing.TB, c *rawClient, cmd *codec.RemotingCommand) codec.SendMessageResponseHeader {
+	t.Helper()
+	resp := c.call(cmd)
+	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, "remark: %s", resp.Remark)
+	var h codec.SendMessageResponseHeader
+	require.NoError(t, h.Decode(resp.ExtFields))
+	return h
+}
+
+// pullRequest builds a PULL_MESSAGE (11) request.
+func pullCmd(group, topic string, queueID int32, offset int64, maxNums int32, sysFlag int32,
+	suspend time.Duration, subscription string) *codec.RemotingCommand {
+	h := codec.PullMessageRequestHeader{ConsumerGroup: group, Topic: topic, QueueID: queueID, QueueOffset: offset,
+		MaxMsgNums: maxNums, SysFlag: sysFlag, CommitOffset: -1, SuspendTimeoutMillis: suspend.Milliseconds(),
+		Subscription: subscription, ExpressionType: codec.ExpressionTypeTag}
+	ext := map[string]string{}
+	h.Encode(ext)
+	return codec.NewRequest(codec.RequestPullMessage, ext, nil)
+}
+
+// decodeRecords splits a pull / query body into records.
+func decodeRecords(t testing.TB, body []byte) []codec.Record {
+	t.Helper()
+	var out []codec.Record
+	for len(body) > 0 {
+		r, err := codec.DecodeRecord(body, true)
+		require.NoError(t, err)
+		out = append(out, r)
+		body = body[r.TotalSize:]
+	}
+	return out
+}
+
+func TestAppendResponseHeaderMatchesCodec(t *testing.T) {
+	cases := []struct {
+		name   string
+		to     replyTo
+		code   codec.ResponseCode
+		remark string
+		fields []extField
+		body   int
+	}{
+		{name: "bare", to: replyTo{opaque: 7}, code: codec.ResponseSuccess},
+		{name: "remark", to: replyTo{opaque: -3}, code: codec.ResponseSystemError, remark: "the custom field <topic> is null"},
+		{name: "send", to: replyTo{opaque: 1 << 30}, code: codec.ResponseSuccess, fields: []extField{
+			strField("MSG_REGION", defaultRegionID), strField("TRACE_ON", traceOnText),
+			bytesField("msgId", []byte("7F00000100002A9F0000000000000000")), numField("queueId", 3),
+			numField("queueOffset", 1<<40), bytesField("transactionId", []byte("C0000202494900000000745bd780001"))}},
+		{name: "pull with body", to: replyTo{opaque: 9}, code: codec.ResponsePullNotFound, remark: "OFFSET_OVERFLOW_ONE",
+			fields: []extField{numField("maxOffset", 5), numField("minOffset", 0), numField("nextBeginOffset", 5),
+				numField("suggestWhichBrokerId", 0)}, body: 12345},
+		{name: "escaped remark", to: replyTo{opaque: 1}, code: codec.ResponseTopicNotExist, remark: "topic[\"x\\y\"]\n\u0001é"},
+		{name: "escaped value", to: replyTo{opaque: 1}, code: codec.ResponseSuccess,
+			fields: []extField{bytesField("transactionId", []byte{'a', 1, 'b', 0xff})}},
+		{name: "unsorted", to: replyTo{opaque: 1}, code: codec.ResponseSuccess,
+			fields: []extField{numField("queueId", 1), numField("msgId", 2)}},
+		{name: "rocketmq serialization", to: replyTo{opaque: 11, serializeType: codec.SerializeRocketMQ},
+			code: codec.ResponseSuccess, remark: "x", fields: []extField{numField("offset", 42)}, body: 3},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := appendResponseHeader([]byte("prefix"), tc.to, tc.code, tc.remark, tc.fields, tc.body)
+			require.NoError(t, err)
+			require.Equal(t, "prefix", string(got[:6]))
+			got = got[6:]
+
+			// What codec writes for the same command with a body of tc.body bytes.
+			req := codec.RemotingCommand{Opaque: tc.to.opaque, SerializeType: tc.to.serializeType}
+			want := codec.NewResponse(&req, tc.code, tc.remark)
+			if len(tc.fields) > 0 {
+				want.ExtFields = map[string]string{}
+				for _, f := range tc.fields {
+					want.ExtFields[f.key] = string(f.appendValue(nil))
+				}
+			}
+			want.Body = make([]byte, tc.body)
+			wantFrame, err := want.AppendFrame(nil)
+			require.NoError(t, err)
+			require.Equal(t, string(wantFrame[:len(wantFrame)-tc.body]), string(got))
+
+			// And it decodes back to the same command.
+			dec, err := codec.DecodeCommand(append(got[4:], make([]byte, tc.body)...))
+			require.NoError(t, err)
+			require.Equal(t, int32(tc.code), dec.Code)
+			require.Equal(t, tc.to.opaque, dec.Opaque)
+			require.Len(t, dec.Body, tc.body)
+		})
+	}
+}
+
+func TestAppendResponseHeaderDoesNotAllocate(t *testing.T) {
+	buf := make([]byte, 0, 1024)
+	msgID := []byte("7F00000100002A9F0000000000000000")
+	allocs := testing.AllocsPerRun(100, func() {
+		fields := [...]extField{
+			strField("MSG_REGION", defaultRegionID), strField("TRACE_ON", traceOnText),
+			bytesField("msgId", msgID), numField("queueId", 3), numField("queueOffset", 99),
+		}
+		var err error
+		buf, err = appendResponseHeader(buf[:0], replyTo{opaque: 5}, codec.ResponseSuccess, "", fields[:], 0)
+		if err != nil {
+			panic(err)
+		}
+	})
+	require.Zero(t, allocs)
+}
+
+func TestHeaderErrorRemark(t *testing.T) {
+	var h codec.SendMessageRequestHeader
+	err := h.Decode(map[string]string{})
+	require.Equal(t, "the custom field <producerGroup> is null", headerErrorRemark(err))
+	var p codec.PullMessageRequestHeader
+	err = p.Decode(map[string]string{"consumerGroup": "G", "topic": "T", "queueId": "x"})
+	require.Equal(t, `the custom field <queueId> has a bad value: "x"`, headerErrorRemark(err))
+	require.Equal(t, "boom", headerErrorRemark(errors.New("boom")))
+}
+
+func TestUnknownRequestCode(t *testing.T) {
+	db := startDataBroker(t, dataBrokerOptions{})
+	c := dialRaw(t, db.addr)
+	resp := c.call(codec.NewRequest(codec.RequestCode(9999), nil, nil))
+	require.Equal(t, int32(codec.ResponseRequestCodeNotSupported), resp.Code)
+	require.Equal(t, " request type 9999 not supported", resp.Remark)
+	// The connection stays usable.
+	sendOK(t, c, sendV1("TopicA", 0, []byte("after"), ""))
+}
+
+// offsetOf decodes an offsetMsgId.
+func offsetOf(t testing.TB, msgID string) int64 {
+	t.Helper()
+	_, off, err := codec.DecodeOffsetMsgID(msgID)
+	require.NoError(t, err)
+	return off
+}
+
+// viewRecord reads one record through VIEW_MESSAGE_BY_ID.
+func viewRecord(t testing.TB, c *rawClient, offset int64) codec.Record {
+	t.Helper()
+	ext := map[string]string{"offset": strconv.FormatInt(offset, 10)}
+	resp := c.call(codec.NewRequest(codec.RequestViewMessageByID, ext, nil))
+	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
+	recs := decodeRecords(t, resp.Body)
+	require.Len(t, recs, 1)
+	return recs[0]
+}
+
+// fakeConn is a netio.Conn that keeps what is written to it, for driving processors
+// directly. Methods other than the ones below panic (nil embedded interface).
+type fakeConn struct {
+	netio.Conn
+	mu     sync.Mutex
+	frames [][]byte // complete frames (header + bodies), copied
+}
+
+func (c *fakeConn) ID() uint64 { return 1 }
+
+func (c *fakeConn) RemoteAddr() netip.AddrPort { return netip.MustParseAddrPort("127.0.0.1:40000") }
+
+func (c *fakeConn) LocalAddr() netip.AddrPort { return netip.MustParseAddrPort("127.0.0.1:10911") }
+
+func (c *fakeConn) WriteCommand(cmd *codec.RemotingCommand) error {
+	frame, err := cmd.AppendFrame(nil)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.frames = append(c.frames, frame)
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *fakeConn) WriteFrame(header []byte, bodies [][]byte, release func()) error {
+	frame := append([]byte(nil), header...)
+	for _, b := range bodies {
+		frame = append(frame, b...)
+	}
+	c.mu.Lock()
+	c.frames = append(c.frames, frame)
+	c.mu.Unlock()
+	if release != nil {
+		release()
+	}
+	return nil
+}
+
+// responses decodes what was written so far.
+func (c *fakeConn) responses(t testing.TB) []*codec.RemotingCommand {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*codec.RemotingCommand
+	for _, f := range c.frames {
+		require.Equal(t, len(f)-4, int(binary.BigEndian.Uint32(f)), "length word")
+		cmd, err := codec.DecodeCommand(f[4:])
+		require.NoError(t, err)
+		out = append(out, cmd)
+	}
+	return out
+}

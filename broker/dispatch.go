@@ -1,0 +1,175 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/netio"
+)
+
+// Request dispatch.
+//
+// Every request code maps to one processor and one place to run it:
+//
+//   - runInline: on the connection's event loop, for work that touches memory only
+//     (sends into the mapped CommitLog, hot pulls, heartbeats, offsets). Such a
+//     processor must not block; a durability wait is a callback (store.WaitDurable),
+//     and its reply goes out through netio's any-goroutine writes.
+//   - a named bounded pool: for work that can block on disk (cold pulls, query by key,
+//     view by id, admin scans) — RocketMQ's per-kind thread pools. A full pool answers
+//     SYSTEM_BUSY at once, and a request that waited in the queue longer than its
+//     kind's limit (waitTimeMillsInSendQueue, waitTimeMillsInPullQueue) answers
+//     SYSTEM_BUSY [TIMEOUT_CLEAN_QUEUE] instead of running late (BrokerFastFailure).
+
+// RequestContext carries one request to its processor. Cmd (and its Body) is valid
+// only until the processor returns when it runs inline; a processor that answers later
+// copies what it keeps (pooled processors get a private copy already).
+type RequestContext struct {
+	Conn     netio.Conn
+	Cmd      *codec.RemotingCommand
+	Received time.Time
+}
+
+// Reply writes resp to the requester. Safe from any goroutine. A failed write means the
+// connection is gone; there is no one left to tell, so it is only counted.
+func (b *Broker) Reply(rc *RequestContext, resp *codec.RemotingCommand) {
+	if err := rc.Conn.WriteCommand(resp); err != nil {
+		b.metrics.replyErrors.Inc()
+	}
+}
+
+// ReplyError answers with a bare response code and remark.
+func (b *Broker) ReplyError(rc *RequestContext, code codec.ResponseCode, remark string) {
+	b.Reply(rc, codec.NewResponse(rc.Cmd, code, remark))
+}
+
+type processorFunc func(rc *RequestContext)
+
+type processor struct {
+	fn   processorFunc
+	pool *workerPool // nil: run inline on the event loop
+}
+
+// register binds a request code to a processor; pool nil runs it inline. Called during
+// New only (the table is read without locks afterwards).
+func (b *Broker) register(code codec.RequestCode, pool *workerPool, fn processorFunc) {
+	if _, dup := b.processors[int32(code)]; dup {
+		panic(fmt.Sprintf("broker: processor for %v registered twice", code))
+	}
+	b.processors[int32(code)] = processor{fn: fn, pool: pool}
+}
+
+// dispatch runs on the event loop for every request frame.
+func (b *Broker) dispatch(conn netio.Conn, cmd *codec.RemotingCommand) {
+	rc := &RequestContext{Conn: conn, Cmd: cmd, Received: b.clock()}
+	p, ok := b.processors[cmd.Code]
+	if !ok {
+		b.ReplyError(rc, codec.ResponseRequestCodeNotSupported,
+			fmt.Sprintf(" request type %d not supported", cmd.Code))
+		return
+	}
+	if p.pool == nil {
+		p.fn(rc)
+		return
+	}
+	// The command escapes the event loop: give it a private copy of the body and of the
+	// header map (the engine recycles both for the connection's next frame).
+	owned := *cmd
+	owned.ExtFields = maps.Clone(cmd.ExtFields)
+	if len(cmd.Body) > 0 {
+		owned.Body = append([]byte(nil), cmd.Body...)
+	}
+	rc.Cmd = &owned
+	if err := p.pool.submit(rc, p.fn); err != nil {
+		b.ReplyError(rc, codec.ResponseSystemBusy, err.Error())
+	}
+}
+
+// errPoolFull is the SYSTEM_BUSY remark when a pool's queue is full; RocketMQ says
+// "[OVERLOAD]system busy" for a rejected executor submission.
+var errPoolFull = errors.New("[OVERLOAD]system busy, start flow control for a while")
+
+// workerPool is a fixed set of goroutines serving a bounded queue. Bounded in both
+// directions: at most workers requests run, at most queue wait; more is refused at
+// once (errPoolFull) so the client backs off instead of timing out.
+type workerPool struct {
+	name      string
+	queue     chan poolTask
+	maxWait   time.Duration // 0: no fast-failure by wait time
+	clock     func() time.Time
+	onExpired func(p *workerPool, rc *RequestContext, waited time.Duration)
+	wg        sync.WaitGroup
+	depth     atomic.Int64
+	logger    *slog.Logger
+
+	// mu orders submit against close: submitters hold it shared while sending, close
+	// holds it exclusively while it marks the pool closed and closes the queue.
+	mu     sync.RWMutex
+	closed bool
+}
+
+type poolTask struct {
+	rc *RequestContext
+	fn processorFunc
+}
+
+func newWorkerPool(name string, workers, queue int, maxWait time.Duration, clock func() time.Time,
+	onExpired func(p *workerPool, rc *RequestContext, waited time.Duration), logger *slog.Logger) *workerPool {
+	p := &workerPool{name: name, queue: make(chan poolTask, queue), maxWait: maxWait, clock: clock,
+		onExpired: onExpired, logger: logger}
+	p.wg.Add(workers)
+	for range workers {
+		go p.run()
+	}
+	return p
+}
+
+func (p *workerPool) submit(rc *RequestContext, fn processorFunc) error {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.closed {
+		return fmt.Errorf("[OVERLOAD]broker is shutting down, %s pool closed", p.name)
+	}
+	select {
+	case p.queue <- poolTask{rc: rc, fn: fn}:
+		p.depth.Add(1)
+		return nil
+	default:
+		return fmt.Errorf("%w (%s queue full: %d waiting)", errPoolFull, p.name, cap(p.queue))
+	}
+}
+
+func (p *workerPool) run() {
+	defer p.wg.Done()
+	for t := range p.queue {
+		p.depth.Add(-1)
+		if p.maxWait > 0 {
+			if waited := p.clock().Sub(t.rc.Received); waited > p.maxWait {
+				p.onExpired(p, t.rc, waited)
+				continue
+			}
+		}
+		t.fn(t.rc)
+	}
+}
+
+// Depth is the number of queued, not yet started requests.
+func (p *workerPool) Depth() int64 { return p.depth.Load() }
+
+// close stops taking work, lets the queued requests run, and waits for the workers.
+func (p *workerPool) close() {
+	p.mu.Lock()
+	already := p.closed
+	p.closed = true
+	if !already {
+		close(p.queue)
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}

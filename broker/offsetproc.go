@@ -1,0 +1,103 @@
+package broker
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/ringmq/ringmq/codec"
+)
+
+// Consumer offset processors: QUERY_CONSUMER_OFFSET (14) and UPDATE_CONSUMER_OFFSET (15),
+// PROTOCOL.md §3.3. Both run inline (memory only).
+
+func (b *Broker) registerOffsetProcessors() {
+	b.register(codec.RequestQueryConsumerOffset, nil, b.processQueryConsumerOffset)
+	b.register(codec.RequestUpdateConsumerOffset, nil, b.processUpdateConsumerOffset)
+}
+
+// Remarks of QUERY_NOT_FOUND, as the Java broker words them.
+const (
+	remarkOffsetNotFoundNoZero = "Not found, do not set to zero, maybe this group boot first"
+	remarkOffsetNotFound       = "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first"
+)
+
+// processQueryConsumerOffset answers the group's stored offset. With none stored:
+// setZeroIfNotFound=false → QUERY_NOT_FOUND (22); otherwise offset 0 when the queue still
+// starts at 0 and its first message is still in memory (a young topic: the new group
+// reads it from the start), else 22 and the client applies its ConsumeFromWhere.
+// Only 0 and 22 are ever answered for a well-formed request (the Go client stops a queue
+// on anything else, PROTOCOL.md appendix B).
+func (b *Broker) processQueryConsumerOffset(rc *RequestContext) {
+	var h codec.QueryConsumerOffsetRequestHeader
+	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
+		b.ReplyError(rc, codec.ResponseSystemError, headerErrorRemark(err))
+		return
+	}
+	offset := b.offsets.Query(h.ConsumerGroup, h.Topic, h.QueueID)
+	if offset < 0 {
+		switch {
+		case !h.SetZeroIfNotFound:
+			b.ReplyError(rc, codec.ResponseQueryNotFound, remarkOffsetNotFoundNoZero)
+			return
+		case b.firstMessageInMemory(h.Topic, h.QueueID):
+			offset = 0
+		default:
+			b.ReplyError(rc, codec.ResponseQueryNotFound, remarkOffsetNotFound)
+			return
+		}
+	}
+	resp := codec.NewResponse(rc.Cmd, codec.ResponseSuccess, "")
+	resp.SetExt("offset", strconv.FormatInt(offset, 10))
+	b.Reply(rc, resp)
+}
+
+// firstMessageInMemory reports whether the queue still holds its logical offset 0 and
+// that message lies within accessMessageInMemoryMaxRatio of RAM behind the CommitLog's end
+// (RocketMQ's "not in disk" test; RocketMQ 5 asks the page cache instead).
+func (b *Broker) firstMessageInMemory(topic string, queueID int32) bool {
+	if b.store.GetMinOffsetInQueue(topic, queueID) > 0 || b.store.GetMaxOffsetInQueue(topic, queueID) <= 0 {
+		return false // offset 0 is gone, or there is no message yet
+	}
+	if b.ctl.totalMemoryBytes <= 0 {
+		return true
+	}
+	phy := b.store.GetCommitLogOffsetInQueue(topic, queueID, 0)
+	behind := b.store.MaxPhyOffset() - phy
+	return behind <= b.ctl.totalMemoryBytes*int64(b.cfg.AccessMessageInMemoryMaxRate)/100
+}
+
+// processUpdateConsumerOffset stores a committed offset: the group must exist (26), the
+// topic must exist (17), queueId and commitOffset must be present (29), in that order.
+func (b *Broker) processUpdateConsumerOffset(rc *RequestContext) {
+	var h codec.UpdateConsumerOffsetRequestHeader
+	err := h.Decode(rc.Cmd.ExtFields)
+	var fe *codec.FieldError
+	if err != nil && !(errors.As(err, &fe) && (fe.Field == "queueId" || fe.Field == "commitOffset")) {
+		b.ReplyError(rc, codec.ResponseSystemError, headerErrorRemark(err))
+		return
+	}
+	// Decode stops at the first bad field: read the two names directly so that the
+	// group and topic checks come first whatever else is wrong.
+	group, topic := rc.Cmd.ExtFields["consumerGroup"], rc.Cmd.ExtFields["topic"]
+	if !b.subscriptions.Contains(group) {
+		b.ReplyError(rc, codec.ResponseSubscriptionGroupNotExist, "Group "+group+" not exist!")
+		return
+	}
+	if !b.topics.Contains(topic) {
+		b.ReplyError(rc, codec.ResponseTopicNotExist, "Topic "+topic+" not exist!")
+		return
+	}
+	if err != nil {
+		switch {
+		case errors.Is(err, codec.ErrBadField):
+			b.ReplyError(rc, codec.ResponseInvalidParameter, headerErrorRemark(err))
+		case fe.Field == "queueId":
+			b.ReplyError(rc, codec.ResponseInvalidParameter, "QueueId is null, topic is "+topic)
+		default:
+			b.ReplyError(rc, codec.ResponseInvalidParameter, "Offset is null, topic is "+topic)
+		}
+		return
+	}
+	b.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
+	b.ReplyError(rc, codec.ResponseSuccess, "")
+}

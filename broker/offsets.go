@@ -1,0 +1,160 @@
+package broker
+
+import (
+	"log/slog"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/ringmq/ringmq/codec"
+)
+
+// offsetKey identifies one consumer group's progress in one topic. The file keys it as
+// "topic@group"; in memory a struct key avoids building that string on every commit.
+type offsetKey struct{ topic, group string }
+
+// ConsumerOffsetManager holds consumerOffset.json: for every (topic, group) the next queue
+// offset the group will consume, per queue. Commits only change memory; the broker writes
+// the file every flushConsumerOffsetInterval and at shutdown, as RocketMQ does (a crash
+// loses at most one interval, and clients re-commit every 5 s anyway).
+// Safe for concurrent use; Commit and Query do not block on I/O.
+type ConsumerOffsetManager struct {
+	logger *slog.Logger
+	file   *configFile
+
+	mu    sync.RWMutex
+	table map[offsetKey]map[int32]int64
+}
+
+func newConsumerOffsetManager(storePathRootDir string, logger *slog.Logger) *ConsumerOffsetManager {
+	m := &ConsumerOffsetManager{logger: logger, table: map[offsetKey]map[int32]int64{}}
+	m.file = newConfigFile(filepath.Join(configDir(storePathRootDir), consumerOffsetFileName), m.encodeFile, logger)
+	return m
+}
+
+// Load reads consumerOffset.json (or its .bak). Keys without '@' are skipped.
+func (m *ConsumerOffsetManager) Load() error {
+	_, err := loadConfigFile(m.file.path, func(data []byte) error {
+		w, err := codec.DecodeConsumerOffsetSerializeWrapper(data)
+		if err != nil {
+			return err
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		for key, queues := range w.OffsetTable {
+			topic, group, ok := strings.Cut(key, "@")
+			if !ok {
+				m.logger.Warn("broker: consumerOffset.json: key without '@' skipped", "key", key)
+				continue
+			}
+			m.table[offsetKey{topic, group}] = maps.Clone(queues)
+		}
+		return nil
+	}, m.logger)
+	return err
+}
+
+func (m *ConsumerOffsetManager) encodeFile() ([]byte, error) { return m.Snapshot().Encode(true), nil }
+
+// Persist writes consumerOffset.json now (bare numeric queue keys, as Java writes them).
+func (m *ConsumerOffsetManager) Persist() error { return m.file.persist() }
+
+// Commit stores a group's offset for one queue. It does not allocate once the
+// group/topic/queue entry exists (it runs on every pull with COMMIT_OFFSET).
+func (m *ConsumerOffsetManager) Commit(group, topic string, queueID int32, offset int64) {
+	k := offsetKey{topic, group}
+	m.mu.Lock()
+	queues, ok := m.table[k]
+	if !ok {
+		queues = map[int32]int64{}
+		m.table[k] = queues
+	}
+	queues[queueID] = offset
+	m.mu.Unlock()
+	m.file.dirty.Store(true)
+}
+
+// Query returns the stored offset, or -1 when the group has none for that queue.
+func (m *ConsumerOffsetManager) Query(group, topic string, queueID int32) int64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if off, ok := m.table[offsetKey{topic, group}][queueID]; ok {
+		return off
+	}
+	return -1
+}
+
+// QueryAll returns a copy of a group's offsets in a topic (nil when none).
+func (m *ConsumerOffsetManager) QueryAll(group, topic string) map[int32]int64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return maps.Clone(m.table[offsetKey{topic, group}])
+}
+
+// GroupsByTopic returns the groups with offsets in topic, sorted.
+func (m *ConsumerOffsetManager) GroupsByTopic(topic string) []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []string
+	for k := range m.table {
+		if k.topic == topic {
+			out = append(out, k.group)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TopicsByGroup returns the topics a group has offsets in, sorted.
+func (m *ConsumerOffsetManager) TopicsByGroup(group string) []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []string
+	for k := range m.table {
+		if k.group == group {
+			out = append(out, k.topic)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// RemoveTopic forgets every group's offsets in topic (the topic was deleted).
+func (m *ConsumerOffsetManager) RemoveTopic(topic string) int {
+	return m.removeWhere(func(k offsetKey) bool { return k.topic == topic })
+}
+
+// RemoveGroup forgets a group's offsets in every topic (the group was deleted).
+func (m *ConsumerOffsetManager) RemoveGroup(group string) int {
+	return m.removeWhere(func(k offsetKey) bool { return k.group == group })
+}
+
+func (m *ConsumerOffsetManager) removeWhere(match func(offsetKey) bool) int {
+	m.mu.Lock()
+	n := 0
+	for k := range m.table {
+		if match(k) {
+			delete(m.table, k)
+			n++
+		}
+	}
+	m.mu.Unlock()
+	if n > 0 {
+		m.file.dirty.Store(true)
+	}
+	return n
+}
+
+// Snapshot returns the table as consumerOffset.json / the GET_ALL_CONSUMER_OFFSET body
+// (4.x form: no dataVersion). The maps are copies.
+func (m *ConsumerOffsetManager) Snapshot() *codec.ConsumerOffsetSerializeWrapper {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	table := make(map[string]map[int32]int64, len(m.table))
+	for k, queues := range m.table {
+		table[k.topic+"@"+k.group] = maps.Clone(queues)
+	}
+	return &codec.ConsumerOffsetSerializeWrapper{OffsetTable: table}
+}

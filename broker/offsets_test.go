@@ -1,0 +1,111 @@
+package broker
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ringmq/ringmq/codec"
+)
+
+func TestConsumerOffsetFileFormatAndRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	m := newConsumerOffsetManager(dir, discardLogger())
+	require.Equal(t, int64(-1), m.Query("G1", "TopicTest", 0))
+	m.Commit("G1", "TopicTest", 0, 250)
+	m.Commit("G1", "TopicTest", 1, 248)
+	m.Commit("G1", "TopicTest", 1, 249) // last commit wins
+	m.Commit("G1", "%RETRY%G1", 0, 0)
+	m.Commit("G2", "TopicTest", 10, 7)
+	require.Equal(t, int64(249), m.Query("G1", "TopicTest", 1))
+	require.True(t, m.file.dirty.Load())
+	require.NoError(t, m.Persist())
+
+	data, err := os.ReadFile(filepath.Join(dir, "config", "consumerOffset.json"))
+	require.NoError(t, err)
+	// Java's bytes: bare numeric queue ids, "topic@group" keys.
+	require.Equal(t, "{\n\t\"offsetTable\":{\n\t\t\"%RETRY%G1@G1\":{0:0},\n\t\t\"TopicTest@G1\":{0:250,1:249},\n\t\t\"TopicTest@G2\":{10:7}\n\t}\n}",
+		string(data))
+	require.Equal(t, `{"offsetTable":{"%RETRY%G1@G1":{0:0},"TopicTest@G1":{0:250,1:249},"TopicTest@G2":{10:7}}}`,
+		string(m.Snapshot().Encode(false)))
+
+	m2 := newConsumerOffsetManager(dir, discardLogger())
+	require.NoError(t, m2.Load())
+	require.Equal(t, m.Snapshot(), m2.Snapshot())
+	require.Equal(t, []string{"G1", "G2"}, m2.GroupsByTopic("TopicTest"))
+	require.Equal(t, []string{"%RETRY%G1", "TopicTest"}, m2.TopicsByGroup("G1"))
+	require.Equal(t, map[int32]int64{0: 250, 1: 249}, m2.QueryAll("G1", "TopicTest"))
+
+	require.Equal(t, 2, m2.RemoveTopic("TopicTest"))
+	require.Equal(t, int64(-1), m2.Query("G2", "TopicTest", 10))
+	require.Equal(t, 1, m2.RemoveGroup("G1"))
+	require.Equal(t, 0, m2.RemoveGroup("G1"))
+	require.Empty(t, m2.Snapshot().OffsetTable)
+}
+
+func TestConsumerOffsetLoadsJavaFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config", "consumerOffset.json")
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	// As a 5.x Java broker writes it: dataVersion and a derived groupTopicMap.
+	java := `{
+	"dataVersion":{"counter":3,"stateVersion":0,"timestamp":1700000000000},
+	"groupTopicMap":{"G1":["TopicTest"]},
+	"offsetTable":{
+		"TopicTest@G1":{0:5,1:6},
+		"bad-key-without-at":{0:1}
+	}
+}`
+	require.NoError(t, os.WriteFile(path, []byte(java), 0o644))
+	m := newConsumerOffsetManager(dir, discardLogger())
+	require.NoError(t, m.Load())
+	require.Equal(t, int64(6), m.Query("G1", "TopicTest", 1))
+	require.Len(t, m.Snapshot().OffsetTable, 1)
+}
+
+func TestSubscriptionGroupManager(t *testing.T) {
+	dir := t.TempDir()
+	clock := newManualClock()
+	m := newSubscriptionGroupManager(true, dir, clock.Now, discardLogger())
+	for _, g := range []string{"TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY",
+		"CID_ONSAPI_PULL", "CID_ONSAPI_PERMISSION", "CID_ONSAPI_OWNER", "CID_RMQ_SYS_TRANS"} {
+		require.True(t, m.Contains(g), g)
+	}
+	v0 := m.Snapshot().DataVersion
+
+	g, ok := m.FindOrCreate("G1")
+	require.True(t, ok)
+	require.Equal(t, codec.NewSubscriptionGroupConfig("G1"), g)
+	require.Equal(t, v0.Counter+1, m.Snapshot().DataVersion.Counter)
+	require.True(t, m.file.dirty.Load())
+	_, ok = m.FindOrCreate("bad group")
+	require.False(t, ok, "an illegal name is never created")
+
+	off := newSubscriptionGroupManager(false, t.TempDir(), clock.Now, discardLogger())
+	_, ok = off.FindOrCreate("G1")
+	require.False(t, ok)
+	_, ok = off.FindOrCreate("CID_RMQ_SYS_X")
+	require.True(t, ok, "system groups are always created")
+
+	custom := codec.NewSubscriptionGroupConfig("G2")
+	custom.RetryQueueNums, custom.NotifyConsumerIdsChangedEnable = 3, false
+	require.NoError(t, m.Update(custom))
+	m2 := newSubscriptionGroupManager(true, dir, time.Now, discardLogger())
+	require.NoError(t, m2.Load())
+	require.Equal(t, m.Snapshot(), m2.Snapshot())
+	got, ok := m2.Get("G2")
+	require.True(t, ok)
+	require.Equal(t, int32(3), got.RetryQueueNums)
+
+	deleted, err := m2.Delete("G2")
+	require.NoError(t, err)
+	require.True(t, deleted)
+	require.False(t, m2.Contains("G2"))
+	m3 := newSubscriptionGroupManager(true, dir, time.Now, discardLogger())
+	require.NoError(t, m3.Load())
+	require.False(t, m3.Contains("G2"))
+	require.True(t, m3.Contains("G1"), "G1 was in the file written by Update")
+}

@@ -1,0 +1,303 @@
+package broker
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/store"
+)
+
+// Pull: PULL_MESSAGE (11) and LITE_PULL_MESSAGE (361), PROTOCOL.md §3.2 and §9.
+//
+// Checks before reading, in the Java broker's order: broker readable (NO_PERMISSION),
+// group exists or is auto-created (SUBSCRIPTION_GROUP_NOT_EXIST), group consumeEnable
+// (NO_PERMISSION), topic exists (TOPIC_NOT_EXIST), topic readable (NO_PERMISSION),
+// 0 ≤ queueId < readQueueNums (INVALID_PARAMETER), then the subscription: from the
+// request when the SUBSCRIPTION sysFlag is set (a TAG expression "*" or "a || b";
+// unparsable → SUBSCRIPTION_PARSE_FAILED; SQL92 → SYSTEM_ERROR, as a Java broker without
+// enablePropertyFilter answers), else from the group's heartbeat (none →
+// SUBSCRIPTION_NOT_EXIST, older than the request's subVersion → SUBSCRIPTION_NOT_LATEST).
+//
+// The store answers with a GetMessageStatus; the response code, remark (the status name)
+// and nextBeginOffset follow the §9 table. Every response of a pull that reached the store
+// carries suggestWhichBrokerId, nextBeginOffset, minOffset and maxOffset. A FOUND body is
+// the stored records back to back, written as one vectored write of the store's mapped
+// slices (no copy onto the heap); the store's references are released when netio is done.
+//
+// PULL_NOT_FOUND (19) on the first pass of a request with the SUSPEND sysFlag parks it in
+// the hold service (longpoll.go) instead of answering. The COMMIT_OFFSET sysFlag stores the
+// request's commitOffset as the group's offset on the first pass only.
+//
+// # Event loop or pool
+//
+// A pull of data that was written recently reads pages that are still in the page cache:
+// that is a memcpy-free walk over mapped memory and runs on the event loop. A consumer far
+// behind reads pages that may have to come from disk, which would stall every connection
+// of the loop; such pulls run on the pull pool. The rule, decided before GetMessage with
+// in-memory look-ups only:
+//
+//	queue offset outside [min, max)           → loop (the answer needs no CommitLog read)
+//	CommitLog end − CommitLog offset of the
+//	  requested entry ≤ hotPullMaxBehindBytes → loop
+//	otherwise                                  → pull pool
+//
+// hotPullMaxBehindBytes is the Java broker's "in memory" bound: physical RAM ×
+// accessMessageInMemoryMaxRatio / 100 (40 % by default). The CommitLog is written
+// through the page cache, so its last bytes up to that bound are the ones the kernel keeps
+// — the same bound the store uses for its in-memory transfer limits and for
+// SuggestPullingFromSlave, so the two decisions agree. Reading the ConsumeQueue entry for
+// the check touches one 20-byte entry of a mapped ConsumeQueue file, which is far smaller
+// than the CommitLog and stays resident.
+
+// defaultPullBatchSize is what a pull asking for 0 messages gets (the Go pull consumer
+// sends maxMsgNums=0 unless configured, PROTOCOL.md appendix B).
+const defaultPullBatchSize = 32
+
+// pullRequest is one pull, pooled. It owns copies of everything it needs after the
+// inline call returns: the decoded header (whose strings codec owns), the filter (by
+// value), the reply address. It is used for the first pass (inline or on the pull pool),
+// while parked, and for the re-run after a wake-up.
+type pullRequest struct {
+	b      *Broker
+	to     replyTo
+	header codec.PullMessageRequestHeader
+	filter tagFilter
+
+	// From the group's config, for suggestWhichBrokerId when slaveReadEnable is on.
+	groupBrokerID     int64
+	whichBrokerIfSlow int64
+	firstPass         bool
+	commitAfterLookup bool
+	suspendTimeout    time.Duration
+
+	// Hold-service bookkeeping (longpoll.go), owned by the hold goroutine while parked.
+	key       holdKey
+	deadline  time.Time
+	heapIndex int
+
+	// Pool submission without allocating: the pool's fast-failure answer needs a command
+	// with the opaque; run is bound once.
+	cmd codec.RemotingCommand
+	run processorFunc
+}
+
+func newPullRequest(b *Broker) *pullRequest {
+	pr := &pullRequest{b: b, heapIndex: -1}
+	pr.run = pr.runFromPool
+	return pr
+}
+
+func (pr *pullRequest) release() {
+	f := pr.filter.more[:0]
+	*pr = pullRequest{b: pr.b, run: pr.run, heapIndex: -1}
+	pr.filter.more = f
+	pr.b.data.pulls.Put(pr)
+}
+
+// runFromPool is the pull pool's entry point (first pass of a cold pull, or a re-run).
+func (pr *pullRequest) runFromPool(*RequestContext) { pr.b.runPull(pr) }
+
+// submitPull hands pr to the pull pool; false (after answering SYSTEM_BUSY) when the
+// pool refuses it.
+func (b *Broker) submitPull(pr *pullRequest, received time.Time) bool {
+	rc := pr.to.requestContext(&pr.cmd, received)
+	if err := b.pullPool.submit(rc, pr.run); err != nil {
+		b.metrics.busy.WithLabelValues("overload").Inc()
+		b.respond(pr.to, codec.ResponseSystemBusy, err.Error(), nil)
+		pr.release()
+		return false
+	}
+	return true
+}
+
+// processPullMessage serves 11 and 361 on the event loop.
+func (b *Broker) processPullMessage(rc *RequestContext) {
+	pr := b.data.pulls.Get().(*pullRequest)
+	pr.to = replyToOf(rc)
+	if err := pr.header.Decode(rc.Cmd.ExtFields); err != nil {
+		b.respond(pr.to, codec.ResponseSystemError, headerErrorRemark(err), nil)
+		pr.release()
+		return
+	}
+	if code, remark := b.checkPull(pr); code != codec.ResponseSuccess {
+		b.respond(pr.to, code, remark, nil)
+		pr.release()
+		return
+	}
+	h := &pr.header
+	pr.firstPass = true
+	if h.SysFlag&codec.PullSysFlagCommitOffset != 0 {
+		pr.commitAfterLookup = true
+	}
+	if h.SysFlag&codec.PullSysFlagSuspend != 0 {
+		pr.suspendTimeout = time.Duration(h.SuspendTimeoutMillis) * time.Millisecond
+		if !b.cfg.LongPollingEnable {
+			pr.suspendTimeout = b.cfg.ShortPollingTimeMills
+		}
+	}
+	if b.pullIsHot(h) {
+		b.data.pullsOnLoop.Inc()
+		b.runPull(pr)
+		return
+	}
+	b.data.pullsOnPool.Inc()
+	b.submitPull(pr, rc.Received)
+}
+
+// checkPull runs the checks before the store is read and fills pr's filter and group
+// settings. It returns SUCCESS or the error to answer.
+func (b *Broker) checkPull(pr *pullRequest) (codec.ResponseCode, string) {
+	h := &pr.header
+	if !IsReadable(int32(b.cfg.BrokerPermission)) {
+		return codec.ResponseNoPermission, "the broker[" + b.data.brokerIP + "] pulling message is forbidden"
+	}
+	gc, ok := b.subscriptions.FindOrCreate(h.ConsumerGroup)
+	if !ok {
+		return codec.ResponseSubscriptionGroupNotExist,
+			"subscription group [" + h.ConsumerGroup + "] does not exist"
+	}
+	if !gc.ConsumeEnable {
+		return codec.ResponseNoPermission, "subscription group no permission, " + h.ConsumerGroup
+	}
+	pr.groupBrokerID, pr.whichBrokerIfSlow = gc.BrokerID, gc.WhichBrokerWhenConsumeSlowly
+	tc, ok := b.topics.Get(h.Topic)
+	if !ok {
+		return codec.ResponseTopicNotExist, "topic[" + h.Topic + "] not exist, apply first please!"
+	}
+	if !IsReadable(tc.Perm) {
+		return codec.ResponseNoPermission, "the topic[" + h.Topic + "] pulling message is forbidden"
+	}
+	if h.QueueID < 0 || h.QueueID >= tc.ReadQueueNums {
+		return codec.ResponseInvalidParameter, "queueId[" + itoa(int64(h.QueueID)) + "] is illegal, topic:[" +
+			h.Topic + "] topicConfig.readQueueNums:[" + itoa(int64(tc.ReadQueueNums)) + "] consumer:[" +
+			pr.to.conn.RemoteAddr().String() + "]"
+	}
+	if h.SysFlag&codec.PullSysFlagSubscription != 0 {
+		if !isTagExpressionType(h.ExpressionType) {
+			if h.Subscription == "" {
+				return codec.ResponseSubscriptionParseFailed, "parse the consumer's subscription failed"
+			}
+			return codec.ResponseSystemError, "The broker does not support consumer to filter message by " + h.ExpressionType
+		}
+		if err := pr.filter.setFromExpression(h.Subscription); err != nil {
+			return codec.ResponseSubscriptionParseFailed, "parse the consumer's subscription failed"
+		}
+		return codec.ResponseSuccess, ""
+	}
+	sd := b.consumers.FindSubscriptionData(h.ConsumerGroup, h.Topic)
+	if sd == nil {
+		return codec.ResponseSubscriptionNotExist, "the consumer's subscription not exist"
+	}
+	if sd.SubVersion < h.SubVersion {
+		return codec.ResponseSubscriptionNotLatest, "the consumer's subscription not latest"
+	}
+	if !isTagExpressionType(sd.ExpressionType) {
+		return codec.ResponseSystemError, "The broker does not support consumer to filter message by " + sd.ExpressionType
+	}
+	pr.filter.setFromSubscription(sd)
+	return codec.ResponseSuccess, ""
+}
+
+// pullIsHot decides whether a pull may run on the event loop (see the file comment).
+func (b *Broker) pullIsHot(h *codec.PullMessageRequestHeader) bool {
+	st := b.store
+	if h.QueueOffset < 0 || h.QueueOffset >= st.GetMaxOffsetInQueue(h.Topic, h.QueueID) ||
+		h.QueueOffset < st.GetMinOffsetInQueue(h.Topic, h.QueueID) {
+		return true
+	}
+	phy := st.GetCommitLogOffsetInQueue(h.Topic, h.QueueID, h.QueueOffset)
+	if phy < 0 {
+		return true
+	}
+	return st.MaxPhyOffset()-phy <= b.data.hotPullMaxBehindBytes
+}
+
+// hotPullThreshold is RAM × ratio / 100; with RAM unknown it assumes 1 GiB.
+func hotPullThreshold(totalRAMBytes int64, ratioPercent int) int64 {
+	if totalRAMBytes <= 0 {
+		totalRAMBytes = 1 << 30
+	}
+	return totalRAMBytes / 100 * int64(ratioPercent)
+}
+
+// pullStatusCode maps a GetMessageStatus to the pull response code (§9).
+func pullStatusCode(st store.GetMessageStatus, requestOffset int64) codec.ResponseCode {
+	switch st {
+	case store.Found:
+		return codec.ResponseSuccess
+	case store.NoMatchedMessage, store.MessageWasRemoving:
+		return codec.ResponsePullRetryImmediately
+	case store.OffsetFoundNull, store.OffsetOverflowOne:
+		return codec.ResponsePullNotFound
+	case store.OffsetOverflowBadly, store.OffsetTooSmall:
+		return codec.ResponsePullOffsetMoved
+	case store.NoMatchedLogicQueue, store.NoMessageInQueue:
+		if requestOffset != 0 {
+			return codec.ResponsePullOffsetMoved
+		}
+		return codec.ResponsePullNotFound
+	}
+	return codec.ResponseSystemError
+}
+
+// runPull reads the store and answers, or parks the request (first pass, SUSPEND, nothing
+// new). It runs on an event loop, a pull-pool worker, or the hold goroutine.
+func (b *Broker) runPull(pr *pullRequest) {
+	h := &pr.header
+	maxNums := int(h.MaxMsgNums)
+	if maxNums <= 0 {
+		maxNums = defaultPullBatchSize
+	}
+	res, err := b.store.GetMessage(h.ConsumerGroup, h.Topic, h.QueueID, h.QueueOffset, maxNums,
+		int(h.MaxMsgBytes.Or(0)), &pr.filter)
+	if pr.firstPass && pr.commitAfterLookup {
+		// Java stores the commit offset on the first pass whatever the lookup found.
+		b.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
+	}
+	if err != nil {
+		b.respond(pr.to, codec.ResponseSystemError, "store getMessage failed: "+err.Error(), nil)
+		pr.release()
+		return
+	}
+	status := res.Status
+	code := pullStatusCode(status, h.QueueOffset)
+	if code == codec.ResponsePullNotFound && pr.firstPass && pr.suspendTimeout > 0 {
+		res.Release()
+		pr.firstPass = false
+		if b.pullHold.suspend(pr) {
+			return // answered later by the hold service
+		}
+		// The hold table is full: tell the client to back off rather than spin.
+		b.metrics.busy.WithLabelValues("pull_hold_full").Inc()
+		b.respond(pr.to, codec.ResponseSystemBusy, remarkHoldFull, nil)
+		pr.release()
+		return
+	}
+	var suggest int64
+	if b.cfg.SlaveReadEnable {
+		suggest = pr.groupBrokerID
+		if res.SuggestPullingFromSlave {
+			suggest = pr.whichBrokerIfSlow
+		}
+	}
+	fields := [...]extField{
+		numField("maxOffset", res.MaxOffset),
+		numField("minOffset", res.MinOffset),
+		numField("nextBeginOffset", res.NextBeginOffset),
+		numField("suggestWhichBrokerId", suggest),
+	}
+	f := b.data.getFrame()
+	var bodies [][]byte
+	if code == codec.ResponseSuccess {
+		f.get = res // released with the frame, once netio wrote the mapped slices
+		bodies = res.Buffers
+	} else {
+		res.Release()
+	}
+	b.writeFrame(pr.to, f, code, status.String(), fields[:], bodies)
+	pr.release()
+}
+
+// itoa formats a number for a remark.
+func itoa(v int64) string { return strconv.FormatInt(v, 10) }

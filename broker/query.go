@@ -1,0 +1,124 @@
+package broker
+
+import (
+	"bytes"
+	"strconv"
+	"time"
+
+	"github.com/ringmq/ringmq/codec"
+)
+
+// Query by key and view by id (PROTOCOL.md §3.4, §6.3), on the query pool: walking an
+// IndexFile slot chain and reading the records it points at may fault pages in from disk.
+//
+//	QUERY_MESSAGE 12       topic, key, maxNum, beginTimestamp, endTimestamp; with
+//	                       _UNIQUE_KEY_QUERY=true the key is a UNIQ_KEY and maxNum becomes
+//	                       defaultQueryMaxNum. Body: the matching records back to back;
+//	                       none → QUERY_NOT_FOUND (22). The header always carries
+//	                       indexLastUpdateTimestamp and indexLastUpdatePhyoffset.
+//	VIEW_MESSAGE_BY_ID 33  offset (a CommitLog offset from an offsetMsgId). Body: that one
+//	                       record; none → SYSTEM_ERROR (1), as the Java broker answers.
+//
+// The IndexFile stores 4-byte hashes of "topic#key", so different keys (or topics) can
+// share a slot chain: each record found is checked against the request — its topic, and
+// its UNIQ_KEY or one of its space-separated KEYS equal to the key — before it is sent.
+// Bodies are the store's mapped slices, written with one vectored write and released
+// when netio is done with them.
+
+// remarkQueryNotFound is the Java broker's QUERY_NOT_FOUND remark.
+const remarkQueryNotFound = "can not find message, maybe time range not correct"
+
+// submitQuery runs fn on the query pool; a refused submission is answered SYSTEM_BUSY.
+func (b *Broker) submitQuery(to replyTo, received time.Time, fn func()) {
+	rc := to.requestContext(&codec.RemotingCommand{}, received)
+	if err := b.queryPool.submit(rc, func(*RequestContext) { fn() }); err != nil {
+		b.metrics.busy.WithLabelValues("overload").Inc()
+		b.respond(to, codec.ResponseSystemBusy, err.Error(), nil)
+	}
+}
+
+// processQueryMessage decodes on the event loop and queries on the query pool.
+func (b *Broker) processQueryMessage(rc *RequestContext) {
+	to := replyToOf(rc)
+	var h codec.QueryMessageRequestHeader
+	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
+		b.respond(to, codec.ResponseSystemError, headerErrorRemark(err), nil)
+		return
+	}
+	maxNum := int(h.MaxNum)
+	if h.UniqueKeyQuery {
+		maxNum = b.cfg.DefaultQueryMaxNum
+	}
+	b.submitQuery(to, rc.Received, func() { b.queryMessage(to, &h, maxNum) })
+}
+
+func (b *Broker) queryMessage(to replyTo, h *codec.QueryMessageRequestHeader, maxNum int) {
+	res, err := b.store.QueryMessage(h.Topic, h.Key, maxNum, h.BeginTimestamp, h.EndTimestamp)
+	if err != nil {
+		b.respond(to, codec.ResponseSystemError, "query message failed: "+err.Error(), nil)
+		return
+	}
+	fields := [...]extField{
+		numField("indexLastUpdatePhyoffset", res.IndexLastUpdatePhyOffset),
+		numField("indexLastUpdateTimestamp", res.IndexLastUpdateTimestamp),
+	}
+	f := b.data.getFrame()
+	for _, rec := range res.Buffers {
+		if recordMatchesQuery(rec, h.Topic, h.Key, h.UniqueKeyQuery) {
+			f.bodies = append(f.bodies, rec)
+		}
+	}
+	if len(f.bodies) == 0 {
+		res.Release()
+		b.writeFrame(to, f, codec.ResponseQueryNotFound, remarkQueryNotFound, fields[:], nil)
+		return
+	}
+	f.query = res
+	b.writeFrame(to, f, codec.ResponseSuccess, "", fields[:], f.bodies)
+}
+
+// recordMatchesQuery reports whether a record found through the index really is one the
+// query asked for (the index may collide).
+func recordMatchesQuery(rec []byte, topic, key string, unique bool) bool {
+	r, err := codec.DecodeRecord(rec, false)
+	if err != nil || string(r.Topic) != topic {
+		return false
+	}
+	if unique {
+		v, ok := codec.LookupProperty(r.Properties, codec.PropertyUniqClientMessageIDKey)
+		return ok && string(v) == key
+	}
+	keys, ok := codec.LookupProperty(r.Properties, codec.PropertyKeys)
+	if !ok {
+		return false
+	}
+	for _, k := range bytes.Split(keys, []byte(" ")) {
+		if string(k) == key {
+			return true
+		}
+	}
+	return false
+}
+
+// processViewMessageByID decodes on the event loop and reads the record on the query pool.
+func (b *Broker) processViewMessageByID(rc *RequestContext) {
+	to := replyToOf(rc)
+	var h codec.ViewMessageByIDRequestHeader
+	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
+		b.respond(to, codec.ResponseSystemError, headerErrorRemark(err), nil)
+		return
+	}
+	offset := h.Offset
+	b.submitQuery(to, rc.Received, func() {
+		rec, release, err := b.store.LookMessageByOffset(offset)
+		if err != nil {
+			b.respond(to, codec.ResponseSystemError,
+				"can not find message by the offset, "+strconv.FormatInt(offset, 10), nil)
+			return
+		}
+		f := b.data.getFrame()
+		f.release = release
+		f.bodies = append(f.bodies, rec)
+		b.writeFrame(to, f, codec.ResponseSuccess, "", nil, f.bodies)
+	})
+}

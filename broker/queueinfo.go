@@ -1,0 +1,74 @@
+package broker
+
+import (
+	"github.com/ringmq/ringmq/codec"
+)
+
+// Queue offsets and times (PROTOCOL.md §3.3), answered SUCCESS with the store's value as
+// the Java broker does (it checks neither topic nor queue: an unknown queue reads 0, or -1
+// for the earliest store time).
+//
+//	GET_MAX_OFFSET 30              offset = next logical offset to be written   event loop
+//	GET_MIN_OFFSET 31              offset = first logical offset still kept      event loop
+//	SEARCH_OFFSET_BY_TIMESTAMP 29  offset of the first (LOWER, default) or last  query pool
+//	                               (UPPER) entry stored at the timestamp
+//	GET_EARLIEST_MSG_STORETIME 32  timestamp of the queue's first record         query pool
+//
+// Max and min offsets are in-memory counters; the other two binary-search ConsumeQueue
+// files and read CommitLog records, which may fault pages in from disk.
+//
+// GET_MAX_OFFSET's 5.x "committed" flag is accepted and ignored: ringmq's ConsumeQueue
+// holds only committed (dispatched) entries, so both answers are the same.
+
+func (b *Broker) processGetMaxOffset(rc *RequestContext) {
+	to := replyToOf(rc)
+	var h codec.GetMaxOffsetRequestHeader
+	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
+		b.respond(to, codec.ResponseSystemError, headerErrorRemark(err), nil)
+		return
+	}
+	fields := [...]extField{numField("offset", b.store.GetMaxOffsetInQueue(h.Topic, h.QueueID))}
+	b.respond(to, codec.ResponseSuccess, "", fields[:])
+}
+
+func (b *Broker) processGetMinOffset(rc *RequestContext) {
+	to := replyToOf(rc)
+	var h codec.GetMinOffsetRequestHeader
+	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
+		b.respond(to, codec.ResponseSystemError, headerErrorRemark(err), nil)
+		return
+	}
+	fields := [...]extField{numField("offset", b.store.GetMinOffsetInQueue(h.Topic, h.QueueID))}
+	b.respond(to, codec.ResponseSuccess, "", fields[:])
+}
+
+func (b *Broker) processSearchOffsetByTimestamp(rc *RequestContext) {
+	to := replyToOf(rc)
+	var h codec.SearchOffsetRequestHeader
+	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
+		b.respond(to, codec.ResponseSystemError, headerErrorRemark(err), nil)
+		return
+	}
+	b.submitQuery(to, rc.Received, func() {
+		offset := b.store.GetOffsetInQueueByTime(h.Topic, h.QueueID, h.Timestamp, h.BoundaryType == codec.BoundaryUpper)
+		fields := [...]extField{numField("offset", offset)}
+		b.respond(to, codec.ResponseSuccess, "", fields[:])
+	})
+}
+
+func (b *Broker) processGetEarliestMsgStoretime(rc *RequestContext) {
+	to := replyToOf(rc)
+	var h codec.GetEarliestMsgStoretimeRequestHeader
+	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
+		b.respond(to, codec.ResponseSystemError, headerErrorRemark(err), nil)
+		return
+	}
+	b.submitQuery(to, rc.Received, func() {
+		ts, err := b.store.GetEarliestMessageTime(h.Topic, h.QueueID)
+		if err != nil {
+			ts = -1 // the Java store's answer for an empty or unknown queue
+		}
+		fields := [...]extField{numField("timestamp", ts)}
+		b.respond(to, codec.ResponseSuccess, "", fields[:])
+	})
+}

@@ -1,0 +1,695 @@
+package broker
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/flush"
+	"github.com/ringmq/ringmq/store"
+)
+
+// Send: SEND_MESSAGE (10, full header keys), SEND_MESSAGE_V2 (310, letter keys) and
+// SEND_BATCH_MESSAGE (320, letter keys, body PROTOCOL.md §5.6), all inline on the event
+// loop: the put copies the record into mapped memory under the store's put lock and makes
+// no syscall. Under SYNC_FLUSH the answer comes from the group commit's callback
+// (store.WaitDurable), so the loop never waits for the disk.
+//
+// Checks, in the Java broker's order (AbstractSendMessageProcessor.msgCheck, 4.9):
+//
+//	header decodes                        else SYSTEM_ERROR "the custom field <k> is null"
+//	broker writable (brokerPermission)    else NO_PERMISSION (Java checks it for order topics
+//	                                      only and relies on the name server hiding the
+//	                                      broker's write queues; ringmq refuses every send)
+//	topic name valid                      else SYSTEM_ERROR (4.9; 5.x says INVALID_PARAMETER)
+//	topic not a system topic fed by the
+//	broker itself (schedule, half, ...)   else NO_PERMISSION
+//	topic exists or auto-created          else TOPIC_NOT_EXIST
+//	topic writable                        else NO_PERMISSION (ringmq: Java checks it only on
+//	                                      send-back; the name server hides such queues)
+//	queueId < max(read, write) queues     else SYSTEM_ERROR (4.9; 5.x INVALID_PARAMETER). The Go
+//	                                      producer retries on SYSTEM_ERROR with the next queue,
+//	                                      so 4.9's code is the friendlier one.
+//	body non-empty, ≤ maxMessageSize,
+//	properties ≤ 32767 bytes              else MESSAGE_ILLEGAL, answered at once on the same
+//	                                      connection
+//
+// What the stored record gets (as Apache RocketMQ does): the born host is the connection's
+// peer, the store host brokerIP1:listenPort; the sysFlag keeps only bits a client may set
+// (compression, transaction type, MULTI_TAGS) — codec derives the host bits — plus
+// MULTI_TAGS when the topic's filter type is MULTI_TAG; the properties lose WAIT (it only
+// steers this request), gain UNIQ_KEY when the client sent none (Java layout, from the
+// broker's address) and CLUSTER.
+//
+// Redirections applied before the put, as in the Java broker:
+//   - %RETRY%<group> with reconsumeTimes ≥ the group's (or the header's) maxReconsumeTimes
+//     goes to %DLQ%<group> queue 0, without delay.
+//   - TRAN_MSG=true (or a PREPARED sysFlag) stores a half message: topic
+//     RMQ_SYS_TRANS_HALF_TOPIC queue 0, REAL_TOPIC/REAL_QID/__transactionId__ added,
+//     transaction bits cleared. END_TRANSACTION and the check-back service that turn halves
+//     into deliveries are a later issue: until then a half message is stored and indexed
+//     but never delivered.
+//   - DELAY > 0 (transaction type NOT or COMMIT): stored in SCHEDULE_TOPIC_XXXX queue
+//     level−1 (level clamped to messageDelayLevel's size) with REAL_TOPIC/REAL_QID. The
+//     schedule service that delivers due messages to their real topic is a later issue:
+//     until then delayed messages wait in the schedule queue.
+//
+// The response header is the Java broker's: msgId (offsetMsgId; a batch's ids joined
+// with ','), queueId (the queue the producer addressed or was given), queueOffset (first
+// logical offset in the queue actually written), transactionId (UNIQ_KEY), MSG_REGION and
+// TRACE_ON. FLUSH_DISK_TIMEOUT (10) means stored but not yet durable and carries the same
+// header.
+
+// sendSysFlagClientMask is the sysFlag bits a producer may set: compression (bit 0 and
+// the type bits), MULTI_TAGS and the transaction type. The host bits are derived from the
+// real addresses by codec; the 5.x inner-batch bits describe a record layout ringmq does
+// not store.
+const sendSysFlagClientMask = codec.SysFlagCompressed | codec.SysFlagMultiTags |
+	codec.SysFlagTransactionMask | codec.SysFlagCompressionMask
+
+// propertiesBytesLimit is PROPERTIESLEN's int16 limit.
+const propertiesBytesLimit = codec.MaxPropertiesBytes
+
+// Remarks the Java broker gives.
+const (
+	remarkPCBusy              = "[PC_SYNCHRONIZED]broker busy, start flow control for a while"
+	remarkServiceNotAvailable = "service not available now. It may be caused by one of the following reasons: " +
+		"the broker's disk is full, messages are put to the slave, message store has been shut down, etc."
+	remarkCreateMappedFileFailed = "create mapped file failed, server is busy or broken."
+	remarkFlushQueueFull         = "[PCBUSY_CLEAN_QUEUE]broker busy, group commit queue full, start flow control for a while"
+)
+
+// notAllowedSendTopics are topics only the broker itself writes (TopicValidator
+// NOT_ALLOWED_SEND_TOPIC_SET).
+var notAllowedSendTopics = map[string]bool{
+	ScheduleTopic:          true,
+	TransHalfTopic:         true,
+	TransOpHalfTopic:       true,
+	TransCheckMaxTimeTopic: true,
+	SelfTestTopic:          true,
+	OffsetMovedEventTopic:  true,
+}
+
+// dlqQueueNums is DLQ_NUMS_PER_GROUP.
+const dlqQueueNums = 1
+
+// sendRequest is one send in flight, pooled: it holds the decoded header, the message (or
+// batch) handed to the store, the re-encoded properties, the result and the response
+// buffer, so that a send allocates nothing of its own. It returns to the pool when netio
+// is done with the response (done), which for SYNC_FLUSH is after the durability callback
+// (durable) wrote it.
+type sendRequest struct {
+	b      *Broker
+	to     replyTo
+	header codec.SendMessageRequestHeader
+
+	msg        codec.Message
+	batch      store.BatchPut
+	props      []byte // a single message's properties; a batch's batch-level properties
+	arena      []byte // a batch's per-item properties, back to back
+	itemBounds []int  // arena end of each batch item's properties
+	uniqKey    []byte // the UNIQ_KEY answered as transactionId
+	msgIDs     []byte // the answered msgId text
+	queueID    int32  // answered queueId
+	isBatch    bool
+	result     store.PutResult
+
+	resp    []byte // response frame
+	done    func() // = release, bound once
+	durable func(error)
+}
+
+func newSendRequest(b *Broker) *sendRequest {
+	r := &sendRequest{b: b}
+	r.done = r.release
+	r.durable = r.onDurable
+	return r
+}
+
+// maxPooledSendBytes keeps buffers grown by unusual requests (huge batches) out of the pool.
+const maxPooledSendBytes = 256 << 10
+
+func (r *sendRequest) release() {
+	r.to = replyTo{}
+	r.header = codec.SendMessageRequestHeader{}
+	r.msg = codec.Message{}
+	clear(r.batch.Messages)
+	r.batch.Messages = r.batch.Messages[:0]
+	r.batch.PhysicalOffsets = r.batch.PhysicalOffsets[:0]
+	r.itemBounds = r.itemBounds[:0]
+	r.props, r.arena, r.uniqKey, r.resp = r.props[:0], r.arena[:0], r.uniqKey[:0], r.resp[:0]
+	r.msgIDs, r.isBatch, r.result, r.queueID = r.msgIDs[:0], false, store.PutResult{}, 0
+	if cap(r.arena) > maxPooledSendBytes || cap(r.resp) > maxPooledSendBytes || cap(r.msgIDs) > maxPooledSendBytes ||
+		cap(r.batch.Messages) > 4096 || cap(r.props) > maxPooledSendBytes {
+		return // let the GC have it
+	}
+	r.b.data.sendRequests.Put(r)
+}
+
+// processSendMessage serves 10, 310 and 320 on the event loop.
+func (b *Broker) processSendMessage(rc *RequestContext) {
+	r := b.data.sendRequests.Get().(*sendRequest)
+	r.to = replyToOf(rc)
+	cmd := rc.Cmd
+	var err error
+	if cmd.Code == int32(codec.RequestSendMessage) {
+		err = r.header.Decode(cmd.ExtFields)
+	} else {
+		err = r.header.DecodeV2(cmd.ExtFields)
+	}
+	if err != nil {
+		r.answer(codec.ResponseSystemError, headerErrorRemark(err), false)
+		return
+	}
+	tc, code, remark := b.checkSend(rc, &r.header)
+	if code != codec.ResponseSuccess {
+		r.answer(code, remark, true)
+		return
+	}
+	r.queueID = r.header.QueueID
+	if r.queueID < 0 {
+		if tc.WriteQueueNums <= 0 {
+			r.answer(codec.ResponseNoPermission, fmt.Sprintf("the topic[%s] has no write queue", tc.TopicName), true)
+			return
+		}
+		// Java: ThreadLocalRandom.nextInt(99999999) % writeQueueNums.
+		r.queueID = rand.Int32N(tc.WriteQueueNums)
+	}
+	if cmd.Code == int32(codec.RequestSendBatchMessage) || r.header.Batch {
+		r.isBatch = true
+		code, remark = b.prepareBatch(r, rc, &tc)
+	} else {
+		code, remark = b.prepareMessage(r, rc, &tc)
+	}
+	if code != codec.ResponseSuccess {
+		r.answer(code, remark, true)
+		return
+	}
+	b.put(r)
+}
+
+// checkSend is the Java broker's msgCheck, plus the topic permission check. It returns the
+// topic's config, auto-creating the topic when allowed.
+func (b *Broker) checkSend(rc *RequestContext, h *codec.SendMessageRequestHeader) (codec.TopicConfig, codec.ResponseCode, string) {
+	if !IsWriteable(int32(b.cfg.BrokerPermission)) {
+		return codec.TopicConfig{}, codec.ResponseNoPermission,
+			"the broker[" + b.data.brokerIP + "] sending message is forbidden"
+	}
+	if remark := ValidateTopicName(h.Topic); remark != "" {
+		return codec.TopicConfig{}, codec.ResponseSystemError, remark
+	}
+	if notAllowedSendTopics[h.Topic] {
+		return codec.TopicConfig{}, codec.ResponseNoPermission, "Sending message to topic[" + h.Topic + "] is forbidden."
+	}
+	tc, ok := b.topics.Get(h.Topic)
+	if !ok {
+		var topicSysFlag int32
+		if h.UnitMode {
+			if strings.HasPrefix(h.Topic, RetryGroupTopicPrefix) {
+				topicSysFlag = TopicSysFlagUnitSub
+			} else {
+				topicSysFlag = TopicSysFlagUnit
+			}
+		}
+		tc, ok = b.topics.CreateInSendMessage(h.Topic, h.DefaultTopic, h.DefaultTopicQueueNums, topicSysFlag)
+		if !ok && strings.HasPrefix(h.Topic, RetryGroupTopicPrefix) {
+			tc = b.topics.CreateInSendMessageBack(h.Topic, 1, PermRead|PermWrite, topicSysFlag)
+			ok = tc.TopicName != ""
+		}
+		if !ok {
+			return tc, codec.ResponseTopicNotExist, "topic[" + h.Topic + "] not exist, apply first please!"
+		}
+	}
+	if !IsWriteable(tc.Perm) {
+		return tc, codec.ResponseNoPermission, "the topic[" + h.Topic + "] sending message is forbidden"
+	}
+	if limit := max(tc.WriteQueueNums, tc.ReadQueueNums); h.QueueID >= limit {
+		return tc, codec.ResponseSystemError, fmt.Sprintf(
+			"request queueId[%d] is illegal, TopicConfig [topicName=%s, readQueueNums=%d, writeQueueNums=%d, perm=%d] Producer: %s",
+			h.QueueID, tc.TopicName, tc.ReadQueueNums, tc.WriteQueueNums, tc.Perm, rc.Conn.RemoteAddr())
+	}
+	return tc, codec.ResponseSuccess, ""
+}
+
+// messageIllegalRemark is the Java broker's MESSAGE_ILLEGAL remark.
+func (b *Broker) messageIllegalRemark() string {
+	return "the message is illegal, maybe msg body or properties length not matched. msg body length limit " +
+		strconv.Itoa(b.data.maxMessageSize) + "B, msg properties length limit 32KB."
+}
+
+// bornHost is the connection's peer, IPv4-mapped addresses unmapped so that the record
+// takes the 4-byte form.
+func bornHost(rc *RequestContext) netip.AddrPort {
+	ap := rc.Conn.RemoteAddr()
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}
+
+// stringBytes views s as bytes without copying; the result must not be modified.
+func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
+// prepareMessage builds the single message of a 10/310 send in r.msg.
+func (b *Broker) prepareMessage(r *sendRequest, rc *RequestContext, tc *codec.TopicConfig) (codec.ResponseCode, string) {
+	h := &r.header
+	body := rc.Cmd.Body
+	if len(body) == 0 {
+		return codec.ResponseMessageIllegal, "the message body is empty"
+	}
+	if len(body) > b.data.maxMessageSize || len(h.Properties) > propertiesBytesLimit {
+		return codec.ResponseMessageIllegal, b.messageIllegalRemark()
+	}
+	clientProps := stringBytes(h.Properties)
+	topic, queueID := h.Topic, r.queueID
+	sysFlag := h.SysFlag & sendSysFlagClientMask
+
+	// Retry topic past its reconsume limit → the group's DLQ (handleRetryAndDLQ).
+	toDLQ := false
+	if group, ok := strings.CutPrefix(topic, RetryGroupTopicPrefix); ok {
+		gc, found := b.subscriptions.FindOrCreate(group)
+		if !found {
+			return codec.ResponseSubscriptionGroupNotExist, "subscription group not exist, " + group
+		}
+		maxReconsume := gc.RetryMaxTimes
+		if rc.Cmd.Version >= mqVersionV349 && h.MaxReconsumeTimes.Set {
+			maxReconsume = h.MaxReconsumeTimes.Value
+		}
+		if h.ReconsumeTimes >= maxReconsume {
+			toDLQ = true
+			topic = DLQTopic(group)
+			queueID = 0
+			*tc = b.topics.CreateInSendMessageBack(topic, dlqQueueNums, PermRead|PermWrite, 0)
+			if tc.TopicName == "" {
+				return codec.ResponseSystemError, "topic[" + topic + "] not exist"
+			}
+		}
+	}
+	if tc.TopicFilterType == codec.TopicFilterMultiTag {
+		sysFlag |= codec.SysFlagMultiTags
+	}
+
+	// Transaction half message?
+	half := false
+	if v, ok := codec.LookupProperty(clientProps, codec.PropertyTransactionPrepared); ok && bytes.EqualFold(v, []byte("true")) {
+		half = true
+	}
+	if codec.TransactionType(sysFlag) == codec.SysFlagTransactionPrepare {
+		half = true
+	}
+	delayLevel := 0
+	if !toDLQ {
+		if v, ok := codec.LookupProperty(clientProps, codec.PropertyDelayTimeLevel); ok {
+			n, ok := parseDecimal(v)
+			if !ok {
+				return codec.ResponseMessageIllegal, "the DELAY property is not a number: " + strconv.Quote(string(v))
+			}
+			delayLevel = n
+		}
+	}
+	// For clients before 4.6.1 a retried transactional message carried TRAN_MSG and a delay.
+	if half && h.ReconsumeTimes > 0 && delayLevel > 0 {
+		half = false
+	}
+	if half && b.cfg.RejectTransactionMessage {
+		return codec.ResponseNoPermission, "the broker[" + b.data.brokerIP + "] sending transaction message is forbidden"
+	}
+	delayed := false
+	if !half {
+		t := codec.TransactionType(sysFlag)
+		delayed = delayLevel > 0 && (t == codec.SysFlagTransactionNot || t == codec.SysFlagTransactionCommit)
+		if delayed && delayLevel > b.data.maxDelayLevel {
+			delayLevel = b.data.maxDelayLevel
+		}
+	}
+
+	// Properties: the client's minus WAIT (and DELAY when it is dropped or rewritten),
+	// then UNIQ_KEY if missing, CLUSTER, and the redirection's keys.
+	p := copyProperties(r.props[:0], clientProps, toDLQ || delayed)
+	if v, ok := codec.LookupProperty(clientProps, codec.PropertyUniqClientMessageIDKey); ok && len(v) > 0 {
+		r.uniqKey = append(r.uniqKey[:0], v...)
+	} else {
+		r.uniqKey = b.uniqKeys.Append(r.uniqKey[:0], b.clock())
+		p = appendPropertyBytes(p, codec.PropertyUniqClientMessageIDKey, r.uniqKey)
+	}
+	p = codec.AppendProperty(p, codec.PropertyCluster, b.data.clusterName)
+	switch {
+	case half:
+		p = codec.AppendProperty(p, codec.PropertyRealTopic, topic)
+		p = appendPropertyInt(p, codec.PropertyRealQueueID, int64(queueID))
+		p = appendPropertyBytes(p, codec.PropertyTransactionID, r.uniqKey)
+		sysFlag = codec.ResetTransactionType(sysFlag, codec.SysFlagTransactionNot)
+		topic, queueID = TransHalfTopic, 0
+	case delayed:
+		p = appendPropertyInt(p, codec.PropertyDelayTimeLevel, int64(delayLevel))
+		p = codec.AppendProperty(p, codec.PropertyRealTopic, topic)
+		p = appendPropertyInt(p, codec.PropertyRealQueueID, int64(queueID))
+		topic, queueID = ScheduleTopic, int32(delayLevel-1)
+	}
+	r.props = p
+	if len(p) > propertiesBytesLimit {
+		return codec.ResponseMessageIllegal, b.messageIllegalRemark()
+	}
+	r.msg = codec.Message{
+		Topic:          topic,
+		QueueID:        queueID,
+		Flag:           h.Flag,
+		SysFlag:        sysFlag,
+		BornTimestamp:  h.BornTimestamp,
+		BornHost:       bornHost(rc),
+		StoreHost:      b.storeHost,
+		ReconsumeTimes: h.ReconsumeTimes,
+		Body:           body,
+		Properties:     p,
+	}
+	return codec.ResponseSuccess, ""
+}
+
+// mqVersionV349 is MQVersion V3_4_9: from it on the broker honours maxReconsumeTimes from
+// the send header.
+const mqVersionV349 = 121
+
+// prepareBatch builds the records of a 320 send in r.batch. Each item keeps its own flag,
+// body and properties and gets the batch-level properties (the header's plus CLUSTER)
+// appended, as RocketMQ 4.9 does; items get no UNIQ_KEY of the broker's (Java clients put
+// one in every item, the Go client none, PROTOCOL.md §5.6).
+func (b *Broker) prepareBatch(r *sendRequest, rc *RequestContext, tc *codec.TopicConfig) (codec.ResponseCode, string) {
+	h := &r.header
+	body := rc.Cmd.Body
+	switch {
+	case len(h.Topic) > codec.V1MaxTopicBytes:
+		return codec.ResponseMessageIllegal, "message topic length too long " + strconv.Itoa(len(h.Topic))
+	case strings.HasPrefix(h.Topic, RetryGroupTopicPrefix):
+		return codec.ResponseMessageIllegal, "batch request does not support retry group " + h.Topic
+	case codec.TransactionType(h.SysFlag) != codec.SysFlagTransactionNot:
+		return codec.ResponseMessageIllegal, "batch message does not support transaction"
+	case len(body) == 0:
+		return codec.ResponseMessageIllegal, "the batch body is empty"
+	case len(body) > b.data.maxMessageSize || len(h.Properties) > propertiesBytesLimit:
+		return codec.ResponseMessageIllegal, b.messageIllegalRemark()
+	}
+	headerProps := stringBytes(h.Properties)
+	if v, ok := codec.LookupProperty(headerProps, codec.PropertyDelayTimeLevel); ok && !bytes.Equal(v, []byte("0")) {
+		return codec.ResponseMessageIllegal, "batch message does not support delay level"
+	}
+	sysFlag := h.SysFlag & sendSysFlagClientMask
+	if tc.TopicFilterType == codec.TopicFilterMultiTag {
+		sysFlag |= codec.SysFlagMultiTags
+	}
+	if v, ok := codec.LookupProperty(headerProps, codec.PropertyUniqClientMessageIDKey); ok {
+		r.uniqKey = append(r.uniqKey[:0], v...)
+	}
+	batchProps := append(r.props[:0], headerProps...)
+	if len(batchProps) > 0 && batchProps[len(batchProps)-1] != codec.PropertySeparator {
+		batchProps = append(batchProps, codec.PropertySeparator)
+	}
+	batchProps = codec.AppendProperty(batchProps, codec.PropertyCluster, b.data.clusterName)
+	r.props = batchProps
+
+	arena := r.arena[:0]
+	bounds := r.itemBounds[:0]
+	reader := codec.NewBatchReader(body)
+	n := 0
+	for {
+		item, ok, err := reader.Next()
+		if err != nil {
+			return codec.ResponseMessageIllegal, "bad batch body: " + err.Error()
+		}
+		if !ok {
+			break
+		}
+		start := len(arena)
+		arena = append(arena, item.Properties...)
+		if len(item.Properties) > 0 && item.Properties[len(item.Properties)-1] != codec.PropertySeparator {
+			arena = append(arena, codec.PropertySeparator)
+		}
+		arena = append(arena, batchProps...)
+		if len(arena)-start > propertiesBytesLimit {
+			return codec.ResponseMessageIllegal, b.messageIllegalRemark()
+		}
+		bounds = append(bounds, len(arena))
+		r.batch.Messages = append(r.batch.Messages, codec.Message{
+			Topic:          h.Topic,
+			QueueID:        r.queueID,
+			Flag:           item.Flag,
+			SysFlag:        sysFlag,
+			BornTimestamp:  h.BornTimestamp,
+			ReconsumeTimes: h.ReconsumeTimes,
+			Body:           item.Body,
+		})
+		n++
+	}
+	if n == 0 {
+		return codec.ResponseMessageIllegal, "the batch body holds no message"
+	}
+	// The arena is complete: now its slices stay put.
+	born := bornHost(rc)
+	start := 0
+	for i := range r.batch.Messages {
+		m := &r.batch.Messages[i]
+		m.Properties = arena[start:bounds[i]:bounds[i]]
+		m.BornHost = born
+		m.StoreHost = b.storeHost
+		start = bounds[i]
+	}
+	r.arena, r.itemBounds = arena, bounds
+	return codec.ResponseSuccess, ""
+}
+
+// copyProperties appends the client's properties without WAIT (and without DELAY when
+// dropDelay), ending with a separator so that more pairs can follow. The common case —
+// neither key present — is one copy.
+func copyProperties(dst, props []byte, dropDelay bool) []byte {
+	if !bytes.Contains(props, []byte(codec.PropertyWaitStoreMsgOK+"\x01")) &&
+		(!dropDelay || !bytes.Contains(props, []byte(codec.PropertyDelayTimeLevel+"\x01"))) {
+		dst = append(dst, props...)
+		if len(props) > 0 && props[len(props)-1] != codec.PropertySeparator {
+			dst = append(dst, codec.PropertySeparator)
+		}
+		return dst
+	}
+	if dropDelay {
+		return codec.AppendPropertiesWithout(dst, props, codec.PropertyWaitStoreMsgOK, codec.PropertyDelayTimeLevel)
+	}
+	return codec.AppendPropertiesWithout(dst, props, codec.PropertyWaitStoreMsgOK)
+}
+
+func appendPropertyBytes(dst []byte, key string, value []byte) []byte {
+	if len(value) == 0 {
+		return dst
+	}
+	dst = append(dst, key...)
+	dst = append(dst, codec.NameValueSeparator)
+	dst = append(dst, value...)
+	return append(dst, codec.PropertySeparator)
+}
+
+func appendPropertyInt(dst []byte, key string, v int64) []byte {
+	dst = append(dst, key...)
+	dst = append(dst, codec.NameValueSeparator)
+	dst = strconv.AppendInt(dst, v, 10)
+	return append(dst, codec.PropertySeparator)
+}
+
+// parseDecimal parses an optionally signed decimal int32 without allocating.
+func parseDecimal(b []byte) (int, bool) {
+	neg := false
+	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
+		neg = b[0] == '-'
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 10 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	if n > 1<<31-1 {
+		return 0, false
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+// waitStoreMsgOK is Message.isWaitStoreMsgOK: absent or "true" (any case).
+func waitStoreMsgOK(props string) bool {
+	v, ok := codec.LookupProperty(stringBytes(props), codec.PropertyWaitStoreMsgOK)
+	return !ok || bytes.EqualFold(v, []byte("true"))
+}
+
+// put stores the prepared message or batch and answers, now or (SYNC_FLUSH) from the
+// durability callback.
+func (b *Broker) put(r *sendRequest) {
+	if b.store.IsOSPageCacheBusy() {
+		b.metrics.busy.WithLabelValues("pc_synchronized").Inc()
+		r.answer(codec.ResponseSystemBusy, remarkPCBusy, true)
+		return
+	}
+	var res store.PutResult
+	var err error
+	if r.isBatch {
+		res, err = b.store.PutMessages(&r.batch)
+		for i := range r.batch.Messages {
+			r.batch.Messages[i].Body = nil // views into the connection's read buffer
+		}
+	} else {
+		res, err = b.store.PutMessage(&r.msg)
+		r.msg.Body = nil
+	}
+	code, remark := b.putOutcome(res, err)
+	if code != codec.ResponseSuccess {
+		r.answer(code, remark, true)
+		return
+	}
+	r.result = res
+	if b.data.syncFlush && waitStoreMsgOK(r.header.Properties) {
+		// The callback answers; it may run right here (already durable, queue full) or on
+		// the group commit's goroutine.
+		b.store.WaitDurable(res.EndOffset(), r.durable)
+		return
+	}
+	r.answerStored(codec.ResponseSuccess, "")
+}
+
+// putOutcome maps a put's error or status to the response code (SendMessageProcessor
+// handlePutMessageResult). Success codes mean the message is stored: SUCCESS and the
+// "stored, but" codes FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE.
+func (b *Broker) putOutcome(res store.PutResult, err error) (codec.ResponseCode, string) {
+	if err != nil {
+		switch {
+		case errors.Is(err, store.ErrMessageIllegal), errors.Is(err, store.ErrPropertiesSizeExceeded):
+			return codec.ResponseMessageIllegal, b.messageIllegalRemark()
+		case errors.Is(err, store.ErrOSPageCacheBusy):
+			b.metrics.busy.WithLabelValues("pc_synchronized").Inc()
+			return codec.ResponseSystemBusy, remarkPCBusy
+		case errors.Is(err, flush.ErrQueueFull):
+			b.metrics.busy.WithLabelValues("flush_queue_full").Inc()
+			return codec.ResponseSystemBusy, remarkFlushQueueFull
+		case errors.Is(err, store.ErrCreateMappedFile):
+			return codec.ResponseSystemError, remarkCreateMappedFileFailed
+		case errors.Is(err, store.ErrServiceNotAvailable), errors.Is(err, store.ErrDiskFull),
+			errors.Is(err, store.ErrClosed), errors.Is(err, store.ErrFlushFailed):
+			return codec.ResponseServiceNotAvailable, remarkServiceNotAvailable + " (" + err.Error() + ")"
+		}
+		return codec.ResponseSystemError, "UNKNOWN_ERROR: " + err.Error()
+	}
+	switch res.Status {
+	case store.PutOK:
+		return codec.ResponseSuccess, ""
+	case store.FlushDiskTimeout, store.FlushSlaveTimeout, store.SlaveNotAvailable:
+		return codec.ResponseSuccess, "" // stored: answerStored picks the code from the status
+	case store.ServiceNotAvailable:
+		return codec.ResponseServiceNotAvailable, remarkServiceNotAvailable
+	case store.CreateMappedFileFailed:
+		return codec.ResponseSystemError, remarkCreateMappedFileFailed
+	case store.MessageIllegal, store.PropertiesSizeExceeded:
+		return codec.ResponseMessageIllegal, b.messageIllegalRemark()
+	case store.OSPageCacheBusy:
+		b.metrics.busy.WithLabelValues("pc_synchronized").Inc()
+		return codec.ResponseSystemBusy, remarkPCBusy
+	}
+	return codec.ResponseSystemError, "UNKNOWN_ERROR"
+}
+
+// storedCode is the response code of a stored message whose put status is st.
+func storedCode(st store.PutMessageStatus) codec.ResponseCode {
+	switch st {
+	case store.FlushDiskTimeout:
+		return codec.ResponseFlushDiskTimeout
+	case store.FlushSlaveTimeout:
+		return codec.ResponseFlushSlaveTimeout
+	case store.SlaveNotAvailable:
+		return codec.ResponseSlaveNotAvailable
+	}
+	return codec.ResponseSuccess
+}
+
+// onDurable is the SYNC_FLUSH callback: the message is stored; err says whether it is
+// durable. It runs on the group commit's goroutine (or inline in WaitDurable) and only
+// queues the response.
+func (r *sendRequest) onDurable(err error) {
+	switch {
+	case err == nil:
+		r.answerStored(codec.ResponseSuccess, "")
+	case errors.Is(err, flush.ErrQueueFull):
+		r.b.metrics.busy.WithLabelValues("flush_queue_full").Inc()
+		r.answer(codec.ResponseSystemBusy, remarkFlushQueueFull, true)
+	case errors.Is(err, flush.ErrFlushTimeout):
+		r.answerStored(codec.ResponseFlushDiskTimeout, "")
+	default:
+		// Stored in the page cache, not known durable (I/O error, shutdown): the Java
+		// broker's flushOK=false answer, with the reason.
+		r.answerStored(codec.ResponseFlushDiskTimeout, "flush failed: "+err.Error())
+	}
+}
+
+// answerStored writes the full send response for a stored message or batch. code is
+// SUCCESS unless the durability wait said otherwise; the put status may still turn it
+// into another "stored, but" code.
+func (r *sendRequest) answerStored(code codec.ResponseCode, remark string) {
+	if code == codec.ResponseSuccess {
+		code = storedCode(r.result.Status)
+	}
+	b := r.b
+	ids := r.msgIDs[:0] // the offsetMsgId of each record
+	if r.isBatch {
+		for i, off := range r.batch.PhysicalOffsets {
+			if i > 0 {
+				ids = append(ids, ',')
+			}
+			ids = codec.AppendOffsetMsgID(ids, b.storeHost, off)
+		}
+	} else {
+		ids = codec.AppendOffsetMsgID(ids, b.storeHost, r.result.WroteOffset)
+	}
+	r.msgIDs = ids
+	fields := [...]extField{
+		strField("MSG_REGION", defaultRegionID),
+		strField("TRACE_ON", traceOnText),
+		bytesField("msgId", ids),
+		numField("queueId", int64(r.queueID)),
+		numField("queueOffset", r.result.QueueOffset),
+		bytesField("transactionId", r.uniqKey),
+	}
+	n := len(fields)
+	if len(r.uniqKey) == 0 {
+		n-- // transactionId is left out when empty, as a null field is
+	}
+	r.write(code, remark, fields[:n])
+}
+
+// answer writes a response without the send header (errors). withRegion adds MSG_REGION
+// and TRACE_ON, which the Java broker puts on every send response once the header parsed.
+func (r *sendRequest) answer(code codec.ResponseCode, remark string, withRegion bool) {
+	if !withRegion {
+		r.write(code, remark, nil)
+		return
+	}
+	fields := [...]extField{strField("MSG_REGION", defaultRegionID), strField("TRACE_ON", traceOnText)}
+	r.write(code, remark, fields[:])
+}
+
+func (r *sendRequest) write(code codec.ResponseCode, remark string, fields []extField) {
+	b := r.b
+	buf, err := appendResponseHeader(r.resp[:0], r.to, code, remark, fields, 0)
+	if err != nil {
+		b.logger.Warn("broker: cannot encode send response", "code", code, "err", err)
+		to := r.to
+		r.release()
+		b.respond(to, codec.ResponseSystemError, "response encoding failed: "+err.Error(), nil)
+		return
+	}
+	r.resp = buf
+	if err := r.to.conn.WriteFrame(r.resp, nil, r.done); err != nil {
+		b.metrics.replyErrors.Inc()
+	}
+}

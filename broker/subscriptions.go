@@ -1,0 +1,195 @@
+package broker
+
+import (
+	"log/slog"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ringmq/ringmq/codec"
+)
+
+// Built-in consumer groups (RocketMQ MixAll), present in every broker's table.
+const (
+	ToolsConsumerGroup     = "TOOLS_CONSUMER"
+	FiltersrvConsumerGroup = "FILTERSRV_CONSUMER"
+	SelfTestConsumerGroup  = "SELF_TEST_C_GROUP"
+	OnsHTTPProxyGroup      = "CID_ONS-HTTP-PROXY"
+	OnsAPIPullGroup        = "CID_ONSAPI_PULL"
+	OnsAPIPermissionGroup  = "CID_ONSAPI_PERMISSION"
+	OnsAPIOwnerGroup       = "CID_ONSAPI_OWNER"
+	SysTransCheckGroup     = "CID_RMQ_SYS_TRANS"
+	sysConsumerGroupPrefix = "CID_RMQ_SYS_"
+)
+
+// SubscriptionGroupManager holds subscriptionGroup.json: the broker-side settings of every
+// consumer group (retry queues, max retries, whether it may consume, whether members are
+// told about membership changes...). Safe for concurrent use.
+//
+// FindOrCreate runs on event loops (heartbeats, pulls, send-backs): a group it creates is
+// written to disk by the broker's background flusher. Update and Delete write before they
+// return.
+type SubscriptionGroupManager struct {
+	autoCreate bool
+	clock      func() time.Time
+	logger     *slog.Logger
+	file       *configFile
+
+	mu        sync.RWMutex
+	table     map[string]codec.SubscriptionGroupConfig
+	forbidden map[string]map[string]int32 // 5.x forbiddenTable, kept as read
+	version   codec.DataVersion
+}
+
+func newSubscriptionGroupManager(autoCreate bool, storePathRootDir string, clock func() time.Time,
+	logger *slog.Logger) *SubscriptionGroupManager {
+	m := &SubscriptionGroupManager{
+		autoCreate: autoCreate, clock: clock, logger: logger,
+		table:     map[string]codec.SubscriptionGroupConfig{},
+		forbidden: map[string]map[string]int32{},
+		version:   codec.DataVersion{Timestamp: clock().UnixMilli()},
+	}
+	m.file = newConfigFile(filepath.Join(configDir(storePathRootDir), subscriptionGroupFileName), m.encodeFile, logger)
+	// The built-ins RocketMQ's SubscriptionGroupManager creates.
+	for _, g := range []string{ToolsConsumerGroup, FiltersrvConsumerGroup, SelfTestConsumerGroup,
+		OnsHTTPProxyGroup, OnsAPIPullGroup, OnsAPIPermissionGroup, OnsAPIOwnerGroup, SysTransCheckGroup} {
+		m.table[g] = codec.NewSubscriptionGroupConfig(g)
+	}
+	return m
+}
+
+// Load merges subscriptionGroup.json (or its .bak) over the built-in groups.
+func (m *SubscriptionGroupManager) Load() error {
+	_, err := loadConfigFile(m.file.path, func(data []byte) error {
+		w, err := codec.DecodeSubscriptionGroupWrapper(data)
+		if err != nil {
+			return err
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		for name, c := range w.SubscriptionGroupTable {
+			if c.GroupName == "" {
+				c.GroupName = name
+			}
+			m.table[name] = c
+		}
+		maps.Copy(m.forbidden, w.ForbiddenTable)
+		m.version = w.DataVersion
+		return nil
+	}, m.logger)
+	return err
+}
+
+func (m *SubscriptionGroupManager) encodeFile() ([]byte, error) {
+	w := m.Snapshot()
+	return w.Encode(true)
+}
+
+// Persist writes subscriptionGroup.json now.
+func (m *SubscriptionGroupManager) Persist() error { return m.file.persist() }
+
+// Get returns the group's config without creating it.
+func (m *SubscriptionGroupManager) Get(group string) (codec.SubscriptionGroupConfig, bool) {
+	m.mu.RLock()
+	c, ok := m.table[group]
+	m.mu.RUnlock()
+	return c, ok
+}
+
+// Contains reports whether the group exists (UPDATE_CONSUMER_OFFSET's check).
+func (m *SubscriptionGroupManager) Contains(group string) bool {
+	_, ok := m.Get(group)
+	return ok
+}
+
+// FindOrCreate returns the group's config, creating it with defaults when
+// autoCreateSubscriptionGroup is on (ok=false otherwise: SUBSCRIPTION_GROUP_NOT_EXIST).
+// Groups named CID_RMQ_SYS_* are always created; an invalid group name never is.
+func (m *SubscriptionGroupManager) FindOrCreate(group string) (codec.SubscriptionGroupConfig, bool) {
+	if c, ok := m.Get(group); ok {
+		return c, true
+	}
+	if !m.autoCreate && !strings.HasPrefix(group, sysConsumerGroupPrefix) {
+		return codec.SubscriptionGroupConfig{}, false
+	}
+	if !validGroupName(group) {
+		return codec.SubscriptionGroupConfig{}, false
+	}
+	m.mu.Lock()
+	c, ok := m.table[group]
+	if !ok {
+		c = codec.NewSubscriptionGroupConfig(group)
+		m.table[group] = c
+		m.version = m.nextVersion(m.version)
+	}
+	m.mu.Unlock()
+	if !ok {
+		m.logger.Info("broker: subscription group auto-created", "group", group)
+		m.file.markDirty()
+	}
+	return c, true
+}
+
+func (m *SubscriptionGroupManager) nextVersion(v codec.DataVersion) codec.DataVersion {
+	v.Counter++
+	v.Timestamp = m.clock().UnixMilli()
+	return v
+}
+
+// Update creates or replaces a group (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP) and writes the
+// file before returning. It blocks on disk: call it from a pool.
+func (m *SubscriptionGroupManager) Update(c codec.SubscriptionGroupConfig) error {
+	if c.Attributes == nil {
+		c.Attributes = map[string]string{}
+	}
+	m.mu.Lock()
+	_, existed := m.table[c.GroupName]
+	m.table[c.GroupName] = c
+	m.version = m.nextVersion(m.version)
+	m.mu.Unlock()
+	m.logger.Info("broker: subscription group updated", "group", c.GroupName, "created", !existed)
+	return m.file.persist()
+}
+
+// Delete removes a group and writes the file; false when it did not exist. Blocks on disk.
+func (m *SubscriptionGroupManager) Delete(group string) (bool, error) {
+	m.mu.Lock()
+	_, ok := m.table[group]
+	if ok {
+		delete(m.table, group)
+		delete(m.forbidden, group)
+		m.version = m.nextVersion(m.version)
+	}
+	m.mu.Unlock()
+	if !ok {
+		return false, nil
+	}
+	m.logger.Info("broker: subscription group deleted", "group", group)
+	return true, m.file.persist()
+}
+
+// Snapshot returns the table as subscriptionGroup.json / the GET_ALL_SUBSCRIPTIONGROUP_CONFIG
+// body. Maps are copies.
+func (m *SubscriptionGroupManager) Snapshot() *codec.SubscriptionGroupWrapper {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	forbidden := make(map[string]map[string]int32, len(m.forbidden))
+	for g, t := range m.forbidden {
+		forbidden[g] = maps.Clone(t)
+	}
+	return &codec.SubscriptionGroupWrapper{
+		DataVersion:            m.version,
+		ForbiddenTable:         forbidden,
+		SubscriptionGroupTable: maps.Clone(m.table),
+	}
+}
+
+// GroupNames returns every group's name, sorted.
+func (m *SubscriptionGroupManager) GroupNames() []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return slices.Sorted(maps.Keys(m.table))
+}

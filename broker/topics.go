@@ -1,0 +1,419 @@
+package broker
+
+import (
+	"fmt"
+	"log/slog"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ringmq/ringmq/codec"
+)
+
+// Topic permission bits (RocketMQ PermName), used in TopicConfig.Perm, QueueData.Perm and
+// brokerPermission.
+const (
+	PermPriority int32 = 8
+	PermRead     int32 = 4
+	PermWrite    int32 = 2
+	PermInherit  int32 = 1
+)
+
+// IsReadable reports whether perm allows reading (pull, consume).
+func IsReadable(perm int32) bool { return perm&PermRead != 0 }
+
+// IsWriteable reports whether perm allows writing (send).
+func IsWriteable(perm int32) bool { return perm&PermWrite != 0 }
+
+// IsInherited reports whether a topic may serve as a template for auto-created topics.
+func IsInherited(perm int32) bool { return perm&PermInherit != 0 }
+
+// Topic sys-flag bits (RocketMQ TopicSysFlag).
+const (
+	TopicSysFlagUnit    int32 = 1
+	TopicSysFlagUnitSub int32 = 2
+)
+
+// Names of built-in topics and group-topic prefixes (RocketMQ TopicValidator, MixAll).
+const (
+	AutoCreateTopicKeyTopic    = "TBW102"
+	ScheduleTopic              = "SCHEDULE_TOPIC_XXXX"
+	BenchmarkTopic             = "BenchmarkTest"
+	SelfTestTopic              = "SELF_TEST_TOPIC"
+	OffsetMovedEventTopic      = "OFFSET_MOVED_EVENT"
+	TransHalfTopic             = "RMQ_SYS_TRANS_HALF_TOPIC"
+	TransOpHalfTopic           = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+	TransCheckMaxTimeTopic     = "TRANS_CHECK_MAX_TIME_TOPIC"
+	DefaultTraceTopic          = "RMQ_SYS_TRACE_TOPIC"
+	ReplyTopicSuffix           = "_REPLY_TOPIC" // <cluster>_REPLY_TOPIC
+	SystemTopicPrefix          = "rmq_sys_"
+	RetryGroupTopicPrefix      = "%RETRY%"
+	DLQGroupTopicPrefix        = "%DLQ%"
+	scheduleTopicQueueNums     = 18
+	benchmarkTopicQueueNums    = 1024
+	topicNameMaxLength         = 127
+	retryOrDLQTopicNameMaxLen  = 255
+	topicNameAllowedCharacters = "^[%|a-zA-Z0-9_-]+$"
+)
+
+// RetryTopic is a consumer group's retry topic, %RETRY%<group>.
+func RetryTopic(group string) string { return RetryGroupTopicPrefix + group }
+
+// DLQTopic is a consumer group's dead-letter topic, %DLQ%<group>.
+func DLQTopic(group string) string { return DLQGroupTopicPrefix + group }
+
+// validTopicOrGroupChar reports whether c may appear in a topic or group name.
+func validTopicOrGroupChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+		c == '%' || c == '|' || c == '_' || c == '-'
+}
+
+// ValidateTopicName checks a topic name as RocketMQ's TopicValidator does and returns the
+// Java broker's remark for the first problem, or "" when the name is valid. Retry and DLQ
+// topics may be up to 255 characters, others 127.
+func ValidateTopicName(topic string) string {
+	if strings.TrimSpace(topic) == "" {
+		return "The specified topic is blank."
+	}
+	for i := 0; i < len(topic); i++ {
+		if !validTopicOrGroupChar(topic[i]) {
+			return fmt.Sprintf("The specified topic[%s] contains illegal characters, allowing only %s",
+				topic, topicNameAllowedCharacters)
+		}
+	}
+	limit := topicNameMaxLength
+	if strings.HasPrefix(topic, RetryGroupTopicPrefix) || strings.HasPrefix(topic, DLQGroupTopicPrefix) {
+		limit = retryOrDLQTopicNameMaxLen
+	}
+	if len(topic) > limit {
+		return "The specified topic is longer than topic max length."
+	}
+	return ""
+}
+
+// validGroupName reports whether a consumer group name is acceptable (RocketMQ: at most 255
+// characters of the topic character set).
+func validGroupName(group string) bool {
+	if group == "" || len(group) > retryOrDLQTopicNameMaxLen {
+		return false
+	}
+	for i := 0; i < len(group); i++ {
+		if !validTopicOrGroupChar(group[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// topicState is one immutable version of the topic table. Readers load it without locks;
+// writers replace it whole (copy on write): topics change rarely, and Get runs on every send
+// and pull.
+type topicState struct {
+	table   map[string]codec.TopicConfig
+	version codec.DataVersion
+}
+
+// topicManagerOptions are the broker settings the topic table depends on.
+type topicManagerOptions struct {
+	clusterName           string
+	brokerName            string
+	autoCreateTopicEnable bool
+	defaultTopicQueueNums int32
+	clusterTopicEnable    bool
+	brokerTopicEnable     bool
+	traceTopicEnable      bool
+	traceTopicName        string
+}
+
+func topicOptionsFrom(cfg *Config) topicManagerOptions {
+	return topicManagerOptions{
+		clusterName:           cfg.BrokerClusterName,
+		brokerName:            cfg.BrokerName,
+		autoCreateTopicEnable: cfg.AutoCreateTopicEnable,
+		defaultTopicQueueNums: int32(cfg.DefaultTopicQueueNums),
+		clusterTopicEnable:    cfg.ClusterTopicEnable,
+		brokerTopicEnable:     cfg.BrokerTopicEnable,
+		traceTopicEnable:      cfg.TraceTopicEnable,
+		traceTopicName:        cfg.MsgTraceTopicName,
+	}
+}
+
+// TopicConfigManager holds topics.json: every topic this broker serves, with its queue
+// counts and permissions, and the table's DataVersion (which name servers and slaves compare).
+// It starts with RocketMQ's built-in topics; the file's entries override them.
+//
+// Safe for concurrent use. Get never blocks (it reads an immutable snapshot). Changes made on
+// an event loop (CreateInSendMessage, CreateInSendMessageBack) are written to disk by the
+// broker's background flusher; Update and Delete write before they return.
+//
+// TopicConfig values returned share their Attributes map with the table: treat them as
+// read-only.
+type TopicConfigManager struct {
+	opts     topicManagerOptions
+	clock    func() time.Time
+	logger   *slog.Logger
+	file     *configFile
+	onChange func() // asks for a registration with the name servers; nil in unit tests
+
+	system map[string]bool // built-in topic names; fixed at construction
+
+	mu    sync.Mutex // serializes writers
+	state atomic.Pointer[topicState]
+}
+
+// newTopicConfigManager builds the table with the built-in topics; Load reads the file.
+func newTopicConfigManager(opts topicManagerOptions, storePathRootDir string, clock func() time.Time,
+	logger *slog.Logger) *TopicConfigManager {
+	m := &TopicConfigManager{opts: opts, clock: clock, logger: logger, system: map[string]bool{}}
+	m.file = newConfigFile(filepath.Join(configDir(storePathRootDir), topicsFileName), m.encodeFile, logger)
+	table := map[string]codec.TopicConfig{}
+	add := func(tc codec.TopicConfig) {
+		table[tc.TopicName] = tc
+		m.system[tc.TopicName] = true
+	}
+	withQueues := func(name string, queues int32) codec.TopicConfig {
+		tc := codec.NewTopicConfig(name)
+		tc.ReadQueueNums, tc.WriteQueueNums = queues, queues
+		return tc
+	}
+	// The same built-ins, with the same settings, as RocketMQ's TopicConfigManager.
+	add(withQueues(SelfTestTopic, 1))
+	if opts.autoCreateTopicEnable {
+		tc := withQueues(AutoCreateTopicKeyTopic, opts.defaultTopicQueueNums)
+		tc.Perm = PermInherit | PermRead | PermWrite
+		add(tc)
+	}
+	add(withQueues(BenchmarkTopic, benchmarkTopicQueueNums))
+	{
+		tc := codec.NewTopicConfig(opts.clusterName)
+		tc.Perm = PermInherit
+		if opts.clusterTopicEnable {
+			tc.Perm |= PermRead | PermWrite
+		}
+		add(tc)
+	}
+	{
+		tc := withQueues(opts.brokerName, 1)
+		tc.Perm = PermInherit
+		if opts.brokerTopicEnable {
+			tc.Perm |= PermRead | PermWrite
+		}
+		add(tc)
+	}
+	add(withQueues(OffsetMovedEventTopic, 1))
+	add(withQueues(ScheduleTopic, scheduleTopicQueueNums))
+	if opts.traceTopicEnable && opts.traceTopicName != "" {
+		add(withQueues(opts.traceTopicName, 1))
+	}
+	add(withQueues(opts.clusterName+ReplyTopicSuffix, 1))
+	add(withQueues(TransHalfTopic, 1))
+	add(withQueues(TransOpHalfTopic, 1))
+	m.state.Store(&topicState{table: table, version: codec.DataVersion{Timestamp: clock().UnixMilli()}})
+	return m
+}
+
+// Load merges topics.json (or its .bak) over the built-in topics and takes its DataVersion.
+// Call before the broker serves requests.
+func (m *TopicConfigManager) Load() error {
+	_, err := loadConfigFile(m.file.path, func(data []byte) error {
+		w, err := codec.DecodeTopicConfigSerializeWrapper(data)
+		if err != nil {
+			return err
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		old := m.state.Load()
+		table := maps.Clone(old.table)
+		for name, tc := range w.TopicConfigTable {
+			if tc.TopicName == "" {
+				tc.TopicName = name
+			}
+			table[name] = tc
+		}
+		m.state.Store(&topicState{table: table, version: w.DataVersion})
+		return nil
+	}, m.logger)
+	return err
+}
+
+// encodeFile is topics.json's content: the whole table, pretty-printed as Java writes it.
+func (m *TopicConfigManager) encodeFile() ([]byte, error) {
+	w := m.Snapshot()
+	return w.Encode(true)
+}
+
+// Persist writes topics.json now.
+func (m *TopicConfigManager) Persist() error { return m.file.persist() }
+
+// Get returns the topic's config. It does not block or allocate.
+func (m *TopicConfigManager) Get(topic string) (codec.TopicConfig, bool) {
+	tc, ok := m.state.Load().table[topic]
+	return tc, ok
+}
+
+// Contains reports whether the topic exists.
+func (m *TopicConfigManager) Contains(topic string) bool {
+	_, ok := m.state.Load().table[topic]
+	return ok
+}
+
+// IsSystemTopic reports whether topic is one of the broker's built-in topics (including the
+// cluster, broker and reply topics of this broker) or carries the rmq_sys_ prefix. Such
+// topics cannot be created or deleted through the admin API.
+func (m *TopicConfigManager) IsSystemTopic(topic string) bool {
+	switch topic {
+	case AutoCreateTopicKeyTopic, ScheduleTopic, BenchmarkTopic, TransHalfTopic, TransOpHalfTopic,
+		TransCheckMaxTimeTopic, DefaultTraceTopic, SelfTestTopic, OffsetMovedEventTopic:
+		return true
+	}
+	return m.system[topic] || strings.HasPrefix(topic, SystemTopicPrefix)
+}
+
+// DataVersion returns the table's current version.
+func (m *TopicConfigManager) DataVersion() codec.DataVersion { return m.state.Load().version }
+
+// Snapshot returns the table and its version as a wrapper (topics.json, the
+// GET_ALL_TOPIC_CONFIG body, the register body). The map is a copy; its TopicConfig
+// values share Attributes maps with the table, which are never modified in place.
+func (m *TopicConfigManager) Snapshot() *codec.TopicConfigSerializeWrapper {
+	st := m.state.Load()
+	return &codec.TopicConfigSerializeWrapper{DataVersion: st.version, TopicConfigTable: maps.Clone(st.table)}
+}
+
+// TopicNames returns the names of all topics, sorted.
+func (m *TopicConfigManager) TopicNames() []string {
+	return slices.Sorted(maps.Keys(m.state.Load().table))
+}
+
+// nextVersion returns v advanced by one change (RocketMQ DataVersion.nextVersion).
+func (m *TopicConfigManager) nextVersion(v codec.DataVersion) codec.DataVersion {
+	v.Counter++
+	v.Timestamp = m.clock().UnixMilli()
+	return v
+}
+
+// put installs tc in a new table version. Caller holds m.mu.
+func (m *TopicConfigManager) put(tc codec.TopicConfig) {
+	old := m.state.Load()
+	table := maps.Clone(old.table)
+	table[tc.TopicName] = tc
+	m.state.Store(&topicState{table: table, version: m.nextVersion(old.version)})
+}
+
+func (m *TopicConfigManager) changed() {
+	if m.onChange != nil {
+		m.onChange()
+	}
+}
+
+// CreateInSendMessage auto-creates an unknown topic on send (PROTOCOL.md §10): the
+// template defaultTopic must exist with PERM_INHERIT, queues = min(clientQueueNums,
+// template writeQueueNums), perm = template perm without INHERIT. Persists and
+// triggers a registration with the name servers. ok=false: not allowed (the caller
+// answers TOPIC_NOT_EXIST).
+//
+// With autoCreateTopicEnable=false the TBW102 template never allows it, even when an old
+// topics.json still holds TBW102 with INHERIT (RocketMQ strips the bit at that point).
+// Runs inline on event loops: the file is written in the background.
+func (m *TopicConfigManager) CreateInSendMessage(topic, defaultTopic string, clientQueueNums, topicSysFlag int32) (tc codec.TopicConfig, ok bool) {
+	if tc, ok := m.Get(topic); ok {
+		return tc, true
+	}
+	if ValidateTopicName(topic) != "" {
+		return codec.TopicConfig{}, false
+	}
+	m.mu.Lock()
+	if tc, ok := m.Get(topic); ok { // created meanwhile
+		m.mu.Unlock()
+		return tc, true
+	}
+	template, ok := m.Get(defaultTopic)
+	inherit := ok && IsInherited(template.Perm) &&
+		(defaultTopic != AutoCreateTopicKeyTopic || m.opts.autoCreateTopicEnable)
+	if !inherit {
+		m.mu.Unlock()
+		m.logger.Debug("broker: topic not auto-created: template missing or not inheritable",
+			"topic", topic, "defaultTopic", defaultTopic, "templateExists", ok)
+		return codec.TopicConfig{}, false
+	}
+	queues := max(min(clientQueueNums, template.WriteQueueNums), 0)
+	tc = codec.NewTopicConfig(topic)
+	tc.ReadQueueNums, tc.WriteQueueNums = queues, queues
+	tc.Perm = template.Perm &^ PermInherit
+	tc.TopicSysFlag = topicSysFlag
+	tc.TopicFilterType = template.TopicFilterType
+	m.put(tc)
+	m.mu.Unlock()
+	m.logger.Info("broker: topic auto-created on send", "topic", topic, "defaultTopic", defaultTopic,
+		"queues", queues, "perm", tc.Perm)
+	m.file.markDirty()
+	m.changed()
+	return tc, true
+}
+
+// CreateInSendMessageBack creates (or returns) a retry / DLQ topic with the given
+// queue count and perm. Like CreateInSendMessage it persists in the background and triggers
+// a registration; it runs inline on event loops (heartbeats, send-back).
+func (m *TopicConfigManager) CreateInSendMessageBack(topic string, queueNums, perm, topicSysFlag int32) codec.TopicConfig {
+	if tc, ok := m.Get(topic); ok {
+		return tc
+	}
+	m.mu.Lock()
+	if tc, ok := m.Get(topic); ok {
+		m.mu.Unlock()
+		return tc
+	}
+	tc := codec.NewTopicConfig(topic)
+	tc.ReadQueueNums, tc.WriteQueueNums = queueNums, queueNums
+	tc.Perm = perm
+	tc.TopicSysFlag = topicSysFlag
+	m.put(tc)
+	m.mu.Unlock()
+	m.logger.Info("broker: topic created", "topic", topic, "queues", queueNums, "perm", perm)
+	m.file.markDirty()
+	m.changed()
+	return tc
+}
+
+// Update creates or replaces a topic (UPDATE_AND_CREATE_TOPIC) and writes topics.json
+// before returning. It blocks on disk: call it from a pool, not an event loop.
+func (m *TopicConfigManager) Update(tc codec.TopicConfig) error {
+	if tc.Attributes == nil {
+		tc.Attributes = map[string]string{}
+	}
+	if tc.TopicFilterType == "" {
+		tc.TopicFilterType = codec.TopicFilterSingleTag
+	}
+	m.mu.Lock()
+	_, existed := m.Get(tc.TopicName)
+	m.put(tc)
+	m.mu.Unlock()
+	m.logger.Info("broker: topic updated", "topic", tc.TopicName, "created", !existed,
+		"readQueueNums", tc.ReadQueueNums, "writeQueueNums", tc.WriteQueueNums, "perm", tc.Perm)
+	err := m.file.persist()
+	m.changed()
+	return err
+}
+
+// Delete removes a topic and writes topics.json before returning; false when the topic did
+// not exist (nothing written). It blocks on disk: call it from a pool.
+func (m *TopicConfigManager) Delete(topic string) (bool, error) {
+	m.mu.Lock()
+	old := m.state.Load()
+	if _, ok := old.table[topic]; !ok {
+		m.mu.Unlock()
+		return false, nil
+	}
+	table := maps.Clone(old.table)
+	delete(table, topic)
+	m.state.Store(&topicState{table: table, version: m.nextVersion(old.version)})
+	m.mu.Unlock()
+	m.logger.Info("broker: topic deleted", "topic", topic)
+	err := m.file.persist()
+	m.changed()
+	return true, err
+}

@@ -1,0 +1,144 @@
+package broker
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/flush"
+	"github.com/ringmq/ringmq/netio"
+	"github.com/ringmq/ringmq/store"
+)
+
+// storeConfig maps the broker's RocketMQ keys onto the store's Config.
+func storeConfig(cfg *Config, storeHost netip.AddrPort) (store.Config, error) {
+	sc := store.DefaultConfig(cfg.StorePathRootDir)
+	sc.StorePathCommitLog = cfg.StorePathCommitLog
+	sc.StorePathConsumeQueue = cfg.StorePathConsumeQueue
+	sc.StorePathIndex = cfg.StorePathIndex
+	sc.StoreCheckpoint = cfg.StoreCheckpoint
+	sc.AbortFile = cfg.AbortFile
+	sc.MappedFileSizeCommitLog = cfg.MappedFileSizeCommitLog
+	sc.MappedFileSizeConsumeQueue = cfg.MappedFileSizeConsumeQueue
+	sc.MaxMessageSize = cfg.MaxMessageSize
+	fdt, err := store.ParseFlushDiskType(cfg.FlushDiskType)
+	if err != nil {
+		return sc, err
+	}
+	sc.FlushDiskType = fdt
+	if cfg.FlushBackend != "" {
+		kind, err := flush.ParseKind(cfg.FlushBackend)
+		if err != nil {
+			return sc, fmt.Errorf("%w: key flushBackend: %w", ErrConfig, err)
+		}
+		sc.FlushBackend = kind
+	}
+	sc.FlushIntervalCommitLog = cfg.FlushIntervalCommitLog
+	sc.FlushCommitLogLeastPages = cfg.FlushCommitLogLeastPages
+	sc.FlushCommitLogThoroughInterval = cfg.FlushCommitLogThoroughInterval
+	sc.CommitIntervalCommitLog = cfg.CommitIntervalCommitLog
+	sc.CommitCommitLogLeastPages = cfg.CommitCommitLogLeastPages
+	sc.CommitCommitLogThoroughInterval = cfg.CommitCommitLogThoroughInterval
+	sc.FlushIntervalConsumeQueue = cfg.FlushIntervalConsumeQueue
+	sc.FlushConsumeQueueLeastPages = cfg.FlushConsumeQueueLeastPages
+	sc.FlushConsumeQueueThoroughInterval = cfg.FlushConsumeQueueThoroughInterval
+	sc.SyncFlushTimeout = cfg.SyncFlushTimeout
+	sc.TransientStorePoolEnable = cfg.TransientStorePoolEnable
+	sc.TransientStorePoolSize = cfg.TransientStorePoolSize
+	sc.TransientStorePoolPinned = cfg.TransientStorePoolPinned
+	sc.WarmMappedFileEnable = cfg.WarmMappedFileEnable
+	sc.UseReentrantLockWhenPutMessage = cfg.UseReentrantLockWhenPutMessage
+	sc.OSPageCacheBusyTimeout = cfg.OSPageCacheBusyTimeOutMills
+	sc.FileReservedTime = cfg.FileReservedTime
+	sc.DeleteWhen = cfg.DeleteWhen
+	sc.DiskMaxUsedSpaceRatio = cfg.DiskMaxUsedSpaceRatio
+	sc.CleanResourceInterval = cfg.CleanResourceInterval
+	sc.CheckCRCOnRecover = cfg.CheckCRCOnRecover
+	sc.MessageIndexEnable = cfg.MessageIndexEnable
+	sc.MaxHashSlotNum = cfg.MaxHashSlotNum
+	sc.MaxIndexNum = cfg.MaxIndexNum
+	sc.StoreHost = storeHost
+	sc.AccessMessageInMemoryMaxRatio = cfg.AccessMessageInMemoryMaxRate
+	sc.MaxTransferBytesOnMessageInMemory = cfg.MaxTransferBytesOnMessageInMemory
+	sc.MaxTransferCountOnMessageInMemory = cfg.MaxTransferCountOnMessageInMemory
+	sc.MaxTransferBytesOnMessageInDisk = cfg.MaxTransferBytesOnMessageInDisk
+	sc.MaxTransferCountOnMessageInDisk = cfg.MaxTransferCountOnMessageInDisk
+	return sc, sc.Validate()
+}
+
+func openStore(cfg *Config, storeHost netip.AddrPort, logger *slog.Logger, reg prometheus.Registerer,
+	clock func() time.Time) (store.MessageStore, error) {
+	sc, err := storeConfig(cfg, storeHost)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.Open(sc, store.Deps{Logger: logger, Clock: clock, Registerer: reg})
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// resolveBrokerIP returns brokerIP1, or when it is empty the first non-loopback IPv4
+// address of this host (RocketMQ's RemotingUtil.getLocalAddress), else 127.0.0.1.
+func resolveBrokerIP(configured string) (netip.Addr, error) {
+	if configured != "" {
+		a, err := netip.ParseAddr(configured)
+		if err != nil {
+			return netip.Addr{}, fmt.Errorf("%w: key brokerIP1: %q is not an IP address", ErrConfig, configured)
+		}
+		return a.Unmap(), nil
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err == nil {
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok {
+				if ip, ok := netip.AddrFromSlice(ipn.IP); ok {
+					ip = ip.Unmap()
+					if ip.Is4() && !ip.IsLoopback() && !ip.IsLinkLocalUnicast() {
+						return ip, nil
+					}
+				}
+			}
+		}
+	}
+	return netip.AddrFrom4([4]byte{127, 0, 0, 1}), nil
+}
+
+// initServer builds the remoting server; it is registered as the last service so it
+// starts last and stops first.
+func (b *Broker) initServer(reg prometheus.Registerer) error {
+	nc := netio.DefaultConfig()
+	nc.Name = "broker"
+	nc.Engine = b.cfg.NetEngine
+	nc.Addr = net.JoinHostPort(b.bindHost(), strconv.Itoa(b.cfg.ListenPort)) // bindHost: register.go
+	nc.EventLoops = b.cfg.NetEventLoops
+	nc.MaxConnections = b.cfg.MaxConnections
+	nc.MaxFrameBytes = max(codec.DefaultMaxFrameBytes, b.cfg.MaxMessageSize+store.RecordSizeReserveBytes+64*1024)
+	nc.Registerer = reg
+	srv, err := netio.NewServer(nc, (*brokerHandler)(b), b.logger)
+	if err != nil {
+		return err
+	}
+	b.server = srv
+	return nil
+}
+
+// brokerHandler adapts the Broker to netio.Handler.
+type brokerHandler Broker
+
+func (h *brokerHandler) OnOpen(c netio.Conn) {}
+
+func (h *brokerHandler) OnRequest(c netio.Conn, cmd *codec.RemotingCommand) {
+	(*Broker)(h).dispatch(c, cmd)
+}
+
+func (h *brokerHandler) OnClose(c netio.Conn, err error) {
+	(*Broker)(h).onConnClosed(c, err)
+}

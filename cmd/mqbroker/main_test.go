@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/netio"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// gnet's ants pool goroutines are started in package init and live for the process.
+		goleak.IgnoreAnyFunction("github.com/panjf2000/ants/v2.(*poolCommon).purgeStaleWorkers"),
+		goleak.IgnoreAnyFunction("github.com/panjf2000/ants/v2.(*poolCommon).ticktock"),
+	)
+}
+
+// syncBuffer is a bytes.Buffer the command and the test can share.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// smallStoreFlags keep a test broker small and on loopback.
+func smallStoreFlags(dir string) []string {
+	return []string{
+		"--storePathRootDir=" + dir, "--listenPort=0", "--namesrvListenPort=0", "--brokerIP1=127.0.0.1",
+		"--mappedFileSizeCommitLog=4194304", "--mappedFileSizeConsumeQueue=20480", "--maxMessageSize=1048576",
+		"--maxHashSlotNum=1024", "--maxIndexNum=4096", "--maxConnections=1000", "--netEventLoops=1",
+	}
+}
+
+func TestRunServesAndStopsOnSIGTERM(t *testing.T) {
+	dir := t.TempDir()
+	var stdout, stderr syncBuffer
+	signals := make(chan os.Signal, 1)
+	exit := make(chan int, 1)
+	args := append(smallStoreFlags(dir), "--metricsAddr=127.0.0.1:0", "--brokerName=cmd-broker", "--logLevel=warn")
+	go func() { exit <- run(args, &stdout, &stderr, signals) }()
+
+	require.Eventually(t, func() bool { return strings.Contains(stdout.String(), "boot success") },
+		20*time.Second, 10*time.Millisecond, "stdout: %s\nstderr: %s", &stdout, &stderr)
+	out := stdout.String()
+	brokerAddr := regexp.MustCompile(`The broker\[cmd-broker, (127\.0\.0\.1:\d+)\] boot success`).FindStringSubmatch(out)
+	require.NotNil(t, brokerAddr, out)
+	nsAddr := regexp.MustCompile(`name server is (127\.0\.0\.1:\d+)\n`).FindStringSubmatch(out)
+	require.NotNil(t, nsAddr, out)
+	require.Contains(t, out, "embedded name server listening on 127.0.0.1:")
+	require.Contains(t, out, "store at "+dir)
+	metricsURL := regexp.MustCompile(`metrics on (http://\S+/metrics)`).FindStringSubmatch(out)
+	require.NotNil(t, metricsURL, out)
+
+	// The embedded name server routes to the broker.
+	cl, err := netio.NewClient(netio.DefaultClientConfig(), slogDiscard())
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := cl.Invoke(ctx, nsAddr[1], codec.NewRequest(codec.RequestGetRouteInfoByTopic, map[string]string{"topic": "TBW102"}, nil))
+	require.NoError(t, err)
+	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
+	route, err := codec.DecodeTopicRouteData(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, brokerAddr[1], route.BrokerDatas[0].BrokerAddrs[0])
+	require.NoError(t, cl.Close())
+
+	// Metrics and pprof.
+	body := httpGet(t, metricsURL[1])
+	require.Contains(t, body, "go_goroutines")
+	require.Contains(t, body, "ringmq_netio_connections")
+	require.Contains(t, httpGet(t, strings.TrimSuffix(metricsURL[1], "/metrics")+"/debug/pprof/"), "goroutine")
+
+	_, err = os.Stat(filepath.Join(dir, "abort"))
+	require.NoError(t, err, "abort marker present while running")
+	signals <- syscall.SIGTERM
+	select {
+	case code := <-exit:
+		require.Equal(t, 0, code, "stderr: %s", &stderr)
+	case <-time.After(30 * time.Second):
+		t.Fatal("no exit after SIGTERM")
+	}
+	_, err = os.Stat(filepath.Join(dir, "abort"))
+	require.ErrorIs(t, err, os.ErrNotExist, "a clean shutdown removes the abort marker")
+	require.Contains(t, stdout.String(), "The broker shut down.")
+}
+
+func slogDiscard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url) //nolint:noctx // test against a local server
+	require.NoError(t, err)
+	defer func() { require.NoError(t, resp.Body.Close()) }()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	data, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return string(data)
+}
+
+func writeConf(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "broker.conf")
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
+	return path
+}
+
+func TestConfigFileFlagsAndPrint(t *testing.T) {
+	path := writeConf(t, `# a production-style broker.conf
+brokerClusterName=DefaultCluster
+brokerName=fromFile
+listenPort=1234
+namesrvAddr=10.0.0.1:9876;10.0.0.2:9876
+autoCreateTopicEnable=true
+haListenPort=10912
+haListenPort=10913
+mapedFileSizeCommitLog=8388608
+fancyNewKey=1
+`)
+	var stdout, stderr syncBuffer
+	code := run([]string{"-c", path, "--listenPort=2345", "--autoCreateTopicEnable=false", "--slaveReadEnable", "-p"},
+		&stdout, &stderr, nil)
+	require.Equal(t, 0, code, "stderr: %s", &stderr)
+	out := stdout.String()
+	for _, line := range []string{"brokerName=fromFile", "listenPort=2345", "autoCreateTopicEnable=false",
+		"slaveReadEnable=true", "namesrvAddr=10.0.0.1:9876;10.0.0.2:9876", "mappedFileSizeCommitLog=8388608",
+		"aclFile=" + filepath.Join(filepath.Dir(path), "plain_acl.yml")} {
+		require.Contains(t, out, line+"\n")
+	}
+	logs := stderr.String()
+	require.Regexp(t, `level=WARN msg="unknown config key ignored" key=fancyNewKey file=\S+ line=10`, logs)
+	require.Equal(t, 1, strings.Count(logs, "key=haListenPort"), "not-needed keys are reported once")
+	require.Contains(t, logs, `msg="config key accepted but not needed" key=haListenPort`)
+
+	// -n sets namesrvAddr and wins over the file.
+	stdout = syncBuffer{}
+	require.Equal(t, 0, run([]string{"-c", path, "-n", "127.0.0.1:9876", "-p"}, &stdout, io.Discard, nil))
+	require.Contains(t, stdout.String(), "namesrvAddr=127.0.0.1:9876\n")
+}
+
+func TestConfigErrors(t *testing.T) {
+	cases := []struct {
+		name     string
+		file     string
+		args     []string
+		wantCode int
+		wantErr  string
+	}{
+		{"bad value in file", "brokerName=b\nlistenPort=abc\n", nil, 1, `:2: broker: config: key listenPort: "abc" is not a whole number`},
+		{"bad flag value", "", []string{"--defaultTopicQueueNums=x"}, 1, `flag --defaultTopicQueueNums: broker: config: key defaultTopicQueueNums`},
+		{"invalid combination", "", []string{"--flushDiskType=SOMETIMES"}, 1, "key flushDiskType: must be ASYNC_FLUSH or SYNC_FLUSH"},
+		{"unknown flag", "", []string{"--noSuchKey=1"}, 2, "unknown flag: --noSuchKey"},
+		{"stray argument", "", []string{"extra"}, 2, "unexpected arguments: [extra]"},
+		{"missing file", "", []string{"-c", "/nonexistent/broker.conf"}, 1, "no such file"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"-p"}, tc.args...)
+			if tc.file != "" {
+				args = append(args, "-c", writeConf(t, tc.file))
+			}
+			var stderr syncBuffer
+			require.Equal(t, tc.wantCode, run(args, io.Discard, &stderr, nil))
+			require.Contains(t, stderr.String(), tc.wantErr)
+		})
+	}
+}
+
+func TestStartFailureExitsNonZero(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer func() { require.NoError(t, busy.Close()) }()
+	port := busy.Addr().(*net.TCPAddr).Port
+	args := append(smallStoreFlags(t.TempDir()), "--namesrvEmbedded=false", "--listenPort="+strconv.Itoa(port))
+	var stderr syncBuffer
+	require.Equal(t, 1, run(args, io.Discard, &stderr, nil))
+	require.Contains(t, stderr.String(), "address already in use")
+}
