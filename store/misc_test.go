@@ -1,6 +1,7 @@
 package store
 
 import (
+	dto "github.com/prometheus/client_model/go"
 	"os"
 	"path/filepath"
 	"testing"
@@ -58,6 +59,13 @@ func TestMetricsAndStats(t *testing.T) {
 	require.Zero(t, st.DispatchBehindBytes)
 	h := s.LockTimeHistogram()
 	require.Equal(t, int64(10), h.TotalCount(), "every put's lock time is recorded")
+	// The Prometheus views mqbench scrapes: one observation per put, each far below 1 s.
+	for _, name := range []string{"ringmq_store_put_lock_seconds", "ringmq_store_put_latency_seconds"} {
+		hist := gatheredHistogram(t, reg, name)
+		require.Equal(t, uint64(10), hist.GetSampleCount(), name)
+		require.Greater(t, hist.GetSampleSum(), 0.0, name)
+		require.Less(t, hist.GetSampleSum(), 10.0, name)
+	}
 	require.False(t, s.IsOSPageCacheBusy())
 	require.Zero(t, s.BeginTimeInLock())
 	require.NoError(t, s.Shutdown())
@@ -76,6 +84,19 @@ func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	}
 	t.Fatalf("metric %s not registered", name)
 	return 0
+}
+
+func gatheredHistogram(t *testing.T, reg *prometheus.Registry, name string) *dto.Histogram {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetHistogram()
+		}
+	}
+	t.Fatalf("histogram %s not registered", name)
+	return nil
 }
 
 func TestMemStoreBasics(t *testing.T) {
