@@ -55,6 +55,15 @@ test: fmtcheck vet unit fuzz-smoke
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
 
+# Broker configurations side by side: starts bin/mqbroker once per configuration (ASYNC mmap,
+# ASYNC transient pool, SYNC per flush backend; gnet and std engines) on loopback with a fresh
+# store under bench/results/tmp, runs the same load against each in interleaved rounds (3,
+# medians), and writes bench/results/<stamp>/report.html and BENCHMARKS.md tables (and the
+# marked section of ./BENCHMARKS.md, if it has one). At most 10 minutes; QUICK=1 at most 2.
+.PHONY: bench-report
+bench-report: build
+	$(BIN)/mqbench suite --broker-bin $(BIN)/mqbroker --results bench/results $(if $(filter 1 true yes,$(QUICK)),--quick)
+
 lint: fmtcheck vet
 
 clean:

@@ -1,0 +1,17 @@
+package bench
+
+import (
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain also lets the test binary stand in for mqbroker: the suite tests start it as
+// a broker process with MQBENCH_FAKE_BROKER=1 (see suite_test.go).
+func TestMain(m *testing.M) {
+	if os.Getenv(fakeBrokerEnv) == "1" {
+		os.Exit(fakeBrokerMain(os.Args[1:]))
+	}
+	goleak.VerifyTestMain(m)
+}

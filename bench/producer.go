@@ -1,0 +1,893 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/ringmq/ringmq/codec"
+)
+
+// ProducerConfig configures a produce run. The zero value is not valid; start from
+// DefaultProducerConfig.
+type ProducerConfig struct {
+	// Namesrv is the name server address list (';'-separated); the route of Topic gives
+	// the masters and their writable queues. Exactly one of Namesrv and Broker is set.
+	Namesrv string
+	// Broker is a broker address to send to directly, on queues 0..Queues-1.
+	Broker string
+	// Topic is the topic sent to. Without a route it is created: with CreateTopic by
+	// UPDATE_AND_CREATE_TOPIC, else by the broker on the first send (defaultTopic TBW102,
+	// autoCreateTopicEnable), with min(Queues, TBW102's write queues) queues.
+	Topic string
+	// Queues is how many queues (per broker) to send to: 0 means every writable queue of
+	// the route, or 4 when there is no route (Broker, or a topic still to be created).
+	Queues int
+	// CreateTopic sends UPDATE_AND_CREATE_TOPIC (Queues read and write queues, perm 6)
+	// before the run.
+	CreateTopic bool
+	// ProducerGroup is the send header's producer group.
+	ProducerGroup string
+	// Conns is the number of connections (spread over the masters round-robin).
+	Conns int
+	// Inflight is the most requests in flight per connection (pipelined by opaque).
+	Inflight int
+	// MessageBytes is the body size of each message.
+	MessageBytes int
+	// Tags, if any, are put in the TAGS property, rotating.
+	Tags []string
+	// Keys puts a unique KEYS property ("mqbench-<conn>-<seq>") on every message, which the
+	// broker indexes.
+	Keys bool
+	// Oneway sends with the oneway flag: no responses, no latency; throughput only.
+	Oneway bool
+	// Batch > 1 sends SEND_BATCH_MESSAGE with Batch messages per request.
+	Batch int
+	// Duration is how long to measure (after Warmup); Count how many messages to measure.
+	// At least one is set; the run stops at whichever comes first.
+	Duration time.Duration
+	Count    int64
+	// Warmup runs the load before measuring; its messages are not counted.
+	Warmup time.Duration
+	// Rate > 0 is an open-loop run: messages per second in total, each with an intended
+	// send time on a fixed schedule; latency is measured from the intended time.
+	Rate float64
+	// DrainTimeout bounds the wait for responses after the last send; requests still
+	// unanswered then count as TIMEOUT errors.
+	DrainTimeout time.Duration
+	// DialTimeout bounds connecting and each control request.
+	DialTimeout time.Duration
+}
+
+// DefaultProducerConfig returns 4 connections × 16 in flight, 1 KiB messages, 10 s with
+// 2 s warm-up, closed loop, topic "BenchmarkTopic", group "mqbench_producer".
+func DefaultProducerConfig() ProducerConfig {
+	return ProducerConfig{
+		Topic:         "BenchmarkTopic",
+		ProducerGroup: "mqbench_producer",
+		Conns:         4,
+		Inflight:      16,
+		MessageBytes:  1024,
+		Batch:         1,
+		Duration:      10 * time.Second,
+		Warmup:        2 * time.Second,
+		DrainTimeout:  10 * time.Second,
+		DialTimeout:   3 * time.Second,
+	}
+}
+
+// maxMessageBytes bounds MessageBytes: a frame must stay under the 16 MiB frame cap.
+const maxMessageBytes = 8 << 20
+
+// Validate reports the first field out of range (errors wrap ErrConfig).
+func (c *ProducerConfig) Validate() error {
+	switch {
+	case (c.Namesrv == "") == (c.Broker == ""):
+		return fmt.Errorf("%w: exactly one of Namesrv (--namesrv) and Broker (--broker) must be set", ErrConfig)
+	case c.Topic == "":
+		return fmt.Errorf("%w: Topic (--topic) is empty", ErrConfig)
+	case c.Queues < 0:
+		return fmt.Errorf("%w: Queues (--queues) %d < 0", ErrConfig, c.Queues)
+	case c.ProducerGroup == "":
+		return fmt.Errorf("%w: ProducerGroup (--producer-group) is empty", ErrConfig)
+	case c.Conns < 1:
+		return fmt.Errorf("%w: Conns (--conns) %d < 1", ErrConfig, c.Conns)
+	case c.Inflight < 1 || c.Inflight > 1<<16:
+		return fmt.Errorf("%w: Inflight (--inflight) %d not in [1, 65536]", ErrConfig, c.Inflight)
+	case c.MessageBytes < 1 || c.MessageBytes > maxMessageBytes:
+		return fmt.Errorf("%w: MessageBytes (--size) %d not in [1, %d]", ErrConfig, c.MessageBytes, maxMessageBytes)
+	case c.Batch < 1 || c.Batch*(c.MessageBytes+128) > maxMessageBytes:
+		return fmt.Errorf("%w: Batch (--batch) %d < 1 or the batch body exceeds %d bytes", ErrConfig, c.Batch, maxMessageBytes)
+	case c.Duration < 0 || c.Count < 0 || (c.Duration == 0 && c.Count == 0):
+		return fmt.Errorf("%w: Duration (--duration) %v and Count (--count) %d: set at least one, neither negative", ErrConfig, c.Duration, c.Count)
+	case c.Warmup < 0:
+		return fmt.Errorf("%w: Warmup (--warmup) %v < 0", ErrConfig, c.Warmup)
+	case c.Rate < 0 || math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0):
+		return fmt.Errorf("%w: Rate (--rate) %v", ErrConfig, c.Rate)
+	case c.DrainTimeout <= 0:
+		return fmt.Errorf("%w: DrainTimeout (--drain-timeout) %v <= 0", ErrConfig, c.DrainTimeout)
+	case c.DialTimeout <= 0:
+		return fmt.Errorf("%w: DialTimeout (--dial-timeout) %v <= 0", ErrConfig, c.DialTimeout)
+	}
+	for _, t := range c.Tags {
+		if t == "" {
+			return fmt.Errorf("%w: Tags (--tags) has an empty tag", ErrConfig)
+		}
+	}
+	return nil
+}
+
+// ProduceResult is the outcome of a produce run. For a closed-loop or rate run,
+// Sent = Acked + Errors: every measured message is either acknowledged or counted
+// under a response code, CONNECTION_LOST or TIMEOUT. A oneway run has no responses:
+// Acked is 0 and Sent is what was written.
+type ProduceResult struct {
+	Targets      []BrokerQueues
+	Sent         int64
+	Acked        int64
+	Errors       int64
+	ErrorsByCode map[string]int64
+	WarmupMsgs   int64
+	Bytes        int64         // body bytes acknowledged (written, for oneway)
+	Elapsed      time.Duration // measurement start to the last completion (or the last write, oneway)
+	Latency      LatencySummary
+	Service      *LatencySummary // open-loop runs: service time, from the actual write
+	// LatencyHist (ns) is the send latency (from the intended time in open-loop runs);
+	// ServiceHist (ns) the service time of open-loop runs, else nil.
+	LatencyHist *hdrhistogram.Histogram
+	ServiceHist *hdrhistogram.Histogram
+	Series      []SeriesRow
+	ConnErrors  []string // why connections failed, if any did
+}
+
+// MsgsPerSec is the measured throughput: acknowledged messages (written, oneway) per
+// second of Elapsed.
+func (r *ProduceResult) MsgsPerSec() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	n := r.Acked
+	if n == 0 && r.Errors == 0 {
+		n = r.Sent // oneway
+	}
+	return float64(n) / r.Elapsed.Seconds()
+}
+
+// MBPerSec is the body throughput in MB (10^6 bytes) per second.
+func (r *ProduceResult) MBPerSec() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Bytes) / 1e6 / r.Elapsed.Seconds()
+}
+
+// Hooks let a caller watch a run. Every field may be nil. The functions are called from
+// the run's own goroutine, once per second of measurement.
+type Hooks struct {
+	// Second receives each measured second shortly after it ends: role is "produce" or
+	// "consume"; row is what had been merged by then.
+	Second func(role string, row SeriesRow)
+	// Started is called when the measurement begins (the warm-up is over).
+	Started func(role string)
+}
+
+func (h Hooks) started(role string) func() {
+	if h.Started == nil {
+		return nil
+	}
+	return func() { h.Started(role) }
+}
+
+// Producer runs one produce load. Create with NewProducer; Run once. Not safe for
+// concurrent use.
+type Producer struct {
+	cfg    ProducerConfig
+	log    *slog.Logger
+	hooks  Hooks
+	series *Series
+}
+
+// NewProducer validates cfg. logger may be nil (discard).
+func NewProducer(cfg ProducerConfig, logger *slog.Logger, hooks Hooks) (*Producer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Producer{cfg: cfg, log: logger, hooks: hooks}, nil
+}
+
+// Run resolves the targets, connects, runs the load and returns the result. Cancelling
+// ctx ends the run early (the result covers what was measured until then).
+func (p *Producer) Run(ctx context.Context) (*ProduceResult, error) {
+	targets, err := producerTargets(ctx, &p.cfg)
+	if err != nil {
+		return nil, err
+	}
+	return p.run(ctx, targets)
+}
+
+func (p *Producer) run(ctx context.Context, targets []BrokerQueues) (*ProduceResult, error) {
+	p.log.Info("produce", "targets", fmt.Sprint(targets), "conns", p.cfg.Conns, "inflight", p.cfg.Inflight,
+		"size", p.cfg.MessageBytes, "batch", p.cfg.Batch, "rate", p.cfg.Rate, "oneway", p.cfg.Oneway)
+	conns, err := p.dial(ctx, targets)
+	if err != nil {
+		return nil, err
+	}
+	clk := newClock()
+	measureStart := int64(p.cfg.Warmup)
+	p.series = NewSeries()
+	run := &produceRun{
+		p:            p,
+		clk:          clk,
+		measureStart: measureStart,
+		stop:         make(chan struct{}),
+		uniq:         codec.NewUniqKeyGenerator(localAddr(conns[0].nc), os.Getpid(), int32(time.Now().UnixNano())),
+	}
+	if p.cfg.Duration > 0 {
+		run.endNs = measureStart + int64(p.cfg.Duration)
+	} else {
+		run.endNs = math.MaxInt64
+	}
+	started := p.hooks.started("produce")
+	if measureStart == 0 && started != nil {
+		started() // before the first measured send
+		started = nil
+	}
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		c.run = run
+		c.rec = NewRecorder(measureStart, p.series, p.cfg.Rate > 0)
+		c.quota = quota(p.cfg.Count, len(conns), i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.serve()
+		}()
+	}
+	allDone := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(allDone)
+	}()
+	watchRun(ctx, clk, measureStart, run.endNs, run.stop, allDone, started, func(sec int) {
+		if p.hooks.Second != nil {
+			p.hooks.Second("produce", p.series.Row(sec))
+		}
+	})
+	p.series.Close()
+	return p.result(targets, conns, clk, measureStart)
+}
+
+// watchRun waits until allDone, closing stop when ctx ends or the measurement reaches
+// endNs. It calls started() once the measurement begins (warm-up over) and second(k)
+// shortly after each measured second k ends.
+func watchRun(ctx context.Context, clk clock, measureStart, endNs int64, stop chan struct{}, allDone <-chan struct{},
+	started func(), second func(int)) {
+	var stopOnce sync.Once
+	closeStop := func() { stopOnce.Do(func() { close(stop) }) }
+	defer closeStop()
+	// Report second k at measureStart + (k+1) s + 100 ms: intervals reach the series when
+	// their recorder sees the next completion, normally microseconds after the boundary.
+	const slack = int64(100 * time.Millisecond)
+	next := 0
+	begun := false
+	secondDue := func() int64 { return measureStart + int64(next+1)*int64(time.Second) + slack }
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	draining := false
+	arm := func(now int64) {
+		due := secondDue()
+		if !begun {
+			due = measureStart
+		}
+		if !draining {
+			due = min(due, endNs)
+		}
+		timer.Reset(time.Duration(max(due-now, 0)))
+	}
+	for {
+		select {
+		case <-allDone:
+			return
+		case <-ctx.Done():
+			closeStop()
+			ctx = context.Background() // stop once; keep waiting for the connections
+		case <-timer.C:
+			now := clk.now()
+			if !begun && now >= measureStart {
+				begun = true
+				if started != nil {
+					started()
+				}
+			}
+			for begun && now >= secondDue() {
+				second(next)
+				next++
+			}
+			if now >= endNs {
+				closeStop()
+				draining = true // keep reporting seconds while the connections drain
+			}
+			arm(clk.now())
+		}
+	}
+}
+
+// quota is connection i's share of count messages (0 = no count limit).
+func quota(count int64, conns, i int) int64 {
+	if count == 0 {
+		return math.MaxInt64
+	}
+	q := count / int64(conns)
+	if int64(i) < count%int64(conns) {
+		q++
+	}
+	return q
+}
+
+func localAddr(nc net.Conn) netip.Addr {
+	if ap, err := netip.ParseAddrPort(nc.LocalAddr().String()); err == nil {
+		return ap.Addr().Unmap()
+	}
+	return netip.AddrFrom4([4]byte{127, 0, 0, 1})
+}
+
+// dial opens the connections, spreading them over the targets round-robin.
+func (p *Producer) dial(ctx context.Context, targets []BrokerQueues) ([]*producerConn, error) {
+	conns := make([]*producerConn, 0, p.cfg.Conns)
+	d := net.Dialer{Timeout: p.cfg.DialTimeout}
+	for i := range p.cfg.Conns {
+		t := targets[i%len(targets)]
+		nc, err := d.DialContext(ctx, "tcp", t.Addr)
+		if err != nil {
+			for _, c := range conns {
+				_ = c.nc.Close()
+			}
+			return nil, fmt.Errorf("bench: dial %s: %w", t.Addr, err)
+		}
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		// Rotate the queue list so that connections to one broker start on different
+		// queues and cover them evenly.
+		qs := make([]int32, len(t.Queues))
+		for j := range qs {
+			qs[j] = t.Queues[(i/len(targets)+j)%len(t.Queues)]
+		}
+		conns = append(conns, newProducerConn(i, nc, t.Addr, qs, p.cfg.Inflight))
+	}
+	return conns, nil
+}
+
+func (p *Producer) result(targets []BrokerQueues, conns []*producerConn, clk clock, measureStart int64) (*ProduceResult, error) {
+	recs := make([]*Recorder, len(conns))
+	res := &ProduceResult{Targets: targets}
+	failed := 0
+	for i, c := range conns {
+		recs[i] = c.rec
+		res.Sent += c.sent
+		if c.failErr != nil {
+			failed++
+			res.ConnErrors = append(res.ConnErrors, fmt.Sprintf("conn %d to %s: %v", c.id, c.addr, c.failErr))
+		}
+	}
+	counts, lat, svc := mergeRecorders(recs, p.cfg.Rate > 0)
+	res.Acked = counts.Msgs
+	res.Errors = counts.Errors
+	res.ErrorsByCode = counts.ErrorsByCode
+	res.WarmupMsgs = counts.WarmupMsgs
+	res.Bytes = counts.Bytes
+	res.LatencyHist, res.ServiceHist = lat, svc
+	res.Latency = Summarize(lat)
+	if svc != nil {
+		s := Summarize(svc)
+		res.Service = &s
+	}
+	last := counts.LastNs
+	if p.cfg.Oneway {
+		res.Acked = 0
+		res.Bytes = res.Sent * int64(p.cfg.MessageBytes)
+		for _, c := range conns {
+			last = max(last, c.lastWriteNs)
+		}
+	}
+	res.Elapsed = time.Duration(max(last-measureStart, 0))
+	res.Series = p.series.Rows()
+	if failed == len(conns) && res.Acked == 0 && res.Sent == 0 {
+		return res, fmt.Errorf("%w: %v", ErrAllConnsFailed, res.ConnErrors)
+	}
+	return res, nil
+}
+
+// produceRun is what the connections of one run share (read-only during the run, except
+// stop which is closed once).
+type produceRun struct {
+	p            *Producer
+	clk          clock
+	measureStart int64
+	endNs        int64 // no message intended at or after this is sent
+	stop         chan struct{}
+	uniq         *codec.UniqKeyGenerator
+}
+
+// prodSlot is one of a connection's W request slots. The writer fills it before writing
+// the request and publishes it by storing the opaque last; the reader matches a response
+// by loading the opaque first. Atomics make that order visible across the two goroutines
+// (the TCP round trip in between is invisible to Go's memory model).
+type prodSlot struct {
+	opaque  atomic.Int32 // 0 when free
+	startNs atomic.Int64 // intended send time (= write time in closed loop)
+	sentNs  atomic.Int64 // actual write time
+	msgs    atomic.Int32
+}
+
+// producerConn is one pipelined connection: a writer goroutine (serve) and a reader
+// goroutine (readLoop). free is the semaphore of W slots: the writer takes a slot for each
+// request, the reader gives it back when the response arrives.
+type producerConn struct {
+	id     int
+	nc     net.Conn
+	addr   string
+	queues []int32
+	slots  []prodSlot
+	free   chan int32
+	gens   []uint32 // writer-owned: generation of each slot, for unique opaques
+	run    *produceRun
+
+	rec     *Recorder // reader-owned until the reader exits, then the writer's
+	quota   int64     // messages to measure (MaxInt64: no limit)
+	closing atomic.Bool
+	failed  chan struct{}
+	failMu  sync.Mutex
+	failErr error // set once, before failed is closed
+
+	// writer-owned
+	sent        int64 // measured messages written
+	lastWriteNs int64
+	unmatched   int64 // reader-owned: responses with an unknown opaque
+	readerDone  chan struct{}
+}
+
+func newProducerConn(id int, nc net.Conn, addr string, queues []int32, inflight int) *producerConn {
+	c := &producerConn{
+		id: id, nc: nc, addr: addr, queues: queues,
+		slots:      make([]prodSlot, inflight),
+		free:       make(chan int32, inflight),
+		gens:       make([]uint32, inflight),
+		failed:     make(chan struct{}),
+		readerDone: make(chan struct{}),
+	}
+	for i := range inflight {
+		c.free <- int32(i)
+	}
+	return c
+}
+
+// fail records the first failure and unblocks the writer. Safe for concurrent use.
+func (c *producerConn) fail(err error) {
+	c.failMu.Lock()
+	defer c.failMu.Unlock()
+	if c.failErr != nil || c.closing.Load() {
+		return
+	}
+	c.failErr = err
+	close(c.failed)
+	_ = c.nc.Close()
+}
+
+// opaqueFor returns a new opaque for slot idx: 1 + idx + W×generation, never 0, unique
+// among the requests in flight, and mapping back to idx.
+func (c *producerConn) opaqueFor(idx int32) int32 {
+	w := uint32(len(c.slots))
+	maxGen := (uint32(math.MaxInt32) - 1) / w
+	g := c.gens[idx] % maxGen
+	c.gens[idx]++
+	return int32(1 + uint32(idx) + w*g)
+}
+
+// Batching limits of one write: enough to amortize the syscall, small enough to keep
+// latency of the first request in the batch honest.
+const (
+	writeBatchMaxRequests = 64
+	writeBatchMaxBytes    = 256 << 10
+)
+
+// serve is the writer goroutine: it sends until the run stops or the quota is reached,
+// drains the responses, closes the connection and accounts for unanswered requests.
+func (c *producerConn) serve() {
+	go c.readLoop()
+	c.writeLoop()
+	c.drain()
+	c.closing.Store(true)
+	_ = c.nc.Close()
+	<-c.readerDone
+	c.accountLost()
+	c.rec.Flush()
+}
+
+// encoder builds send frames; writer-owned.
+type encoder struct {
+	cfg      *ProducerConfig
+	cmd      codec.RemotingCommand
+	hdr      codec.SendMessageRequestHeader
+	body     []byte // the template body (stamp patched per message in the frame buffer)
+	batch    []byte // batch body under construction
+	props    []byte
+	keyBuf   []byte
+	seq      int64
+	connID   int
+	uniq     *codec.UniqKeyGenerator
+	lastMs   int64
+	bodyOffs []int // offsets of message bodies in the frame buffer, for stamping
+}
+
+func newEncoder(cfg *ProducerConfig, connID int, uniq *codec.UniqKeyGenerator) *encoder {
+	e := &encoder{cfg: cfg, connID: connID, uniq: uniq, body: make([]byte, cfg.MessageBytes)}
+	fillBody(e.body)
+	code := codec.RequestSendMessageV2
+	if cfg.Batch > 1 {
+		code = codec.RequestSendBatchMessage
+	}
+	flag := int32(0)
+	if cfg.Oneway {
+		flag = codec.FlagOneway
+	}
+	e.cmd = codec.RemotingCommand{
+		Code: int32(code), Language: codec.LanguageJava, Version: clientVersion, Flag: flag,
+		ExtFields: make(map[string]string, 16), SerializeType: codec.SerializeJSON,
+	}
+	// A topic the broker auto-creates on the first send gets this many queues (capped by
+	// TBW102's): the queues this run sends to.
+	autoQueues := cfg.Queues
+	if autoQueues == 0 {
+		autoQueues = defaultQueues
+	}
+	e.hdr = codec.SendMessageRequestHeader{
+		ProducerGroup:         cfg.ProducerGroup,
+		Topic:                 cfg.Topic,
+		DefaultTopic:          autoCreateTemplateTopic,
+		DefaultTopicQueueNums: int32(autoQueues),
+		Batch:                 cfg.Batch > 1,
+	}
+	return e
+}
+
+// appendProperties appends one message's properties: UNIQ_KEY (as the Java client sets
+// it), TAGS and KEYS when asked.
+func (e *encoder) appendProperties(dst []byte, now time.Time) []byte {
+	e.keyBuf = e.uniq.Append(e.keyBuf[:0], now)
+	dst = append(dst, codec.PropertyUniqClientMessageIDKey...)
+	dst = append(dst, codec.NameValueSeparator)
+	dst = append(dst, e.keyBuf...)
+	dst = append(dst, codec.PropertySeparator)
+	if len(e.cfg.Tags) > 0 {
+		dst = codec.AppendProperty(dst, codec.PropertyTags, e.cfg.Tags[int(e.seq%int64(len(e.cfg.Tags)))])
+	}
+	if e.cfg.Keys {
+		dst = append(dst, codec.PropertyKeys...)
+		dst = append(dst, codec.NameValueSeparator)
+		dst = append(dst, "mqbench-"...)
+		dst = strconv.AppendInt(dst, int64(e.connID), 10)
+		dst = append(dst, '-')
+		dst = strconv.AppendInt(dst, e.seq, 10)
+		dst = append(dst, codec.PropertySeparator)
+	}
+	e.seq++
+	return dst
+}
+
+// appendRequest appends one send request of msgs messages for queue with the given
+// opaque to buf, and notes where the message bodies are.
+func (e *encoder) appendRequest(buf []byte, opaque, queue int32, msgs int, now time.Time) ([]byte, error) {
+	ms := now.UnixMilli()
+	e.hdr.QueueID = queue
+	e.hdr.BornTimestamp = ms
+	var itemBodyOffs [64]int
+	offs := itemBodyOffs[:0]
+	if e.cfg.Batch > 1 {
+		e.batch = e.batch[:0]
+		for range msgs {
+			e.props = e.appendProperties(e.props[:0], now)
+			offs = append(offs, len(e.batch)+20) // TOTALSIZE, MAGICCODE, BODYCRC, FLAG, BODYLEN
+			e.batch = codec.AppendBatchItem(e.batch, 0, e.body, e.props)
+		}
+		e.hdr.Properties = ""
+		e.cmd.Body = e.batch
+	} else {
+		e.props = e.appendProperties(e.props[:0], now)
+		e.hdr.Properties = string(e.props)
+		offs = append(offs, 0)
+		e.cmd.Body = e.body
+	}
+	e.hdr.EncodeV2(e.cmd.ExtFields)
+	e.cmd.Opaque = opaque
+	start := len(buf)
+	buf, err := e.cmd.AppendFrame(buf)
+	if err != nil {
+		return buf[:start], err
+	}
+	bodyStart := len(buf) - len(e.cmd.Body)
+	for _, o := range offs {
+		e.bodyOffs = append(e.bodyOffs, bodyStart+o)
+	}
+	return buf, nil
+}
+
+// stamp writes the send time into every message body in buf.
+func (e *encoder) stamp(buf []byte, unixNanos int64) {
+	if e.cfg.MessageBytes < BodyStampBytes {
+		return
+	}
+	for _, o := range e.bodyOffs {
+		stampBody(buf[o:o+BodyStampBytes], unixNanos)
+	}
+}
+
+// writeLoop sends requests. Closed loop: a request goes out as soon as a slot is free.
+// Open loop (Rate > 0): message i of this connection is due at start + i/rate_per_conn;
+// the writer waits until it is due, then for a slot. Either way, everything that is ready
+// (free slots, and due messages) goes out in one write.
+func (c *producerConn) writeLoop() {
+	run := c.run
+	cfg := &run.p.cfg
+	enc := newEncoder(cfg, c.id, run.uniq)
+	var sched *schedule
+	if cfg.Rate > 0 {
+		sched = newSchedule(cfg.Rate/float64(cfg.Conns), c.id, cfg.Conns, 0)
+	}
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	buf := make([]byte, 0, 64<<10)
+	type pending struct {
+		idx      int32
+		opaque   int32
+		intended int64
+		msgs     int32
+	}
+	var batch []pending
+	queueIdx := 0
+	remaining := c.quota
+	for remaining > 0 {
+		// Wait for the next message to be due (open loop), then for a free slot.
+		var intended int64
+		if sched != nil {
+			intended = sched.due()
+			if intended >= run.endNs {
+				return
+			}
+			if wait := intended - run.clk.now(); wait > int64(schedSpinNs) {
+				timer.Reset(time.Duration(wait))
+				select {
+				case <-timer.C:
+				case <-run.stop:
+					return
+				case <-c.failed:
+					return
+				}
+			}
+		}
+		var idx int32
+		if cfg.Oneway {
+			idx = -1
+		} else {
+			select {
+			case idx = <-c.free:
+			case <-run.stop:
+				return
+			case <-c.failed:
+				return
+			}
+		}
+		select {
+		case <-run.stop:
+			c.release(idx)
+			return
+		default:
+		}
+		now := run.clk.now()
+		if sched == nil {
+			if now >= run.endNs {
+				c.release(idx)
+				return
+			}
+			intended = now
+		} else {
+			sched.advance()
+		}
+		batch = batch[:0]
+		buf = buf[:0]
+		enc.bodyOffs = enc.bodyOffs[:0]
+		wall := time.Unix(0, run.clk.wall(now))
+		for {
+			msgs := int32(min(int64(cfg.Batch), remaining))
+			if intended < run.measureStart {
+				msgs = int32(cfg.Batch) // warm-up messages do not use the quota
+			} else {
+				remaining -= int64(msgs)
+			}
+			var opaque int32
+			if idx >= 0 {
+				opaque = c.opaqueFor(idx)
+			}
+			var err error
+			buf, err = enc.appendRequest(buf, opaque, c.queues[queueIdx], int(msgs), wall)
+			if err != nil {
+				// Only an impossible header (validated sizes) gets here.
+				c.release(idx)
+				c.fail(fmt.Errorf("bench: encode send: %w", err))
+				return
+			}
+			queueIdx = (queueIdx + 1) % len(c.queues)
+			batch = append(batch, pending{idx: idx, opaque: opaque, intended: intended, msgs: msgs})
+			if remaining <= 0 || len(batch) >= writeBatchMaxRequests || len(buf) >= writeBatchMaxBytes {
+				break
+			}
+			// Take more only if it is ready right now.
+			if sched != nil {
+				next := sched.due()
+				if next > now || next >= run.endNs {
+					break
+				}
+				intended = next
+			}
+			if !cfg.Oneway {
+				select {
+				case idx = <-c.free:
+				default:
+					idx = -2
+				}
+				if idx == -2 {
+					break
+				}
+			}
+			if sched != nil {
+				sched.advance()
+			}
+		}
+		// Stamp and publish every request, then write them in one go.
+		sentNs := run.clk.now()
+		enc.stamp(buf, run.clk.wall(sentNs))
+		for _, b := range batch {
+			if b.intended >= run.measureStart {
+				c.sent += int64(b.msgs)
+			}
+			if b.idx < 0 {
+				continue
+			}
+			s := &c.slots[b.idx]
+			s.startNs.Store(min(b.intended, sentNs))
+			s.sentNs.Store(sentNs)
+			s.msgs.Store(b.msgs)
+			s.opaque.Store(b.opaque)
+		}
+		if _, err := c.nc.Write(buf); err != nil {
+			c.fail(fmt.Errorf("bench: write: %w", err))
+			return
+		}
+		c.lastWriteNs = run.clk.now()
+	}
+}
+
+// release gives back a slot taken but not used.
+func (c *producerConn) release(idx int32) {
+	if idx >= 0 {
+		c.free <- idx
+	}
+}
+
+// drain waits until every slot is back (all responses in), the drain timeout passes, or
+// the connection fails.
+func (c *producerConn) drain() {
+	cfg := &c.run.p.cfg
+	if cfg.Oneway {
+		return
+	}
+	timer := time.NewTimer(cfg.DrainTimeout)
+	defer timer.Stop()
+	for collected := 0; collected < len(c.slots); collected++ {
+		select {
+		case <-c.free:
+		case <-timer.C:
+			return
+		case <-c.failed:
+			return
+		}
+	}
+}
+
+// accountLost counts every request still in flight after the reader exited: TIMEOUT if
+// the connection was healthy, CONNECTION_LOST if it failed.
+func (c *producerConn) accountLost() {
+	name := ErrorTimeout
+	if c.failErr != nil {
+		name = ErrorConnectionLost
+	}
+	now := c.run.clk.now()
+	for i := range c.slots {
+		s := &c.slots[i]
+		if s.opaque.Load() == 0 {
+			continue
+		}
+		s.opaque.Store(0)
+		c.rec.RecordError(s.startNs.Load(), now, name, int64(s.msgs.Load()))
+	}
+}
+
+// readLoop is the reader goroutine: it matches responses to slots by opaque, records
+// latency (or the error code) and frees the slot.
+func (c *producerConn) readLoop() {
+	defer close(c.readerDone)
+	fr := codec.NewFrameReader(c.nc, 0)
+	var cmd codec.RemotingCommand
+	run := c.run
+	w := int32(len(c.slots))
+	bytesPerMsg := int64(run.p.cfg.MessageBytes)
+	for {
+		payload, err := fr.Next()
+		if err != nil {
+			if !c.closing.Load() {
+				c.fail(fmt.Errorf("bench: read: %w", err))
+			}
+			return
+		}
+		now := run.clk.now()
+		if err := codec.DecodeCommandInto(&cmd, payload); err != nil {
+			c.fail(fmt.Errorf("bench: decode response: %w", err))
+			return
+		}
+		if !cmd.IsResponse() || cmd.Opaque <= 0 {
+			continue // a broker-initiated request (e.g. a transaction check): not ours
+		}
+		idx := (cmd.Opaque - 1) % w
+		s := &c.slots[idx]
+		if s.opaque.Load() != cmd.Opaque {
+			c.unmatched++
+			continue
+		}
+		start, sent, msgs := s.startNs.Load(), s.sentNs.Load(), int64(s.msgs.Load())
+		s.opaque.Store(0)
+		if cmd.Code == int32(codec.ResponseSuccess) {
+			c.rec.Record(start, now, now-start, now-sent, msgs, msgs*bytesPerMsg)
+		} else {
+			c.rec.RecordError(start, now, errorName(cmd.Code), msgs)
+		}
+		c.free <- idx
+	}
+}
+
+// schedule is one connection's open-loop timetable: message i is due at
+// offset + i×interval on the run clock. Connections are offset by a fraction of the
+// interval so their sends interleave instead of bunching. Not safe for concurrent use.
+type schedule struct {
+	offsetNs   float64
+	intervalNs float64
+	i          int64
+}
+
+// schedSpinNs: a message due this soon is sent without arming a timer (timers are not
+// finer than tens of microseconds anyway).
+const schedSpinNs = 20 * time.Microsecond
+
+func newSchedule(ratePerConn float64, connID, conns int, startNs int64) *schedule {
+	interval := 1e9 / ratePerConn
+	return &schedule{offsetNs: float64(startNs) + interval*float64(connID)/float64(conns), intervalNs: interval}
+}
+
+// due is the intended time of the next message.
+func (s *schedule) due() int64 { return int64(s.offsetNs + float64(s.i)*s.intervalNs) }
+
+// advance moves to the next message.
+func (s *schedule) advance() { s.i++ }
