@@ -12,6 +12,8 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/ringmq/ringmq/internal/fsutil"
 )
 
 // The run record is the contract between mqbench and its readers (perf, scripts): one
@@ -246,13 +248,9 @@ func WriteSeriesCSV(path string, series map[string][]SeriesRow) error {
 	return nil
 }
 
-// writeFileAtomic writes data to a temporary file beside path and renames it over path.
+// writeFileAtomic replaces path so that a reader never sees half a run record.
 func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return fmt.Errorf("bench: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := fsutil.WriteFileAtomic(path, data, nil); err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
 	return nil

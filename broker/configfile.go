@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+
+	"github.com/ringmq/ringmq/internal/fsutil"
 )
 
 // Config files under <storePathRootDir>/config (PROTOCOL.md §7.6).
@@ -104,43 +106,15 @@ func (f *configFile) persist() error {
 // writeConfigFile replaces path with data atomically, keeping the previous version as
 // path.bak (see the file comment).
 func writeConfigFile(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("%w: %w", ErrConfigFile, err)
-	}
-	tmp := path + ".tmp"
-	if err := writeSynced(tmp, data); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("%w: %s: %w", ErrConfigFile, tmp, err)
-	}
-	if err := keepBackup(path); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("%w: %s: keep .bak: %w", ErrConfigFile, path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("%w: %w", ErrConfigFile, err)
-	}
-	if err := syncDir(dir); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrConfigFile, dir, err)
+	if err := fsutil.WriteFileAtomic(path, data, func() error {
+		if err := keepBackup(path); err != nil {
+			return fmt.Errorf("keep .bak: %w", err)
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrConfigFile, path, err)
 	}
 	return nil
-}
-
-// writeSynced creates name with data and makes it durable.
-func writeSynced(name string, data []byte) (err error) {
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	return f.Sync()
 }
 
 // keepBackup makes the current path (if any) the new path.bak.
@@ -159,20 +133,6 @@ func keepBackup(path string) error {
 	// No hard links here (some file systems): move the file; load falls back to .bak
 	// if we crash before the new file is renamed into place.
 	return os.Rename(path, bak)
-}
-
-// syncDir fsyncs a directory so that renames in it survive a crash.
-func syncDir(dir string) (err error) {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := d.Close(); err == nil {
-			err = cerr
-		}
-	}()
-	return d.Sync()
 }
 
 // loadConfigFile reads path (or its .bak) and hands the bytes to decode. It returns which

@@ -8,8 +8,9 @@ import (
 	"io/fs"
 	"maps"
 	"os"
-	"path/filepath"
 	"sync"
+
+	"github.com/ringmq/ringmq/internal/fsutil"
 )
 
 // namespaceOrderTopicConfig is the KV namespace holding per-topic order configuration
@@ -123,53 +124,8 @@ func (kv *kvConfig) persist() error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrKVConfig, err)
 	}
-	if err := writeFileAtomic(kv.path, data); err != nil {
+	if err := fsutil.WriteFileAtomic(kv.path, data, nil); err != nil {
 		return fmt.Errorf("%w: %w", ErrKVConfig, err)
 	}
 	return nil
-}
-
-// writeFileAtomic replaces path with data so that a crash leaves either the old or the new
-// content: write a temp file in the same directory, fsync it, rename it over path, fsync the
-// directory (STYLE §3). The directory is created if missing.
-func writeFileAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp.Name()) // best effort: the write already failed
-		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	if err := d.Sync(); err != nil {
-		_ = d.Close()
-		return err
-	}
-	return d.Close()
 }
