@@ -459,9 +459,6 @@ func (s *Store) flushLogicsAndCheckpoint(leastPages int) (int64, error) {
 			errs = append(errs, err)
 		}
 		n += max(cq.mfq.flushedWhere.Load()-before, 0)
-		// With leastPages > 0 a queue may keep entries for records below logics unflushed: the
-		// checkpoint must not promise them, or a power cut loses entries the replay starts after.
-		logics = min(logics, cq.unflushedFrom())
 	}
 	if s.index != nil {
 		errs = append(errs, s.index.flush())
