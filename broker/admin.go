@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -322,26 +321,10 @@ func (b *Broker) processGetAllConsumerOffset(rc *RequestContext) {
 	b.replyBody(rc, b.offsets.Snapshot().Encode(false))
 }
 
-// processGetAllDelayOffset answers delayOffset.json as it is on disk (or its .bak), or
-// {"offsetTable":{}} when there is none yet.
+// processGetAllDelayOffset answers the schedule service's live cursors in delayOffset.json's
+// form (compact, bare level keys).
 func (b *Broker) processGetAllDelayOffset(rc *RequestContext) {
-	path := filepath.Join(configDir(b.cfg.StorePathRootDir), delayOffsetFileName)
-	var body []byte
-	_, err := loadConfigFile(path, func(data []byte) error {
-		if _, err := codec.DecodeDelayOffsetSerializeWrapper(data); err != nil {
-			return err
-		}
-		body = data
-		return nil
-	}, b.logger)
-	if err != nil {
-		b.ReplyError(rc, codec.ResponseSystemError, err.Error())
-		return
-	}
-	if body == nil {
-		body = []byte(`{"offsetTable":{}}`)
-	}
-	b.replyBody(rc, body)
+	b.replyBody(rc, b.schedule.Encode(false))
 }
 
 // processQueryTopicConsumeByWho answers {"groupList":[...]}: groups subscribed to the

@@ -74,6 +74,11 @@ type Broker struct {
 	uniqKeys *codec.UniqKeyGenerator
 	data     *dataPlane // pools and derived settings (data.go)
 
+	// Data plane, messaging: delayed delivery (delay.go), END_TRANSACTION and check-back
+	// (transaction.go).
+	schedule *ScheduleMessageService
+	tx       *transactionService
+
 	// Bounded pools for work that may block on disk (dispatch.go).
 	pullPool  *workerPool
 	queryPool *workerPool

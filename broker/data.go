@@ -19,7 +19,8 @@ import (
 )
 
 // The data plane: send (send.go), pull (pull.go) with long polling (longpoll.go), query
-// and view (query.go), queue offsets and times (queueinfo.go).
+// and view (query.go), queue offsets and times (queueinfo.go), delayed delivery (delay.go),
+// retry and DLQ (sendback.go), transactions (transaction.go), request-reply (reply.go).
 //
 // # Where each request runs
 //
@@ -32,6 +33,14 @@ import (
 //	SEARCH_OFFSET_BY_TIMESTAMP 29,           fault pages in from disk)
 //	GET_EARLIEST_MSG_STORETIME 32
 //	GET_MAX_OFFSET 30, GET_MIN_OFFSET 31     event loop (in-memory counters)
+//	CONSUMER_SEND_MSG_BACK 36,               event loop when the record named is in the hot
+//	END_TRANSACTION 37                       part of the CommitLog, else query pool
+//	                                         (sendback.go, transaction.go)
+//	SEND_REPLY_MESSAGE 324, _V2 325          event loop; answered when the push to the
+//	                                         requester is answered (reply.go)
+//
+// Delayed delivery (delay.go) and the transaction check service (transaction.go) run on
+// their own goroutines.
 //
 // Processors that go to a pool decode their header on the event loop and hand the pool
 // only owned values: netio reuses a connection's command (and its ExtFields map) for the
@@ -110,8 +119,16 @@ func (b *Broker) initDataPlane() error {
 	b.uniqKeys = codec.NewUniqKeyGenerator(b.storeHost.Addr(), os.Getpid(), rand.Int32())
 
 	b.pullHold = newPullRequestHoldService(b, defaultHoldConfig(b.cfg))
-	b.store.SetArrivingListener(b.pullHold.NotifyMessageArriving)
 	b.addService("pull request hold", b.pullHold.Start, b.pullHold.Stop)
+	// Delayed delivery, send-back, transactions and request-reply (delay.go, sendback.go,
+	// transaction.go, reply.go).
+	if err := b.initSchedule(levels); err != nil {
+		return err
+	}
+	if err := b.initTransactions(); err != nil {
+		return err
+	}
+	b.store.SetArrivingListener(b.onMessageArriving)
 
 	b.register(codec.RequestSendMessage, nil, b.processSendMessage)
 	b.register(codec.RequestSendMessageV2, nil, b.processSendMessage)
@@ -124,6 +141,10 @@ func (b *Broker) initDataPlane() error {
 	b.register(codec.RequestGetMinOffset, nil, b.processGetMinOffset)
 	b.register(codec.RequestSearchOffsetByTimestamp, nil, b.processSearchOffsetByTimestamp)
 	b.register(codec.RequestGetEarliestMsgStoretime, nil, b.processGetEarliestMsgStoretime)
+	b.register(codec.RequestConsumerSendMsgBack, nil, b.processConsumerSendMsgBack)
+	b.register(codec.RequestEndTransaction, nil, b.processEndTransaction)
+	b.register(codec.RequestSendReplyMessage, nil, b.processSendReplyMessage)
+	b.register(codec.RequestSendReplyMessageV2, nil, b.processSendReplyMessage)
 	return nil
 }
 

@@ -33,5 +33,8 @@ func TestMain(m *testing.M) {
 		goleak.IgnoreAnyFunction("github.com/apache/rocketmq-client-go/v2/consumer.(*statsItemSet).init.func5"),
 		goleak.IgnoreAnyFunction("github.com/apache/rocketmq-client-go/v2/consumer.(*statsItemSet).init.func6"),
 		goleak.IgnoreAnyFunction("github.com/apache/rocketmq-client-go/v2/consumer.(*pushConsumer).Start.func1.2"),
+		// (messaging) A transaction producer's check-back loop ranges over a channel that
+		// nothing closes, not even Shutdown (producer/producer.go checkTransactionState).
+		goleak.IgnoreAnyFunction("github.com/apache/rocketmq-client-go/v2/producer.(*transactionProducer).checkTransactionState"),
 	)
 }

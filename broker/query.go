@@ -52,8 +52,17 @@ func (b *Broker) processQueryMessage(rc *RequestContext) {
 	b.submitQuery(to, rc.Received, func() { b.queryMessage(to, &h, maxNum) })
 }
 
+// queryCandidates is how many index hits a query asks the store for (the store caps it at
+// maxMsgsNumBatch, 64 by default): hits that fail recordMatchesQuery — a UNIQ_KEY equal to
+// the key, a hash collision — must not use up a small maxNum before the real matches.
+const queryCandidates = 64
+
 func (b *Broker) queryMessage(to replyTo, h *codec.QueryMessageRequestHeader, maxNum int) {
-	res, err := b.store.QueryMessage(h.Topic, h.Key, maxNum, h.BeginTimestamp, h.EndTimestamp)
+	candidates := maxNum
+	if maxNum > 0 {
+		candidates = max(maxNum, queryCandidates)
+	}
+	res, err := b.store.QueryMessage(h.Topic, h.Key, candidates, h.BeginTimestamp, h.EndTimestamp)
 	if err != nil {
 		b.respond(to, codec.ResponseSystemError, "query message failed: "+err.Error(), nil)
 		return
@@ -64,6 +73,9 @@ func (b *Broker) queryMessage(to replyTo, h *codec.QueryMessageRequestHeader, ma
 	}
 	f := b.data.getFrame()
 	for _, rec := range res.Buffers {
+		if maxNum > 0 && len(f.bodies) == maxNum {
+			break
+		}
 		if recordMatchesQuery(rec, h.Topic, h.Key, h.UniqueKeyQuery) {
 			f.bodies = append(f.bodies, rec)
 		}

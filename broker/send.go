@@ -52,13 +52,11 @@ import (
 //     goes to %DLQ%<group> queue 0, without delay.
 //   - TRAN_MSG=true (or a PREPARED sysFlag) stores a half message: topic
 //     RMQ_SYS_TRANS_HALF_TOPIC queue 0, REAL_TOPIC/REAL_QID/__transactionId__ added,
-//     transaction bits cleared. END_TRANSACTION and the check-back service that turn halves
-//     into deliveries are a later issue: until then a half message is stored and indexed
-//     but never delivered.
+//     transaction bits cleared. END_TRANSACTION and the check-back service
+//     (transaction.go) turn halves into deliveries.
 //   - DELAY > 0 (transaction type NOT or COMMIT): stored in SCHEDULE_TOPIC_XXXX queue
-//     level−1 (level clamped to messageDelayLevel's size) with REAL_TOPIC/REAL_QID. The
-//     schedule service that delivers due messages to their real topic is a later issue:
-//     until then delayed messages wait in the schedule queue.
+//     level−1 (level clamped to messageDelayLevel's size) with REAL_TOPIC/REAL_QID; the
+//     schedule service (delay.go) delivers it to the real topic when due.
 //
 // The response header is the Java broker's: msgId (offsetMsgId; a batch's ids joined
 // with ','), queueId (the queue the producer addressed or was given), queueOffset (first
@@ -321,8 +319,8 @@ func (b *Broker) prepareMessage(r *sendRequest, rc *RequestContext, tc *codec.To
 	if !half {
 		t := codec.TransactionType(sysFlag)
 		delayed = delayLevel > 0 && (t == codec.SysFlagTransactionNot || t == codec.SysFlagTransactionCommit)
-		if delayed && delayLevel > b.data.maxDelayLevel {
-			delayLevel = b.data.maxDelayLevel
+		if delayed {
+			delayLevel = b.clampDelayLevel(delayLevel)
 		}
 	}
 
@@ -344,10 +342,8 @@ func (b *Broker) prepareMessage(r *sendRequest, rc *RequestContext, tc *codec.To
 		sysFlag = codec.ResetTransactionType(sysFlag, codec.SysFlagTransactionNot)
 		topic, queueID = TransHalfTopic, 0
 	case delayed:
-		p = appendPropertyInt(p, codec.PropertyDelayTimeLevel, int64(delayLevel))
-		p = codec.AppendProperty(p, codec.PropertyRealTopic, topic)
-		p = appendPropertyInt(p, codec.PropertyRealQueueID, int64(queueID))
-		topic, queueID = ScheduleTopic, int32(delayLevel-1)
+		p, queueID = appendScheduleProperties(p, delayLevel, topic, queueID)
+		topic = ScheduleTopic
 	}
 	r.props = p
 	if len(p) > propertiesBytesLimit {
@@ -534,6 +530,15 @@ func (b *Broker) put(r *sendRequest) {
 		r.answer(codec.ResponseSystemBusy, remarkPCBusy, true)
 		return
 	}
+	wait := b.data.syncFlush && waitStoreMsgOK(r.header.Properties)
+	if q, ok := b.store.(syncFlushQueue); wait && ok && q.SyncFlushQueueFull() {
+		// Refused before storing: SYSTEM_BUSY must mean "not stored", as RocketMQ's fast failure
+		// does. (Between event loops a put can still meet a queue filled since this check; that one
+		// is stored and gets the same answer from onDurable.)
+		b.metrics.busy.WithLabelValues("flush_queue_full").Inc()
+		r.answer(codec.ResponseSystemBusy, remarkFlushQueueFull, true)
+		return
+	}
 	var res store.PutResult
 	var err error
 	if r.isBatch {
@@ -551,7 +556,7 @@ func (b *Broker) put(r *sendRequest) {
 		return
 	}
 	r.result = res
-	if b.data.syncFlush && waitStoreMsgOK(r.header.Properties) {
+	if wait {
 		// The callback answers; it may run right here (already durable, queue full) or on
 		// the group commit's goroutine.
 		b.store.WaitDurable(res.EndOffset(), r.durable)
@@ -559,6 +564,10 @@ func (b *Broker) put(r *sendRequest) {
 	}
 	r.answerStored(codec.ResponseSuccess, "")
 }
+
+// syncFlushQueue is implemented by stores whose SYNC_FLUSH waiters queue up to a bound
+// (*store.Store): put asks before storing whether the queue is full.
+type syncFlushQueue interface{ SyncFlushQueueFull() bool }
 
 // putOutcome maps a put's error or status to the response code (SendMessageProcessor
 // handlePutMessageResult). Success codes mean the message is stored: SUCCESS and the

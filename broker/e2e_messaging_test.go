@@ -1,0 +1,447 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	rocketmq "github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+	"github.com/apache/rocketmq-client-go/v2/rlog"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+// Delay levels, retry and DLQ, transactions and request-reply end to end with the pinned Go
+// client (issue 6). One broker serves every subtest; its delay table keeps level 2 at the
+// default 5 s and makes every other level 1 s, so that retries (3 + reconsume times) come
+// back after a second instead of RocketMQ's 10 s; its transaction check runs every 200 ms
+// for halves older than 500 ms.
+//
+// The waits are the broker's own timers on the wall clock (a real broker, a real client):
+// they are bounded below (delay ≥ its level) and above (e2eWait), and polled, never slept.
+
+// e2eMessagingDelayLevels: level 2 = 5 s as in RocketMQ's default table, the rest 1 s.
+const e2eMessagingDelayLevels = "1s 5s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s"
+
+// goClientLeftovers are goroutines of the pinned Go client that end after (or never end
+// despite) Shutdown; main_test.go ignores the same ones.
+var goClientLeftovers = append([]goleak.Option{
+	goleak.IgnoreAnyFunction("github.com/patrickmn/go-cache.(*janitor).Run"),
+	goleak.IgnoreAnyFunction("github.com/panjf2000/ants/v2.(*poolCommon).purgeStaleWorkers"),
+	goleak.IgnoreAnyFunction("github.com/panjf2000/ants/v2.(*poolCommon).ticktock"),
+	goleak.IgnoreAnyFunction("github.com/apache/rocketmq-client-go/v2/internal.(*rmqClient).Start.func1.1"),
+	goleak.IgnoreAnyFunction("github.com/apache/rocketmq-client-go/v2/internal.(*rmqClient).Start.func1.2"),
+	goleak.IgnoreAnyFunction("github.com/apache/rocketmq-client-go/v2/internal.(*rmqClient).Start.func1.3"),
+	goleak.IgnoreAnyFunction("github.com/apache/rocketmq-client-go/v2/internal.(*rmqClient).Start.func1.4"),
+	// A transaction producer's check-back loop ranges over a channel nothing closes
+	// (producer/producer.go transactionProducer.checkTransactionState).
+	goleak.IgnoreAnyFunction("github.com/apache/rocketmq-client-go/v2/producer.(*transactionProducer).checkTransactionState"),
+}, goClientBackgroundGoroutines...)
+
+// delivery is one message as a consumer saw it.
+type delivery struct {
+	at  time.Time
+	msg *primitive.MessageExt
+}
+
+// deliveries collects what a consumer callback got.
+type deliveries struct {
+	mu   sync.Mutex
+	list []delivery
+}
+
+func (d *deliveries) add(msgs ...*primitive.MessageExt) {
+	now := time.Now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, m := range msgs {
+		d.list = append(d.list, delivery{at: now, msg: m})
+	}
+}
+
+func (d *deliveries) snapshot() []delivery {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]delivery(nil), d.list...)
+}
+
+func (d *deliveries) len() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.list)
+}
+
+// msgEnv is the suite's environment: e2eEnv plus an anchor producer per consumer.
+//
+// The Go client never fails a call pending on a connection it closes: a pull in flight when
+// a consumer shuts down waits out its 30 s timeout. A consumer's connections belong to its
+// client instance, which closes them when its last user shuts down; so every consumer here
+// shares its instance with an idle producer (the anchor). At the end the broker answers
+// every pull at once (the hold service is stopped), the consumers shut down while their
+// connections stay open, their pulls come back and their pull loops end, and only then the
+// anchors close the connections.
+type msgEnv struct {
+	*e2eEnv
+	mu      sync.Mutex
+	anchors []func() error
+}
+
+// consumerFunc starts a clustering push consumer from the first offset with its own
+// callback (and its anchor); the suite shuts both down at the end.
+func (e *msgEnv) consumerFunc(t *testing.T, group, topic string,
+	fn func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error), opts ...consumer.Option) {
+	t.Helper()
+	instance := e.instance("c")
+	all := append([]consumer.Option{
+		consumer.WithNsResolver(e.resolver()),
+		consumer.WithGroupName(group),
+		consumer.WithInstance(instance),
+		consumer.WithConsumerModel(consumer.Clustering),
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
+	}, opts...)
+	c, err := rocketmq.NewPushConsumer(all...)
+	require.NoError(t, err)
+	anchor, err := rocketmq.NewProducer(producer.WithNsResolver(e.resolver()), producer.WithGroupName("PG-anchor"),
+		producer.WithInstanceName(instance))
+	require.NoError(t, err)
+	require.NoError(t, anchor.Start())
+	e.mu.Lock()
+	e.anchors = append(e.anchors, anchor.Shutdown)
+	e.mu.Unlock()
+	require.NoError(t, c.Subscribe(topic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"}, fn))
+	require.NoError(t, c.Start())
+	e.track(c.Shutdown)
+}
+
+// shutdown ends the suite's clients as the type comment says.
+func (e *msgEnv) shutdown(t *testing.T) {
+	if e.tb.b != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		require.NoError(t, e.tb.b.pullHold.Stop(ctx))
+	}
+	e.shutdownConsumers()
+	require.Eventually(t, func() bool {
+		buf := make([]byte, 1<<20)
+		return !strings.Contains(string(buf[:runtime.Stack(buf, true)]), "consumer.(*pushConsumer).pullMessage")
+	}, 10*time.Second, 5*time.Millisecond, "the consumers' pull loops end")
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, shutdown := range e.anchors {
+		_ = shutdown()
+	}
+}
+
+// prepareGroup creates a consumer group's retry topic and waits for its route: the Go client
+// resolves %RETRY%<group> once, when the consumer starts, and then only every 30 s.
+func (e *msgEnv) prepareGroup(t *testing.T, group string) {
+	t.Helper()
+	g, ok := e.tb.b.subscriptions.FindOrCreate(group)
+	require.True(t, ok)
+	e.tb.b.topics.CreateInSendMessageBack(RetryTopic(group), g.RetryQueueNums, PermRead|PermWrite, 0)
+	e.waitRoute(t, RetryTopic(group))
+}
+
+func TestGoClientMessaging(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end with the Go client")
+	}
+	rlog.SetLogLevel("error")
+	// Registered first, so it runs last: after the broker and every client shut down.
+	baseline := goleak.IgnoreCurrent()
+	t.Cleanup(func() {
+		var leaked error
+		waitStart := time.Now()
+		for deadline := time.Now().Add(45 * time.Second); time.Now().Before(deadline); {
+			if leaked = goleak.Find(append([]goleak.Option{baseline}, goClientLeftovers...)...); leaked == nil {
+				break
+			}
+		}
+		t.Logf("waited %v for the Go client's goroutines to end", time.Since(waitStart))
+		require.NoError(t, leaked, "the Go client's goroutines end after its Shutdown")
+	})
+	tb := startTestBroker(t, func(c *Config) {
+		c.MessageDelayLevel = e2eMessagingDelayLevels
+		c.TransactionCheckInterval = 200 * time.Millisecond
+		c.TransactionTimeOut = 500 * time.Millisecond
+	})
+	e := &msgEnv{e2eEnv: &e2eEnv{tb: tb, name: "msg"}}
+	t.Cleanup(func() { e.shutdown(t) }) // before the broker's shutdown
+
+	// First: it restarts the broker, which no consumer should see.
+	t.Run("DelayLevel2SurvivesRestart", func(t *testing.T) { testE2EDelay(t, e) })
+	t.Run("RetryLaterRedelivers", func(t *testing.T) { testE2ERetry(t, e) })
+	t.Run("MaxReconsumeTimesToDLQ", func(t *testing.T) { testE2EDLQ(t, e) })
+	t.Run("Transactions", func(t *testing.T) { testE2ETransactions(t, e) })
+	t.Run("RequestReply", func(t *testing.T) { testE2ERequestReply(t, e) })
+}
+
+// A level-2 message sent before a broker restart arrives 5 s after it was sent, after an
+// undelayed message sent later.
+func testE2EDelay(t *testing.T, e *msgEnv) {
+	const topic, group = "E2EDelay", "G-delay"
+	p1, err := rocketmq.NewProducer(producer.WithNsResolver(e.resolver()), producer.WithGroupName("PG-delay"),
+		producer.WithInstanceName(e.instance("p")), producer.WithRetry(2))
+	require.NoError(t, err)
+	require.NoError(t, p1.Start())
+	sentAt := time.Now()
+	delayed := sendSync(t, p1, primitive.NewMessage(topic, []byte("delayed")).WithDelayTimeLevel(2))
+	require.NoError(t, p1.Shutdown())
+
+	e.tb.restart(t)
+	require.Equal(t, int64(1), e.tb.b.store.GetMaxOffsetInQueue(ScheduleTopic, 1), "still scheduled after the restart")
+	p2 := e.producer(t, "PG-delay2")
+	sendSync(t, p2, primitive.NewMessage(topic, []byte("undelayed")))
+	e.waitRoute(t, topic)
+	got := &deliveries{}
+	e.consumerFunc(t, group, topic, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		got.add(msgs...)
+		return consumer.ConsumeSuccess, nil
+	})
+	require.Eventually(t, func() bool { return got.len() >= 2 }, e2eWait, 5*time.Millisecond)
+	list := got.snapshot()
+	require.Len(t, list, 2)
+	require.Equal(t, "undelayed", string(list[0].msg.Body), "the later, undelayed message comes first")
+	d := list[1]
+	require.Equal(t, "delayed", string(d.msg.Body))
+	waited := d.at.Sub(sentAt)
+	t.Logf("level 2 arrived %v after it was sent (a restart in between)", waited)
+	require.GreaterOrEqual(t, waited, 5*time.Second-50*time.Millisecond)
+	require.Less(t, waited, 15*time.Second)
+	require.GreaterOrEqual(t, d.msg.StoreTimestamp-d.msg.BornTimestamp, int64(5000-50),
+		"stored in its topic 5 s after it was born")
+	require.Equal(t, topic, d.msg.Topic)
+	require.Equal(t, delayed.MsgID, d.msg.MsgId, "the UNIQ_KEY is kept")
+	require.Empty(t, d.msg.GetProperty(primitive.PropertyDelayTimeLevel))
+	require.Equal(t, topic, d.msg.GetProperty("REAL_TOPIC"))
+	require.Equal(t, map[int32]int64{2: 1}, e.tb.b.schedule.Offsets())
+}
+
+// ConsumeRetryLater: the message comes back through %RETRY%<group> with ReconsumeTimes 1,
+// its original topic and id, after its retry level's delay.
+func testE2ERetry(t *testing.T, e *msgEnv) {
+	const topic, group = "E2ERetry", "G-retry"
+	p := e.producer(t, "PG-retry")
+	sent := sendSync(t, p, primitive.NewMessage(topic, []byte("try again")))
+	e.waitRoute(t, topic)
+	e.prepareGroup(t, group)
+	got := &deliveries{}
+	e.consumerFunc(t, group, topic, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		got.add(msgs...)
+		if msgs[0].ReconsumeTimes == 0 {
+			return consumer.ConsumeRetryLater, nil
+		}
+		return consumer.ConsumeSuccess, nil
+	})
+	require.Eventually(t, func() bool { return got.len() >= 2 }, e2eWait, 5*time.Millisecond)
+	list := got.snapshot()
+	require.Len(t, list, 2)
+	first, again := list[0], list[1]
+	require.Equal(t, int32(0), first.msg.ReconsumeTimes)
+	require.Equal(t, int32(1), again.msg.ReconsumeTimes)
+	require.Equal(t, "try again", string(again.msg.Body))
+	require.Equal(t, topic, again.msg.Topic, "the client restores the topic from RETRY_TOPIC")
+	require.Equal(t, topic, again.msg.GetProperty(primitive.PropertyRetryTopic))
+	require.Equal(t, sent.MsgID, again.msg.MsgId)
+	require.Equal(t, sent.OffsetMsgID, again.msg.GetProperty("ORIGIN_MESSAGE_ID"))
+	require.GreaterOrEqual(t, again.at.Sub(first.at), time.Second-50*time.Millisecond, "level 3 is 1 s here")
+	require.Equal(t, int64(1), e.tb.b.store.GetMaxOffsetInQueue(RetryTopic(group), 0))
+	require.Never(t, func() bool { return got.len() > 2 }, 1500*time.Millisecond, 50*time.Millisecond,
+		"consumed: not delivered again")
+}
+
+// With MaxReconsumeTimes=1 a message that keeps failing goes to %DLQ%<group> after one
+// retry, where a consumer of the DLQ topic reads it.
+func testE2EDLQ(t *testing.T, e *msgEnv) {
+	const topic, group = "E2EDLQ", "G-dlq"
+	p := e.producer(t, "PG-dlq")
+	sent := sendSync(t, p, primitive.NewMessage(topic, []byte("poison")))
+	e.waitRoute(t, topic)
+	e.prepareGroup(t, group)
+	failed := &deliveries{}
+	e.consumerFunc(t, group, topic, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		failed.add(msgs...)
+		return consumer.ConsumeRetryLater, nil
+	}, consumer.WithMaxReconsumeTimes(1))
+	dlq := DLQTopic(group)
+	require.Eventually(t, func() bool { return e.tb.b.store.GetMaxOffsetInQueue(dlq, 0) == 1 }, e2eWait, 5*time.Millisecond)
+	tc, ok := e.tb.b.topics.Get(dlq)
+	require.True(t, ok)
+	require.Equal(t, PermRead|PermWrite, tc.Perm)
+	require.Equal(t, 2, failed.len(), "the first delivery and one retry")
+
+	e.waitRoute(t, dlq)
+	drained := &deliveries{}
+	e.consumerFunc(t, "G-dlq-reader", dlq, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		drained.add(msgs...)
+		return consumer.ConsumeSuccess, nil
+	})
+	require.Eventually(t, func() bool { return drained.len() >= 1 }, e2eWait, 5*time.Millisecond)
+	m := drained.snapshot()[0].msg
+	require.Equal(t, "poison", string(m.Body))
+	require.Equal(t, dlq, m.Topic)
+	require.Equal(t, int32(2), m.ReconsumeTimes)
+	require.Equal(t, topic, m.GetProperty(primitive.PropertyRetryTopic))
+	require.Equal(t, sent.MsgID, m.MsgId)
+	require.Equal(t, 2, failed.len(), "nothing more for the failing group")
+}
+
+// txListener decides local transactions by body and records what the broker asked.
+type txListener struct {
+	b     *Broker
+	topic string
+
+	mu            sync.Mutex
+	visibleBefore map[string]int64 // messages in the topic when the local transaction ran
+	checked       map[string]int
+}
+
+func (l *txListener) ExecuteLocalTransaction(m *primitive.Message) primitive.LocalTransactionState {
+	l.mu.Lock()
+	l.visibleBefore[string(m.Body)] = queueTotal(l.b, l.topic, 4)
+	l.mu.Unlock()
+	switch string(m.Body) {
+	case "commit":
+		return primitive.CommitMessageState
+	case "rollback":
+		return primitive.RollbackMessageState
+	}
+	return primitive.UnkonwnState
+}
+
+func (l *txListener) CheckLocalTransaction(m *primitive.MessageExt) primitive.LocalTransactionState {
+	l.mu.Lock()
+	l.checked[string(m.Body)]++
+	l.mu.Unlock()
+	// What the local transaction decided (the check may come before a slow END does).
+	if string(m.Body) == "rollback" {
+		return primitive.RollbackMessageState
+	}
+	return primitive.CommitMessageState
+}
+
+func (l *txListener) snapshot() (map[string]int64, map[string]int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	visible := map[string]int64{}
+	for k, v := range l.visibleBefore {
+		visible[k] = v
+	}
+	checked := map[string]int{}
+	for k, v := range l.checked {
+		checked[k] = v
+	}
+	return visible, checked
+}
+
+// A committed transaction becomes visible after its commit only; a rolled back one never;
+// an unknown one is checked back and committed by the listener.
+func testE2ETransactions(t *testing.T, e *msgEnv) {
+	const topic, group = "E2ETx", "G-tx"
+	b := e.tb.b
+	l := &txListener{b: b, topic: topic, visibleBefore: map[string]int64{}, checked: map[string]int{}}
+	tp, err := rocketmq.NewTransactionProducer(l, producer.WithNsResolver(e.resolver()),
+		producer.WithGroupName("PG-tx"), producer.WithInstanceName(e.instance("tx")), producer.WithRetry(2))
+	require.NoError(t, err)
+	require.NoError(t, tp.Start())
+	t.Cleanup(func() { _ = tp.Shutdown() })
+	ctx, cancel := context.WithTimeout(context.Background(), e2eWait)
+	defer cancel()
+	halvesBefore := b.store.GetMaxOffsetInQueue(TransHalfTopic, 0)
+	for _, body := range []string{"commit", "rollback", "unknown"} {
+		res, err := tp.SendMessageInTransaction(ctx, primitive.NewMessage(topic, []byte(body)))
+		require.NoError(t, err)
+		require.Equal(t, primitive.SendOK, res.Status, body)
+	}
+	require.Eventually(t, func() bool { return b.store.GetMaxOffsetInQueue(TransHalfTopic, 0)-halvesBefore >= 3 },
+		e2eWait, time.Millisecond, "three halves stored")
+
+	e.waitRoute(t, topic)
+	got := &deliveries{}
+	e.consumerFunc(t, group, topic, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		got.add(msgs...)
+		return consumer.ConsumeSuccess, nil
+	})
+	require.Eventually(t, func() bool { return got.len() >= 2 }, e2eWait, 5*time.Millisecond)
+	// Every half is settled once the unknown one was checked and committed: nothing else can
+	// arrive (the rollback's END came long before).
+	require.Eventually(t, func() bool {
+		b.tx.mu.Lock()
+		defer b.tx.mu.Unlock()
+		return b.tx.mu.halfOffset == b.store.GetMaxOffsetInQueue(TransHalfTopic, 0)
+	}, e2eWait, 5*time.Millisecond)
+	var bodies []string
+	for _, d := range got.snapshot() {
+		bodies = append(bodies, string(d.msg.Body))
+		require.Empty(t, d.msg.GetProperty(primitive.PropertyTransactionPrepared))
+		require.Equal(t, "PG-tx", d.msg.GetProperty(primitive.PropertyProducerGroup))
+	}
+	require.ElementsMatch(t, []string{"commit", "unknown"}, bodies)
+	require.Equal(t, int64(2), queueTotal(b, topic, 4))
+	visible, checked := l.snapshot()
+	require.Equal(t, int64(0), visible["commit"], "not visible before its local transaction ended")
+	require.LessOrEqual(t, visible["rollback"], int64(1), "at most the commit before it (oneway, not waited for)")
+	require.LessOrEqual(t, visible["unknown"], int64(1))
+	require.Positive(t, checked["unknown"], "the unknown transaction was checked back")
+}
+
+// Producer.Request: the consumer's reply reaches the requester through
+// SEND_REPLY_MESSAGE and PUSH_REPLY_MESSAGE_TO_CLIENT.
+func testE2ERequestReply(t *testing.T, e *msgEnv) {
+	const topic, group = "E2ERequest", "G-rpc"
+	requester := e.producer(t, "PG-requester")
+	replier := e.producer(t, "PG-replier")
+	sendSync(t, requester, primitive.NewMessage(topic, []byte("warm-up"))) // creates the topic
+	e.waitRoute(t, topic)
+	replied := make(chan error, 1)
+	e.consumerFunc(t, group, topic, func(ctx context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		for _, m := range msgs {
+			if consumer.GetReplyToClient(m) == "" {
+				continue
+			}
+			reply, err := consumer.CreateReplyMessage(m, nil)
+			if err == nil {
+				// CreateReplyMessage parses its body argument as properties and sends no body.
+				reply.Body = []byte("re:" + string(m.Body))
+				var res *primitive.SendResult
+				res, err = replier.SendSync(ctx, reply)
+				if err == nil && res.Status != primitive.SendOK {
+					err = errors.New(res.String())
+				}
+			}
+			select {
+			case replied <- err:
+			default:
+			}
+		}
+		return consumer.ConsumeSuccess, nil
+	})
+	// The push needs the requester's connection, known from its heartbeat.
+	require.Eventually(t, func() bool { return len(e.tb.b.producers.Members("PG-requester")) > 0 },
+		e2eWait, 5*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), e2eWait)
+	defer cancel()
+	req := primitive.NewMessage(topic, []byte("question"))
+	resp, err := requester.Request(ctx, 15*time.Second, req)
+	require.NoError(t, err)
+	require.Equal(t, "re:question", string(resp.Body))
+	require.Equal(t, req.GetProperty(primitive.PropertyCorrelationID), resp.GetProperty(primitive.PropertyCorrelationID))
+	require.Equal(t, "reply", resp.GetProperty(primitive.PropertyMsgType))
+	require.True(t, strings.HasSuffix(resp.Topic, ReplyTopicSuffix), resp.Topic)
+	// The replier's send is answered once the push was answered.
+	select {
+	case err := <-replied:
+		require.NoError(t, err)
+	case <-time.After(e2eWait):
+		t.Fatal("the replier's SEND_REPLY_MESSAGE was not answered")
+	}
+	require.Eventually(t, func() bool { return e.tb.b.store.GetMaxOffsetInQueue("TestCluster"+ReplyTopicSuffix, 0) == 1 },
+		e2eWait, time.Millisecond, "the reply is stored")
+}

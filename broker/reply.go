@@ -1,0 +1,162 @@
+package broker
+
+import (
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/store"
+)
+
+// Request-reply: SEND_REPLY_MESSAGE (324, full header keys) and SEND_REPLY_MESSAGE_V2 (325,
+// letter keys), answered after PUSH_REPLY_MESSAGE_TO_CLIENT (326) reached the requester
+// (PROTOCOL.md §3.7, RocketMQ's ReplyMessageProcessor).
+//
+// A requester sends an ordinary message with CORRELATION_ID, REPLY_TO_CLIENT (its client id)
+// and TTL (seconds; only the requester's own timeout uses it). The broker stamps CLUSTER on
+// it (send.go); the consumer that handles it sends the reply to <cluster>_REPLY_TOPIC (a
+// built-in topic, 1 queue) with MSG_TYPE=reply and the same CORRELATION_ID and
+// REPLY_TO_CLIENT, as SEND_REPLY_MESSAGE. The broker then, on the event loop:
+//
+//  1. runs the send checks (send.go checkSend) and picks a queue when the header says < 0;
+//  2. stores the reply as sent — properties unchanged, no UNIQ_KEY or CLUSTER added — when it
+//     has a body (the Go client's consumer.CreateReplyMessage sends none, and the Java broker
+//     then fails to store it but still pushes it);
+//  3. finds the connection of the producer whose heartbeat gave that client id and pushes the
+//     reply to it with PUSH_REPLY_MESSAGE_TO_CLIENT: the send header's fields plus bornHost,
+//     storeHost and storeTimestamp, properties + PUSH_REPLY_TIME, the body as sent;
+//  4. answers the replier when the requester has answered the push (or after
+//     pushReplyTimeout): SUCCESS with msgId/queueId/queueOffset of the stored reply (msgId
+//     "0" when it was not stored), or SYSTEM_ERROR naming why the push failed.
+//
+// The push is an asynchronous invoke: nothing waits on the event loop. The reply's store is
+// not waited for under SYNC_FLUSH (a reply is useful only to a requester still waiting).
+
+// pushReplyTimeout bounds the wait for the requester's answer to a push.
+const pushReplyTimeout = 3 * time.Second
+
+// propertyPushReplyTime is MessageConst.PROPERTY_PUSH_REPLY_TIME.
+const propertyPushReplyTime = "PUSH_REPLY_TIME"
+
+// processSendReplyMessage serves 324 and 325.
+func (b *Broker) processSendReplyMessage(rc *RequestContext) {
+	to := replyToOf(rc)
+	region := [...]extField{strField("MSG_REGION", defaultRegionID), strField("TRACE_ON", traceOnText)}
+	var h codec.SendMessageRequestHeader
+	var err error
+	if rc.Cmd.Code == int32(codec.RequestSendReplyMessageV2) {
+		err = h.DecodeV2(rc.Cmd.ExtFields)
+	} else {
+		err = h.Decode(rc.Cmd.ExtFields)
+	}
+	if err != nil {
+		b.respond(to, codec.ResponseSystemError, headerErrorRemark(err), nil)
+		return
+	}
+	tc, code, remark := b.checkSend(rc, &h)
+	if code != codec.ResponseSuccess {
+		b.respond(to, code, remark, region[:])
+		return
+	}
+	queueID := h.QueueID
+	if queueID < 0 {
+		if tc.WriteQueueNums <= 0 {
+			b.respond(to, codec.ResponseNoPermission, "the topic["+tc.TopicName+"] has no write queue", region[:])
+			return
+		}
+		queueID = rand.Int32N(tc.WriteQueueNums)
+	}
+	body := rc.Cmd.Body
+	if len(body) > b.data.maxMessageSize || len(h.Properties) > propertiesBytesLimit {
+		b.respond(to, codec.ResponseMessageIllegal, b.messageIllegalRemark(), region[:])
+		return
+	}
+	born := bornHost(rc)
+	sysFlag := h.SysFlag & sendSysFlagClientMask
+	if tc.TopicFilterType == codec.TopicFilterMultiTag {
+		sysFlag |= codec.SysFlagMultiTags
+	}
+
+	// Store.
+	var stored store.PutResult
+	storedOK := false
+	if len(body) > 0 {
+		msg := codec.Message{
+			Topic:          h.Topic,
+			QueueID:        queueID,
+			Flag:           h.Flag,
+			SysFlag:        sysFlag,
+			BornTimestamp:  h.BornTimestamp,
+			BornHost:       born,
+			StoreHost:      b.storeHost,
+			ReconsumeTimes: h.ReconsumeTimes,
+			Body:           body,
+			Properties:     []byte(h.Properties),
+		}
+		res, err := b.store.PutMessage(&msg)
+		if c, _ := b.putOutcome(res, err); c == codec.ResponseSuccess {
+			stored, storedOK = res, true
+		} else {
+			b.logger.Debug("broker: reply message not stored", "topic", h.Topic, "err", err)
+		}
+	}
+	msgID := "0"
+	var queueOffset int64
+	if storedOK {
+		msgID = codec.OffsetMsgID(b.storeHost, stored.WroteOffset)
+		queueOffset = stored.QueueOffset
+	}
+	fields := [...]extField{region[0], region[1], strField("msgId", msgID), numField("queueId", int64(queueID)),
+		numField("queueOffset", queueOffset)}
+	answer := func(code codec.ResponseCode, remark string) { b.respond(to, code, remark, fields[:]) }
+
+	// Push to the requester.
+	props := stringBytes(h.Properties)
+	sender, ok := codec.LookupProperty(props, codec.PropertyReplyToClient)
+	if !ok || len(sender) == 0 {
+		answer(codec.ResponseSystemError, "reply message properties["+codec.PropertyReplyToClient+"] is null")
+		return
+	}
+	senderID := string(sender)
+	conn, ok := b.producers.FindConn(senderID)
+	if !ok {
+		answer(codec.ResponseSystemError, "push reply message fail, channel of <"+senderID+"> not found.")
+		return
+	}
+	now := b.clock().UnixMilli()
+	pushProps := append(make([]byte, 0, len(props)+40), props...)
+	if len(pushProps) > 0 && pushProps[len(pushProps)-1] != codec.PropertySeparator {
+		pushProps = append(pushProps, codec.PropertySeparator)
+	}
+	pushProps = appendPropertyInt(pushProps, propertyPushReplyTime, now)
+	ext := map[string]string{
+		"producerGroup":         h.ProducerGroup,
+		"topic":                 h.Topic,
+		"defaultTopic":          h.DefaultTopic,
+		"defaultTopicQueueNums": strconv.Itoa(int(h.DefaultTopicQueueNums)),
+		"queueId":               strconv.Itoa(int(h.QueueID)),
+		"sysFlag":               strconv.Itoa(int(h.SysFlag)),
+		"bornTimestamp":         strconv.FormatInt(h.BornTimestamp, 10),
+		"flag":                  strconv.Itoa(int(h.Flag)),
+		"properties":            string(pushProps),
+		"reconsumeTimes":        strconv.Itoa(int(h.ReconsumeTimes)),
+		"unitMode":              strconv.FormatBool(h.UnitMode),
+		"bornHost":              born.String(),
+		"storeHost":             b.brokerAddr,
+		"storeTimestamp":        strconv.FormatInt(now, 10),
+	}
+	failed := "push reply message to " + senderID + "fail."
+	push := codec.NewRequest(codec.RequestPushReplyMessageToClient, ext, body)
+	if err := conn.InvokeAsync(push, pushReplyTimeout, func(resp *codec.RemotingCommand, err error) {
+		if err != nil || resp.Code != int32(codec.ResponseSuccess) {
+			b.logger.Debug("broker: push reply message failed", "clientId", senderID, "err", err)
+			answer(codec.ResponseSystemError, failed)
+			return
+		}
+		answer(codec.ResponseSuccess, "")
+	}); err != nil {
+		b.logger.Debug("broker: push reply message failed", "clientId", senderID, "err", err)
+		answer(codec.ResponseSystemError, failed)
+	}
+}

@@ -1,0 +1,176 @@
+package broker
+
+import (
+	"math/rand/v2"
+	"strconv"
+
+	"github.com/ringmq/ringmq/codec"
+)
+
+// Retry and dead letters: CONSUMER_SEND_MSG_BACK (36), PROTOCOL.md §3.6 and §8.2.
+//
+// A consumer that failed to consume a message sends it back by its CommitLog offset. The
+// broker reads that record and writes a new one for the group:
+//
+//	reconsumeTimes ≥ maxReconsumeTimes        → %DLQ%<group> queue 0 (1 queue, perm 6,
+//	or delayLevel < 0                           created on demand), no delay
+//	otherwise                                 → %RETRY%<group>, a random queue of the
+//	                                            group's retryQueueNums (created on demand),
+//	                                            delayed at the requested level, or at
+//	                                            3 + reconsumeTimes when the request says 0
+//	                                            (clamped to the table: the schedule
+//	                                            service delivers it, delay.go)
+//
+// maxReconsumeTimes is the group's retryMaxTimes (16 by default), or the request's when it
+// carries one (clients from V3_4_9 on). The new record keeps body, flag, sysFlag, born time
+// and host, and properties, with reconsume times + 1, RETRY_TOPIC (the original topic, set
+// on the first send-back only), ORIGIN_MESSAGE_ID (the first record's offsetMsgId, kept
+// across retries) and WAIT=false. Consumers subscribe %RETRY%<group> themselves and put the
+// original topic back from RETRY_TOPIC.
+//
+// Checks, in the Java broker's order: group exists or is auto-created
+// (SUBSCRIPTION_GROUP_NOT_EXIST), broker writable (NO_PERMISSION), retryQueueNums ≤ 0 →
+// SUCCESS and the message is dropped, retry/DLQ topic writable (NO_PERMISSION), record at
+// offset readable (SYSTEM_ERROR "look message by offset failed, <offset>"). Put failures map
+// as for sends.
+//
+// The request runs on the event loop when the record lies within the hot part of the
+// CommitLog (the pull rule, pull.go), on the query pool otherwise: the record read may
+// fault pages in from disk.
+
+// defaultRetryDelayLevelBase is RocketMQ's first broker-chosen retry level: 3 + reconsume times.
+const defaultRetryDelayLevelBase = 3
+
+// remarkSubscriptionGroupNotExist is the Java broker's remark (with its FAQ link).
+const remarkSubscriptionGroupNotExist = "subscription group not exist, "
+
+// processConsumerSendMsgBack serves 36.
+func (b *Broker) processConsumerSendMsgBack(rc *RequestContext) {
+	var h codec.ConsumerSendMsgBackRequestHeader
+	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
+		b.ReplyError(rc, codec.ResponseSystemError, headerErrorRemark(err))
+		return
+	}
+	to := replyToOf(rc)
+	version := rc.Cmd.Version
+	if b.isHotOffset(h.Offset) {
+		b.sendMessageBack(to, &h, version)
+		return
+	}
+	b.submitQuery(to, rc.Received, func() { b.sendMessageBack(to, &h, version) })
+}
+
+// isHotOffset reports whether a CommitLog offset lies in the part of the log that the page
+// cache holds (the event loop may read it without faulting pages in from disk).
+func (b *Broker) isHotOffset(phys int64) bool {
+	end := b.store.MaxPhyOffset()
+	return phys >= 0 && phys <= end && end-phys <= b.data.hotPullMaxBehindBytes
+}
+
+// sendMessageBack does the work of 36 and answers.
+func (b *Broker) sendMessageBack(to replyTo, h *codec.ConsumerSendMsgBackRequestHeader, version int32) {
+	gc, ok := b.subscriptions.FindOrCreate(h.Group)
+	if !ok {
+		b.respond(to, codec.ResponseSubscriptionGroupNotExist, remarkSubscriptionGroupNotExist+h.Group, nil)
+		return
+	}
+	if !IsWriteable(int32(b.cfg.BrokerPermission)) {
+		b.respond(to, codec.ResponseNoPermission, "the broker["+b.data.brokerIP+"] sending message is forbidden", nil)
+		return
+	}
+	if gc.RetryQueueNums <= 0 {
+		b.respond(to, codec.ResponseSuccess, "", nil)
+		return
+	}
+	topic := RetryTopic(h.Group)
+	queueID := rand.Int32N(gc.RetryQueueNums)
+	var topicSysFlag int32
+	if h.UnitMode {
+		topicSysFlag = TopicSysFlagUnitSub
+	}
+	tc := b.topics.CreateInSendMessageBack(topic, gc.RetryQueueNums, PermRead|PermWrite, topicSysFlag)
+	if tc.TopicName == "" {
+		b.respond(to, codec.ResponseSystemError, "topic["+topic+"] not exist", nil)
+		return
+	}
+	if !IsWriteable(tc.Perm) {
+		b.respond(to, codec.ResponseNoPermission, "the topic["+topic+"] sending message is forbidden", nil)
+		return
+	}
+	rec, release, err := b.store.LookMessageByOffset(h.Offset)
+	if err != nil {
+		b.respond(to, codec.ResponseSystemError, "look message by offset failed, "+strconv.FormatInt(h.Offset, 10), nil)
+		return
+	}
+	defer release()
+	r, err := codec.DecodeRecord(rec, false)
+	if err != nil {
+		b.respond(to, codec.ResponseSystemError, "look message by offset failed, "+strconv.FormatInt(h.Offset, 10), nil)
+		return
+	}
+
+	maxReconsume := gc.RetryMaxTimes
+	if version >= mqVersionV349 && h.MaxReconsumeTimes.Set {
+		maxReconsume = h.MaxReconsumeTimes.Value
+	}
+	delayLevel := int(h.DelayLevel)
+	toDLQ := r.ReconsumeTimes >= maxReconsume || delayLevel < 0
+	if toDLQ {
+		topic, queueID = DLQTopic(h.Group), 0
+		tc = b.topics.CreateInSendMessageBack(topic, dlqQueueNums, PermRead|PermWrite, 0)
+		if tc.TopicName == "" {
+			b.respond(to, codec.ResponseSystemError, "topic["+topic+"] not exist", nil)
+			return
+		}
+		if !IsWriteable(tc.Perm) {
+			b.respond(to, codec.ResponseNoPermission, "the topic["+topic+"] sending message is forbidden", nil)
+			return
+		}
+	} else if delayLevel == 0 {
+		delayLevel = defaultRetryDelayLevelBase + int(r.ReconsumeTimes)
+	}
+
+	// Properties: the record's, without the keys rewritten below, then RETRY_TOPIC,
+	// ORIGIN_MESSAGE_ID, WAIT=false and, for a retry, the schedule keys.
+	p := codec.AppendPropertiesWithout(make([]byte, 0, len(r.Properties)+160), r.Properties,
+		codec.PropertyWaitStoreMsgOK, codec.PropertyDelayTimeLevel, codec.PropertyRealTopic,
+		codec.PropertyRealQueueID, codec.PropertyRetryTopic, codec.PropertyOriginMessageID)
+	retryTopic, ok := codec.LookupProperty(r.Properties, codec.PropertyRetryTopic)
+	if !ok || len(retryTopic) == 0 {
+		retryTopic = r.Topic
+	}
+	p = appendPropertyBytes(p, codec.PropertyRetryTopic, retryTopic)
+	if origin, ok := codec.LookupProperty(r.Properties, codec.PropertyOriginMessageID); ok && len(origin) > 0 {
+		p = appendPropertyBytes(p, codec.PropertyOriginMessageID, origin)
+	} else {
+		p = appendPropertyBytes(p, codec.PropertyOriginMessageID, codec.AppendOffsetMsgID(nil, r.StoreHost, r.PhysicalOffset))
+	}
+	p = codec.AppendProperty(p, codec.PropertyWaitStoreMsgOK, "false")
+	storeTopic, storeQueueID := topic, queueID
+	if !toDLQ {
+		p, storeQueueID = appendScheduleProperties(p, b.clampDelayLevel(delayLevel), topic, queueID)
+		storeTopic = ScheduleTopic
+	}
+	if len(p) > propertiesBytesLimit {
+		b.respond(to, codec.ResponseMessageIllegal, b.messageIllegalRemark(), nil)
+		return
+	}
+	msg := codec.Message{
+		Topic:          storeTopic,
+		QueueID:        storeQueueID,
+		Flag:           r.Flag,
+		SysFlag:        r.SysFlag,
+		BornTimestamp:  r.BornTimestamp,
+		BornHost:       r.BornHost,
+		StoreHost:      b.storeHost,
+		ReconsumeTimes: r.ReconsumeTimes + 1,
+		Body:           r.Body,
+		Properties:     p,
+	}
+	res, err := b.store.PutMessage(&msg)
+	if code, remark := b.putOutcome(res, err); code != codec.ResponseSuccess {
+		b.respond(to, code, remark, nil)
+		return
+	}
+	b.respond(to, codec.ResponseSuccess, "", nil)
+}
