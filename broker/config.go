@@ -109,6 +109,14 @@ type Config struct {
 	AclFile                  string `prop:"aclFile"`
 	TransientStorePoolPinned bool   `prop:"transientStorePoolPinned"`
 	MaxConnections           int    `prop:"maxConnections"`
+	// TLS on listenPort (RocketMQ sets these as JVM properties tls.server.mode,
+	// tls.server.certPath, tls.server.keyPath). tlsEnable=true alone means enforcing;
+	// tlsServerMode (disabled | permissive | enforcing) says it explicitly, permissive
+	// serving plain and TLS clients on the same port.
+	TLSEnable     bool   `prop:"tlsEnable"`
+	TLSServerMode string `prop:"tlsServerMode"`
+	TLSCertFile   string `prop:"tlsCertFile"` // PEM certificate chain
+	TLSKeyFile    string `prop:"tlsKeyFile"`  // PEM private key
 }
 
 // DefaultConfig returns RocketMQ 4.9's defaults (PROTOCOL.md §11) with ringmq's
@@ -429,8 +437,42 @@ func (c *Config) Validate() error {
 	if _, err := ParseDelayLevels(c.MessageDelayLevel); err != nil {
 		return bad("messageDelayLevel", err.Error())
 	}
+	switch c.TLSServerMode {
+	case "", "permissive", "enforcing":
+	case "disabled":
+		if c.TLSEnable {
+			return bad("tlsServerMode", "disabled contradicts tlsEnable=true")
+		}
+	default:
+		return bad("tlsServerMode", "must be disabled, permissive or enforcing")
+	}
+	if c.EffectiveTLSMode() != "disabled" {
+		if c.TLSCertFile == "" {
+			return bad("tlsCertFile", "must name the PEM certificate when TLS is on")
+		}
+		if c.TLSKeyFile == "" {
+			return bad("tlsKeyFile", "must name the PEM private key when TLS is on")
+		}
+	}
 	return nil
 }
+
+// EffectiveTLSMode is the remoting port's TLS mode: tlsServerMode when set, else
+// "enforcing" with tlsEnable=true and "disabled" without.
+func (c *Config) EffectiveTLSMode() string {
+	switch {
+	case c.TLSServerMode != "":
+		return c.TLSServerMode
+	case c.TLSEnable:
+		return "enforcing"
+	default:
+		return "disabled"
+	}
+}
+
+// DefaultAclFile is where the plain ACL file is read from when aclFile is empty (mqbroker
+// sets aclFile to plain_acl.yml beside the -c file instead).
+const DefaultAclFile = "conf/plain_acl.yml"
 
 // ParseDelayLevels parses messageDelayLevel ("1s 5s 10s 30s 1m ... 2h"; units s, m, h, d).
 func ParseDelayLevels(s string) ([]time.Duration, error) {

@@ -133,3 +133,36 @@ func TestDefaultConfigValidAndComplete(t *testing.T) {
 	require.Equal(t, 5*time.Second, levels[1])
 	require.Equal(t, 2*time.Hour, levels[17])
 }
+
+func TestConfigTLSKeys(t *testing.T) {
+	for _, tc := range []struct {
+		set  map[string]string
+		mode string // EffectiveTLSMode; "" when Validate must fail
+		key  string // the key the error names
+	}{
+		{map[string]string{}, "disabled", ""},
+		{map[string]string{"tlsEnable": "true", "tlsCertFile": "c.pem", "tlsKeyFile": "k.pem"}, "enforcing", ""},
+		{map[string]string{"tlsServerMode": "permissive", "tlsCertFile": "c.pem", "tlsKeyFile": "k.pem"}, "permissive", ""},
+		{map[string]string{"tlsEnable": "true", "tlsServerMode": "permissive", "tlsCertFile": "c.pem", "tlsKeyFile": "k.pem"}, "permissive", ""},
+		{map[string]string{"tlsServerMode": "disabled"}, "disabled", ""},
+		{map[string]string{"tlsEnable": "true", "tlsServerMode": "disabled"}, "", "tlsServerMode"},
+		{map[string]string{"tlsServerMode": "sometimes"}, "", "tlsServerMode"},
+		{map[string]string{"tlsEnable": "true"}, "", "tlsCertFile"},
+		{map[string]string{"tlsServerMode": "enforcing", "tlsCertFile": "c.pem"}, "", "tlsKeyFile"},
+	} {
+		c := DefaultConfig()
+		for k, v := range tc.set {
+			w, err := c.Set(k, v, 1)
+			require.NoError(t, err, k)
+			require.Nil(t, w, k)
+		}
+		err := c.Validate()
+		if tc.mode == "" {
+			require.ErrorIs(t, err, ErrConfig, tc.set)
+			require.ErrorContains(t, err, tc.key, tc.set)
+			continue
+		}
+		require.NoError(t, err, tc.set)
+		require.Equal(t, tc.mode, c.EffectiveTLSMode(), tc.set)
+	}
+}

@@ -112,8 +112,23 @@ func resolveBrokerIP(configured string) (netip.Addr, error) {
 }
 
 // initServer builds the remoting server; it is registered as the last service so it
-// starts last and stops first.
+// starts last and stops first. With aclEnable it loads the ACL file (the broker does not
+// start without a valid one) and registers the file watcher as a service, so it starts
+// before the server and stops after it.
 func (b *Broker) initServer(reg prometheus.Registerer) error {
+	h := &brokerHandler{b: b}
+	if b.cfg.AclEnable {
+		path := b.cfg.AclFile
+		if path == "" {
+			path = DefaultAclFile
+		}
+		acl, err := newACLValidator(path, aclWatchInterval, b.logger, reg)
+		if err != nil {
+			return err
+		}
+		h.acl = acl
+		b.addService("acl file watcher", acl.start, acl.stop)
+	}
 	nc := netio.DefaultConfig()
 	nc.Name = "broker"
 	nc.Engine = b.cfg.NetEngine
@@ -122,7 +137,14 @@ func (b *Broker) initServer(reg prometheus.Registerer) error {
 	nc.MaxConnections = b.cfg.MaxConnections
 	nc.MaxFrameBytes = max(codec.DefaultMaxFrameBytes, b.cfg.MaxMessageSize+store.RecordSizeReserveBytes+64*1024)
 	nc.Registerer = reg
-	srv, err := netio.NewServer(nc, (*brokerHandler)(b), b.logger)
+	if mode := b.cfg.EffectiveTLSMode(); mode != netio.TLSDisabled {
+		tlsCfg, err := netio.LoadServerTLS(b.cfg.TLSCertFile, b.cfg.TLSKeyFile)
+		if err != nil {
+			return fmt.Errorf("%w: keys tlsCertFile, tlsKeyFile: %w", ErrConfig, err)
+		}
+		nc.TLSMode, nc.TLS = mode, tlsCfg
+	}
+	srv, err := netio.NewServer(nc, h, b.logger)
 	if err != nil {
 		return err
 	}
@@ -130,15 +152,26 @@ func (b *Broker) initServer(reg prometheus.Registerer) error {
 	return nil
 }
 
-// brokerHandler adapts the Broker to netio.Handler.
-type brokerHandler Broker
+// brokerHandler adapts the Broker to netio.Handler; with aclEnable every request passes
+// the ACL check (acl.go) before its processor runs.
+type brokerHandler struct {
+	b   *Broker
+	acl *aclValidator // nil: aclEnable=false
+}
 
 func (h *brokerHandler) OnOpen(c netio.Conn) {}
 
 func (h *brokerHandler) OnRequest(c netio.Conn, cmd *codec.RemotingCommand) {
-	(*Broker)(h).dispatch(c, cmd)
+	if h.acl != nil {
+		if remark := h.acl.check(c.RemoteAddr().Addr(), cmd); remark != "" {
+			// NO_PERMISSION, where Apache RocketMQ answers SYSTEM_ERROR (acl.go).
+			h.b.ReplyError(&RequestContext{Conn: c, Cmd: cmd, Received: h.b.clock()}, codec.ResponseNoPermission, remark)
+			return
+		}
+	}
+	h.b.dispatch(c, cmd)
 }
 
 func (h *brokerHandler) OnClose(c netio.Conn, err error) {
-	(*Broker)(h).onConnClosed(c, err)
+	h.b.onConnClosed(c, err)
 }

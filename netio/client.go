@@ -2,6 +2,7 @@ package netio
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -30,6 +31,9 @@ type ClientConfig struct {
 	// Handler, if not nil, receives requests the peer sends on a client connection (and its
 	// OnOpen/OnClose). Without one, requests are answered REQUEST_CODE_NOT_SUPPORTED.
 	Handler Handler
+	// TLS, if not nil, makes every connection TLS (crypto/tls), with the handshake done
+	// while dialling. Its ServerName defaults to the dialled host.
+	TLS *tls.Config
 }
 
 // DefaultClientConfig returns 3 s dial timeout, one connection per address, 16 MiB frames,
@@ -193,8 +197,15 @@ func (cl *Client) conn(ctx context.Context, addr string) (*stdConn, error) {
 	}
 	dialCtx, cancel := context.WithTimeout(ctx, cl.cfg.DialTimeout)
 	defer cancel()
-	var d net.Dialer
-	nc, err := d.DialContext(dialCtx, "tcp", addr)
+	var nc net.Conn
+	var err error
+	if cl.cfg.TLS != nil {
+		td := tls.Dialer{Config: cl.cfg.TLS}
+		nc, err = td.DialContext(dialCtx, "tcp", addr)
+	} else {
+		var d net.Dialer
+		nc, err = d.DialContext(dialCtx, "tcp", addr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("netio: dial %s: %w", addr, err)
 	}

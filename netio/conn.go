@@ -429,6 +429,19 @@ func (c *connCore) deliverResponse(resp *codec.RemotingCommand) {
 	cl.complete(cloneCommand(resp), nil)
 }
 
+// maxRetainedExtFields bounds the header map a connection keeps for decoding its next frame. One
+// header may carry hundreds of thousands of extFields (a 16 MiB frame of `"k1":"",...`): a map grown
+// that big keeps its size after clear, tens of MiB per connection for as long as it stays open.
+const maxRetainedExtFields = 64
+
+// releaseLargeHeader drops cmd's ExtFields map, once its frame is handled, when that frame grew it
+// past maxRetainedExtFields; the next decode makes a fresh one.
+func releaseLargeHeader(cmd *codec.RemotingCommand) {
+	if len(cmd.ExtFields) > maxRetainedExtFields {
+		cmd.ExtFields = nil
+	}
+}
+
 // cloneCommand returns a deep copy of cmd that owns its body and ext map.
 func cloneCommand(cmd *codec.RemotingCommand) *codec.RemotingCommand {
 	cp := *cmd

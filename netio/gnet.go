@@ -352,6 +352,7 @@ func (s *gnetServer) readFrames(g *gnetConn) (frames int, err error) {
 			c.setCloseReason(err)
 			return frames, err
 		}
+		releaseLargeHeader(&g.cmd)
 	}
 	return frames, nil
 }

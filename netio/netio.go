@@ -13,7 +13,8 @@
 //     (netEventLoops, default GOMAXPROCS). Every callback of a connection runs on its loop.
 //   - "std": one goroutine per connection reading with codec.FrameReader, plus one writer
 //     goroutine for writes that come from other goroutines. It exists for side-by-side
-//     benchmarks and as a fallback.
+//     benchmarks and as a fallback, and it is the engine that serves TLS (Config.TLSMode,
+//     tls.go): gnet v2.9.7 has no TLS, so a TLS server always runs on it.
 //
 // # Frame (PROTOCOL.md §1.1)
 //
@@ -52,6 +53,7 @@ package netio
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -91,6 +93,9 @@ var (
 	ErrMalformedFrame = errors.New("netio: malformed frame")
 	// ErrIdleTimeout: the connection saw no traffic for IdleTimeout and was closed.
 	ErrIdleTimeout = errors.New("netio: idle timeout")
+	// ErrTLSHandshake: a connection to a TLS server failed the handshake (or, in permissive
+	// mode, sent nothing before the handshake timeout); it was closed before OnOpen.
+	ErrTLSHandshake = errors.New("netio: TLS handshake failed")
 )
 
 // Engine names (config key netEngine).
@@ -148,6 +153,16 @@ type Config struct {
 	// TCPKeepAlive, when positive, turns TCP keep-alive on with this idle period. 0 leaves it
 	// off: IdleTimeout already reaps dead peers.
 	TCPKeepAlive time.Duration
+	// TLSMode is TLSDisabled (or empty), TLSPermissive (plain and TLS clients on the same
+	// port) or TLSEnforcing (TLS only); see tls.go. With TLS on, the server runs on the std
+	// engine whatever Engine says: gnet has no TLS.
+	TLSMode string
+	// TLS holds the server certificate(s); required unless TLSMode is disabled (see
+	// LoadServerTLS). Not modified by the server.
+	TLS *tls.Config
+	// TLSHandshakeTimeout bounds a TLS handshake, and in permissive mode the wait for the
+	// client's first byte; 0 means DefaultTLSHandshakeTimeout.
+	TLSHandshakeTimeout time.Duration
 	// Registerer, if not nil, receives the server's metrics (labelled server=Name,
 	// engine=Engine). Not a config-file key.
 	Registerer prometheus.Registerer
@@ -204,7 +219,7 @@ func (c *Config) Validate() error {
 	if c.TCPKeepAlive < 0 {
 		return fmt.Errorf("%w: TCPKeepAlive %v < 0", ErrConfig, c.TCPKeepAlive)
 	}
-	return nil
+	return c.validateTLS()
 }
 
 // eventLoops is EventLoops with 0 resolved to GOMAXPROCS.
@@ -309,6 +324,11 @@ func NewServer(cfg Config, h Handler, logger *slog.Logger) (Server, error) {
 	}
 	if logger == nil {
 		return nil, fmt.Errorf("%w: nil logger", ErrConfig)
+	}
+	if cfg.tlsEnabled() && cfg.Engine == EngineGnet {
+		logger.Info("netio: TLS is on: serving with the std engine, gnet has no TLS",
+			"server", cfg.Name, "tlsMode", cfg.TLSMode)
+		cfg.Engine = EngineStd
 	}
 	logger = logger.With("server", cfg.Name, "engine", cfg.Engine)
 	m, err := newMetrics(cfg.Registerer, cfg.Name, cfg.Engine)

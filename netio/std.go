@@ -2,8 +2,10 @@ package netio
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"sync"
@@ -33,10 +35,16 @@ type stdServer struct {
 	acceptDone chan struct{}
 	sweepDone  chan struct{}
 	conns      sync.WaitGroup // one per connection goroutine
+	// tlsCtx ends when Stop begins: it cuts short TLS handshakes in progress (tls.go).
+	tlsCtx    context.Context
+	tlsCancel context.CancelFunc
 }
 
 func newStdServer(cfg Config, h Handler, logger *slog.Logger, m *metrics) *stdServer {
+	tlsCtx, tlsCancel := context.WithCancel(context.Background())
 	return &stdServer{
+		tlsCtx:     tlsCtx,
+		tlsCancel:  tlsCancel,
 		cfg:        cfg,
 		h:          h,
 		log:        logger,
@@ -108,6 +116,11 @@ func (s *stdServer) acceptLoop() {
 			continue
 		}
 		s.met.connections.Inc()
+		if s.cfg.tlsEnabled() {
+			sc.prepare = func() error {
+				return sc.startTLS(s.tlsCtx, s.cfg.TLSMode, s.cfg.TLS, s.cfg.tlsHandshakeTimeout())
+			}
+		}
 		sc.onClosed = func(*stdConn) {
 			s.table.remove(&sc.core)
 			s.met.connections.Dec()
@@ -155,6 +168,7 @@ func (s *stdServer) stop(ctx context.Context) error {
 		return nil
 	}
 	s.stopping.Store(true)
+	s.tlsCancel()
 	close(s.stopCh)
 	closeErr := s.ln.Close()
 	<-s.acceptDone
@@ -190,9 +204,16 @@ func (s *stdServer) stop(ctx context.Context) error {
 // then flushes what the handler queued; writeLoop flushes what other goroutines queue. Used
 // by the std server and by Client.
 type stdConn struct {
-	core          connCore
+	core connCore
+	// raw is the socket; nc is what frames are written to and rd what they are read from.
+	// Without TLS all three are the same conn. With TLS nc and rd are the *tls.Conn over raw
+	// (in permissive mode a plain client keeps nc = raw, and rd replays the sniffed byte).
+	// nc and rd are set before the connection's goroutines start (prepare); abort closes raw.
+	raw           net.Conn
 	nc            net.Conn
-	h             Handler // nil: a Client without a handler answers requests "not supported"
+	rd            io.Reader
+	prepare       func() error // nil: nothing to do before serving (no TLS)
+	h             Handler      // nil: a Client without a handler answers requests "not supported"
 	maxFrameBytes int
 	clock         *atomic.Int64 // coarse clock for activity stamps; nil: not tracked
 	onClosed      func(*stdConn)
@@ -207,12 +228,17 @@ type stdConn struct {
 
 func newStdConn(nc net.Conn, h Handler, id uint64, limits *connLimits, maxFrameBytes int, log *slog.Logger, met *metrics, clock *atomic.Int64) *stdConn {
 	sc := &stdConn{
+		raw:           nc,
 		nc:            nc,
+		rd:            nc,
 		h:             h,
 		maxFrameBytes: maxFrameBytes,
 		clock:         clock,
 		kickCh:        make(chan struct{}, 1),
 		readerDone:    make(chan struct{}),
+	}
+	if tc, ok := nc.(*tls.Conn); ok { // a Client's TLS connection, handshake done
+		sc.raw = tc.NetConn()
 	}
 	sc.core.init(id, addrPortOf(nc.RemoteAddr()), addrPortOf(nc.LocalAddr()), sc, limits, log, met, time.Now())
 	return sc
@@ -232,11 +258,28 @@ func (sc *stdConn) kick() error {
 
 // abort implements connEngine: closing the socket unblocks a writer stuck on a peer that
 // does not read, and makes the reader tear the connection down.
-func (sc *stdConn) abort() { _ = sc.nc.Close() }
+func (sc *stdConn) abort() { _ = sc.raw.Close() }
 
 // serve runs the connection until it closes: OnOpen, the read loop, then teardown in an
 // order that makes every queued write released and every pending call failed exactly once.
 func (sc *stdConn) serve() {
+	if sc.prepare != nil {
+		if err := sc.prepare(); err != nil {
+			// Never handed to the handler: no OnOpen, so no OnClose either.
+			_ = sc.raw.Close()
+			level := slog.LevelInfo
+			if errors.Is(err, context.Canceled) {
+				level = slog.LevelDebug // the server is stopping
+			}
+			sc.core.log.Log(context.Background(), level, "netio: closing connection: TLS handshake failed",
+				"remote", sc.core.remote.String(), "err", err)
+			sc.core.markClosed(err)
+			if sc.onClosed != nil {
+				sc.onClosed(sc)
+			}
+			return
+		}
+	}
 	writerDone := make(chan struct{})
 	go sc.writeLoop(writerDone)
 	if sc.h != nil {
@@ -262,9 +305,10 @@ func (sc *stdConn) serve() {
 
 // readLoop reads and dispatches frames until the connection fails or is closed.
 func (sc *stdConn) readLoop() error {
-	fr := codec.NewFrameReader(sc.nc, sc.maxFrameBytes)
+	fr := codec.NewFrameReader(sc.rd, sc.maxFrameBytes)
 	c := &sc.core
 	for !c.closeRequested.Load() {
+		releaseLargeHeader(&sc.cmd) // before waiting for the next frame
 		payload, err := fr.Next()
 		if err != nil {
 			if isFramingError(err) {

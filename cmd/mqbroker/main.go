@@ -11,7 +11,10 @@
 // shut the broker down cleanly (final flush, checkpoint, abort marker removed).
 //
 // With metricsAddr set, http://<metricsAddr>/metrics serves Prometheus metrics and
-// /debug/pprof/ the Go profiler.
+// /debug/pprof/ the Go profiler. aclEnable=true checks every request against the plain ACL
+// file aclFile (default: plain_acl.yml beside the -c file, else conf/plain_acl.yml), re-read
+// when it changes; tlsEnable=true (or tlsServerMode=permissive|enforcing) with tlsCertFile
+// and tlsKeyFile serves TLS on listenPort.
 package main
 
 import (
@@ -159,7 +162,7 @@ func configure(args []string, stdout, stderr io.Writer) (broker.Config, *slog.Lo
 		if *configFile != "" {
 			cfg.AclFile = filepath.Join(filepath.Dir(*configFile), "plain_acl.yml")
 		} else {
-			cfg.AclFile = filepath.Join("conf", "plain_acl.yml")
+			cfg.AclFile = filepath.FromSlash(broker.DefaultAclFile)
 		}
 	}
 	if err := cfg.Validate(); err != nil {
