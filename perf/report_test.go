@@ -379,3 +379,24 @@ func TestLoadErrors(t *testing.T) {
 	require.ErrorIs(t, WriteHTML(io.Discard, nil, HTMLOptions{}), ErrNoRuns)
 	require.ErrorIs(t, WriteMarkdown(io.Discard, nil), ErrNoRuns)
 }
+
+// After a produce run the suite reads the backlog back; born-to-receipt time is then the
+// backlog's age, and the summary must not present it as end-to-end latency.
+func TestSummaryEndToEndOnlyForMixedRuns(t *testing.T) {
+	for _, tc := range []struct {
+		mode    string
+		wantE2E bool
+	}{{"produce", false}, {"mixed", true}} {
+		var r Run
+		r.Name, r.Mode = tc.mode, tc.mode
+		r.Results.Produce = &Role{MsgsPerSec: 1000}
+		r.Results.Consume = &Role{MsgsPerSec: 900, Latency: Latency{P99Us: 14e6}, E2ELatency: Latency{P99Us: 14e6}}
+		s := r.Summarize()
+		require.Equal(t, 900.0, s.ConsumeMsgsPerSec, tc.mode)
+		if tc.wantE2E {
+			require.Equal(t, 14e6, s.ConsumeP99Us, tc.mode)
+		} else {
+			require.Zero(t, s.ConsumeP99Us, tc.mode)
+		}
+	}
+}
