@@ -64,6 +64,16 @@ bench:
 bench-report: build
 	$(BIN)/mqbench suite --broker-bin $(BIN)/mqbroker --results bench/results $(if $(filter 1 true yes,$(QUICK)),--quick)
 
+# Crash test, long form (issue 8): CRASH_ROUNDS rounds of each TestCrash* test — the broker
+# as a child process killed with SIGKILL under SYNC_FLUSH and ASYNC_FLUSH load, power loss
+# through store.FaultFS, and the store's own crash tests — each checking every acknowledged
+# message afterwards. The short form (2-4 rounds) runs inside `make test`. A failing round
+# logs its seed: RINGMQ_CRASH_SEED=<seed> replays it.
+CRASH_ROUNDS ?= 20
+.PHONY: crash-test
+crash-test:
+	RINGMQ_CRASH_ROUNDS=$(CRASH_ROUNDS) $(GO) test -race -count=1 -timeout 60m -v -run '^TestCrash' ./store/ ./broker/
+
 lint: fmtcheck vet
 
 clean:

@@ -201,8 +201,11 @@ func (cq *consumeQueue) recover() error {
 	return nil
 }
 
-// truncateDirty drops entries whose record ends past phyEnd (recovery cut the CommitLog there).
-// Entries are in CommitLog order, so the dirty ones are a suffix: find where it starts, newest file first.
+// truncateDirty drops entries whose record ends past phyEnd (recovery cut the CommitLog there, or
+// replays it from there). Entries are in CommitLog order, so the dirty ones are a suffix: find where it
+// starts, newest file first. An entry whose record starts before the previous entry's ends is dirty too:
+// an entry straddling two pages of which only the later reached the disk reads back with a zeroed
+// CommitLog offset (20-byte entries do straddle 4 KiB pages; never a file start).
 func (cq *consumeQueue) truncateDirty(phyEnd int64) error {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
@@ -212,12 +215,17 @@ func (cq *consumeQueue) truncateDirty(phyEnd int64) error {
 		mf := files[i]
 		w := mf.wrote.Load()
 		first := int64(-1)
+		prevEnd := int64(-1)
 		for pos := int64(0); pos+ConsumeQueueEntryBytes <= w; pos += ConsumeQueueEntryBytes {
 			phys, size, _ := readEntry(mf.data[pos:])
-			if size != paddingEntrySize && phys+int64(size) > phyEnd {
+			if size == paddingEntrySize {
+				continue
+			}
+			if phys+int64(size) > phyEnd || phys < prevEnd {
 				first = pos
 				break
 			}
+			prevEnd = phys + int64(size)
 		}
 		if first < 0 {
 			break // this file is clean, and so is everything before it
@@ -311,6 +319,32 @@ func (cq *consumeQueue) deleteExpired(commitLogMin int64) (int, error) {
 func (cq *consumeQueue) flush(leastPages int) error {
 	_, err := cq.mfq.flush(leastPages)
 	return err
+}
+
+// unflushedFrom is the CommitLog offset of the record behind the first entry not yet durable, or
+// math.MaxInt64 when every entry is durable. A flush with leastPages > 0 leaves a queue's newest entries
+// in the page cache; the checkpoint must not count their records as dispatched.
+func (cq *consumeQueue) unflushedFrom() int64 {
+	off := cq.mfq.flushedWhere.Load()
+	for {
+		mf := cq.mfq.findAndHold(off)
+		if mf == nil {
+			return math.MaxInt64
+		}
+		w := mf.wrote.Load() // entries below it are complete
+		for pos := off - mf.fromOffset; pos+ConsumeQueueEntryBytes <= w; pos += ConsumeQueueEntryBytes {
+			if phys, size, _ := readEntry(mf.data[pos:]); size != paddingEntrySize {
+				mf.release()
+				return phys
+			}
+		}
+		next := mf.fromOffset + mf.size
+		mf.release()
+		if w < mf.size {
+			return math.MaxInt64
+		}
+		off = next
+	}
 }
 
 // offsetByTime binary-searches the store timestamps of the queue's records. lower (upper=false): the

@@ -321,7 +321,13 @@ func (s *Store) Commit(leastPages int) error {
 
 // durable is the group commit's one durable operation per batch of waiters (see commitLog.durable).
 func (s *Store) durable(target int64) (int64, error) {
+	committed := s.commitLog.mfq.committedWhere.Load()
 	off, err := s.commitLog.durable(target)
+	if s.commitLog.mfq.committedWhere.Load() > committed {
+		// With the transient pool the durable write commits too, and committed bytes are what the
+		// dispatcher reads: wake it (the commit service it would otherwise wait for finds nothing new).
+		s.dispatcher.signal()
+	}
 	if err != nil {
 		s.onFlushError(err)
 	}
@@ -459,6 +465,9 @@ func (s *Store) flushLogicsAndCheckpoint(leastPages int) (int64, error) {
 			errs = append(errs, err)
 		}
 		n += max(cq.mfq.flushedWhere.Load()-before, 0)
+		// With leastPages > 0 a queue may keep entries for records below logics unflushed: the
+		// checkpoint must not promise them, or a power cut loses entries the replay starts after.
+		logics = min(logics, cq.unflushedFrom())
 	}
 	if s.index != nil {
 		errs = append(errs, s.index.flush())
@@ -686,6 +695,16 @@ func (s *Store) WaitDurable(endOffset int64, done func(error)) {
 	if err := gc.Submit(endOffset, flush.WaiterFunc(done)); err != nil {
 		done(err)
 	}
+}
+
+// SyncFlushQueueFull reports whether the SYNC_FLUSH group commit holds its maximum of waiters, so that
+// WaitDurable for a put made now would fail with flush.ErrQueueFull. The broker asks before a put, to
+// refuse the send with SYSTEM_BUSY without storing it: a message stored and then refused would reach
+// consumers although its producer was told it failed (and a retrying producer would store it twice).
+// Always false under ASYNC_FLUSH. Safe for concurrent use; reads one counter.
+func (s *Store) SyncFlushQueueFull() bool {
+	// The state first: Start sets groupCommit before it publishes stateStarted.
+	return s.state.Load() == stateStarted && s.groupCommit != nil && s.groupCommit.Full()
 }
 
 // IsOSPageCacheBusy reports whether the current put has held the put lock longer than

@@ -169,12 +169,14 @@ func (f *FaultFS) OpenFile(name string, flag int, perm os.FileMode) (File, error
 	if err := f.check(op, name); err != nil {
 		return nil, err
 	}
+	// The open (which may create the file) and its tracking are one step for CrashClone, which holds
+	// mu throughout: it must never see a file the maps do not know yet.
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	inner, err := f.inner.OpenFile(name, flag, perm)
 	if err != nil {
 		return nil, err
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.touched[name] = true
 	if node = f.current[name]; node == nil {
 		node = &faultNode{}
@@ -212,14 +214,14 @@ func (f *FaultFS) Remove(name string) error {
 	if err := f.check(OpRemove, name); err != nil {
 		return err
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if err := f.inner.Remove(name); err != nil {
 		return err
 	}
-	f.mu.Lock()
 	delete(f.current, name)
 	delete(f.durable, name)
 	f.touched[name] = true
-	f.mu.Unlock()
 	return nil
 }
 
@@ -229,11 +231,12 @@ func (f *FaultFS) RemoveAll(path string) error {
 	if err := f.check(OpRemove, path); err != nil {
 		return err
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if err := f.inner.RemoveAll(path); err != nil {
 		return err
 	}
 	prefix := path + string(filepath.Separator)
-	f.mu.Lock()
 	for _, m := range []map[string]*faultNode{f.current, f.durable} {
 		for k := range m {
 			if k == path || strings.HasPrefix(k, prefix) {
@@ -243,7 +246,6 @@ func (f *FaultFS) RemoveAll(path string) error {
 		}
 	}
 	f.touched[path] = true
-	f.mu.Unlock()
 	return nil
 }
 
@@ -253,16 +255,16 @@ func (f *FaultFS) Rename(oldpath, newpath string) error {
 	if err := f.check(OpRename, newpath); err != nil {
 		return err
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if err := f.inner.Rename(oldpath, newpath); err != nil {
 		return err
 	}
-	f.mu.Lock()
 	if n, ok := f.current[oldpath]; ok {
 		f.current[newpath] = n
 		delete(f.current, oldpath)
 	}
 	f.touched[oldpath], f.touched[newpath] = true, true
-	f.mu.Unlock()
 	return nil
 }
 
@@ -356,16 +358,23 @@ func (f *FaultFS) persist(ff *faultFile, off, length int64) error {
 type CrashOptions struct {
 	// KeepUnsyncedPage, when set, is asked for every unsynced page (pageSize bytes at pageOffset) that
 	// differs from the durable image; true keeps the page's current content, as if the kernel had written
-	// it back before the crash. nil keeps none.
+	// it back before the crash. nil keeps none. It is called while CrashClone holds the FS: it must not
+	// use the FaultFS.
 	KeepUnsyncedPage func(path string, pageOffset int64) bool
 }
 
 // CrashClone writes into dst what a crash at this moment would leave of the tree under src: files as the
 // crash model says, untouched files as they are. dst must be empty or absent. The running store is not
 // affected; open a new store on dst to test recovery.
+//
+// The store may keep running during the clone. The moment of the crash is the whole call: it holds mu
+// throughout, so no open, sync, rename or removal through this FS happens inside it, and what it reads
+// of current files (unsynced pages kept, untouched files) is from that moment, never a later state
+// (a checkpoint written after the crash, say, must not appear in the clone).
 func (f *FaultFS) CrashClone(src, dst string, opts CrashOptions) error {
 	src, dst = clean(src), clean(dst)
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	durable := make(map[string][]byte)
 	names := make(map[string]*faultNode)
 	for k, n := range f.durable {
@@ -382,7 +391,6 @@ func (f *FaultFS) CrashClone(src, dst string, opts CrashOptions) error {
 	for k, n := range f.current {
 		currentName[n] = k
 	}
-	f.mu.Unlock()
 
 	write := func(rel string, data []byte) error {
 		p := filepath.Join(dst, rel)

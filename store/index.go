@@ -363,6 +363,51 @@ func (f *indexFile) rebuild(count int32) {
 	f.storeHeader()
 }
 
+// truncateDirty drops the entries of records at or past phyEnd, where recovery cut the CommitLog: an
+// IndexFile flushed by a checkpoint may hold entries of records the CommitLog had not made durable yet
+// (ASYNC_FLUSH, or a SYNC_FLUSH sync in flight). Left in place, lastIndexed would lie past the cut and
+// the replay would not index the records that later land at those offsets, and the entries would name
+// offsets that now hold other records. A file's entries are in CommitLog order. Recovery only.
+func (s *indexService) truncateDirty(phyEnd int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	be := binary.BigEndian
+	for len(s.files) > 0 {
+		f := s.files[len(s.files)-1]
+		count := f.indexCount.Load()
+		if count <= 1 && len(s.files) > 1 && s.files[len(s.files)-2].endPhyOffset.Load() >= phyEnd {
+			// An empty newest file (the IndexFile rolled just before the checkpoint read the count)
+			// says nothing of the file before it, whose last entries lie past the cut.
+			s.logger.Warn("store: dropping an empty IndexFile to cut the one before it", "file", f.mf.path,
+				"commitLogEnd", phyEnd)
+			errs = append(errs, f.mf.destroy(s.fs, true))
+			s.files = s.files[:len(s.files)-1]
+			continue
+		}
+		if count <= 1 || f.endPhyOffset.Load() < phyEnd {
+			break
+		}
+		n := count
+		for n > 1 && int64(be.Uint64(f.mf.data[f.entryPos(n-1)+4:])) >= phyEnd {
+			n--
+		}
+		if n == 1 && len(s.files) > 1 {
+			s.logger.Warn("store: dropping IndexFile of records past the recovered CommitLog end", "file", f.mf.path,
+				"commitLogEnd", phyEnd)
+			errs = append(errs, f.mf.destroy(s.fs, true))
+			s.files = s.files[:len(s.files)-1]
+			continue
+		}
+		s.logger.Warn("store: cutting IndexFile entries of records past the recovered CommitLog end", "file", f.mf.path,
+			"entries", count-n, "commitLogEnd", phyEnd)
+		f.rebuild(n)
+		break
+	}
+	s.resetLastIndexed()
+	return errors.Join(errs...)
+}
+
 // lastFile returns the file to append to, creating one when there is none or the last is full.
 // Dispatcher only.
 func (s *indexService) lastFile() (*indexFile, error) {

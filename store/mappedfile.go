@@ -97,6 +97,12 @@ func openMappedFile(fsys FS, path string, fromOffset, size int64, logger *slog.L
 	}
 	if err != nil {
 		_ = f.Close()
+		if st != nil && st.Size() == 0 {
+			// Created here (or empty anyway): a file that could not be allocated (ENOSPC) must not
+			// stay behind, holding whatever blocks fallocate got and making the next Open allocate
+			// it again on a disk that may still be full.
+			_ = fsys.Remove(path)
+		}
 		return nil, fmt.Errorf("store: size %s: %w", path, err)
 	}
 	data, err := f.Map(int(size))

@@ -16,7 +16,8 @@ import (
 //     safe point, and the first bad record ends the log — unless it lies below the offset the checkpoint
 //     knew durable, which is corruption and fatal.
 //  3. The CommitLog is cut there (tail zeroed, later files deleted); ConsumeQueue entries pointing past
-//     the cut go; IndexFiles are made consistent.
+//     the cut go (after a crash, all past the replay's start: they may be torn); IndexFiles are made
+//     consistent.
 //  4. The dispatcher replays the records from the safe point to the end, rebuilding what queues and index
 //     lack (entries already present are skipped), then queue offsets and minimum offsets are set.
 func (s *Store) recover(lastExitOK bool, ck checkpointData) error {
@@ -61,8 +62,15 @@ func (s *Store) recover(lastExitOK bool, ck checkpointData) error {
 		}
 	}
 
+	// After a crash, entries for the records the replay below re-reads are dropped and rebuilt from the
+	// CommitLog: they were not durable (the checkpoint's logics offset lies below them), so a power cut
+	// may have torn them, half old page, half new.
+	dirtyFrom := end
+	if !lastExitOK {
+		dirtyFrom = min(max(replayFrom, cl.minOffset()), end)
+	}
 	for _, cq := range s.queues.all() {
-		if err := cq.truncateDirty(end); err != nil {
+		if err := cq.truncateDirty(dirtyFrom); err != nil {
 			return err
 		}
 	}
@@ -70,8 +78,18 @@ func (s *Store) recover(lastExitOK bool, ck checkpointData) error {
 		if err := s.index.recoverAbnormal(ck); err != nil {
 			return err
 		}
+		if err := s.index.truncateDirty(end); err != nil {
+			return err
+		}
 	}
 	if s.index != nil && ck.Valid {
+		if !lastExitOK && s.index.lastIndexed >= ck.LogicsOffset {
+			// A record's keys (UNIQ_KEY, each KEYS word) are indexed one by one, and the checkpoint may
+			// have counted some of them only: the newest record kept is indexed again, whole (a key
+			// found twice is the same record; QueryMessage drops the repeat). Below the logics offset
+			// every record was indexed whole before the checkpoint was taken.
+			s.index.lastIndexed--
+		}
 		// Every record below the checkpoint's logics offset was indexed (its entries are among those
 		// kept), so the replay indexes from there on even when the newest indexed record is older (a
 		// stretch of records without keys leaves no trace in the IndexFile).

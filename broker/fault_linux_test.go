@@ -1,0 +1,100 @@
+//go:build linux
+
+package broker
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/ringmq/ringmq/codec"
+)
+
+// TestFaultDiskFullTmpfs fills a real file system: a 32 MiB tmpfs mounted for the test (root
+// only; skipped with the reason otherwise). CommitLog files are 8 MiB, so the store starts
+// with 16 MiB (the current file and the preallocated next one).
+//
+//  1. A filler file takes the disk above 90 %: sends are refused (SERVICE_NOT_AVAILABLE,
+//     "disk full"), everything stored reads back, and sends resume by themselves once the
+//     filler is deleted.
+//  2. A smaller filler leaves room for the files in use but not for the next one: the put
+//     that rolls into the preallocated file succeeds, preparing the file after it fails with
+//     ENOSPC for real, and sends are refused until the filler goes. A restart while the disk
+//     is still full starts, serves what is stored and goes on refusing sends.
+func TestFaultDiskFullTmpfs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("mounts a file system")
+	}
+	mnt := filepath.Join(t.TempDir(), "mnt")
+	require.NoError(t, os.Mkdir(mnt, 0o755))
+	if err := unix.Mount("tmpfs", mnt, "tmpfs", 0, "size=32m"); err != nil {
+		t.Skipf("cannot mount a tmpfs (needs root / CAP_SYS_ADMIN): %v", err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(mnt, 0); err != nil {
+			t.Errorf("unmount %s: %v", mnt, err)
+		}
+	})
+	dir := filepath.Join(mnt, "store")
+	rb := startRelBroker(t, func(c *Config) {
+		faultBrokerConfig(dir, "SYNC_FLUSH")(c)
+		c.MappedFileSizeCommitLog = 8 << 20
+	}, nil)
+	c := mustDialRel(t, rb.addr)
+	relCreateTopic(t, c, "TmpfsT", 2)
+	s := &faultSender{t: t, c: c, st: rb.st, topic: "TmpfsT"}
+	for range 20 {
+		require.Equal(t, int32(codec.ResponseSuccess), s.send(1000).Code)
+	}
+	filler := filepath.Join(mnt, "filler")
+	fill := func(bytes int64) {
+		t.Helper()
+		f, err := os.Create(filler)
+		require.NoError(t, err)
+		defer f.Close()
+		require.NoError(t, unix.Fallocate(int(f.Fd()), 0, 0, bytes))
+	}
+	usedPercent := func() float64 {
+		var st unix.Statfs_t
+		require.NoError(t, unix.Statfs(mnt, &st))
+		return float64(st.Blocks-st.Bfree) * 100 / float64(st.Blocks)
+	}
+
+	// 1. Above diskSpaceWarningLevelRatio.
+	fill(14 << 20)
+	require.Greater(t, usedPercent(), 90.0)
+	requireDiskFullAnswer(t, s.sendUntil(codec.ResponseServiceNotAvailable, 1000))
+	s.verify()
+	require.NoError(t, os.Remove(filler))
+	s.sendUntil(codec.ResponseSuccess, 1000)
+	s.verify()
+
+	// 2. ENOSPC for the next CommitLog file.
+	fill(9 << 20)
+	require.Less(t, usedPercent(), 85.0, "below the forced-deletion ratio: no stored file may go")
+	resp := s.sendUntil(codec.ResponseServiceNotAvailable, 60<<10)
+	requireDiskFullAnswer(t, resp)
+	_, err := os.Stat(filepath.Join(dir, "commitlog", "00000000000016777216"))
+	require.True(t, errors.Is(err, os.ErrNotExist), "the third CommitLog file could not be made: %v", err)
+	var st unix.Statfs_t
+	require.NoError(t, unix.Statfs(mnt, &st))
+	require.Less(t, int64(st.Bfree)*int64(st.Bsize), int64(8<<20), "no room for another 8 MiB file")
+	s.verify()
+	// A restart while the disk is still full: the broker starts, serves what it has, refuses sends.
+	c.close()
+	require.NoError(t, rb.close())
+	rb, err = openRelBroker(t, rb.cfg, nil)
+	require.NoError(t, err, "restart on a full disk")
+	c = mustDialRel(t, rb.addr)
+	s.c, s.st = c, rb.st
+	s.verify()
+	requireDiskFullAnswer(t, s.sendUntil(codec.ResponseServiceNotAvailable, 1000))
+	require.NoError(t, os.Remove(filler))
+	s.sendUntil(codec.ResponseSuccess, 1000)
+	n := s.verify()
+	t.Logf("tmpfs disk full: %d messages acknowledged, %d records read back; ratio and ENOSPC refusals cleared without a restart", len(s.acks), n)
+}
