@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io/fs"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -542,6 +543,11 @@ func relCheckStoreFiles(t testing.TB, root string, commitLogFileBytes int64, wan
 		topic, qid := queue[:i], queue[i+1:]
 		dir := filepath.Join(root, "consumequeue", topic, qid)
 		cqNames, err := os.ReadDir(dir)
+		if errors.Is(err, fs.ErrNotExist) && n == 0 {
+			// Every record of this queue was lost with the power (ASYNC_FLUSH, nothing
+			// flushed yet): its directory never reached the disk either.
+			continue
+		}
 		require.NoError(t, err, queue)
 		var entries []byte
 		sort.Slice(cqNames, func(a, b int) bool { return cqNames[a].Name() < cqNames[b].Name() })
