@@ -50,6 +50,12 @@ import (
 
 const hostileTopic = "HostileT"
 
+// goodTopic is the well-behaved clients' own topic: each client pulls the offset its own
+// send got back, which is only a long-poll wait (OFFSET_OVERFLOW_ONE) when nobody else
+// appends to that queue in between; attack sends on the same queue would make it
+// OFFSET_OVERFLOW_BADLY, correctly.
+const goodTopic = "HostileGoodT"
+
 // rawFrame builds a frame around header bytes given as they are (no validation).
 func rawFrame(serializeType byte, header, body []byte) []byte {
 	b := make([]byte, 8, 8+len(header)+len(body))
@@ -246,7 +252,7 @@ func readAnswer(conn net.Conn, timeout time.Duration) (*codec.RemotingCommand, e
 	return codec.DecodeCommand(payload)
 }
 
-// goodClient sends to and pulls from hostileTopic until stop closes, checking every
+// goodClient sends to and pulls from goodTopic until stop closes, checking every
 // answer; it records each round trip's latency.
 type goodClient struct {
 	ops       atomic.Int64
@@ -273,7 +279,7 @@ func (g *goodClient) run(addr string, id int, stop <-chan struct{}, done *sync.W
 		key := fmt.Sprintf("good%d-%d", id, i)
 		body := relBody(key, 100+i%900)
 		start := time.Now()
-		resp, err := c.call(sendV2(hostileTopic, queueID, body, props(codec.PropertyKeys, key)), 30*time.Second)
+		resp, err := c.call(sendV2(goodTopic, queueID, body, props(codec.PropertyKeys, key)), 30*time.Second)
 		if err != nil || resp.Code != int32(codec.ResponseSuccess) {
 			g.record(0, fmt.Sprintf("client %d send %d: %v %v", id, i, err, resp))
 			return
@@ -284,7 +290,7 @@ func (g *goodClient) run(addr string, id int, stop <-chan struct{}, done *sync.W
 			return
 		}
 		// Dispatch to the ConsumeQueue is asynchronous: a long-polling pull waits for it.
-		resp, err = c.call(pullCmd("HostileGood", hostileTopic, queueID, h.QueueOffset, 1,
+		resp, err = c.call(pullCmd("HostileGood", goodTopic, queueID, h.QueueOffset, 1,
 			codec.PullSysFlagSubscription|codec.PullSysFlagSuspend, 15*time.Second, "*"), 30*time.Second)
 		if err != nil || resp.Code != int32(codec.ResponseSuccess) {
 			g.record(0, fmt.Sprintf("client %d pull %d: %v %v", id, i, err, resp))
@@ -328,6 +334,7 @@ func TestHostileInput(t *testing.T) {
 	}, nil)
 	admin := mustDialRel(t, rb.addr)
 	relCreateTopic(t, admin, hostileTopic, 4)
+	relCreateTopic(t, admin, goodTopic, 4)
 	baseline := relLiveHeap()
 
 	// Well-behaved clients, all along.
