@@ -4,7 +4,6 @@ package flush
 
 import (
 	"fmt"
-	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -13,9 +12,10 @@ import (
 
 // msyncBackend makes mapped ranges durable with msync(MS_SYNC), which on Linux writes back and waits for
 // exactly the dirty pages of the range (vfs_fsync_range with datasync). Buffer writes, which have no
-// mapping to msync, use pwrite + fdatasync like the fdatasync backend. Safe for concurrent use.
+// mapping to msync, are the fdatasync backend's (pwrite + fdatasync): it is embedded for WriteSync and
+// Close. Safe for concurrent use.
 type msyncBackend struct {
-	closed atomic.Bool
+	fdatasyncBackend
 }
 
 func newMsyncBackend() *msyncBackend { return &msyncBackend{} }
@@ -56,27 +56,4 @@ func (b *msyncBackend) SyncMapped(fd int, mapped []byte, off, length int64) erro
 			return noProgressError("msync", fd, off, err)
 		}
 	}
-}
-
-func (b *msyncBackend) WriteSync(fd int, buf []byte, bufIndex int, off int64, sync bool) error {
-	if b.closed.Load() {
-		return ErrClosed
-	}
-	if off < 0 {
-		return fmt.Errorf("%w: WriteSync offset %d < 0", ErrInvalidArgument, off)
-	}
-	if err := pwriteAll(fd, buf, off); err != nil {
-		return err
-	}
-	if sync {
-		return syncFile(fd, off)
-	}
-	return nil
-}
-
-func (b *msyncBackend) Close() error {
-	if b.closed.Swap(true) {
-		return ErrClosed
-	}
-	return nil
 }
