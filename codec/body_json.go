@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"unicode/utf8"
 )
 
 // JSON bodies and fastjson's dialect
@@ -253,59 +252,9 @@ func encodeBodyJSON(v any, pretty bool, name string) ([]byte, error) {
 	return out[:len(out)-1], nil // Encode appends '\n'
 }
 
-const bodyHex = "0123456789abcdef"
-
-// bodyAppendString appends s as a JSON string with encoding/json's escaping minus the HTML
-// escapes (fastjson leaves '<', '>', '&' alone): '"' and '\\' escaped, control characters as
-// \n, \r, \t or \u00XX, U+2028/U+2029 escaped, invalid UTF-8 replaced by U+FFFD. Written by
-// hand because the bare-key bodies are assembled by hand (see the file comment).
-func bodyAppendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', bodyHex[c>>4], bodyHex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', bodyHex[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+// bodyAppendString appends s as a JSON string, escaped as encoding/json does minus the HTML
+// escapes (fastjson leaves '<', '>', '&' alone); the header encoder's appendJSONString.
+func bodyAppendString(dst []byte, s string) []byte { return appendJSONString(dst, s) }
 
 // bodyAppendIntKey appends an integer map key, bare (fastjson's default) or quoted.
 func bodyAppendIntKey(dst []byte, k int64, quoted bool) []byte {

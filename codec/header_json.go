@@ -685,8 +685,9 @@ const jsonHexDigits = "0123456789abcdef"
 
 // appendJSONString appends s as a JSON string literal: '"' and '\' escaped, \n \r \t short,
 // other control characters as \u00XX (so U+0001/U+0002 in properties read \u0001/\u0002),
-// valid UTF-8 as is, and each byte of invalid UTF-8 as \ufffd (what encoding/json does; the
-// decoder then reads U+FFFD).
+// U+2028/U+2029 escaped, other valid UTF-8 as is, and each byte of invalid UTF-8 as \ufffd:
+// what encoding/json does minus its HTML escapes (the decoder then reads U+FFFD). JSON
+// bodies use it too (bodyAppendString).
 func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
@@ -698,13 +699,19 @@ func appendJSONString(dst []byte, s string) []byte {
 		}
 		if b >= utf8.RuneSelf {
 			r, size := utf8.DecodeRuneInString(s[i:])
-			if r != utf8.RuneError || size != 1 {
+			switch {
+			case r == utf8.RuneError && size == 1:
+				dst = append(dst, s[start:i]...)
+				dst = append(dst, `\ufffd`...)
+			case r == '\u2028' || r == '\u2029':
+				// Valid JSON either way; escaped as encoding/json does, for JavaScript readers.
+				dst = append(dst, s[start:i]...)
+				dst = append(dst, '\\', 'u', '2', '0', '2', jsonHexDigits[r&0xF])
+			default:
 				i += size
 				continue
 			}
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i++
+			i += size
 			start = i
 			continue
 		}
