@@ -48,14 +48,21 @@ type commitLog struct {
 	standby   atomic.Pointer[mappedFile] // next file, prepared by the allocator
 	allocWake chan struct{}
 
-	// Prefault window (mapping mode): the allocator keeps the pages ahead of the write position faulted
-	// in writable (MADV_POPULATE_WRITE), so a put's copy does not take page faults — and the readahead and
-	// zeroing a fault on a fresh file page costs — inside the put lock. prefaultTo is the CommitLog offset
-	// up to which pages are populated; a put that comes within half a window of it wakes the allocator.
+	// Prefault window (mapping mode): the prefaulter goroutine keeps the pages ahead of the write
+	// position faulted in writable (MADV_POPULATE_WRITE), so a put's copy does not take page faults — and
+	// the folio allocation and zeroing a fault on a fresh file page costs, ~125 µs per 2 MiB folio here —
+	// inside the put lock. prefaultTo is the CommitLog offset up to which pages are populated; a put that
+	// comes within half a window of it wakes the prefaulter, and a put that would write past it populates
+	// the next chunk itself before taking the lock (the prefaulter is only a goroutine: on two busy cores
+	// it can wait a scheduling quantum, ~10 ms, in which a writer appends ~10 MiB). The prefaulter is not
+	// the allocator: creating and warming the next file takes tens of milliseconds, right after a roll,
+	// when the writer needs the window moved most.
 	prefaultTo     atomic.Int64
 	prefaultWindow int64
+	prefaultMu     sync.Mutex  // one populate at a time, so the writer's and the prefaulter's never overlap
 	prefaultOff    atomic.Bool // the kernel cannot populate: stop trying
-	onAppend       func()      // wakes the dispatcher; called outside the lock
+	prefaultWake   chan struct{}
+	onAppend       func() // wakes the dispatcher; called outside the lock
 
 	syncRolls    atomic.Int64 // rolls that had to create the file under the lock
 	putTimes     atomic.Int64
@@ -70,6 +77,13 @@ type commitLog struct {
 }
 
 const smallEncodeBytes = 64 << 10
+
+// prefaultWindowMax is how far ahead of the writer pages are kept populated (a quarter of the file when
+// files are smaller); prefaultChunk is the unit populated at a time, one large folio on ext4.
+const (
+	prefaultWindowMax = 32 << 20
+	prefaultChunk     = 2 << 20
+)
 
 type encodeBuffer struct{ b []byte }
 
@@ -95,8 +109,9 @@ func newCommitLog(cfg *Config, fsys FS, logger *slog.Logger, clock func() time.T
 			Help:    "Time of a whole put (checks, encode, lock, copy); excludes waiting for durability.",
 			Buckets: putLatencyBuckets,
 		}),
-		allocWake: make(chan struct{}, 1),
-		onAppend:  func() {},
+		allocWake:    make(chan struct{}, 1),
+		prefaultWake: make(chan struct{}, 1),
+		onAppend:     func() {},
 	}
 	cl.onAllocResult = func(error) {}
 	if cfg.UseReentrantLockWhenPutMessage {
@@ -104,7 +119,7 @@ func newCommitLog(cfg *Config, fsys FS, logger *slog.Logger, clock func() time.T
 	} else {
 		cl.putLock = &spinLock{}
 	}
-	cl.prefaultWindow = min(16<<20, cfg.MappedFileSizeCommitLog/4) &^ int64(pageSize-1)
+	cl.prefaultWindow = min(prefaultWindowMax, cfg.MappedFileSizeCommitLog/4) &^ int64(pageSize-1)
 	large := cfg.maxRecordBytes()
 	cl.smallBuffers.New = func() any { return &encodeBuffer{b: make([]byte, smallEncodeBytes)} }
 	cl.largeBuffers.New = func() any { return &encodeBuffer{b: make([]byte, large)} }
@@ -133,6 +148,9 @@ func (cl *commitLog) readableEnd() int64 {
 // nil, receives each record's physical offset.
 func (cl *commitLog) put(recs []byte, n int, counter *atomic.Int64, offsets []int64) (PutResult, error) {
 	total := int64(len(recs))
+	if cl.pool == nil {
+		cl.ensurePrefaulted(total)
+	}
 	cl.putLock.Lock()
 	if cl.closed {
 		cl.putLock.Unlock()
@@ -157,9 +175,6 @@ func (cl *commitLog) put(recs []byte, n int, counter *atomic.Int64, offsets []in
 	cl.putTimes.Add(int64(n))
 	cl.putBytes.Add(total)
 	cl.onAppend()
-	if res.WroteOffset+total+cl.prefaultWindow/2 > cl.prefaultTo.Load() && cl.pool == nil {
-		cl.wakeAllocator()
-	}
 	if elapsed > cl.cfg.PutLockWarnThreshold {
 		// RocketMQ's "[NOTIFYME]putMessage in lock cost time(ms)=..." with the body size.
 		cl.logger.Warn("store: [NOTIFYME]putMessage in lock cost time", "elapsed", elapsed,
@@ -248,6 +263,9 @@ func (cl *commitLog) rollLocked() (*mappedFile, error) {
 	}
 	cl.cur = next
 	cl.maxOffset.Store(next.fromOffset)
+	if p := next.populated.Load(); p > 0 {
+		storeMax(&cl.prefaultTo, next.fromOffset+p)
+	}
 	cl.wakeAllocator()
 	return next, nil
 }
@@ -305,6 +323,9 @@ func (cl *commitLog) allocateStandby() error {
 			warm = mf.data
 		}
 		err := mf.file.Populate(warm)
+		if err == nil {
+			mf.populated.Store(int64(len(warm)))
+		}
 		switch {
 		case errors.Is(err, errors.ErrUnsupported):
 			if cl.cfg.WarmMappedFileEnable {
@@ -322,22 +343,45 @@ func (cl *commitLog) allocateStandby() error {
 	return nil
 }
 
-// prefault populates the pages of the current file from prefaultTo to a window past the write position.
-// Allocator goroutine only. Only MADV_POPULATE_WRITE is safe here (it leaves content alone): touching
-// pages by writing could race with a put.
-func (cl *commitLog) prefault() {
-	if cl.pool != nil || cl.prefaultOff.Load() {
+// ensurePrefaulted runs before a put takes the lock (mapping mode): when the put could write past the
+// populated pages it populates the next chunk itself, and when the window has shrunk to half it wakes the
+// prefaulter. The common case is two atomic loads.
+func (cl *commitLog) ensurePrefaulted(total int64) {
+	if cl.prefaultOff.Load() {
 		return
 	}
-	head := cl.maxOffset.Load()
-	want := head + cl.prefaultWindow
-	from := max(cl.prefaultTo.Load(), head) &^ int64(pageSize-1)
+	head, to := cl.maxOffset.Load(), cl.prefaultTo.Load()
+	if head+total+cl.prefaultWindow/2 <= to {
+		return
+	}
+	if head+total > to {
+		// Populate through the put's end plus one chunk, within the current file: a put that rolls writes
+		// into the standby, whose first window was populated when it was made.
+		cl.prefault(head+total+prefaultChunk, prefaultChunk)
+	}
+	select {
+	case cl.prefaultWake <- struct{}{}:
+	default:
+	}
+}
+
+// prefault populates the CommitLog's pages from prefaultTo (or the write position, if ahead) up to want,
+// chunk bytes per madvise call, publishing prefaultTo after each so writers see the progress. It stops at
+// the end of the last file. Only MADV_POPULATE_WRITE is safe here (it leaves content alone): touching
+// pages by writing could race with a put.
+func (cl *commitLog) prefault(want, chunk int64) {
+	cl.prefaultMu.Lock()
+	defer cl.prefaultMu.Unlock()
+	if cl.prefaultOff.Load() {
+		return
+	}
+	from := max(cl.prefaultTo.Load(), cl.maxOffset.Load()) &^ int64(pageSize-1)
 	for from < want {
 		mf := cl.mfq.findAndHold(from)
 		if mf == nil {
-			return // the next file: its first window was populated at creation
+			return // past the last file: the standby's first window was populated when it was made
 		}
-		end := min(want, mf.fromOffset+mf.size)
+		end := min(want, from+chunk, mf.fromOffset+mf.size)
 		var err error
 		if !mf.transient {
 			err = mf.file.Populate(mf.data[from-mf.fromOffset : end-mf.fromOffset])
@@ -351,8 +395,33 @@ func (cl *commitLog) prefault() {
 			cl.logger.Warn("store: prefaulting the CommitLog failed", "error", err)
 			return
 		}
-		cl.prefaultTo.Store(end)
+		storeMax(&cl.prefaultTo, end)
 		from = end
+	}
+}
+
+// prefaultLoop keeps the window ahead of the writer populated.
+func (cl *commitLog) prefaultLoop(stop <-chan struct{}) {
+	if cl.pool != nil {
+		return
+	}
+	for {
+		select {
+		case <-stop:
+			return
+		case <-cl.prefaultWake:
+		}
+		cl.prefault(cl.maxOffset.Load()+cl.prefaultWindow, prefaultChunk)
+	}
+}
+
+// storeMax raises v to x unless it is already higher.
+func storeMax(v *atomic.Int64, x int64) {
+	for {
+		cur := v.Load()
+		if cur >= x || v.CompareAndSwap(cur, x) {
+			return
+		}
 	}
 }
 
@@ -364,13 +433,11 @@ func (cl *commitLog) allocatorLoop(stop <-chan struct{}) {
 			return
 		case <-cl.allocWake:
 		}
-		cl.prefault()
 		err := cl.allocateStandby()
 		if err != nil {
 			cl.logger.Error("store: preallocating the next CommitLog file failed", "error", err)
 		}
 		cl.onAllocResult(err)
-		cl.prefault()
 	}
 }
 

@@ -282,11 +282,13 @@ func (s *Store) Start() error {
 		s.logger.Warn("store: preallocating the CommitLog file failed; the first put will retry", "error", allocErr)
 	}
 	cl.onAllocResult(allocErr)
-	s.wg.Add(3)
+	s.wg.Add(4)
 	go func() { defer s.wg.Done(); cl.allocatorLoop(s.stop) }()
+	go func() { defer s.wg.Done(); cl.prefaultLoop(s.stop) }()
 	go func() { defer s.wg.Done(); s.dispatcher.loop(s.stop) }()
 	go func() { defer s.wg.Done(); s.retentionLoop(s.stop) }()
 	cl.allocWake <- struct{}{}
+	cl.prefaultWake <- struct{}{}
 	s.state.Store(stateStarted)
 	return nil
 }

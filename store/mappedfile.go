@@ -62,6 +62,7 @@ type mappedFile struct {
 	committed      atomic.Int64
 	flushed        atomic.Int64
 	storeTimestamp atomic.Int64 // store time (ms) of the last record appended (checkpoint timestamps)
+	populated      atomic.Int64 // bytes from the start pre-faulted when the file was made (CommitLog)
 
 	refs      atomic.Int64
 	destroyed atomic.Bool
