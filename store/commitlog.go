@@ -4,11 +4,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/prometheus/client_golang/prometheus"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ringmq/ringmq/codec"
 )
@@ -16,12 +18,13 @@ import (
 // commitLog is the append-only message log: RocketMQ's CommitLog.
 //
 // A put encodes its record (CRC included) into a pooled buffer before taking the put lock. Under the lock
-// it only reads the clock, assigns the queue and physical offsets, patches them into the record, copies it
-// into the current file (or its transient buffer) and publishes the new positions. When the record and an
-// 8-byte blank do not fit, the blank ends the file and the preallocated standby file becomes current: a
-// pointer swap plus publishing the new file list. The allocator goroutine then prepares the next standby
-// (create, fallocate, mmap, optionally warm) outside the lock. If it is late, the put creates the file
-// itself under the lock (counted in Stats as a synchronous roll).
+// it only reads the clock and reserves the file position and queue offsets; after it, it patches those
+// into the record, copies it into the current file (or its transient buffer) and publishes the new
+// positions in reservation order. When the record and an 8-byte blank do not fit, the roll (under the
+// lock) waits for the puts still copying, ends the file with the blank, and makes the preallocated standby
+// file current: a pointer swap plus publishing the new file list. The allocator goroutine then prepares
+// the next standby (create, fallocate, mmap, optionally warm) outside the lock. If it is late, the put
+// creates the file itself under the lock (counted in Stats as a synchronous roll).
 type commitLog struct {
 	cfg    *Config
 	mfq    *mappedFileQueue
@@ -38,9 +41,26 @@ type commitLog struct {
 	closed      bool        // guarded by putLock: set by Shutdown; later puts are refused
 	stats       *lockStats
 
-	// maxOffset is the end of appended records (published after the bytes), for the dispatcher in mmap
-	// mode and for WaitDurable targets.
-	maxOffset atomic.Int64
+	// maxOffset is the end of appended records (published after the bytes, in order), for the dispatcher
+	// in mmap mode and for WaitDurable targets. reservedEnd is the end of the space reserved by puts,
+	// written under putLock; between the two are puts still copying. They sit on cache lines of their
+	// own: the lock holder writes one while the last copier writes the other.
+	_           [64]byte
+	maxOffset   atomic.Int64
+	_           [56]byte
+	reservedEnd atomic.Int64
+	_           [56]byte
+	// pubSeq is the sequence number of the oldest reservation not yet published; nextSeq (guarded by
+	// putLock) the next one to hand out. pubRing holds the reservations in between.
+	pubSeq     atomic.Int64
+	_          [56]byte
+	nextSeq    int64
+	pubRing    *[pubRingSize]pubSlot
+	beforeCopy func(seq int64) // tests: runs between a put's reservation and its copy
+	// stallMark is the stall clock's last sighting: maxOffset as a checker last saw it with puts in
+	// flight, and when (ns since stats.base). Checkers keep it (stalled), so publishing costs nothing.
+	stallOffset atomic.Int64
+	stallSince  atomic.Int64
 
 	// allocMu makes the allocator and a roll that must create the file itself exclusive, so one file is
 	// never created twice. Lock order: putLock → allocMu.
@@ -49,17 +69,14 @@ type commitLog struct {
 	allocWake chan struct{}
 
 	// Prefault window (mapping mode): the prefaulter goroutine keeps the pages ahead of the write
-	// position faulted in writable (MADV_POPULATE_WRITE), so a put's copy does not take page faults — and
-	// the folio allocation and zeroing a fault on a fresh file page costs, ~125 µs per 2 MiB folio here —
-	// inside the put lock. prefaultTo is the CommitLog offset up to which pages are populated; a put that
-	// comes within half a window of it wakes the prefaulter, and a put that would write past it populates
-	// the next chunk itself before taking the lock (the prefaulter is only a goroutine: on two busy cores
-	// it can wait a scheduling quantum, ~10 ms, in which a writer appends ~10 MiB). The prefaulter is not
-	// the allocator: creating and warming the next file takes tens of milliseconds, right after a roll,
-	// when the writer needs the window moved most.
+	// position faulted in writable (MADV_POPULATE_WRITE), so a put's copy does not stop for the folio
+	// allocation and zeroing a fault on a fresh file page costs (~125 µs per 2 MiB folio here). prefaultTo
+	// is the CommitLog offset up to which pages are populated; a put that comes within half a window of
+	// it wakes the prefaulter. A put that outruns it faults the pages in during its copy, which runs
+	// outside the put lock. The prefaulter is not the allocator: creating and warming the next file takes
+	// tens of milliseconds, right after a roll, when the window has to move most.
 	prefaultTo     atomic.Int64
 	prefaultWindow int64
-	prefaultMu     sync.Mutex  // one populate at a time, so the writer's and the prefaulter's never overlap
 	prefaultOff    atomic.Bool // the kernel cannot populate: stop trying
 	prefaultWake   chan struct{}
 	onAppend       func() // wakes the dispatcher; called outside the lock
@@ -109,11 +126,13 @@ func newCommitLog(cfg *Config, fsys FS, logger *slog.Logger, clock func() time.T
 			Help:    "Time of a whole put (checks, encode, lock, copy); excludes waiting for durability.",
 			Buckets: putLatencyBuckets,
 		}),
+		pubRing:      new([pubRingSize]pubSlot),
 		allocWake:    make(chan struct{}, 1),
 		prefaultWake: make(chan struct{}, 1),
 		onAppend:     func() {},
 	}
 	cl.onAllocResult = func(error) {}
+	cl.stallOffset.Store(-1) // no sighting yet
 	if cfg.UseReentrantLockWhenPutMessage {
 		cl.putLock = &sync.Mutex{}
 	} else {
@@ -143,13 +162,19 @@ func (cl *commitLog) readableEnd() int64 {
 	return cl.maxOffset.Load()
 }
 
-// put appends one or more encoded records (consecutive in recs, n of them) under the put lock. They get
-// consecutive queue offsets from counter (unless it is nil) and one store timestamp. offsets, when not
-// nil, receives each record's physical offset.
+// put appends one or more encoded records (consecutive in recs, n of them). They get consecutive queue
+// offsets from counter (unless it is nil) and one store timestamp. offsets, when not nil, receives each
+// record's physical offset.
+//
+// The put lock covers only the reservation: the clock, the file position and the queue offsets. The
+// records are patched and copied into the file after it is released, and published (mf.wrote, maxOffset)
+// in reservation order. A writer descheduled in the middle of its copy — the most common long stall on
+// a shared two-core machine — then delays only the publication of the puts behind it, not their
+// reservations and copies, and the lock is held for tens of nanoseconds instead of the length of a copy.
 func (cl *commitLog) put(recs []byte, n int, counter *atomic.Int64, offsets []int64) (PutResult, error) {
 	total := int64(len(recs))
 	if cl.pool == nil {
-		cl.ensurePrefaulted(total)
+		cl.wakePrefaulter(total)
 	}
 	cl.putLock.Lock()
 	if cl.closed {
@@ -163,42 +188,19 @@ func (cl *commitLog) put(recs []byte, n int, counter *atomic.Int64, offsets []in
 	if cl.clock != nil {
 		storeTs = cl.clock().UnixMilli()
 	}
-	res, err := cl.appendLocked(recs, n, total, counter, offsets, storeTs)
+	mf, pos, qoff, seq, err := cl.reserveLocked(total, n, counter)
 	elapsed := cl.stats.exit(start)
 	cl.putLock.Unlock()
 	cl.lockSeconds.Observe(elapsed.Seconds())
 
 	if err != nil {
 		cl.putFailTimes.Add(1)
-		return res, err
+		return PutResult{Status: CreateMappedFileFailed}, err
 	}
-	cl.putTimes.Add(int64(n))
-	cl.putBytes.Add(total)
-	cl.onAppend()
-	if elapsed > cl.cfg.PutLockWarnThreshold {
-		// RocketMQ's "[NOTIFYME]putMessage in lock cost time(ms)=..." with the body size.
-		cl.logger.Warn("store: [NOTIFYME]putMessage in lock cost time", "elapsed", elapsed,
-			"bodyLength", total, "records", n)
+	if cl.beforeCopy != nil {
+		cl.beforeCopy(seq)
 	}
-	return res, nil
-}
-
-// appendLocked is the critical section. Caller holds putLock. No allocation, no syscall (unless the
-// allocator is late and the next file must be created here).
-func (cl *commitLog) appendLocked(recs []byte, n int, total int64, counter *atomic.Int64, offsets []int64, storeTs int64) (PutResult, error) {
-	mf := cl.cur
-	if mf == nil || mf.size-mf.wrote.Load() < total+codec.BlankRecordBytes {
-		var err error
-		if mf, err = cl.rollLocked(); err != nil {
-			return PutResult{Status: CreateMappedFileFailed}, err
-		}
-	}
-	pos := mf.wrote.Load()
 	phys := mf.fromOffset + pos
-	var qoff int64
-	if counter != nil {
-		qoff = counter.Load()
-	}
 	off := 0
 	for i := 0; i < n; i++ {
 		size := int(binary.BigEndian.Uint32(recs[off:]))
@@ -213,19 +215,134 @@ func (cl *commitLog) appendLocked(recs []byte, n int, total int64, counter *atom
 		off += size
 	}
 	copy(mf.appendTarget()[pos:], recs)
-	if counter != nil {
-		counter.Store(qoff + int64(n))
+	cl.publish(seq, mf, pos+total, storeTs)
+
+	cl.putTimes.Add(int64(n))
+	cl.putBytes.Add(total)
+	cl.onAppend()
+	if elapsed > cl.cfg.PutLockWarnThreshold {
+		// RocketMQ's "[NOTIFYME]putMessage in lock cost time(ms)=..." with the body size.
+		cl.logger.Warn("store: [NOTIFYME]putMessage in lock cost time", "elapsed", elapsed,
+			"bodyLength", total, "records", n)
 	}
-	mf.storeTimestamp.Store(storeTs)
-	mf.wrote.Store(pos + total)
-	cl.maxOffset.Store(phys + total)
 	return PutResult{Status: PutOK, WroteOffset: phys, WroteBytes: int32(total), QueueOffset: qoff,
 		MsgNum: int32(n), StoreTimestamp: storeTs}, nil
+}
+
+// reserveLocked is the critical section: it takes total bytes at the end of the current file (rolling
+// first when they and an 8-byte blank do not fit), n queue offsets from counter, and the next publication
+// sequence number. Caller holds putLock. No allocation, no syscall (unless the allocator is late and the
+// next file must be created here).
+func (cl *commitLog) reserveLocked(total int64, n int, counter *atomic.Int64) (mf *mappedFile, pos, qoff, seq int64, err error) {
+	mf = cl.cur
+	end := cl.reservedEnd.Load()
+	if mf == nil || mf.fromOffset+mf.size-end < total+codec.BlankRecordBytes {
+		if mf, err = cl.rollLocked(); err != nil {
+			return nil, 0, 0, 0, err
+		}
+		end = mf.fromOffset
+	}
+	seq = cl.nextSeq
+	if seq-cl.pubSeq.Load() >= pubRingSize { // a ring's worth of puts in flight: wait for a slot
+		waitUntil(func() bool { return seq-cl.pubSeq.Load() < pubRingSize })
+	}
+	cl.nextSeq++
+	cl.reservedEnd.Store(end + total)
+	if counter != nil {
+		qoff = counter.Load()
+		counter.Store(qoff + int64(n))
+	}
+	return mf, end - mf.fromOffset, qoff, seq, nil
+}
+
+// pubSlot is one put between its reservation and its publication.
+type pubSlot struct {
+	done atomic.Int64 // seq+1 once the put has copied its records
+	mf   *mappedFile  // written before done; read after it
+	end  int64        // the reservation's end in mf
+	ts   int64        // its store timestamp
+	_    [32]byte     // a cache line each: neighbours are written by different puts
+}
+
+// pubRingSize bounds the puts between reservation and publication (far more than there are cores).
+const pubRingSize = 1024
+
+// publish marks reservation seq (ending at end in mf) copied, publishes every copied reservation in
+// order from the oldest unpublished one, and returns once its own is published. Whichever put finds the
+// oldest reservation copied publishes it and the copied ones behind it, so a put that finishes its copy
+// early does not wait for the puts before it to be scheduled again, only for their copies.
+func (cl *commitLog) publish(seq int64, mf *mappedFile, end, storeTs int64) {
+	sl := &cl.pubRing[seq%pubRingSize]
+	sl.mf, sl.end, sl.ts = mf, end, storeTs
+	sl.done.Store(seq + 1)
+	target := mf.fromOffset + end
+	waitUntil(func() bool {
+		cl.publishCopied()
+		return cl.maxOffset.Load() >= target
+	})
+}
+
+// publishCopied advances the published positions (mf.wrote, mf.storeTimestamp, maxOffset) over the
+// copied reservations at the head of the ring. Several puts may run it at once: each claims one
+// reservation by moving pubSeq past it (after reading its slot, which is reusable from then on), and the
+// positions only move forward, so every value a reader sees ends at a complete record.
+func (cl *commitLog) publishCopied() {
+	for {
+		p := cl.pubSeq.Load()
+		sl := &cl.pubRing[p%pubRingSize]
+		if sl.done.Load() != p+1 {
+			return
+		}
+		mf, end, ts := sl.mf, sl.end, sl.ts
+		if !cl.pubSeq.CompareAndSwap(p, p+1) {
+			continue
+		}
+		storeMax(&mf.storeTimestamp, ts)
+		storeMax(&mf.wrote, end)
+		storeMax(&cl.maxOffset, mf.fromOffset+end)
+	}
+}
+
+// drainLocked waits until every reserved put has published. Caller holds putLock (so no new
+// reservation can start); the puts in flight publish without it.
+func (cl *commitLog) drainLocked() {
+	waitUntil(func() bool {
+		cl.publishCopied()
+		return cl.maxOffset.Load() == cl.reservedEnd.Load()
+	})
+}
+
+// waitUntil spins on cond, briefly (the put it waits for is most likely copying on the other core and
+// done within a microsecond), then yielding the processor between checks.
+func waitUntil(cond func() bool) {
+	for i := 0; !cond(); i++ {
+		if i >= 256 {
+			runtime.Gosched()
+		}
+	}
+}
+
+// stalled is how long puts have been in flight without maxOffset moving: a copy stuck on the page
+// cache, which RocketMQ sees as a long time in its put lock. 0 when nothing is in flight. The first
+// caller to see a new maxOffset with puts in flight starts the clock.
+func (cl *commitLog) stalled() time.Duration {
+	published := cl.maxOffset.Load()
+	if cl.reservedEnd.Load() <= published {
+		return 0
+	}
+	now := time.Since(cl.stats.base)
+	if cl.stallOffset.Load() != published {
+		cl.stallSince.Store(int64(now))
+		cl.stallOffset.Store(published)
+		return 0
+	}
+	return now - time.Duration(cl.stallSince.Load())
 }
 
 // rollLocked ends the current file with a blank record and makes the next file current. Caller holds
 // putLock.
 func (cl *commitLog) rollLocked() (*mappedFile, error) {
+	cl.drainLocked()
 	old := cl.cur
 	from := cl.maxOffset.Load()
 	if old != nil {
@@ -263,6 +380,7 @@ func (cl *commitLog) rollLocked() (*mappedFile, error) {
 	}
 	cl.cur = next
 	cl.maxOffset.Store(next.fromOffset)
+	cl.reservedEnd.Store(next.fromOffset)
 	if p := next.populated.Load(); p > 0 {
 		storeMax(&cl.prefaultTo, next.fromOffset+p)
 	}
@@ -343,21 +461,11 @@ func (cl *commitLog) allocateStandby() error {
 	return nil
 }
 
-// ensurePrefaulted runs before a put takes the lock (mapping mode): when the put could write past the
-// populated pages it populates the next chunk itself, and when the window has shrunk to half it wakes the
-// prefaulter. The common case is two atomic loads.
-func (cl *commitLog) ensurePrefaulted(total int64) {
-	if cl.prefaultOff.Load() {
+// wakePrefaulter wakes the prefaulter when a put of total bytes brings the write position within half a
+// window of the populated end. The common case is two atomic loads.
+func (cl *commitLog) wakePrefaulter(total int64) {
+	if cl.prefaultOff.Load() || cl.maxOffset.Load()+total+cl.prefaultWindow/2 <= cl.prefaultTo.Load() {
 		return
-	}
-	head, to := cl.maxOffset.Load(), cl.prefaultTo.Load()
-	if head+total+cl.prefaultWindow/2 <= to {
-		return
-	}
-	if head+total > to {
-		// Populate through the put's end plus one chunk, within the current file: a put that rolls writes
-		// into the standby, whose first window was populated when it was made.
-		cl.prefault(head+total+prefaultChunk, prefaultChunk)
 	}
 	select {
 	case cl.prefaultWake <- struct{}{}:
@@ -365,23 +473,18 @@ func (cl *commitLog) ensurePrefaulted(total int64) {
 	}
 }
 
-// prefault populates the CommitLog's pages from prefaultTo (or the write position, if ahead) up to want,
-// chunk bytes per madvise call, publishing prefaultTo after each so writers see the progress. It stops at
+// prefault (prefaulter goroutine only) populates the CommitLog's pages from prefaultTo, or the write
+// position if ahead, up to want, a chunk per madvise call, publishing prefaultTo after each. It stops at
 // the end of the last file. Only MADV_POPULATE_WRITE is safe here (it leaves content alone): touching
 // pages by writing could race with a put.
-func (cl *commitLog) prefault(want, chunk int64) {
-	cl.prefaultMu.Lock()
-	defer cl.prefaultMu.Unlock()
-	if cl.prefaultOff.Load() {
-		return
-	}
+func (cl *commitLog) prefault(want int64) {
 	from := max(cl.prefaultTo.Load(), cl.maxOffset.Load()) &^ int64(pageSize-1)
 	for from < want {
 		mf := cl.mfq.findAndHold(from)
 		if mf == nil {
 			return // past the last file: the standby's first window was populated when it was made
 		}
-		end := min(want, from+chunk, mf.fromOffset+mf.size)
+		end := min(want, from+prefaultChunk, mf.fromOffset+mf.size)
 		var err error
 		if !mf.transient {
 			err = mf.file.Populate(mf.data[from-mf.fromOffset : end-mf.fromOffset])
@@ -411,7 +514,7 @@ func (cl *commitLog) prefaultLoop(stop <-chan struct{}) {
 			return
 		case <-cl.prefaultWake:
 		}
-		cl.prefault(cl.maxOffset.Load()+cl.prefaultWindow, prefaultChunk)
+		cl.prefault(cl.maxOffset.Load() + cl.prefaultWindow)
 	}
 }
 

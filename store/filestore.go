@@ -375,6 +375,7 @@ func (s *Store) Shutdown() error {
 	cl := s.commitLog
 	cl.putLock.Lock()
 	cl.closed = true // puts that reach the lock from now on are refused
+	cl.drainLocked() // and the ones past it have published
 	cl.putLock.Unlock()
 
 	var errs []error
@@ -709,15 +710,20 @@ func (s *Store) SyncFlushQueueFull() bool {
 	return s.state.Load() == stateStarted && s.groupCommit != nil && s.groupCommit.Full()
 }
 
-// IsOSPageCacheBusy reports whether the current put has held the put lock longer than
-// osPageCacheBusyTimeOutMills (the broker answers SYSTEM_BUSY "[PC_SYNCHRONIZED]broker busy").
+// IsOSPageCacheBusy reports whether the put path has been stuck longer than
+// osPageCacheBusyTimeOutMills (the broker answers SYSTEM_BUSY "[PC_SYNCHRONIZED]broker busy"): a put
+// holding the lock, or puts copying into the page cache without any of them finishing, that long.
 func (s *Store) IsOSPageCacheBusy() bool {
-	d := s.commitLog.stats.inLock()
+	d := s.BeginTimeInLock()
 	return d > s.cfg.OSPageCacheBusyTimeout && d < 10_000_000*time.Millisecond
 }
 
-// BeginTimeInLock is how long the current put has held the put lock; 0 when no put holds it.
-func (s *Store) BeginTimeInLock() time.Duration { return s.commitLog.stats.inLock() }
+// BeginTimeInLock is RocketMQ's now - beginTimeInLock: how long the put path has been stuck, the longer
+// of the current put lock hold and the time puts have been copying without one publishing (copies run
+// after the lock here). 0 when no put is in progress.
+func (s *Store) BeginTimeInLock() time.Duration {
+	return max(s.commitLog.stats.inLock(), s.commitLog.stalled())
+}
 
 // LockTimeHistogram returns a copy of the put-lock time of every put since Open (or ResetLockTime), in
 // nanoseconds.

@@ -42,6 +42,7 @@ func (s *Store) recover(lastExitOK bool, ck checkpointData) error {
 	}
 	// CommitLog positions: the file holding end becomes current.
 	cl.maxOffset.Store(end)
+	cl.reservedEnd.Store(end)
 	if last := cl.mfq.last(); last != nil && end >= last.fromOffset && end < last.fromOffset+last.size {
 		cl.cur = last
 	}
