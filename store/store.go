@@ -480,7 +480,7 @@ func (c *Config) Validate() error {
 // (BENCHMARKS.md, flush benchmarks). With the transient pool, durability is pwrite +
 // fdatasync (flush.DefaultKind). With mmap'ed appends, fdatasync would also write back
 // the zero pages the prefault window dirtied ahead of the writer; written back, they
-// are write-protected again and fault a second time inside the put lock. msync of the
+// are write-protected again and fault a second time in the puts' copies. msync of the
 // written range leaves them alone.
 func DefaultFlushBackend(transientStorePool bool) flush.Kind {
 	if transientStorePool {
