@@ -22,7 +22,7 @@ import (
 //     "disk full"), everything stored reads back, and sends resume by themselves once the
 //     filler is deleted.
 //  2. A smaller filler leaves room for the files in use but not for the next one: the put
-//     that rolls into the preallocated file succeeds, preparing the file after it fails with
+//     that rolls into the first preallocated file succeeds, preparing the one after the second fails with
 //     ENOSPC for real, and sends are refused until the filler goes. A restart while the disk
 //     is still full starts, serves what is stored and goes on refusing sends.
 func TestFaultDiskFullTmpfs(t *testing.T) {
@@ -31,7 +31,7 @@ func TestFaultDiskFullTmpfs(t *testing.T) {
 	}
 	mnt := filepath.Join(t.TempDir(), "mnt")
 	require.NoError(t, os.Mkdir(mnt, 0o755))
-	if err := unix.Mount("tmpfs", mnt, "tmpfs", 0, "size=32m"); err != nil {
+	if err := unix.Mount("tmpfs", mnt, "tmpfs", 0, "size=40m"); err != nil {
 		t.Skipf("cannot mount a tmpfs (needs root / CAP_SYS_ADMIN): %v", err)
 	}
 	t.Cleanup(func() {
@@ -64,8 +64,9 @@ func TestFaultDiskFullTmpfs(t *testing.T) {
 		return float64(st.Blocks-st.Bfree) * 100 / float64(st.Blocks)
 	}
 
-	// 1. Above diskSpaceWarningLevelRatio.
-	fill(14 << 20)
+	// 1. Above diskSpaceWarningLevelRatio. The store holds 24 MiB of CommitLog files: the current one
+	// and the two the allocator keeps ready.
+	fill(12 << 20)
 	require.Greater(t, usedPercent(), 90.0)
 	requireDiskFullAnswer(t, s.sendUntil(codec.ResponseServiceNotAvailable, 1000))
 	s.verify()
@@ -78,8 +79,8 @@ func TestFaultDiskFullTmpfs(t *testing.T) {
 	require.Less(t, usedPercent(), 85.0, "below the forced-deletion ratio: no stored file may go")
 	resp := s.sendUntil(codec.ResponseServiceNotAvailable, 60<<10)
 	requireDiskFullAnswer(t, resp)
-	_, err := os.Stat(filepath.Join(dir, "commitlog", "00000000000016777216"))
-	require.True(t, errors.Is(err, os.ErrNotExist), "the third CommitLog file could not be made: %v", err)
+	_, err := os.Stat(filepath.Join(dir, "commitlog", "00000000000025165824"))
+	require.True(t, errors.Is(err, os.ErrNotExist), "the fourth CommitLog file could not be made: %v", err)
 	var st unix.Statfs_t
 	require.NoError(t, unix.Statfs(mnt, &st))
 	require.Less(t, int64(st.Bfree)*int64(st.Bsize), int64(8<<20), "no room for another 8 MiB file")

@@ -51,7 +51,7 @@ func BenchmarkPut1KiB(b *testing.B) {
 		{"writers=1/warm", 1, func(c *Config) { c.WarmMappedFileEnable = true }},
 		{"writers=1/msync", 1, func(c *Config) { c.FlushBackend = flush.KindMsync }},
 		{"writers=1/transientpool", 1, func(c *Config) {
-			c.TransientStorePoolEnable, c.TransientStorePoolPinned, c.TransientStorePoolSize = true, false, 3
+			c.TransientStorePoolEnable, c.TransientStorePoolPinned, c.TransientStorePoolSize = true, false, 5
 			c.CommitCommitLogLeastPages = 4
 		}},
 	} {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,11 +63,17 @@ type commitLog struct {
 	stallOffset atomic.Int64
 	stallSince  atomic.Int64
 
-	// allocMu makes the allocator and a roll that must create the file itself exclusive, so one file is
-	// never created twice. Lock order: putLock → allocMu.
-	allocMu   sync.Mutex
-	standby   atomic.Pointer[mappedFile] // next file, prepared by the allocator
-	allocWake chan struct{}
+	// The allocator keeps standbyFiles files prepared after the last one in mfq (RocketMQ's
+	// AllocateMappedFileService makes the next and the one after it). allocMu guards the queue and the
+	// creation marker and is never held across I/O: a roll takes the head of the queue, or — the
+	// allocator late by two files — waits for the creation in progress, or creates the file itself.
+	// creating is the offset of the file being created (by the allocator or a roll), -1 when none;
+	// createDone is closed when that creation ends. Lock order: putLock → allocMu.
+	allocMu    sync.Mutex
+	standbys   []*mappedFile
+	creating   int64
+	createDone chan struct{}
+	allocWake  chan struct{}
 
 	// Prefault window (mapping mode): the prefaulter goroutine keeps the pages ahead of the write
 	// position faulted in writable (MADV_POPULATE_WRITE), so a put's copy does not stop for the folio
@@ -81,11 +88,12 @@ type commitLog struct {
 	prefaultWake   chan struct{}
 	onAppend       func() // wakes the dispatcher; called outside the lock
 
-	syncRolls    atomic.Int64 // rolls that had to create the file under the lock
-	putTimes     atomic.Int64
-	putBytes     atomic.Int64
-	putFailTimes atomic.Int64
-	allocFailed  atomic.Bool // the last attempt to create a file failed (for the disk guard)
+	syncRolls     atomic.Int64 // rolls that had to create the file under the lock
+	poolFallbacks atomic.Int64 // files that got no transient pool buffer and append into the mapping
+	putTimes      atomic.Int64
+	putBytes      atomic.Int64
+	putFailTimes  atomic.Int64
+	allocFailed   atomic.Bool // the last attempt to create a file failed (for the disk guard)
 	// onAllocResult learns the outcome of every allocator attempt (the disk guard); allocator goroutine.
 	onAllocResult func(err error)
 
@@ -133,6 +141,7 @@ func newCommitLog(cfg *Config, fsys FS, logger *slog.Logger, clock func() time.T
 	}
 	cl.onAllocResult = func(error) {}
 	cl.stallOffset.Store(-1) // no sighting yet
+	cl.creating = -1
 	if cfg.UseReentrantLockWhenPutMessage {
 		cl.putLock = &sync.Mutex{}
 	} else {
@@ -173,9 +182,7 @@ func (cl *commitLog) readableEnd() int64 {
 // reservations and copies, and the lock is held for tens of nanoseconds instead of the length of a copy.
 func (cl *commitLog) put(recs []byte, n int, counter *atomic.Int64, offsets []int64) (PutResult, error) {
 	total := int64(len(recs))
-	if cl.pool == nil {
-		cl.wakePrefaulter(total)
-	}
+	cl.wakePrefaulter(total)
 	cl.putLock.Lock()
 	if cl.closed {
 		cl.putLock.Unlock()
@@ -351,26 +358,9 @@ func (cl *commitLog) rollLocked() (*mappedFile, error) {
 		// Only after recovery at an exact file end is cur nil with data behind it.
 		from += cl.cfg.MappedFileSizeCommitLog - rem
 	}
-	cl.allocMu.Lock()
-	next := cl.standby.Swap(nil)
-	if next != nil && next.fromOffset != from {
-		_ = next.destroy(cl.mfq.fs, true)
-		next = nil
-	}
-	if next == nil {
-		cl.syncRolls.Add(1)
-		var err error
-		if next, err = cl.newFile(from); err != nil {
-			cl.allocFailed.Store(true)
-			cl.allocMu.Unlock()
-			return nil, fmt.Errorf("%w: %w", ErrCreateMappedFile, err)
-		}
-	}
-	err := cl.mfq.add(next)
-	cl.allocMu.Unlock()
+	next, err := cl.takeStandbyLocked(from)
 	if err != nil {
-		_ = next.destroy(cl.mfq.fs, true)
-		return nil, fmt.Errorf("%w: %w", ErrCreateMappedFile, err)
+		return nil, err
 	}
 	if old != nil {
 		if left := old.size - old.wrote.Load(); left > 0 {
@@ -388,77 +378,145 @@ func (cl *commitLog) rollLocked() (*mappedFile, error) {
 	return next, nil
 }
 
-// newFile creates a CommitLog file at from, with a transient buffer when the pool has one.
-func (cl *commitLog) newFile(from int64) (*mappedFile, error) {
-	mf, err := cl.mfq.create(from)
-	if err != nil {
-		return nil, err
+// takeStandbyLocked returns the file at from, added to mfq: the head of the standby queue, else the
+// file the allocator is creating (waited for), else one created here (a synchronous roll). With the
+// transient pool it gets a pool buffer now, so prepared files do not hold buffers while they wait.
+// Caller holds putLock.
+func (cl *commitLog) takeStandbyLocked(from int64) (*mappedFile, error) {
+	cl.allocMu.Lock()
+	var next *mappedFile
+	for next == nil {
+		if len(cl.standbys) > 0 {
+			next = cl.standbys[0]
+			cl.standbys = slices.Delete(cl.standbys, 0, 1)
+			if next.fromOffset != from { // stale after recovery or retention: never used
+				_ = next.destroy(cl.mfq.fs, true)
+				next = nil
+				cl.dropStandbysLocked()
+			}
+			continue
+		}
+		if cl.creating >= 0 { // the allocator is making a file (with an empty queue, this one)
+			done := cl.createDone
+			cl.allocMu.Unlock()
+			<-done
+			cl.allocMu.Lock()
+			continue
+		}
+		cl.syncRolls.Add(1)
+		mf, err := cl.createLocked(from, nil)
+		if err != nil {
+			cl.allocMu.Unlock()
+			return nil, fmt.Errorf("%w: %w", ErrCreateMappedFile, err)
+		}
+		next = mf
 	}
 	if cl.pool != nil {
 		if buf, ok := cl.pool.Borrow(); ok {
-			mf.useTransientBuffer(cl.pool, buf)
+			next.useTransientBuffer(cl.pool, buf)
 		} else {
 			// RocketMQ falls back to the mapping too; the file is then read and flushed as a mapped one.
-			cl.logger.Warn("store: transient store pool exhausted, appending into the mapping", "file", mf.path)
+			cl.poolFallbacks.Add(1)
+			cl.logger.Warn("store: transient store pool exhausted, appending into the mapping", "file", next.path)
 		}
 	}
-	return mf, nil
+	err := cl.mfq.add(next)
+	cl.allocMu.Unlock()
+	if err != nil {
+		_ = next.destroy(cl.mfq.fs, true)
+		return nil, fmt.Errorf("%w: %w", ErrCreateMappedFile, err)
+	}
+	return next, nil
 }
 
-// allocateStandby prepares the file after the current one. Allocator goroutine only (and Start).
-func (cl *commitLog) allocateStandby() error {
+// createLocked creates the CommitLog file at from, then runs prepare on it (unless nil), with allocMu
+// released during both, marking the creation so nobody else creates a file meanwhile. Caller holds
+// allocMu and checked that nobody is creating; it holds it again on return.
+func (cl *commitLog) createLocked(from int64, prepare func(*mappedFile)) (*mappedFile, error) {
+	cl.creating, cl.createDone = from, make(chan struct{})
+	cl.allocMu.Unlock()
+	mf, err := cl.mfq.create(from)
+	if err == nil && prepare != nil {
+		prepare(mf)
+	}
 	cl.allocMu.Lock()
-	last := cl.mfq.last()
+	cl.creating = -1
+	close(cl.createDone)
+	cl.allocFailed.Store(err != nil)
+	return mf, err
+}
+
+// dropStandbysLocked deletes the prepared files. Caller holds allocMu.
+func (cl *commitLog) dropStandbysLocked() error {
+	var errs []error
+	for _, sb := range cl.standbys {
+		errs = append(errs, sb.destroy(cl.mfq.fs, true))
+	}
+	cl.standbys = cl.standbys[:0]
+	return errors.Join(errs...)
+}
+
+// standbyCount is how many prepared files wait in the queue.
+func (cl *commitLog) standbyCount() int {
+	cl.allocMu.Lock()
+	defer cl.allocMu.Unlock()
+	return len(cl.standbys)
+}
+
+// standbyFiles is how many files the allocator keeps ready beyond the current one.
+const standbyFiles = 2
+
+// allocateStandby prepares one more file after the last one (mfq's, or the queue's) unless
+// standbyFiles are ready or one is being created. Allocator goroutine only (and Start).
+func (cl *commitLog) allocateStandby() (made bool, err error) {
+	cl.allocMu.Lock()
+	if len(cl.standbys) >= standbyFiles || cl.creating >= 0 {
+		cl.allocMu.Unlock()
+		return false, nil
+	}
 	var from int64
-	if last != nil {
+	if n := len(cl.standbys); n > 0 {
+		from = cl.standbys[n-1].fromOffset + cl.standbys[n-1].size
+	} else if last := cl.mfq.last(); last != nil {
 		from = last.fromOffset + last.size
 	} else {
 		from = cl.maxOffset.Load() - cl.maxOffset.Load()%cl.cfg.MappedFileSizeCommitLog
 	}
-	if sb := cl.standby.Load(); sb != nil && sb.fromOffset == from {
-		cl.allocMu.Unlock()
-		return nil
+	// Without MADV_POPULATE_WRITE, warming writes a zero into every page (RocketMQ's way): only safe
+	// before the file can become current, so it runs before the file joins the queue.
+	var touch func(*mappedFile)
+	if cl.cfg.WarmMappedFileEnable && cl.prefaultOff.Load() {
+		touch = func(mf *mappedFile) { touchPages(mf.data) }
 	}
-	mf, err := cl.newFile(from)
+	mf, err := cl.createLocked(from, touch)
 	if err != nil {
-		cl.allocFailed.Store(true)
 		cl.allocMu.Unlock()
-		return err
+		return false, err
 	}
-	cl.allocFailed.Store(false)
 	mf.hold() // for the warming below, which may overlap the file's first appends
-	if old := cl.standby.Swap(mf); old != nil {
-		_ = old.destroy(cl.mfq.fs, true)
-	}
+	cl.standbys = append(cl.standbys, mf)
 	cl.allocMu.Unlock()
 
-	// Warm outside allocMu: a roll must never wait for it. MADV_POPULATE_WRITE leaves the content
-	// alone, so appends may already run in the file; the page-touching fallback writes, so it runs only
-	// while the file is still the standby.
-	if !mf.transient {
+	// Warm outside allocMu, after the file joined the queue: a roll must never wait for it, and
+	// MADV_POPULATE_WRITE leaves the content alone, so appends may already run in the file. With the
+	// transient pool the pages still serve: the commit's pwrite finds them present, and a file that
+	// gets no pool buffer (the pool exhausted when the committer is behind) appends into them directly.
+	if touch == nil {
 		warm := mf.data[:min(cl.prefaultWindow, mf.size)]
 		if cl.cfg.WarmMappedFileEnable {
 			warm = mf.data
 		}
-		err := mf.file.Populate(warm)
-		if err == nil {
+		switch perr := mf.file.Populate(warm); {
+		case perr == nil:
 			mf.populated.Store(int64(len(warm)))
-		}
-		switch {
-		case errors.Is(err, errors.ErrUnsupported):
-			if cl.cfg.WarmMappedFileEnable {
-				cl.allocMu.Lock()
-				if cl.standby.Load() == mf {
-					touchPages(mf.data) // RocketMQ's way
-				}
-				cl.allocMu.Unlock()
-			}
-		case err != nil:
-			cl.logger.Warn("store: warming mapped file failed", "file", mf.path, "error", err)
+		case errors.Is(perr, errors.ErrUnsupported):
+			cl.prefaultOff.Store(true) // the next files are touched before they join the queue
+		default:
+			cl.logger.Warn("store: warming mapped file failed", "file", mf.path, "error", perr)
 		}
 	}
 	mf.release()
-	return nil
+	return true, nil
 }
 
 // wakePrefaulter wakes the prefaulter when a put of total bytes brings the write position within half a
@@ -503,11 +561,9 @@ func (cl *commitLog) prefault(want int64) {
 	}
 }
 
-// prefaultLoop keeps the window ahead of the writer populated.
+// prefaultLoop keeps the window ahead of the writer populated. With the transient pool it has work only
+// when the pool ran out and a file fell back to the mapping (prefault skips files with a pool buffer).
 func (cl *commitLog) prefaultLoop(stop <-chan struct{}) {
-	if cl.pool != nil {
-		return
-	}
 	for {
 		select {
 		case <-stop:
@@ -528,7 +584,7 @@ func storeMax(v *atomic.Int64, x int64) {
 	}
 }
 
-// allocatorLoop keeps one standby file ready: RocketMQ's AllocateMappedFileService.
+// allocatorLoop keeps standbyFiles files ready: RocketMQ's AllocateMappedFileService.
 func (cl *commitLog) allocatorLoop(stop <-chan struct{}) {
 	for {
 		select {
@@ -536,11 +592,26 @@ func (cl *commitLog) allocatorLoop(stop <-chan struct{}) {
 			return
 		case <-cl.allocWake:
 		}
-		err := cl.allocateStandby()
-		if err != nil {
-			cl.logger.Error("store: preallocating the next CommitLog file failed", "error", err)
+		for {
+			made, err := cl.allocateStandby()
+			ready := cl.standbyCount()
+			if err != nil {
+				cl.logger.Error("store: preallocating a CommitLog file failed", "ready", ready, "error", err)
+			}
+			// Only a failure that leaves no prepared file counts for the disk guard: while one is ready
+			// the next roll still has its file, and puts go on.
+			if made || (err != nil && ready == 0) {
+				cl.onAllocResult(err)
+			}
+			if !made {
+				break
+			}
+			select {
+			case <-stop:
+				return
+			default:
+			}
 		}
-		cl.onAllocResult(err)
 	}
 }
 
@@ -551,14 +622,11 @@ func (cl *commitLog) wakeAllocator() {
 	}
 }
 
-// dropStandby deletes the prepared file (shutdown: leave no empty file behind).
+// dropStandby deletes the prepared files (shutdown: leave no empty file behind).
 func (cl *commitLog) dropStandby() error {
 	cl.allocMu.Lock()
 	defer cl.allocMu.Unlock()
-	if sb := cl.standby.Swap(nil); sb != nil {
-		return sb.destroy(cl.mfq.fs, true)
-	}
-	return nil
+	return cl.dropStandbysLocked()
 }
 
 // flush is the ASYNC_FLUSH step (interval flusher): RocketMQ's FlushRealTimeService body.

@@ -277,7 +277,7 @@ func (s *Store) Start() error {
 		}
 	}
 	// The first standby file is made here, so even the first put finds its file ready.
-	allocErr := cl.allocateStandby()
+	_, allocErr := cl.allocateStandby()
 	if allocErr != nil {
 		s.logger.Warn("store: preallocating the CommitLog file failed; the first put will retry", "error", allocErr)
 	}

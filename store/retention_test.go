@@ -68,7 +68,7 @@ func TestRetentionByTime(t *testing.T) {
 		}
 	}
 	require.Equal(t, files[len(files)-1].fromOffset, s.MinPhyOffset(), "the newest file stays")
-	require.Len(t, commitLogFiles(t, cfg.StorePathRootDir), 2, "the newest and the standby")
+	require.Len(t, commitLogFiles(t, cfg.StorePathRootDir), 1+standbyFiles, "the newest and the standbys")
 
 	for q := int32(0); q < 2; q++ {
 		minOff := s.GetMinOffsetInQueue("T", q)
@@ -179,7 +179,7 @@ func TestFlushIOErrorMakesStoreReadOnly(t *testing.T) {
 	cfg := testConfig(t.TempDir())
 	cfg.FlushDiskType = SyncFlush
 	s := openStarted(t, cfg, Deps{FS: ffs})
-	waitFor(t, "standby file", func() bool { return s.commitLog.standby.Load() != nil })
+	waitFor(t, "standby files", func() bool { return s.commitLog.standbyCount() == standbyFiles })
 	remove := ffs.Inject(FaultRule{Ops: OpSync, PathContains: "commitlog", Err: syscall.EIO})
 	defer remove()
 	res := mustPut(t, s, testMessage("T", 0, []byte("a")))
