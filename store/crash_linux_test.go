@@ -847,3 +847,33 @@ func TestIndexCutPastEmptyNewestFile(t *testing.T) {
 		q.Release()
 	}
 }
+
+// TestIndexFileLeftEmptyByACrash: a crash between creating the next IndexFile and sizing it leaves an
+// empty file; the restart removes it (nothing can have been indexed in it) instead of refusing to start
+// as for a file of the wrong size, and indexing goes on.
+func TestIndexFileLeftEmptyByACrash(t *testing.T) {
+	root := t.TempDir()
+	cfg := testConfig(root)
+	s := openStarted(t, cfg, Deps{})
+	for i := 0; i < 10; i++ {
+		mustPut(t, s, testMessage("T", 0, bodyf("m%d", i), codec.PropertyKeys, fmt.Sprintf("k%d", i)))
+	}
+	waitDispatched(t, s)
+	require.NoError(t, s.Shutdown())
+	empty := filepath.Join(root, "index", "29991231235959999")
+	require.NoError(t, os.WriteFile(empty, nil, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "abort"), nil, 0o644))
+
+	r := reopen(t, cfg, Deps{})
+	require.False(t, r.LastExitOK())
+	_, err := os.Stat(empty)
+	require.ErrorIs(t, err, os.ErrNotExist)
+	mustPut(t, r, testMessage("T", 0, []byte("after"), codec.PropertyKeys, "k10"))
+	waitDispatched(t, r)
+	for i := 0; i <= 10; i++ {
+		q, err := r.QueryMessage("T", fmt.Sprintf("k%d", i), 8, 0, math.MaxInt64)
+		require.NoError(t, err)
+		require.Len(t, q.Buffers, 1, "k%d", i)
+		q.Release()
+	}
+}

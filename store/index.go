@@ -235,6 +235,15 @@ func (s *indexService) load() error {
 		if err != nil {
 			return err
 		}
+		if st.Size() == 0 {
+			// Killed between creating the file and sizing it: nothing was ever indexed in it (entries go
+			// in only once it is sized and mapped), and dispatch re-indexes from the checkpoint.
+			s.logger.Warn("store: removing an IndexFile a crash left empty", "file", path)
+			if err := s.fs.Remove(path); err != nil {
+				return fmt.Errorf("store: remove %s: %w", path, err)
+			}
+			continue
+		}
 		if st.Size() != size {
 			return fmt.Errorf("%w: %s is %d bytes, maxHashSlotNum/maxIndexNum make %d", ErrConfig, path, st.Size(), size)
 		}
