@@ -68,19 +68,7 @@ func TestRollWaitsForTheAllocatorsFile(t *testing.T) {
 	require.Greater(t, cl.maxOffset.Load(), int64(testFileSize), "appending in file 1")
 	big := body(12<<10, "c") // under maxMessageSize (16 KiB), over what is left in file 1: needs file 2
 	rolled := putAsync(s, big)
-	lock := cl.putLock.(*sync.Mutex)
-	waitFor(t, "the roll waiting under the put lock", func() bool {
-		if lock.TryLock() {
-			lock.Unlock()
-			return false
-		}
-		return true
-	})
-	select {
-	case o := <-rolled:
-		t.Fatalf("rolled while the file was still being created: %+v", o)
-	default:
-	}
+	requireWaitingUnderPutLock(t, cl, rolled, "the roll, for the file being created")
 	releaseGate()
 	o := <-rolled
 	require.NoError(t, o.err)

@@ -27,6 +27,25 @@ func heldCopy(t *testing.T, cl *commitLog, seq int64) (reserved chan struct{}, r
 	return reserved, release
 }
 
+// requireWaitingUnderPutLock waits until some put holds the put lock, then checks that the put behind
+// pending has not been answered: it is the one waiting there.
+func requireWaitingUnderPutLock(t *testing.T, cl *commitLog, pending chan putOutcome, who string) {
+	t.Helper()
+	lock := cl.putLock.(*sync.Mutex)
+	waitFor(t, who+" holding the put lock", func() bool {
+		if lock.TryLock() {
+			lock.Unlock()
+			return false
+		}
+		return true
+	})
+	select {
+	case o := <-pending:
+		t.Fatalf("%s answered while it should wait: %+v", who, o)
+	default:
+	}
+}
+
 type putOutcome struct {
 	res PutResult
 	err error
@@ -102,19 +121,7 @@ func TestRollWaitsForPutsInFlight(t *testing.T) {
 	held := putAsync(s, body(recSize-92, "held"))
 	<-reserved
 	rolled := putAsync(s, body(4*recSize-92, "rolls")) // 3 KiB left in the file: does not fit
-	lock := cl.putLock.(*sync.Mutex)
-	waitFor(t, "the rolling put holding the put lock, waiting for the copy", func() bool {
-		if lock.TryLock() {
-			lock.Unlock()
-			return false
-		}
-		return true
-	})
-	select {
-	case o := <-rolled:
-		t.Fatalf("rolled past a put still copying: %+v", o)
-	default:
-	}
+	requireWaitingUnderPutLock(t, cl, rolled, "the rolling put, for the copy in flight")
 	require.Equal(t, int64(60*recSize), cl.maxOffset.Load())
 	release()
 	h, r := <-held, <-rolled
