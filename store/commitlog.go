@@ -456,6 +456,19 @@ func (cl *commitLog) dropStandbysLocked() error {
 	return errors.Join(errs...)
 }
 
+// standbyPopulatedEnd is the end of the populated pages of the prepared file starting at from, or 0.
+func (cl *commitLog) standbyPopulatedEnd(from int64) int64 {
+	cl.allocMu.Lock()
+	defer cl.allocMu.Unlock()
+	if len(cl.standbys) == 0 || cl.standbys[0].fromOffset != from {
+		return 0
+	}
+	if p := cl.standbys[0].populated.Load(); p > 0 {
+		return from + p
+	}
+	return 0
+}
+
 // standbyCount is how many prepared files wait in the queue.
 func (cl *commitLog) standbyCount() int {
 	cl.allocMu.Lock()
@@ -541,7 +554,13 @@ func (cl *commitLog) prefault(want int64) {
 	for from < want {
 		mf := cl.mfq.findAndHold(from)
 		if mf == nil {
-			return // past the last file: the standby's first window was populated when it was made
+			// Past the last file: the next file's first window was populated when it was made. Count it,
+			// or every put in the last half window of each file wakes the prefaulter for nothing (a
+			// storm of goroutine wake-ups just before each roll).
+			if next := cl.standbyPopulatedEnd(from); next > from {
+				storeMax(&cl.prefaultTo, next)
+			}
+			return
 		}
 		end := min(want, from+prefaultChunk, mf.fromOffset+mf.size)
 		var err error
