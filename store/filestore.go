@@ -813,6 +813,7 @@ func (s *Store) registerMetrics() error {
 		counter("ringmq_store_put_bytes_total", "Bytes appended to the CommitLog.", func() float64 { return float64(cl.putBytes.Load()) }),
 		counter("ringmq_store_put_failures_total", "Puts refused or failed.", func() float64 { return float64(cl.putFailTimes.Load()) }),
 		counter("ringmq_store_sync_rolls_total", "CommitLog rolls that created the file under the put lock.", func() float64 { return float64(cl.syncRolls.Load()) }),
+		counter("ringmq_store_transient_pool_fallbacks_total", "CommitLog files that got no transient pool buffer (the committer behind) and append into the mapping.", func() float64 { return float64(cl.poolFallbacks.Load()) }),
 		gauge("ringmq_store_commitlog_max_offset_bytes", "End of the CommitLog.", func() float64 { return float64(s.MaxPhyOffset()) }),
 		gauge("ringmq_store_commitlog_min_offset_bytes", "Start of the oldest CommitLog file.", func() float64 { return float64(s.MinPhyOffset()) }),
 		gauge("ringmq_store_commitlog_flushed_offset_bytes", "End of the durable CommitLog.", func() float64 { return float64(s.FlushedPhyOffset()) }),

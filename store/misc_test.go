@@ -52,6 +52,7 @@ func TestMetricsAndStats(t *testing.T) {
 	}
 	waitDispatched(t, s)
 	require.Equal(t, 10.0, gathered(t, reg, "ringmq_store_put_messages_total"))
+	require.Equal(t, 0.0, gathered(t, reg, "ringmq_store_transient_pool_fallbacks_total"), "no pool here")
 	st := s.Stats()
 	require.Equal(t, int64(10), st.PutMessageTimesTotal)
 	require.Equal(t, int64(10*(91+10+1)), st.PutMessageSizeTotal)
