@@ -68,6 +68,7 @@ func TestRetentionByTime(t *testing.T) {
 		}
 	}
 	require.Equal(t, files[len(files)-1].fromOffset, s.MinPhyOffset(), "the newest file stays")
+	waitFor(t, "the allocator's files", func() bool { return s.commitLog.standbyCount() == standbyFiles })
 	require.Len(t, commitLogFiles(t, cfg.StorePathRootDir), 1+standbyFiles, "the newest and the standbys")
 
 	for q := int32(0); q < 2; q++ {
