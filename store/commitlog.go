@@ -34,13 +34,12 @@ type commitLog struct {
 	pool   bufferPool       // transient pool, nil when appending into the mapping
 
 	putLock sync.Locker
-	// lockSeconds and putSeconds are the Prometheus views of put-lock time and whole-put
-	// latency (registered by Store.registerMetrics; observed outside the lock).
-	lockSeconds prometheus.Histogram
-	putSeconds  prometheus.Histogram
-	cur         *mappedFile // guarded by putLock: the file appended to; nil before the first put
-	closed      bool        // guarded by putLock: set by Shutdown; later puts are refused
-	stats       *lockStats
+	// putSeconds is the Prometheus view of whole-put latency (registered by Store.registerMetrics;
+	// observed outside the lock). Put-lock time is stats' (lockTimeCollector).
+	putSeconds prometheus.Histogram
+	cur        *mappedFile // guarded by putLock: the file appended to; nil before the first put
+	closed     bool        // guarded by putLock: set by Shutdown; later puts are refused
+	stats      *lockStats
 
 	// maxOffset is the end of appended records (published after the bytes, in order), for the dispatcher
 	// in mmap mode and for WaitDurable targets. reservedEnd is the end of the space reserved by puts,
@@ -124,11 +123,6 @@ func newCommitLog(cfg *Config, fsys FS, logger *slog.Logger, clock func() time.T
 		clock:  clock,
 		pool:   pool,
 		stats:  newLockStats(),
-		lockSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "ringmq_store_put_lock_seconds",
-			Help:    "Time each put held the CommitLog put lock (RocketMQ warns above 0.5 s).",
-			Buckets: putLatencyBuckets,
-		}),
 		putSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "ringmq_store_put_latency_seconds",
 			Help:    "Time of a whole put (checks, encode, lock, copy); excludes waiting for durability.",
@@ -198,7 +192,6 @@ func (cl *commitLog) put(recs []byte, n int, counter *atomic.Int64, offsets []in
 	mf, pos, qoff, seq, err := cl.reserveLocked(total, n, counter)
 	elapsed := cl.stats.exit(start)
 	cl.putLock.Unlock()
-	cl.lockSeconds.Observe(elapsed.Seconds())
 
 	if err != nil {
 		cl.putFailTimes.Add(1)

@@ -819,7 +819,7 @@ func (s *Store) registerMetrics() error {
 		gauge("ringmq_store_commitlog_flushed_offset_bytes", "End of the durable CommitLog.", func() float64 { return float64(s.FlushedPhyOffset()) }),
 		gauge("ringmq_store_dispatch_behind_bytes", "Bytes the dispatcher trails the CommitLog.", func() float64 { return float64(s.DispatchBehindBytes()) }),
 		gauge("ringmq_store_put_lock_max_seconds", "Longest time a put held the put lock.", func() float64 { return float64(cl.stats.maxNanos.Load()) / 1e9 }),
-		cl.lockSeconds,
+		newLockTimeCollector(cl.stats, cl.putLock),
 		cl.putSeconds,
 		gauge("ringmq_store_running_flags", "RunningFlags bits (16 = DISK_FULL, 2 = NOT_WRITEABLE).", func() float64 { return float64(s.flags.load()) }),
 	}

@@ -66,6 +66,12 @@ func TestMetricsAndStats(t *testing.T) {
 		require.Equal(t, uint64(10), hist.GetSampleCount(), name)
 		require.Greater(t, hist.GetSampleSum(), 0.0, name)
 		require.Less(t, hist.GetSampleSum(), 10.0, name)
+		bs := hist.GetBucket()
+		require.Len(t, bs, len(putLatencyBuckets), name)
+		require.Equal(t, uint64(10), bs[len(bs)-1].GetCumulativeCount(), "%s: every put under %v s", name, bs[len(bs)-1].GetUpperBound())
+		for i := 1; i < len(bs); i++ {
+			require.GreaterOrEqual(t, bs[i].GetCumulativeCount(), bs[i-1].GetCumulativeCount(), name)
+		}
 	}
 	require.False(t, s.IsOSPageCacheBusy())
 	require.Zero(t, s.BeginTimeInLock())
