@@ -555,9 +555,10 @@ func (cl *commitLog) prefault(want int64) {
 			}
 			return
 		}
-		end := min(want, from+prefaultChunk, mf.fromOffset+mf.size)
+		end := min(want, mf.fromOffset+mf.size) // a file with a pool buffer: nothing to populate
 		var err error
 		if !mf.transient {
+			end = min(end, from+prefaultChunk)
 			err = mf.file.Populate(mf.data[from-mf.fromOffset : end-mf.fromOffset])
 		}
 		mf.release()
