@@ -79,8 +79,10 @@ type commitLog struct {
 	// allocation and zeroing a fault on a fresh file page costs (~125 µs per 2 MiB folio here). prefaultTo
 	// is the CommitLog offset up to which pages are populated; a put that comes within half a window of
 	// it wakes the prefaulter. A put that outruns it faults the pages in during its copy, which runs
-	// outside the put lock. The prefaulter is not the allocator: creating and warming the next file takes
-	// tens of milliseconds, right after a roll, when the window has to move most.
+	// outside the put lock. Near a file's end the window reaches into the next, prepared file (the
+	// allocator populates only its first chunk), so the populating goes on at the writer's pace across a
+	// roll instead of in a burst next to it. The prefaulter is not the allocator: creating the next file
+	// (fallocate, fsyncs) takes milliseconds, right after a roll, when the window has to move most.
 	prefaultTo     atomic.Int64
 	prefaultWindow int64
 	prefaultOff    atomic.Bool // the kernel cannot populate: stop trying
@@ -449,17 +451,18 @@ func (cl *commitLog) dropStandbysLocked() error {
 	return errors.Join(errs...)
 }
 
-// standbyPopulatedEnd is the end of the populated pages of the prepared file starting at from, or 0.
-func (cl *commitLog) standbyPopulatedEnd(from int64) int64 {
+// standbyAndHold returns the prepared file that holds offset, held, or nil; and whether its appends will
+// go to a transient pool buffer. A prepared file gets a buffer at its roll if one is free then: rolls are
+// the only borrowers once the store runs, so a buffer free now is still free at the roll.
+func (cl *commitLog) standbyAndHold(offset int64) (mf *mappedFile, toPoolBuffer bool) {
 	cl.allocMu.Lock()
 	defer cl.allocMu.Unlock()
-	if len(cl.standbys) == 0 || cl.standbys[0].fromOffset != from {
-		return 0
+	for _, sb := range cl.standbys {
+		if sb.fromOffset <= offset && offset < sb.fromOffset+sb.size && sb.hold() {
+			return sb, cl.pool != nil && cl.pool.Available() > 0
+		}
 	}
-	if p := cl.standbys[0].populated.Load(); p > 0 {
-		return from + p
-	}
-	return 0
+	return nil, false
 }
 
 // standbyCount is how many prepared files wait in the queue.
@@ -502,25 +505,31 @@ func (cl *commitLog) allocateStandby() (made bool, err error) {
 	mf.hold() // for the warming below, which may overlap the file's first appends
 	cl.standbys = append(cl.standbys, mf)
 	cl.allocMu.Unlock()
+	defer cl.kickPrefaulter() // it stops at the end of the files: the window may reach into this one
+	if touch != nil {
+		mf.release()
+		return true, nil
+	}
 
-	// Warm outside allocMu, after the file joined the queue: a roll must never wait for it, and
-	// MADV_POPULATE_WRITE leaves the content alone, so appends may already run in the file. With the
-	// transient pool the first window still serves (the commit's pwrite finds the pages present, and a
-	// file that gets no pool buffer when the committer is behind appends into them directly), but
-	// warming whole files there only costs CPU: 16 % of the put rate in BenchmarkPutRoll.
-	if touch == nil {
-		warm := mf.data[:min(cl.prefaultWindow, mf.size)]
-		if cl.cfg.WarmMappedFileEnable && cl.pool == nil {
-			warm = mf.data
-		}
-		switch perr := mf.file.Populate(warm); {
-		case perr == nil:
-			mf.populated.Store(int64(len(warm)))
-		case errors.Is(perr, errors.ErrUnsupported):
-			cl.prefaultOff.Store(true) // the next files are touched before they join the queue
-		default:
-			cl.logger.Warn("store: warming mapped file failed", "file", mf.path, "error", perr)
-		}
+	// Populated here: the first chunk, so the put that rolls into the file and those right after it
+	// find their pages even when the prefaulter is late (a fault on a fresh page of a preallocated
+	// file costs 0.3–6 ms here); the prefaulter populates the rest of its window as the writer nears
+	// the file, at the writer's pace. Populating the whole window here, right after the roll that
+	// woke the allocator, put a burst of page zeroing next to the roll. With warmMapedFileEnable, the
+	// whole file (not with the transient pool, where it only costs CPU: 16 % of the put rate in
+	// BenchmarkPutRoll). Outside allocMu and after the file joined the queue: a roll must never wait
+	// for it, and MADV_POPULATE_WRITE leaves the content alone, so appends may already run in the file.
+	warm := mf.data[:min(prefaultChunk, mf.size)]
+	if cl.cfg.WarmMappedFileEnable && cl.pool == nil {
+		warm = mf.data
+	}
+	switch perr := mf.file.Populate(warm); {
+	case perr == nil:
+		storeMax(&mf.populated, int64(len(warm)))
+	case errors.Is(perr, errors.ErrUnsupported):
+		cl.prefaultOff.Store(true) // the next files are touched before they join the queue
+	default:
+		cl.logger.Warn("store: warming mapped file failed", "file", mf.path, "error", perr)
 	}
 	mf.release()
 	return true, nil
@@ -532,6 +541,11 @@ func (cl *commitLog) wakePrefaulter(total int64) {
 	if cl.prefaultOff.Load() || cl.maxOffset.Load()+total+cl.prefaultWindow/2 <= cl.prefaultTo.Load() {
 		return
 	}
+	cl.kickPrefaulter()
+}
+
+// kickPrefaulter wakes the prefaulter unless a wake is pending.
+func (cl *commitLog) kickPrefaulter() {
 	select {
 	case cl.prefaultWake <- struct{}{}:
 	default:
@@ -539,27 +553,33 @@ func (cl *commitLog) wakePrefaulter(total int64) {
 }
 
 // prefault (prefaulter goroutine only) populates the CommitLog's pages from prefaultTo, or the write
-// position if ahead, up to want, a chunk per madvise call, publishing prefaultTo after each. It stops at
-// the end of the last file. Only MADV_POPULATE_WRITE is safe here (it leaves content alone): touching
-// pages by writing could race with a put.
+// position if ahead, up to want, a chunk per madvise call, publishing prefaultTo after each. Near a file's
+// end the window reaches into the next, prepared file, whose first pages are populated here at the pace
+// of the writer, not in one burst when the file is made. It stops where no file is prepared yet. Only
+// MADV_POPULATE_WRITE is safe here (it leaves content alone): touching pages by writing could race with
+// a put.
 func (cl *commitLog) prefault(want int64) {
 	from := max(cl.prefaultTo.Load(), cl.maxOffset.Load()) &^ int64(pageSize-1)
+	want = (want + int64(pageSize) - 1) &^ int64(pageSize-1) // populated prefixes stay whole pages
 	for from < want {
 		mf := cl.mfq.findAndHold(from)
+		toPoolBuffer := mf != nil && mf.transient
 		if mf == nil {
-			// Past the last file: the next file's first window was populated when it was made. Count it,
-			// or every put in the last half window of each file wakes the prefaulter for nothing (a
-			// storm of goroutine wake-ups just before each roll).
-			if next := cl.standbyPopulatedEnd(from); next > from {
-				storeMax(&cl.prefaultTo, next)
+			if mf, toPoolBuffer = cl.standbyAndHold(from); mf == nil {
+				return // the allocator is late: it wakes the prefaulter when the file is ready
 			}
-			return
 		}
-		end := min(want, mf.fromOffset+mf.size) // a file with a pool buffer: nothing to populate
+		end := min(want, mf.fromOffset+mf.size)
 		var err error
-		if !mf.transient {
+		switch done := mf.fromOffset + mf.populated.Load(); {
+		case toPoolBuffer: // appends go to the buffer: nothing to populate
+		case from < done: // populated already: the allocator's first chunk, or a warmed file
+			end = min(end, done)
+		default:
 			end = min(end, from+prefaultChunk)
-			err = mf.file.Populate(mf.data[from-mf.fromOffset : end-mf.fromOffset])
+			if err = mf.file.Populate(mf.data[from-mf.fromOffset : end-mf.fromOffset]); err == nil {
+				storeMax(&mf.populated, end-mf.fromOffset)
+			}
 		}
 		mf.release()
 		if errors.Is(err, errors.ErrUnsupported) {

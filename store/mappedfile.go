@@ -53,7 +53,8 @@ type mappedFile struct {
 	data       []byte // the mapping, size bytes
 	logger     *slog.Logger
 
-	// transient is fixed at creation: appends go into writeBuffer and readers see committed bytes only.
+	// transient is set once, at the roll that makes the file current (before other goroutines can find
+	// it): appends go into writeBuffer and readers see committed bytes only.
 	transient   bool
 	writeBuffer *transientpool.Buffer // owned by this file until fully committed; guarded by the committer
 	pool        bufferPool
@@ -62,7 +63,7 @@ type mappedFile struct {
 	committed      atomic.Int64
 	flushed        atomic.Int64
 	storeTimestamp atomic.Int64 // store time (ms) of the last record appended (checkpoint timestamps)
-	populated      atomic.Int64 // bytes from the start pre-faulted when the file was made (CommitLog)
+	populated      atomic.Int64 // bytes from the start pre-faulted: warmed when made, or by the prefaulter (CommitLog)
 
 	refs      atomic.Int64
 	destroyed atomic.Bool
@@ -72,6 +73,7 @@ type mappedFile struct {
 type bufferPool interface {
 	Borrow() (*transientpool.Buffer, bool)
 	Return(*transientpool.Buffer)
+	Available() int
 }
 
 // openMappedFile opens (creating when absent) and maps the file at path. A new or short file is allocated

@@ -111,11 +111,11 @@ func reportQuantiles(b *testing.B, prefix string, h *hdrhistogram.Histogram) {
 
 // BenchmarkPutRoll: one writer, 1 KiB messages, ASYNC_FLUSH, 64 MiB files; per-put latency around rolls
 // ("roll-") and away from them ("steady-"), and the puts that switched files ("rollput-max-ns"). warm
-// pre-faults a whole new file (warmMapedFileEnable) instead of the first 16 MiB window; the transient
-// pool (5 buffers, the default; unpinned here: RLIMIT_MEMLOCK) appends into pool buffers, where only the
-// first window is populated (for its commits, and for the files that fall back to the mapping when the
-// committer is behind and the pool runs out: "pool-fallbacks", a third to a half of the files at this
-// rate on two cores) and warm=true changes nothing: its warm pair is a noise gauge.
+// pre-faults a whole new file (warmMapedFileEnable) instead of the 16 MiB window the prefaulter keeps
+// ahead of the writer; the transient pool (5 buffers, the default; unpinned here: RLIMIT_MEMLOCK) appends
+// into pool buffers, and the prefaulter populates only the files that fall back to the mapping when the
+// committer is behind and the pool runs out ("pool-fallbacks", a quarter to a half of the files at this
+// rate on two cores); warm=true changes nothing there: its warm pair is a noise gauge.
 func BenchmarkPutRoll(b *testing.B) {
 	for _, transient := range []bool{false, true} {
 		for _, warm := range []bool{false, true} {
