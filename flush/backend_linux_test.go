@@ -12,6 +12,8 @@ import (
 
 	"github.com/ringmq/ringmq/transientpool"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ringmq/ringmq/internal/logtest"
 	"golang.org/x/sys/unix"
 )
 
@@ -23,7 +25,7 @@ func openReal(t *testing.T, kind Kind) (Backend, *transientpool.Pool) {
 	t.Helper()
 	pool, err := transientpool.New(transientpool.Config{Buffers: 2, BufferBytes: parityFileBytes, Pinned: false}, nil)
 	require.NoError(t, err)
-	h := &recordingHandler{}
+	h := &logtest.Recorder{}
 	b, err := Open(kind, pool, slog.New(h))
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -31,9 +33,9 @@ func openReal(t *testing.T, kind Kind) (Backend, *transientpool.Pool) {
 		require.NoError(t, pool.Close())
 	})
 	if b.Kind() != kind {
-		t.Skipf("%s unavailable here: %v", kind, h.all())
+		t.Skipf("%s unavailable here: %v", kind, h.All())
 	}
-	require.Empty(t, h.atLevel(slog.LevelWarn), "no fallback and no registration failure on this kernel")
+	require.Empty(t, h.AtLevel(slog.LevelWarn), "no fallback and no registration failure on this kernel")
 	return b, pool
 }
 

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ringmq/ringmq/internal/logtest"
 )
 
 // completion is one FlushDone call seen by a test.
@@ -171,7 +173,7 @@ func TestGroupCommitTimeout(t *testing.T) {
 func TestGroupCommitDurableErrors(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := newScriptedDurable()
-		h := &recordingHandler{}
+		h := &logtest.Recorder{}
 		g, err := NewGroupCommit(testGroupCommitConfig(), 0, d.durable, nil, slog.New(h))
 		require.NoError(t, err)
 		var rec recorder
@@ -203,7 +205,7 @@ func TestGroupCommitDurableErrors(t *testing.T) {
 		require.ErrorIs(t, got[2].err, ErrIO)
 		require.ErrorIs(t, got[3].err, ErrIO)
 		require.Equal(t, int64(3), d.n.Load())
-		require.Len(t, h.atLevel(slog.LevelError), 1, "one log line for the I/O error")
+		require.Len(t, h.AtLevel(slog.LevelError), 1, "one log line for the I/O error")
 
 		require.NoError(t, g.Close())
 	})

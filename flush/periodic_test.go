@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ringmq/ringmq/internal/logtest"
 )
 
 // workLog records each call a periodic service makes: when (since the bubble started) and leastPages.
@@ -105,7 +107,7 @@ func TestIntervalFlusherSchedule(t *testing.T) {
 func TestIntervalFlusherErrors(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		log := &workLog{start: time.Now()}
-		h := &recordingHandler{}
+		h := &logtest.Recorder{}
 		m, err := NewMetrics(nil, "consumequeue")
 		require.NoError(t, err)
 		f, err := NewIntervalFlusher("consumequeue", DefaultConsumeQueueFlushConfig(), log.work, m, slog.New(h))
@@ -116,12 +118,12 @@ func TestIntervalFlusherErrors(t *testing.T) {
 		synctest.Wait()
 		require.Len(t, log.get(), 3)
 		require.Equal(t, uint64(3), m.Snapshot().Errors)
-		require.Len(t, h.atLevel(slog.LevelError), 1, "a failure is logged when it starts, not on every run")
+		require.Len(t, h.AtLevel(slog.LevelError), 1, "a failure is logged when it starts, not on every run")
 
 		log.set(100, nil)
 		time.Sleep(time.Second)
 		synctest.Wait()
-		require.Len(t, h.atLevel(slog.LevelInfo), 1, "and its end is logged once")
+		require.Len(t, h.AtLevel(slog.LevelInfo), 1, "and its end is logged once")
 
 		log.set(0, errors.New("disk gone"))
 		err = f.Close()

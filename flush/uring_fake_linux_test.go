@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ringmq/ringmq/internal/logtest"
 	"golang.org/x/sys/unix"
 )
 
@@ -124,9 +126,9 @@ type fixedBufs [][]byte
 
 func (f fixedBufs) FixedBuffers() [][]byte { return f }
 
-func newFakeBackend(t *testing.T, f *fakeRing, fixed BufferRegistrar) (*uringBackend, *recordingHandler) {
+func newFakeBackend(t *testing.T, f *fakeRing, fixed BufferRegistrar) (*uringBackend, *logtest.Recorder) {
 	t.Helper()
-	h := &recordingHandler{}
+	h := &logtest.Recorder{}
 	b, err := openWith(KindIOUring, fixed, slog.New(h), func(uint32) (ring, error) { return f, nil })
 	require.NoError(t, err)
 	require.Equal(t, KindIOUring, b.Kind())
@@ -262,7 +264,7 @@ func TestURingFixedBufferSelection(t *testing.T) {
 	f := &fakeRing{}
 	b, h := newFakeBackend(t, f, pool)
 	require.Len(t, f.registered, 2, "the registrar's buffers are registered at open")
-	require.Empty(t, h.all())
+	require.Empty(t, h.All())
 	file := tempFile(t, 16384)
 	fd := int(file.Fd())
 	copy(pool[1][100:], "fixed")
@@ -295,9 +297,9 @@ func TestURingRegistrationFailureKeepsIOURing(t *testing.T) {
 	pool := fixedBufs{make([]byte, 4096)}
 	f := &fakeRing{registerErr: errors.New("IORING_REGISTER_BUFFERS: cannot allocate memory")}
 	b, h := newFakeBackend(t, f, pool)
-	warns := h.atLevel(slog.LevelWarn)
+	warns := h.AtLevel(slog.LevelWarn)
 	require.Len(t, warns, 1)
-	require.Contains(t, attr(warns[0], "reason"), "cannot allocate memory")
+	require.Contains(t, logtest.Attr(warns[0], "reason"), "cannot allocate memory")
 	file := tempFile(t, 4096)
 	require.NoError(t, b.WriteSync(int(file.Fd()), pool[0][:10], 0, 0, true))
 	require.Equal(t, opWrite, f.submitted()[0][0].kind, "plain WRITE when the buffer is not registered")
@@ -316,18 +318,18 @@ func TestURingSyncMappedRange(t *testing.T) {
 }
 
 func TestOpenFallsBackWithOneLogLine(t *testing.T) {
-	h := &recordingHandler{}
+	h := &logtest.Recorder{}
 	setupFailed := errors.New("io_uring_setup: operation not permitted (kernel.io_uring_disabled=2)")
 	b, err := openWith(KindIOUring, fixedBufs{make([]byte, 4096)}, slog.New(h),
 		func(uint32) (ring, error) { return nil, setupFailed })
 	require.NoError(t, err)
 	require.Equal(t, KindFdatasync, b.Kind())
-	records := h.all()
+	records := h.All()
 	require.Len(t, records, 1, "exactly one log line")
 	require.Equal(t, slog.LevelWarn, records[0].Level)
 	require.Contains(t, records[0].Message, "falling back")
-	require.Contains(t, attr(records[0], "reason"), "kernel.io_uring_disabled=2")
-	require.Equal(t, "fdatasync", attr(records[0], "fallback"))
+	require.Contains(t, logtest.Attr(records[0], "reason"), "kernel.io_uring_disabled=2")
+	require.Equal(t, "fdatasync", logtest.Attr(records[0], "fallback"))
 
 	// The fallback works.
 	file := tempFile(t, 4096)

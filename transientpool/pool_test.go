@@ -2,7 +2,6 @@ package transientpool
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,35 +10,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ringmq/ringmq/internal/logtest"
 )
-
-// recordingHandler keeps every log record so tests can count lines.
-type recordingHandler struct {
-	mu      sync.Mutex
-	records []slog.Record
-}
-
-func (h *recordingHandler) Enabled(context.Context, slog.Level) bool { return true }
-func (h *recordingHandler) Handle(_ context.Context, r slog.Record) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.records = append(h.records, r.Clone())
-	return nil
-}
-func (h *recordingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h *recordingHandler) WithGroup(string) slog.Handler      { return h }
-
-func (h *recordingHandler) atLevel(level slog.Level) []slog.Record {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var out []slog.Record
-	for _, r := range h.records {
-		if r.Level == level {
-			out = append(out, r)
-		}
-	}
-	return out
-}
 
 func smallConfig(buffers int) Config {
 	return Config{Buffers: buffers, BufferBytes: 4 * os.Getpagesize(), Pinned: true}
@@ -204,7 +177,7 @@ func TestConcurrentBorrowReturn(t *testing.T) {
 
 func TestMlockFailureNamesTheLimit(t *testing.T) {
 	mem := &fakeMem{lockErr: errors.New("cannot allocate memory")}
-	h := &recordingHandler{}
+	h := &logtest.Recorder{}
 	_, err := newPool(smallConfig(2), slog.New(h), mem.ops())
 	require.ErrorIs(t, err, ErrMemlock)
 	msg := err.Error()
@@ -224,18 +197,18 @@ func TestMlockFailureNamesTheLimit(t *testing.T) {
 	require.Equal(t, 1, mem.locked)
 	require.Equal(t, 1, mem.unlocked, "the lock already taken is undone")
 	require.Equal(t, 2, mem.freed, "every mapping is released")
-	require.Empty(t, h.atLevel(slog.LevelWarn))
+	require.Empty(t, h.AtLevel(slog.LevelWarn))
 }
 
 func TestUnpinnedEscapeHatch(t *testing.T) {
 	mem := &fakeMem{lockErr: errors.New("cannot allocate memory")}
-	h := &recordingHandler{}
+	h := &logtest.Recorder{}
 	cfg := smallConfig(3)
 	cfg.Pinned = false
 	p, err := newPool(cfg, slog.New(h), mem.ops())
 	require.NoError(t, err)
 	require.False(t, p.Pinned())
-	warns := h.atLevel(slog.LevelWarn)
+	warns := h.AtLevel(slog.LevelWarn)
 	require.Len(t, warns, 1, "one line for the pool, not one per buffer")
 	require.Contains(t, warns[0].Message, "transientStorePoolPinned=false")
 	require.Equal(t, 3, p.Available())
