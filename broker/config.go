@@ -108,6 +108,7 @@ type Config struct {
 	NamesrvListenPort        int    `prop:"namesrvListenPort"`
 	AclFile                  string `prop:"aclFile"`
 	TransientStorePoolPinned bool   `prop:"transientStorePoolPinned"`
+	WarmMappedFileMlock      bool   `prop:"warmMappedFileMlock"` // pin warmed CommitLog files (RocketMQ always does)
 	MaxConnections           int    `prop:"maxConnections"`
 	// TLS on listenPort (RocketMQ sets these as JVM properties tls.server.mode,
 	// tls.server.certPath, tls.server.keyPath). tlsEnable=true alone means enforcing;

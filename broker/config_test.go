@@ -166,3 +166,31 @@ func TestConfigTLSKeys(t *testing.T) {
 		require.Equal(t, tc.mode, c.EffectiveTLSMode(), tc.set)
 	}
 }
+
+// TestWarmKeysReachTheStore: the warming keys (RocketMQ's spellings, old and new) land in the store's
+// configuration, and a bad page count is refused naming the key.
+func TestWarmKeysReachTheStore(t *testing.T) {
+	c := DefaultConfig()
+	sc, err := storeConfig(&c, netipLoopback())
+	require.NoError(t, err)
+	require.False(t, sc.WarmMappedFileEnable)
+	require.Equal(t, 4096, sc.FlushLeastPagesWhenWarmMappedFile)
+	require.False(t, sc.WarmMappedFileMlock)
+
+	for i, kv := range [][2]string{{"warmMappedFileEnable", "true"}, {"flushLeastPagesWhenWarmMapedFile", "1024"},
+		{"warmMappedFileMlock", "true"}} {
+		_, err := c.Set(kv[0], kv[1], i+1)
+		require.NoError(t, err, kv[0])
+	}
+	sc, err = storeConfig(&c, netipLoopback())
+	require.NoError(t, err)
+	require.True(t, sc.WarmMappedFileEnable)
+	require.Equal(t, 1024, sc.FlushLeastPagesWhenWarmMappedFile)
+	require.True(t, sc.WarmMappedFileMlock)
+	require.NoError(t, sc.Validate())
+
+	_, err = c.Set("flushLeastPagesWhenWarmMappedFile", "0", 9)
+	require.NoError(t, err)
+	_, err = storeConfig(&c, netipLoopback())
+	require.ErrorContains(t, err, "flushLeastPagesWhenWarmMapedFile")
+}

@@ -53,6 +53,8 @@ func storeConfig(cfg *Config, storeHost netip.AddrPort) (store.Config, error) {
 	sc.TransientStorePoolSize = cfg.TransientStorePoolSize
 	sc.TransientStorePoolPinned = cfg.TransientStorePoolPinned
 	sc.WarmMappedFileEnable = cfg.WarmMappedFileEnable
+	sc.FlushLeastPagesWhenWarmMappedFile = cfg.FlushLeastPagesWhenWarmMappedFile
+	sc.WarmMappedFileMlock = cfg.WarmMappedFileMlock
 	sc.UseReentrantLockWhenPutMessage = cfg.UseReentrantLockWhenPutMessage
 	sc.OSPageCacheBusyTimeout = cfg.OSPageCacheBusyTimeOutMills
 	sc.FileReservedTime = cfg.FileReservedTime

@@ -97,6 +97,9 @@ type commitLog struct {
 	allocFailed   atomic.Bool // the last attempt to create a file failed (for the disk guard)
 	// onAllocResult learns the outcome of every allocator attempt (the disk guard); allocator goroutine.
 	onAllocResult func(err error)
+	// pin and unpin lock and unlock a warmed file's pages (pinMemory, unpinMemory; tests swap them).
+	pin, unpin func([]byte) error
+	pinWarned  atomic.Bool // the one mlock failure warning was logged
 
 	smallBuffers sync.Pool // *encodeBuffer of smallEncodeBytes
 	largeBuffers sync.Pool // *encodeBuffer of cfg.maxRecordBytes()
@@ -136,6 +139,7 @@ func newCommitLog(cfg *Config, fsys FS, logger *slog.Logger, clock func() time.T
 		onAppend:     func() {},
 	}
 	cl.onAllocResult = func(error) {}
+	cl.pin, cl.unpin = pinMemory, unpinMemory
 	cl.stallOffset.Store(-1) // no sighting yet
 	cl.creating = -1
 	if cfg.UseReentrantLockWhenPutMessage {
@@ -491,11 +495,16 @@ func (cl *commitLog) allocateStandby() (made bool, err error) {
 	} else {
 		from = cl.maxOffset.Load() - cl.maxOffset.Load()%cl.cfg.MappedFileSizeCommitLog
 	}
+	// With the transient pool appends never touch the mapping, so warming only serves SYNC_FLUSH's durable
+	// writes; under ASYNC_FLUSH it would cost CPU for nothing (30 % of the put rate in BenchmarkPutRoll).
+	warm := cl.cfg.WarmMappedFileEnable && (cl.pool == nil || cl.cfg.FlushDiskType == SyncFlush)
 	// Without MADV_POPULATE_WRITE, warming writes a zero into every page (RocketMQ's way): only safe
 	// before the file can become current, so it runs before the file joins the queue.
 	var touch func(*mappedFile)
-	if cl.cfg.WarmMappedFileEnable && cl.pool == nil && cl.prefaultOff.Load() {
-		touch = func(mf *mappedFile) { touchPages(mf.data) }
+	if warm && cl.prefaultOff.Load() {
+		touch = func(mf *mappedFile) {
+			cl.warm(mf, true, func(b []byte) error { touchPages(b); return nil })
+		}
 	}
 	mf, err := cl.createLocked(from, touch)
 	if err != nil {
@@ -506,33 +515,98 @@ func (cl *commitLog) allocateStandby() (made bool, err error) {
 	cl.standbys = append(cl.standbys, mf)
 	cl.allocMu.Unlock()
 	defer cl.kickPrefaulter() // it stops at the end of the files: the window may reach into this one
-	if touch != nil {
-		mf.release()
-		return true, nil
-	}
-
-	// Populated here: the first chunk, so the put that rolls into the file and those right after it
-	// find their pages even when the prefaulter is late (a fault on a fresh page of a preallocated
-	// file costs 0.3–6 ms here); the prefaulter populates the rest of its window as the writer nears
-	// the file, at the writer's pace. Populating the whole window here, right after the roll that
-	// woke the allocator, put a burst of page zeroing next to the roll. With warmMapedFileEnable, the
-	// whole file (not with the transient pool, where it only costs CPU: 16 % of the put rate in
-	// BenchmarkPutRoll). Outside allocMu and after the file joined the queue: a roll must never wait
-	// for it, and MADV_POPULATE_WRITE leaves the content alone, so appends may already run in the file.
-	warm := mf.data[:min(prefaultChunk, mf.size)]
-	if cl.cfg.WarmMappedFileEnable && cl.pool == nil {
-		warm = mf.data
-	}
-	switch perr := mf.file.Populate(warm); {
-	case perr == nil:
-		storeMax(&mf.populated, int64(len(warm)))
-	case errors.Is(perr, errors.ErrUnsupported):
-		cl.prefaultOff.Store(true) // the next files are touched before they join the queue
+	defer mf.release()
+	switch {
+	case touch != nil:
+	case warm:
+		// Outside allocMu and after the file joined the queue: a roll must never wait for the warming,
+		// and MADV_POPULATE_WRITE leaves the content alone, so appends may already run in the file.
+		cl.warm(mf, true, mf.file.Populate)
 	default:
-		cl.logger.Warn("store: warming mapped file failed", "file", mf.path, "error", perr)
+		// The first chunk only, so the put that rolls into the file and those right after it find
+		// their pages even when the prefaulter is late (a fault on a fresh page of a preallocated file
+		// costs 0.3–6 ms here); the prefaulter populates the rest of its window as the writer nears
+		// the file, at the writer's pace. Populating the whole window here, right after the roll that
+		// woke the allocator, put a burst of page zeroing next to the roll.
+		cl.warm(mf, false, mf.file.Populate)
 	}
-	mf.release()
 	return true, nil
+}
+
+// warm prepares mf's pages: all of them when whole (warmMapedFileEnable), else the first chunk. fill
+// populates a stretch of them for writing (Populate, or touchPages before the file can become current),
+// flushLeastPagesWhenWarmMapedFile pages at a time. A whole warming under SYNC_FLUSH also syncs each
+// stretch (RocketMQ forces the mapping every so many pages while warming): the zeros reach the disk and
+// fallocate's unwritten extents become written ones, so the group commit's syncs of the file write data
+// only, with no extent conversion to journal (that doubles the cost of a small write+fdatasync here:
+// issue 4's fio figures); with warmMappedFileMlock it pins the file last. On a failure the file stays as
+// far as it got: a kernel without MADV_POPULATE_WRITE turns prefaulting off (the next files are touched
+// before they join the queue); other errors are logged.
+func (cl *commitLog) warm(mf *mappedFile, whole bool, fill func([]byte) error) {
+	size, step := min(prefaultChunk, mf.size), int64(0)
+	if whole {
+		size, step = mf.size, int64(cl.cfg.FlushLeastPagesWhenWarmMappedFile)*int64(pageSize)
+	}
+	if step <= 0 {
+		step = size
+	}
+	var err error
+	for off := int64(0); off < size && err == nil; off += step {
+		end := min(off+step, size)
+		if err = fill(mf.data[off:end]); err != nil {
+			break
+		}
+		storeMax(&mf.populated, end)
+		if whole && cl.cfg.FlushDiskType == SyncFlush {
+			err = mf.file.MsyncRange(mf.data, off, end-off)
+		}
+	}
+	switch {
+	case err == nil:
+		if whole && cl.cfg.WarmMappedFileMlock {
+			cl.pinFile(mf)
+		}
+	case errors.Is(err, errors.ErrUnsupported):
+		cl.prefaultOff.Store(true)
+	default:
+		cl.logger.Warn("store: warming a CommitLog file failed; it is used as far as it got", "file", mf.path,
+			"error", err)
+	}
+}
+
+// pinFile mlocks a warmed file (warmMappedFileMlock) until the writer leaves it (unpinLeft). A failure
+// is logged once per store, with what to raise, and leaves the file unpinned.
+func (cl *commitLog) pinFile(mf *mappedFile) {
+	if err := cl.pin(mf.data); err != nil {
+		if !cl.pinWarned.Swap(true) {
+			need := (1 + standbyFiles) * mf.size // the current file and the prepared ones
+			cl.logger.Warn("store: mlock of a warmed CommitLog file failed; warmed files stay unpinned",
+				"file", mf.path, "error", err, "RLIMIT_MEMLOCK", memlockLimit(), "needBytes", need,
+				"fix", fmt.Sprintf("allow %d KiB with `ulimit -l`, LimitMEMLOCK=infinity in a systemd unit or "+
+					"`docker run --ulimit memlock=-1:-1`; or set warmMappedFileMlock=false", (need+1023)/1024))
+		}
+		return
+	}
+	mf.pinned.Store(true)
+}
+
+// unpinLeft munlocks the pinned files the writer has left (allocator goroutine, woken by every roll), so
+// at most the current file and the prepared ones stay pinned.
+func (cl *commitLog) unpinLeft() {
+	written := cl.maxOffset.Load()
+	for _, mf := range cl.mfq.snapshot() {
+		if mf.fromOffset+mf.size > written {
+			break
+		}
+		if mf.pinned.Load() && mf.hold() {
+			if mf.pinned.CompareAndSwap(true, false) {
+				if err := cl.unpin(mf.data); err != nil {
+					cl.logger.Warn("store: munlock of a CommitLog file failed", "file", mf.path, "error", err)
+				}
+			}
+			mf.release()
+		}
+	}
 }
 
 // wakePrefaulter wakes the prefaulter when a put of total bytes brings the write position within half a
@@ -559,6 +633,9 @@ func (cl *commitLog) kickPrefaulter() {
 // MADV_POPULATE_WRITE is safe here (it leaves content alone): touching pages by writing could race with
 // a put.
 func (cl *commitLog) prefault(want int64) {
+	if cl.prefaultOff.Load() {
+		return // the kernel cannot populate; warming touches whole files before they join the queue
+	}
 	from := max(cl.prefaultTo.Load(), cl.maxOffset.Load()) &^ int64(pageSize-1)
 	want = (want + int64(pageSize) - 1) &^ int64(pageSize-1) // populated prefixes stay whole pages
 	for from < want {
@@ -627,6 +704,9 @@ func (cl *commitLog) allocatorLoop(stop <-chan struct{}) {
 		case <-stop:
 			return
 		case <-cl.allocWake:
+		}
+		if cl.cfg.WarmMappedFileMlock {
+			cl.unpinLeft()
 		}
 		if n := cl.poolFallbacks.Load(); n != fallbacksLogged {
 			cl.logger.Warn("store: transient store pool exhausted, CommitLog files appending into the mapping",

@@ -69,6 +69,10 @@ type File interface {
 	Populate(b []byte) error
 	// SyncMapped makes [off, off+length) of the file durable; mapped is the file's mapping from offset 0.
 	SyncMapped(mapped []byte, off, length int64) error
+	// MsyncRange makes [off, off+length) of mapped, the file's mapping from offset 0, durable with
+	// msync(MS_SYNC) whatever the flush backend: for warming, whose syncs must not queue on the backend
+	// (the io_uring one runs one call at a time) ahead of the group commit's.
+	MsyncRange(mapped []byte, off, length int64) error
 	// WriteSync writes buf at off and, with sync, makes the file's data durable. bufIndex is buf's
 	// transient-pool (io_uring fixed buffer) slot, or -1.
 	WriteSync(buf []byte, bufIndex int, off int64, sync bool) error

@@ -519,6 +519,16 @@ func (ff *faultFile) SyncMapped(mapped []byte, off, length int64) error {
 	return ff.fs.persist(ff, off, length)
 }
 
+func (ff *faultFile) MsyncRange(mapped []byte, off, length int64) error {
+	if err := ff.fs.check(OpSync, ff.name); err != nil {
+		return err
+	}
+	if err := ff.inner.MsyncRange(mapped, off, length); err != nil {
+		return err
+	}
+	return ff.fs.persist(ff, off, length)
+}
+
 func (ff *faultFile) WriteSync(buf []byte, bufIndex int, off int64, sync bool) error {
 	if err := ff.fs.check(OpWrite, ff.name); err != nil {
 		return err

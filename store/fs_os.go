@@ -114,6 +114,10 @@ func (f *osFile) SyncMapped(mapped []byte, off, length int64) error {
 	if length == 0 {
 		off, length = 0, int64(len(mapped))
 	}
+	return f.MsyncRange(mapped, off, length)
+}
+
+func (f *osFile) MsyncRange(mapped []byte, off, length int64) error {
 	// msync wants a page-aligned start.
 	start := off &^ int64(pageSize-1)
 	end := min(off+length, int64(len(mapped)))

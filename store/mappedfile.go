@@ -64,6 +64,7 @@ type mappedFile struct {
 	flushed        atomic.Int64
 	storeTimestamp atomic.Int64 // store time (ms) of the last record appended (checkpoint timestamps)
 	populated      atomic.Int64 // bytes from the start pre-faulted: warmed when made, or by the prefaulter (CommitLog)
+	pinned         atomic.Bool  // mlocked by warming (warmMappedFileMlock) until the writer leaves the file
 
 	refs      atomic.Int64
 	destroyed atomic.Bool

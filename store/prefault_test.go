@@ -63,7 +63,15 @@ func TestPrefaultUnsupportedKernel(t *testing.T) {
 				last = mustPut(t, s, testMessage("PrefaultTopic", 0, bodyf("%04d-%s", i, body(4000, "p"))))
 			}
 			require.True(t, s.commitLog.prefaultOff.Load())
-			require.Equal(t, int64(0), s.commitLog.prefaultTo.Load())
+			// The prefaulter did nothing; with warming, the rolls into touched files published them as
+			// populated.
+			wantPrefaulted := int64(0)
+			if warm {
+				cur := s.commitLog.mfq.last()
+				wantPrefaulted = cur.fromOffset + cur.size
+				require.Equal(t, cur.size, cur.populated.Load())
+			}
+			require.Equal(t, wantPrefaulted, s.commitLog.prefaultTo.Load())
 			waitDispatched(t, s)
 			got := getAll(t, s, "PrefaultTopic", 0)
 			require.Len(t, got, 600)

@@ -276,9 +276,18 @@ type Config struct {
 	TransientStorePoolSize int
 	// TransientStorePoolPinned (ringmq transientStorePoolPinned): require mlock, default true.
 	TransientStorePoolPinned bool
-	// WarmMappedFileEnable (warmMapedFileEnable): pre-fault each new CommitLog file's pages
-	// (MADV_POPULATE_WRITE) before it is used, so appends do not page-fault inside the put lock.
+	// WarmMappedFileEnable (warmMapedFileEnable): the allocator warms each new CommitLog file whole before
+	// the writer reaches it: every page populated for writing (MADV_POPULATE_WRITE; without it, a zero
+	// written into each page), so appends do not fault; under SYNC_FLUSH the zeros are also synced to the
+	// disk, so later syncs of the file write data only. Default false (the prefault window covers appends).
 	WarmMappedFileEnable bool
+	// FlushLeastPagesWhenWarmMappedFile (flushLeastPagesWhenWarmMapedFile): under SYNC_FLUSH, warming
+	// syncs the file every this many pages, default 4096 (16 MiB of 4 KiB pages).
+	FlushLeastPagesWhenWarmMappedFile int
+	// WarmMappedFileMlock (ringmq warmMappedFileMlock): pin each warmed file with mlock until the writer
+	// leaves it, as RocketMQ's warming does, default false. A failed mlock (RLIMIT_MEMLOCK) logs one
+	// warning naming the limit and leaves the file unpinned.
+	WarmMappedFileMlock bool
 
 	// UseReentrantLockWhenPutMessage (useReentrantLockWhenPutMessage): true = mutex (default), false = spin.
 	UseReentrantLockWhenPutMessage bool
@@ -366,6 +375,7 @@ func DefaultConfig(root string) Config {
 		SyncFlushTimeout:                  5 * time.Second,
 		TransientStorePoolSize:            5,
 		TransientStorePoolPinned:          true,
+		FlushLeastPagesWhenWarmMappedFile: 4096,
 		UseReentrantLockWhenPutMessage:    true,
 		OSPageCacheBusyTimeout:            time.Second,
 		PutLockWarnThreshold:              500 * time.Millisecond,
@@ -433,6 +443,8 @@ func (c *Config) Validate() error {
 		return configError("syncFlushTimeout", c.SyncFlushTimeout, "> 0")
 	case c.TransientStorePoolEnable && c.TransientStorePoolSize < 1:
 		return configError("transientStorePoolSize", c.TransientStorePoolSize, ">= 1")
+	case c.WarmMappedFileEnable && c.FlushLeastPagesWhenWarmMappedFile <= 0:
+		return configError("flushLeastPagesWhenWarmMapedFile", c.FlushLeastPagesWhenWarmMappedFile, "> 0")
 	case c.OSPageCacheBusyTimeout <= 0:
 		return configError("osPageCacheBusyTimeOutMills", c.OSPageCacheBusyTimeout, "> 0")
 	case c.PutLockWarnThreshold <= 0:
