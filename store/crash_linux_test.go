@@ -14,8 +14,9 @@ package store
 //     what was synced (on odd rounds plus a random half of the unsynced pages), a store opened on the
 //     clone must hold every message acknowledged before the clone, and then takes the load itself.
 //
-// Rounds alternate mmap and transient-pool appends and rotate the flush backends (fdatasync, msync,
-// io_uring where the kernel allows it). 4 rounds by default (what `go test ./store/` runs);
+// Rounds alternate mmap and transient-pool appends, warming off and on (two rounds each), and rotate the
+// flush backends (fdatasync, msync, io_uring where the kernel allows it): 12 rounds cover every
+// combination. 4 rounds by default (what `go test ./store/` runs);
 // RINGMQ_CRASH_ROUNDS=N for the long form; RINGMQ_CRASH_SEED=S replays a logged seed (the same kill
 // points and message contents; thread timing still differs); RINGMQ_CRASH_KEEP=dir keeps the store of a
 // failed run (and, for the power-loss test, each clone as the crash left it) for a post-mortem:
@@ -56,6 +57,7 @@ import (
 const (
 	crashEnvDir       = "RINGMQ_CRASH_CHILD_DIR"
 	crashEnvTransient = "RINGMQ_CRASH_CHILD_TRANSIENT"
+	crashEnvWarm      = "RINGMQ_CRASH_CHILD_WARM"
 	crashEnvBackend   = "RINGMQ_CRASH_CHILD_BACKEND"
 	crashEnvRound     = "RINGMQ_CRASH_CHILD_ROUND"
 	crashEnvSeed      = "RINGMQ_CRASH_CHILD_SEED"
@@ -233,6 +235,8 @@ func TestCrashChild(t *testing.T) {
 	seed, err := strconv.ParseUint(os.Getenv(crashEnvSeed), 10, 64)
 	require.NoError(t, err)
 	cfg := crashConfig(dir, os.Getenv(crashEnvTransient) == "1", kind)
+	cfg.WarmMappedFileEnable = os.Getenv(crashEnvWarm) == "1"
+	cfg.FlushLeastPagesWhenWarmMappedFile = 64 // a few syncs per 1 MiB file
 
 	var mu sync.Mutex
 	out := bufio.NewWriter(os.Stdout)
@@ -332,13 +336,14 @@ func TestCrashSIGKILL(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, uint64(round)))
 		transient := round%2 == 1
 		kind := kinds[round%len(kinds)]
+		warm := (round/2)%2 == 1 // with the pool and without, over every backend in 12 rounds
 		// One round in six dies at a random moment shortly after exec, often inside Open's recovery;
 		// the others after a random number of acknowledgements.
 		early := rng.IntN(6) == 0
 		delay := time.Duration(rng.IntN(80)) * time.Millisecond
 		target := 1 + rng.IntN(2500)
 		childSeed := rng.Uint64()
-		what := fmt.Sprintf("round %d (transientPool=%t flushBackend=%s)", round, transient, kind)
+		what := fmt.Sprintf("round %d (transientPool=%t flushBackend=%s warm=%t)", round, transient, kind, warm)
 		if early {
 			t.Logf("%s: SIGKILL %v after exec", what, delay)
 		} else {
@@ -349,6 +354,7 @@ func TestCrashSIGKILL(t *testing.T) {
 		cmd.Env = append(os.Environ(),
 			crashEnvDir+"="+dir,
 			crashEnvTransient+"="+map[bool]string{false: "0", true: "1"}[transient],
+			crashEnvWarm+"="+map[bool]string{false: "0", true: "1"}[warm],
 			crashEnvBackend+"="+kind.String(),
 			crashEnvRound+"="+strconv.Itoa(round),
 			crashEnvSeed+"="+strconv.FormatUint(childSeed, 10))
@@ -534,8 +540,8 @@ func verifyCrashStore(t *testing.T, s *Store, acks []crashAck, what string) {
 // CrashClone keeps only synced data (on odd rounds also a random half of the unsynced pages that
 // differ, as if the kernel had written them back first). A store opened on the clone recovers, must hold
 // every message acknowledged before the clone, and then carries the load until the next clone: each
-// round recovers the previous round's recovered store. Rounds rotate through {mmap, transient pool} and
-// the flush backends.
+// round recovers the previous round's recovered store. Rounds rotate through {mmap, transient pool},
+// warming off and on, and the flush backends.
 func TestCrashPowerLoss(t *testing.T) {
 	rounds, seed := crashRounds(t), crashSeed(t)
 	kinds := crashBackends(t)
@@ -553,14 +559,17 @@ func TestCrashPowerLoss(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 1<<32|uint64(round)))
 		transient := round%2 == 1
 		kind := kinds[round%len(kinds)]
+		warm := (round/2)%2 == 1 // with the pool and without, over every backend in 12 rounds
 		keepSome := round%2 == 1
 		target := 1 + rng.IntN(1500)
-		what := fmt.Sprintf("round %d (transientPool=%t flushBackend=%s keepUnsynced=%t)", round, transient, kind, keepSome)
+		what := fmt.Sprintf("round %d (transientPool=%t flushBackend=%s warm=%t keepUnsynced=%t)", round, transient,
+			kind, warm, keepSome)
 
 		backend, err := flush.Open(kind, nil, testLogger(t))
 		require.NoError(t, err)
 		ffs := NewFaultFS(NewOSFS(backend))
 		cfg := crashConfig(dir, transient, kind)
+		cfg.WarmMappedFileEnable, cfg.FlushLeastPagesWhenWarmMappedFile = warm, 64
 		s, err := Open(cfg, Deps{FS: ffs, Logger: testLogger(t)})
 		require.NoError(t, err, what)
 		if round > 0 {
