@@ -279,7 +279,8 @@ type Config struct {
 	// WarmMappedFileEnable (warmMapedFileEnable): the allocator warms each new CommitLog file whole before
 	// the writer reaches it: every page populated for writing (MADV_POPULATE_WRITE; without it, a zero
 	// written into each page), so appends do not fault; under SYNC_FLUSH the zeros are also synced to the
-	// disk, so later syncs of the file write data only. Default false (the prefault window covers appends).
+	// disk, so later syncs of the file write data only. With the transient pool, whose appends do not touch
+	// the mapping, under SYNC_FLUSH only. Default false (the prefault window covers appends).
 	WarmMappedFileEnable bool
 	// FlushLeastPagesWhenWarmMappedFile (flushLeastPagesWhenWarmMapedFile): under SYNC_FLUSH, warming
 	// syncs the file every this many pages, default 4096 (16 MiB of 4 KiB pages).
