@@ -276,11 +276,12 @@ type Config struct {
 	TransientStorePoolSize int
 	// TransientStorePoolPinned (ringmq transientStorePoolPinned): require mlock, default true.
 	TransientStorePoolPinned bool
-	// WarmMappedFileEnable (warmMapedFileEnable): the allocator warms each new CommitLog file whole before
-	// the writer reaches it: every page populated for writing (MADV_POPULATE_WRITE; without it, a zero
-	// written into each page), so appends do not fault; under SYNC_FLUSH the zeros are also synced to the
-	// disk, so later syncs of the file write data only. With the transient pool, whose appends do not touch
-	// the mapping, under SYNC_FLUSH only. Default false (the prefault window covers appends).
+	// WarmMappedFileEnable (warmMapedFileEnable): under SYNC_FLUSH the allocator warms each new CommitLog
+	// file whole before the writer reaches it: every page populated for writing (MADV_POPULATE_WRITE;
+	// without it, a zero written into each page) and the zeros synced to the disk, so later syncs of the
+	// file write data only. Under ASYNC_FLUSH the prefault window already populates the pages ahead of
+	// the writer, so whole files are warmed only with WarmMappedFileMlock or without MADV_POPULATE_WRITE
+	// (never with the transient pool, whose appends do not touch the mapping). Default false.
 	WarmMappedFileEnable bool
 	// FlushLeastPagesWhenWarmMappedFile (flushLeastPagesWhenWarmMapedFile): under SYNC_FLUSH, warming
 	// syncs the file every this many pages, default 4096 (16 MiB of 4 KiB pages).

@@ -66,11 +66,12 @@ func standbysAt(cl *commitLog) []*mappedFile {
 	return slices.Clone(cl.standbys)
 }
 
-// TestWarmMappedFile: with warmMapedFileEnable the allocator prepares each next file whole: every page
-// populated (MADV_POPULATE_WRITE, or a zero written into each page where the kernel lacks it); under
-// SYNC_FLUSH the file is also synced every flushLeastPagesWhenWarmMapedFile pages, in order, and under
-// ASYNC_FLUSH not at all (RocketMQ forces the mapping only for SYNC_FLUSH). With the transient pool files
-// are warmed under SYNC_FLUSH only. Records written across the files read back intact.
+// TestWarmMappedFile: with warmMapedFileEnable under SYNC_FLUSH the allocator prepares each next file
+// whole: every page populated (MADV_POPULATE_WRITE, or a zero written into each page where the kernel
+// lacks it) and synced every flushLeastPagesWhenWarmMapedFile pages, in order. Under ASYNC_FLUSH it never
+// syncs (RocketMQ forces the mapping only for SYNC_FLUSH) and warms whole files only where the kernel
+// cannot populate (and not with the pool): elsewhere the prefault window populates the pages ahead of the
+// writer. Records written across the files read back intact.
 func TestWarmMappedFile(t *testing.T) {
 	const fileSize = 4 << 20 // the first chunk (prefaultChunk) is half a file
 	step := int64(1 << 20)
@@ -90,8 +91,9 @@ func TestWarmMappedFile(t *testing.T) {
 					cl := s.commitLog
 					m := testMessage("WarmTopic", 0, body(3000, "w"))
 					mustPut(t, s, m)
-					// With the pool, appends do not touch the mapping: warming serves SYNC_FLUSH only.
-					warmed := !pool || flushType == SyncFlush
+					// Whole files are warmed for SYNC_FLUSH (whose zeros go to the disk) and where the kernel
+					// cannot populate; mmap appends under ASYNC_FLUSH have the prefault window instead.
+					warmed := flushType == SyncFlush || (!pool && noPopulate)
 					waitFor(t, "two standby files prepared", func() bool {
 						sb := standbysAt(cl)
 						return len(sb) == standbyFiles && (!warmed || sb[1].populated.Load() == fileSize)
