@@ -110,12 +110,13 @@ func reportQuantiles(b *testing.B, prefix string, h *hdrhistogram.Histogram) {
 }
 
 // BenchmarkPutRoll: one writer, 1 KiB messages, ASYNC_FLUSH, 64 MiB files; per-put latency around rolls
-// ("roll-") and away from them ("steady-"), and the puts that switched files ("rollput-max-ns"). warm
-// pre-faults a whole new file (warmMapedFileEnable) instead of the 16 MiB window the prefaulter keeps
-// ahead of the writer; the transient pool (5 buffers, the default; unpinned here: RLIMIT_MEMLOCK) appends
-// into pool buffers, and the prefaulter populates only the files that fall back to the mapping when the
-// committer is behind and the pool runs out ("pool-fallbacks", a quarter to a half of the files at this
-// rate on two cores); warm=true changes nothing there: its warm pair is a noise gauge.
+// ("roll-") and away from them ("steady-"), and the puts that switched files ("rollput-max-ns"). Under
+// ASYNC_FLUSH warmMapedFileEnable leaves the populating to the prefault window (16 MiB ahead of the
+// writer), so warm=true runs the same code as warm=false: the pairs are a noise gauge (before ed5bb5f
+// warm=true populated each whole new file after the roll). The transient pool (5 buffers, the default;
+// unpinned here: RLIMIT_MEMLOCK) appends into pool buffers, and the prefaulter populates only the files
+// that fall back to the mapping when the committer is behind and the pool runs out ("pool-fallbacks", a
+// quarter to a half of the files at this rate on two cores).
 func BenchmarkPutRoll(b *testing.B) {
 	for _, transient := range []bool{false, true} {
 		for _, warm := range []bool{false, true} {
