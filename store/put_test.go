@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
@@ -342,6 +343,40 @@ func TestTransactionsScheduleAndListener(t *testing.T) {
 			require.Equal(t, arrival{"TX", 0, 0, 0, 5_000_000, "KEYS\x01commit\x02"}, arrivals[0])
 			require.Equal(t, "plain", arrivals[1].props[5:10])
 			require.Equal(t, int64(5_005_000), arrivals[2].tag)
+		})
+	}
+}
+
+// TestCommittedBytesWakeOnlyTheirFlusher: with the transient pool, committed bytes wake the interval
+// flusher under ASYNC_FLUSH (it makes them durable), and not under SYNC_FLUSH, where the group commit does
+// it for its waiters: a second fdatasync beside each group commit only held the flush lock. The interval
+// itself is an hour here, so every async flush counted is a wake-up.
+func TestCommittedBytesWakeOnlyTheirFlusher(t *testing.T) {
+	for _, flushType := range []FlushDiskType{AsyncFlush, SyncFlush} {
+		t.Run(flushType.String(), func(t *testing.T) {
+			cfg := testConfig(t.TempDir())
+			cfg.FlushDiskType = flushType
+			cfg.TransientStorePoolEnable = true
+			reg := prometheus.NewRegistry()
+			s := openStarted(t, cfg, Deps{Registerer: reg})
+			var last PutResult
+			for range 8 { // batches of 64 KiB: the commits find far more than flushCommitLogLeastPages
+				for i := range 64 {
+					last = mustPut(t, s, testMessage("WakeTopic", int32(i%4), body(1000, "w")))
+				}
+				done := make(chan error, 1)
+				s.WaitDurable(last.EndOffset(), func(err error) { done <- err })
+				require.NoError(t, <-done)
+			}
+			waitFor(t, "all committed", func() bool { return s.commitLog.readableEnd() == s.MaxPhyOffset() })
+			asyncFlushes := func() float64 { return flushCounter(t, reg, "ringmq_flush_durable_writes_total", "commitlog_async") }
+			if flushType == AsyncFlush {
+				waitFor(t, "the interval flusher woken by commits", func() bool { return asyncFlushes() > 0 })
+				return
+			}
+			require.Greater(t, flushCounter(t, reg, "ringmq_flush_durable_writes_total", "commitlog_sync"), 0.0)
+			require.Zero(t, asyncFlushes(), "interval flushes under SYNC_FLUSH")
+			require.GreaterOrEqual(t, s.commitLog.mfq.flushedWhere.Load(), last.EndOffset())
 		})
 	}
 }

@@ -280,27 +280,8 @@ func benchPutSyncFlush(b *testing.B, cfg Config, writers int) {
 
 // syncFlushCounters reads the group commit's acks and durable writes from the store's registry.
 func syncFlushCounters(b *testing.B, reg *prometheus.Registry) (acks, writes float64) {
-	mfs, err := reg.Gather()
-	if err != nil {
-		b.Fatal(err)
-	}
-	value := func(name string) float64 {
-		for _, mf := range mfs {
-			if mf.GetName() != name {
-				continue
-			}
-			for _, m := range mf.GetMetric() {
-				for _, l := range m.GetLabel() {
-					if l.GetName() == "service" && l.GetValue() == "commitlog_sync" {
-						return m.GetCounter().GetValue()
-					}
-				}
-			}
-		}
-		b.Fatalf("metric %s{service=commitlog_sync} not registered", name)
-		return 0
-	}
-	return value("ringmq_flush_acks_total"), value("ringmq_flush_durable_writes_total")
+	return flushCounter(b, reg, "ringmq_flush_acks_total", "commitlog_sync"),
+		flushCounter(b, reg, "ringmq_flush_durable_writes_total", "commitlog_sync")
 }
 
 func TestRollClassifier(t *testing.T) {
