@@ -231,28 +231,43 @@ func (s *Store) Start() error {
 		return m
 	}
 	var err error
-	s.commitFlusher, err = flush.NewIntervalFlusher("commitlog", flush.IntervalConfig{
-		Interval: s.cfg.FlushIntervalCommitLog, LeastPages: s.cfg.FlushCommitLogLeastPages,
-		ThoroughInterval: s.cfg.FlushCommitLogThoroughInterval,
-	}, s.flushCommitLog, metrics("commitlog_async"), s.logger)
-	if err != nil {
-		return err
-	}
-	s.logicsFlusher, err = flush.NewIntervalFlusher("consumequeue", flush.IntervalConfig{
-		Interval: s.cfg.FlushIntervalConsumeQueue, LeastPages: s.cfg.FlushConsumeQueueLeastPages,
-		ThoroughInterval: s.cfg.FlushConsumeQueueThoroughInterval,
-	}, s.flushLogicsAndCheckpoint, metrics("consumequeue"), s.logger)
-	if err != nil {
-		return errors.Join(err, s.commitFlusher.Close())
-	}
 	if s.cfg.FlushDiskType == SyncFlush {
 		gc := flush.DefaultGroupCommitConfig()
 		gc.SyncFlushTimeout = s.cfg.SyncFlushTimeout
 		s.groupCommit, err = flush.NewGroupCommit(gc, cl.mfq.flushedWhere.Load(), s.durable,
 			metrics("commitlog_sync"), s.logger)
 		if err != nil {
-			return errors.Join(err, s.commitFlusher.Close(), s.logicsFlusher.Close())
+			return err
 		}
+	}
+	// The CommitLog's interval flusher: RocketMQ's FlushRealTimeService under ASYNC_FLUSH. Under
+	// SYNC_FLUSH it is the idle branch of RocketMQ's GroupCommitService instead: every
+	// SyncFlushIdleInterval, while no waiter is queued, everything is flushed, so messages sent without
+	// waiting for the store (waitStoreMsgOK=false) become durable soon too; with waiters queued, the group
+	// commit is about to flush anyway.
+	flushCfg := flush.IntervalConfig{Interval: s.cfg.FlushIntervalCommitLog, LeastPages: s.cfg.FlushCommitLogLeastPages,
+		ThoroughInterval: s.cfg.FlushCommitLogThoroughInterval}
+	flushFn := s.flushCommitLog
+	if gc := s.groupCommit; gc != nil {
+		flushCfg.Interval, flushCfg.LeastPages = s.cfg.SyncFlushIdleInterval, 0
+		flushCfg.ThoroughInterval = max(flushCfg.ThoroughInterval, flushCfg.Interval)
+		flushFn = func(int) (int64, error) {
+			if gc.QueueDepth() > 0 {
+				return 0, nil
+			}
+			return s.flushCommitLog(0)
+		}
+	}
+	s.commitFlusher, err = flush.NewIntervalFlusher("commitlog", flushCfg, flushFn, metrics("commitlog_async"), s.logger)
+	if err != nil {
+		return errors.Join(err, s.closeGroupCommit())
+	}
+	s.logicsFlusher, err = flush.NewIntervalFlusher("consumequeue", flush.IntervalConfig{
+		Interval: s.cfg.FlushIntervalConsumeQueue, LeastPages: s.cfg.FlushConsumeQueueLeastPages,
+		ThoroughInterval: s.cfg.FlushConsumeQueueThoroughInterval,
+	}, s.flushLogicsAndCheckpoint, metrics("consumequeue"), s.logger)
+	if err != nil {
+		return errors.Join(err, s.commitFlusher.Close(), s.closeGroupCommit())
 	}
 	if s.pool != nil {
 		// Committed bytes wake the flusher that makes them durable: under ASYNC_FLUSH the interval
@@ -269,7 +284,7 @@ func (s *Store) Start() error {
 			ThoroughInterval: s.cfg.CommitCommitLogThoroughInterval,
 		}, s.commitCommitLog, onCommitted, metrics("commitlog_commit"), s.logger)
 		if err != nil {
-			return errors.Join(err, s.commitFlusher.Close(), s.logicsFlusher.Close())
+			return errors.Join(err, s.commitFlusher.Close(), s.logicsFlusher.Close(), s.closeGroupCommit())
 		}
 		// With the pool, a put wakes the commit service; committed bytes wake the dispatcher.
 		cl.onAppend = s.commitService.Wake
@@ -300,6 +315,16 @@ func (s *Store) Start() error {
 	cl.prefaultWake <- struct{}{}
 	s.state.Store(stateStarted)
 	return nil
+}
+
+// closeGroupCommit closes the group commit of a Start that failed after making it.
+func (s *Store) closeGroupCommit() error {
+	if s.groupCommit == nil {
+		return nil
+	}
+	err := s.groupCommit.Close()
+	s.groupCommit = nil
+	return err
 }
 
 func (s *Store) flushCommitLog(leastPages int) (int64, error) {

@@ -33,6 +33,7 @@ func testConfig(dir string) Config {
 	c.TransientStorePoolPinned = false
 	// Background services must not make progress a test did not ask for; tests flush explicitly.
 	c.FlushIntervalCommitLog = time.Hour
+	c.SyncFlushIdleInterval = time.Hour
 	c.FlushCommitLogThoroughInterval = time.Hour
 	c.FlushIntervalConsumeQueue = time.Hour
 	c.FlushConsumeQueueThoroughInterval = time.Hour

@@ -380,3 +380,29 @@ func TestCommittedBytesWakeOnlyTheirFlusher(t *testing.T) {
 		})
 	}
 }
+
+// TestSyncFlushIdleFlush: under SYNC_FLUSH, messages nobody waits for (waitStoreMsgOK=false) are made
+// durable by the idle flush every SyncFlushIdleInterval, as RocketMQ's GroupCommitService flushes when it
+// has no requests; no flushIntervalCommitLog (an hour here) is involved.
+func TestSyncFlushIdleFlush(t *testing.T) {
+	for _, transient := range []bool{false, true} {
+		t.Run(fmt.Sprintf("transient=%t", transient), func(t *testing.T) {
+			cfg := testConfig(t.TempDir())
+			cfg.FlushDiskType = SyncFlush
+			cfg.SyncFlushIdleInterval = 10 * time.Millisecond
+			cfg.TransientStorePoolEnable = transient
+			reg := prometheus.NewRegistry()
+			s := openStarted(t, cfg, Deps{Registerer: reg})
+			var last PutResult
+			for i := range 20 {
+				last = mustPut(t, s, testMessage("IdleTopic", int32(i%4), body(1000, "i")))
+			}
+			waitFor(t, "the unwaited messages durable", func() bool {
+				return s.commitLog.mfq.flushedWhere.Load() >= last.EndOffset()
+			})
+			require.Zero(t, flushCounter(t, reg, "ringmq_flush_durable_writes_total", "commitlog_sync"),
+				"no group commit: nobody waited")
+			require.Positive(t, flushCounter(t, reg, "ringmq_flush_durable_writes_total", "commitlog_async"))
+		})
+	}
+}

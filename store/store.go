@@ -269,6 +269,10 @@ type Config struct {
 	FlushConsumeQueueThoroughInterval time.Duration
 	// SyncFlushTimeout (syncFlushTimeout): SYNC_FLUSH wait before FLUSH_DISK_TIMEOUT, default 5 s.
 	SyncFlushTimeout time.Duration
+	// SyncFlushIdleInterval: under SYNC_FLUSH, how often the whole CommitLog is flushed while no waiter is
+	// queued, for messages sent without waiting for the store; default 10 ms, as RocketMQ's
+	// GroupCommitService (no broker key: RocketMQ has none). FlushIntervalCommitLog applies to ASYNC_FLUSH.
+	SyncFlushIdleInterval time.Duration
 
 	// TransientStorePoolEnable (transientStorePoolEnable): append into pinned buffers, commit to the file.
 	TransientStorePoolEnable bool
@@ -375,6 +379,7 @@ func DefaultConfig(root string) Config {
 		FlushConsumeQueueLeastPages:       2,
 		FlushConsumeQueueThoroughInterval: 60 * time.Second,
 		SyncFlushTimeout:                  5 * time.Second,
+		SyncFlushIdleInterval:             10 * time.Millisecond,
 		TransientStorePoolSize:            5,
 		TransientStorePoolPinned:          true,
 		FlushLeastPagesWhenWarmMappedFile: 4096,
@@ -443,6 +448,8 @@ func (c *Config) Validate() error {
 		return configError("flushConsumeQueueThoroughInterval", c.FlushConsumeQueueThoroughInterval, "> 0")
 	case c.SyncFlushTimeout <= 0:
 		return configError("syncFlushTimeout", c.SyncFlushTimeout, "> 0")
+	case c.FlushDiskType == SyncFlush && c.SyncFlushIdleInterval <= 0:
+		return configError("syncFlushIdleInterval", c.SyncFlushIdleInterval, "> 0")
 	case c.TransientStorePoolEnable && c.TransientStorePoolSize < 1:
 		return configError("transientStorePoolSize", c.TransientStorePoolSize, ">= 1")
 	case c.WarmMappedFileEnable && c.FlushLeastPagesWhenWarmMappedFile <= 0:
