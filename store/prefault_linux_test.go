@@ -22,6 +22,9 @@ func residentPages(t testing.TB, b []byte) int {
 	return n
 }
 
+// mostOf is 95 % of pages: what mincore must still find resident of pages the store populated.
+func mostOf(pages int) int { return pages * 95 / 100 }
+
 // firstStandby is the head of the allocator's queue.
 func firstStandby(t testing.TB, cl *commitLog) *mappedFile {
 	cl.allocMu.Lock()
@@ -60,9 +63,11 @@ func TestPrefaulterPopulatesTheNextFile(t *testing.T) {
 			next := firstStandby(t, cl)
 			require.Equal(t, cfg.MappedFileSizeCommitLog, next.fromOffset)
 			waitFor(t, "first chunk populated", func() bool { return next.populated.Load() == prefaultChunk })
-			// The kernel may bring in more (read-around of the unwritten extent): only the chunk is certain.
+			// The kernel may bring in more (read-around of the unwritten extent), and under memory pressure
+			// write back and drop a few (seen: 2 of 2,048 with four test processes): mincore is checked
+			// with that slack, mf.populated exactly.
 			resident := residentPages(t, next.data)
-			require.GreaterOrEqual(t, resident, prefaultChunk/pageSize, "pages of the new file in the page cache")
+			require.GreaterOrEqual(t, resident, mostOf(prefaultChunk/pageSize), "pages of the new file in the page cache")
 			require.Less(t, resident, int(cfg.MappedFileSizeCommitLog)/pageSize/4, "the allocator populated the file")
 			if v.pool {
 				require.Equal(t, v.buffers-1, s.pool.Available(), "the current file holds one buffer")
@@ -77,10 +82,10 @@ func TestPrefaulterPopulatesTheNextFile(t *testing.T) {
 			waitFor(t, "window into the next file", func() bool { return cl.prefaultTo.Load() >= want })
 			if intoNext := want - next.fromOffset; v.populated {
 				require.GreaterOrEqual(t, next.populated.Load(), intoNext)
-				require.GreaterOrEqual(t, residentPages(t, next.data), int(intoNext)/pageSize)
+				require.GreaterOrEqual(t, residentPages(t, next.data), mostOf(int(intoNext)/pageSize))
 			} else {
 				require.Equal(t, int64(prefaultChunk), next.populated.Load())
-				require.Equal(t, resident, residentPages(t, next.data))
+				require.LessOrEqual(t, residentPages(t, next.data), resident, "nothing more populated")
 			}
 
 			// The roll takes that file; the records across it read back.

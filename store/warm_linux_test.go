@@ -2,7 +2,6 @@ package store
 
 import (
 	"encoding/binary"
-	"fmt"
 	"os"
 	"testing"
 	"unsafe"
@@ -98,7 +97,8 @@ func TestWarmWritesTheZerosUnderSyncFlush(t *testing.T) {
 				return
 			}
 			require.Zero(t, unwritten, "unwritten bytes left in %s", first.path)
-			require.Equal(t, fileSize/pageSize, residentPages(t, first.data), fmt.Sprintf("resident pages of %s", first.path))
+			// Synced, the pages are clean: memory pressure may drop a few (see mostOf).
+			require.GreaterOrEqual(t, residentPages(t, first.data), mostOf(fileSize/pageSize), "resident pages of %s", first.path)
 		})
 	}
 }
