@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/transientpool"
 )
 
 // commitLog is the append-only message log: RocketMQ's CommitLog.
@@ -586,7 +587,7 @@ func (cl *commitLog) pinFile(mf *mappedFile) {
 		if !cl.pinWarned.Swap(true) {
 			need := (1 + standbyFiles) * mf.size // the current file and the prepared ones
 			cl.logger.Warn("store: mlock of a warmed CommitLog file failed; warmed files stay unpinned",
-				"file", mf.path, "error", err, "RLIMIT_MEMLOCK", memlockLimit(), "needBytes", need,
+				"file", mf.path, "error", err, "RLIMIT_MEMLOCK", transientpool.MemlockLimit(), "needBytes", need,
 				"fix", fmt.Sprintf("allow %d KiB with `ulimit -l`, LimitMEMLOCK=infinity in a systemd unit or "+
 					"`docker run --ulimit memlock=-1:-1`; or set warmMappedFileMlock=false", (need+1023)/1024))
 		}

@@ -2,11 +2,7 @@
 
 package store
 
-import (
-	"fmt"
-
-	"golang.org/x/sys/unix"
-)
+import "golang.org/x/sys/unix"
 
 // totalPhysicalMemory is the machine's RAM, for the "in memory" share of pulls (0 when unknown).
 func totalPhysicalMemory() int64 {
@@ -20,19 +16,3 @@ func totalPhysicalMemory() int64 {
 // pinMemory locks b's pages in RAM (mlock, which also faults them in); unpinMemory undoes it.
 func pinMemory(b []byte) error   { return unix.Mlock(b) }
 func unpinMemory(b []byte) error { return unix.Munlock(b) }
-
-// memlockLimit describes RLIMIT_MEMLOCK for warnings ("unknown" when it cannot be read).
-func memlockLimit() string {
-	var r unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &r); err != nil {
-		return "unknown"
-	}
-	return fmt.Sprintf("soft %s, hard %s", rlimitBytes(r.Cur), rlimitBytes(r.Max))
-}
-
-func rlimitBytes(v uint64) string {
-	if v == unix.RLIM_INFINITY {
-		return "unlimited"
-	}
-	return fmt.Sprintf("%d bytes", v)
-}

@@ -9,4 +9,3 @@ func totalPhysicalMemory() int64 { return 0 }
 
 func pinMemory([]byte) error   { return errors.ErrUnsupported }
 func unpinMemory([]byte) error { return nil }
-func memlockLimit() string     { return "unknown" }

@@ -211,16 +211,26 @@ func newPool(cfg Config, logger *slog.Logger, mem memOps) (*Pool, error) {
 // memlockError builds the operator-facing error for a failed mlock.
 func memlockError(cfg Config, mem memOps, cause error) error {
 	need := cfg.TotalBytes()
-	limit := "unknown"
-	if soft, hard, ok := mem.memlockLimit(); ok {
-		limit = fmt.Sprintf("soft %s, hard %s", rlimitString(soft), rlimitString(hard))
-	}
+	limit := describeMemlockLimit(mem)
 	needKiB := (need + 1023) / 1024
 	return fmt.Errorf("%w: mlock of %d buffers × %d bytes failed (%w); RLIMIT_MEMLOCK must allow at least %d bytes "+
 		"(current limit: %s). Raise it with `ulimit -l %d` (KiB, or `ulimit -l unlimited`) in the shell that starts "+
 		"the broker, LimitMEMLOCK=infinity in its systemd unit, or `docker run --ulimit memlock=-1:-1`; "+
 		"or set transientStorePoolPinned=false to run with unpinned buffers",
 		ErrMemlock, cfg.Buffers, cfg.BufferBytes, cause, need, limit, needKiB)
+}
+
+// MemlockLimit describes this process's RLIMIT_MEMLOCK for operator messages ("soft …, hard …", or
+// "unknown"), as the pool's own mlock error does; the store's warning for a warmed file it cannot pin
+// uses it too.
+func MemlockLimit() string { return describeMemlockLimit(systemMemOps()) }
+
+func describeMemlockLimit(mem memOps) string {
+	soft, hard, ok := mem.memlockLimit()
+	if !ok {
+		return "unknown"
+	}
+	return fmt.Sprintf("soft %s, hard %s", rlimitString(soft), rlimitString(hard))
 }
 
 func rlimitString(v uint64) string {
