@@ -502,8 +502,8 @@ func (cl *commitLog) allocateStandby() (made bool, err error) {
 	// here, right after the roll, made the puts around rolls slower (p99.9 1.4× steady in
 	// BenchmarkPutRoll). With the transient pool appends never touch the mapping, so warming only serves
 	// SYNC_FLUSH's durable writes (under ASYNC_FLUSH it cost 30 % of the put rate).
-	warm := cl.cfg.WarmMappedFileEnable && (cl.pool == nil || cl.cfg.FlushDiskType == SyncFlush) &&
-		(cl.cfg.FlushDiskType == SyncFlush || cl.cfg.WarmMappedFileMlock || cl.prefaultOff.Load())
+	warm := cl.cfg.WarmMappedFileEnable && (cl.cfg.FlushDiskType == SyncFlush ||
+		cl.pool == nil && (cl.cfg.WarmMappedFileMlock || cl.prefaultOff.Load()))
 	// Without MADV_POPULATE_WRITE, warming writes a zero into every page (RocketMQ's way): only safe
 	// before the file can become current, so it runs before the file joins the queue.
 	var touch func(*mappedFile)

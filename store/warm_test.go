@@ -1,7 +1,6 @@
 package store
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -17,13 +16,11 @@ import (
 	"github.com/ringmq/ringmq/internal/logtest"
 )
 
-// warmRecFS records the MsyncRange calls per file (base name) and can play a kernel without
-// MADV_POPULATE_WRITE.
+// warmRecFS records the MsyncRange calls per file (base name).
 type warmRecFS struct {
 	FS
-	noPopulate bool
-	mu         sync.Mutex
-	syncs      map[string][][2]int64 // file → [off, length] per call
+	mu    sync.Mutex
+	syncs map[string][][2]int64 // file → [off, length] per call
 }
 
 func (r *warmRecFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
@@ -50,13 +47,6 @@ func (f *warmRecFile) MsyncRange(mapped []byte, off, length int64) error {
 	f.fs.syncs[filepath.Base(f.Name())] = append(f.fs.syncs[filepath.Base(f.Name())], [2]int64{off, length})
 	f.fs.mu.Unlock()
 	return f.File.MsyncRange(mapped, off, length)
-}
-
-func (f *warmRecFile) Populate(b []byte) error {
-	if f.fs.noPopulate {
-		return errors.ErrUnsupported
-	}
-	return f.File.Populate(b)
 }
 
 // standbysAt returns the prepared files (not held: the test's store keeps them).
@@ -86,7 +76,11 @@ func TestWarmMappedFile(t *testing.T) {
 					cfg.FlushLeastPagesWhenWarmMappedFile = int(step) / pageSize
 					cfg.FlushDiskType = flushType
 					cfg.TransientStorePoolEnable = pool
-					rec := &warmRecFS{FS: NewOSFS(nil), noPopulate: noPopulate, syncs: map[string][][2]int64{}}
+					var inner FS = NewOSFS(nil)
+					if noPopulate {
+						inner = noPopulateFS{inner}
+					}
+					rec := &warmRecFS{FS: inner, syncs: map[string][][2]int64{}}
 					s := openStarted(t, cfg, Deps{FS: rec})
 					cl := s.commitLog
 					m := testMessage("WarmTopic", 0, body(3000, "w"))
