@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
@@ -214,24 +213,3 @@ func bodyf(format string, a ...any) []byte { return []byte(fmt.Sprintf(format, a
 func crc32IEEE(b []byte) uint32 { return crc32.ChecksumIEEE(b) }
 
 var errEIOForTest = syscall.EIO
-
-// flushCounter reads the counter name{service=service} of a flush service from the store's registry.
-func flushCounter(tb testing.TB, reg *prometheus.Registry, name, service string) float64 {
-	tb.Helper()
-	mfs, err := reg.Gather()
-	require.NoError(tb, err)
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "service" && l.GetValue() == service {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	tb.Fatalf("metric %s{service=%s} not registered", name, service)
-	return 0
-}

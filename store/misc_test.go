@@ -51,8 +51,8 @@ func TestMetricsAndStats(t *testing.T) {
 		mustPut(t, s, testMessage("T", 0, []byte("0123456789")))
 	}
 	waitDispatched(t, s)
-	require.Equal(t, 10.0, gathered(t, reg, "ringmq_store_put_messages_total"))
-	require.Equal(t, 0.0, gathered(t, reg, "ringmq_store_transient_pool_fallbacks_total"), "no pool here")
+	require.Equal(t, 10.0, gathered(t, reg, "ringmq_store_put_messages_total", ""))
+	require.Equal(t, 0.0, gathered(t, reg, "ringmq_store_transient_pool_fallbacks_total", ""), "no pool here")
 	st := s.Stats()
 	require.Equal(t, int64(10), st.PutMessageTimesTotal)
 	require.Equal(t, int64(10*(91+10+1)), st.PutMessageSizeTotal)
@@ -80,16 +80,28 @@ func TestMetricsAndStats(t *testing.T) {
 	reopen(t, cfg, Deps{Registerer: reg})
 }
 
-func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
+// gathered reads a counter from the store's registry: the one with label service=service, or with
+// service "" the first of that name.
+func gathered(tb testing.TB, reg *prometheus.Registry, name, service string) float64 {
+	tb.Helper()
 	mfs, err := reg.Gather()
-	require.NoError(t, err)
+	require.NoError(tb, err)
 	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return mf.GetMetric()[0].GetCounter().GetValue()
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if service == "" {
+				return m.GetCounter().GetValue()
+			}
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "service" && l.GetValue() == service {
+					return m.GetCounter().GetValue()
+				}
+			}
 		}
 	}
-	t.Fatalf("metric %s not registered", name)
+	tb.Fatalf("metric %s{service=%q} not registered", name, service)
 	return 0
 }
 

@@ -369,12 +369,12 @@ func TestCommittedBytesWakeOnlyTheirFlusher(t *testing.T) {
 				require.NoError(t, <-done)
 			}
 			waitFor(t, "all committed", func() bool { return s.commitLog.readableEnd() == s.MaxPhyOffset() })
-			asyncFlushes := func() float64 { return flushCounter(t, reg, "ringmq_flush_durable_writes_total", "commitlog_async") }
+			asyncFlushes := func() float64 { return gathered(t, reg, "ringmq_flush_durable_writes_total", "commitlog_async") }
 			if flushType == AsyncFlush {
 				waitFor(t, "the interval flusher woken by commits", func() bool { return asyncFlushes() > 0 })
 				return
 			}
-			require.Greater(t, flushCounter(t, reg, "ringmq_flush_durable_writes_total", "commitlog_sync"), 0.0)
+			require.Greater(t, gathered(t, reg, "ringmq_flush_durable_writes_total", "commitlog_sync"), 0.0)
 			require.Zero(t, asyncFlushes(), "interval flushes under SYNC_FLUSH")
 			require.GreaterOrEqual(t, s.commitLog.mfq.flushedWhere.Load(), last.EndOffset())
 		})
@@ -400,9 +400,9 @@ func TestSyncFlushIdleFlush(t *testing.T) {
 			waitFor(t, "the unwaited messages durable", func() bool {
 				return s.commitLog.mfq.flushedWhere.Load() >= last.EndOffset()
 			})
-			require.Zero(t, flushCounter(t, reg, "ringmq_flush_durable_writes_total", "commitlog_sync"),
+			require.Zero(t, gathered(t, reg, "ringmq_flush_durable_writes_total", "commitlog_sync"),
 				"no group commit: nobody waited")
-			require.Positive(t, flushCounter(t, reg, "ringmq_flush_durable_writes_total", "commitlog_async"))
+			require.Positive(t, gathered(t, reg, "ringmq_flush_durable_writes_total", "commitlog_async"))
 		})
 	}
 }

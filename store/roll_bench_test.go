@@ -280,8 +280,8 @@ func benchPutSyncFlush(b *testing.B, cfg Config, writers int) {
 
 // syncFlushCounters reads the group commit's acks and durable writes from the store's registry.
 func syncFlushCounters(b *testing.B, reg *prometheus.Registry) (acks, writes float64) {
-	return flushCounter(b, reg, "ringmq_flush_acks_total", "commitlog_sync"),
-		flushCounter(b, reg, "ringmq_flush_durable_writes_total", "commitlog_sync")
+	return gathered(b, reg, "ringmq_flush_acks_total", "commitlog_sync"),
+		gathered(b, reg, "ringmq_flush_durable_writes_total", "commitlog_sync")
 }
 
 func TestRollClassifier(t *testing.T) {
