@@ -856,6 +856,53 @@ func (cl *commitLog) readRecord(phys int64, size int32) ([]byte, *mappedFile) {
 	return mf.data[pos : pos+int64(size) : pos+int64(size)], mf
 }
 
+// readPublished returns the record starting at phys among every published (acknowledged) record, and
+// the release to call when done with it. Unlike readRecord (pulls and the dispatcher, which see committed
+// bytes only), it also finds a record that, with the transient pool, is still in its file's pool buffer:
+// a read by physical offset (END_TRANSACTION of a half just written, view by id, send-back) may come
+// before the committer has moved the record into the file. The record is then read from the buffer,
+// held so that it is not returned to the pool under the reader.
+func (cl *commitLog) readPublished(phys int64) ([]byte, func()) {
+	if phys < 0 || phys >= cl.maxOffset.Load() {
+		return nil, nil
+	}
+	mf := cl.mfq.findAndHold(phys)
+	if mf == nil {
+		return nil, nil
+	}
+	pos := phys - mf.fromOffset
+	if rec := recordAt(mf.data, pos, mf.readPosition()); rec != nil {
+		return rec, mf.release
+	}
+	if !mf.holdBuffer() {
+		// Committed whole since readPosition was read (or a mapped file): the mapping has it now.
+		if rec := recordAt(mf.data, pos, mf.readPosition()); rec != nil {
+			return rec, mf.release
+		}
+		mf.release()
+		return nil, nil
+	}
+	if rec := recordAt(mf.writeBuffer.Bytes()[:mf.size], pos, mf.wrote.Load()); rec != nil {
+		return rec, func() { mf.releaseBuffer(); mf.release() }
+	}
+	mf.releaseBuffer()
+	mf.release()
+	return nil, nil
+}
+
+// recordAt is the record at pos of b, whose first end bytes are readable; nil when its TOTALSIZE does
+// not fit there.
+func recordAt(b []byte, pos, end int64) []byte {
+	if end-pos < 4 {
+		return nil
+	}
+	size := int64(int32(binary.BigEndian.Uint32(b[pos:])))
+	if size <= 0 || pos+size > end {
+		return nil
+	}
+	return b[pos : pos+size : pos+size]
+}
+
 // pickupStoreTimestamp reads the store time of the record at phys, -1 when unreadable.
 func (cl *commitLog) pickupStoreTimestamp(phys int64, size int32) int64 {
 	rec, mf := cl.readRecord(phys, size)

@@ -54,10 +54,17 @@ type mappedFile struct {
 	logger     *slog.Logger
 
 	// transient is set once, at the roll that makes the file current (before other goroutines can find
-	// it): appends go into writeBuffer and readers see committed bytes only.
+	// it): appends go into writeBuffer. Pulls and the dispatcher see committed bytes only; a read by
+	// physical offset (readPublished) also sees what is published but not yet committed, from
+	// writeBuffer, holding it (bufferRefs) so that it is not handed back to the pool under the reader.
 	transient   bool
-	writeBuffer *transientpool.Buffer // owned by this file until fully committed; guarded by the committer
+	writeBuffer *transientpool.Buffer // set once; its bytes are valid while bufferRefs > 0
 	pool        bufferPool
+	// bufferRefs counts the holders of writeBuffer: the file itself until the buffer is fully committed
+	// (or the file is released), plus each reader of a record still in it. The last one returns the
+	// buffer to the pool; after that no one can hold it again.
+	bufferRefs    atomic.Int64
+	bufferDropped atomic.Bool // the file's own reference on writeBuffer is gone
 
 	wrote          atomic.Int64
 	committed      atomic.Int64
@@ -122,6 +129,42 @@ func openMappedFile(fsys FS, path string, fromOffset, size int64, logger *slog.L
 // useTransientBuffer switches a fresh file to appending into a pool buffer.
 func (mf *mappedFile) useTransientBuffer(pool bufferPool, buf *transientpool.Buffer) {
 	mf.transient, mf.pool, mf.writeBuffer = true, pool, buf
+	mf.bufferRefs.Store(1)
+}
+
+// holdBuffer takes a reader reference on writeBuffer; false once the buffer went back to the pool (the
+// whole file is committed then: read the mapping).
+func (mf *mappedFile) holdBuffer() bool {
+	if !mf.transient {
+		return false
+	}
+	for {
+		r := mf.bufferRefs.Load()
+		if r <= 0 {
+			return false
+		}
+		if mf.bufferRefs.CompareAndSwap(r, r+1) {
+			return true
+		}
+	}
+}
+
+// releaseBuffer drops a reference on writeBuffer; the last one returns it to the pool.
+func (mf *mappedFile) releaseBuffer() {
+	r := mf.bufferRefs.Add(-1)
+	if r < 0 {
+		panic("store: transient buffer released more often than held: " + mf.path)
+	}
+	if r == 0 {
+		mf.pool.Return(mf.writeBuffer)
+	}
+}
+
+// dropBuffer drops the file's own reference on writeBuffer, once.
+func (mf *mappedFile) dropBuffer() {
+	if mf.transient && mf.bufferDropped.CompareAndSwap(false, true) {
+		mf.releaseBuffer()
+	}
 }
 
 // appendTarget is where appends go: the pool buffer or the mapping. Caller is the single appender.
@@ -170,10 +213,7 @@ func (mf *mappedFile) release() {
 	if err := mf.file.Close(); err != nil {
 		mf.logger.Error("store: close failed", "file", mf.path, "error", err)
 	}
-	if mf.writeBuffer != nil {
-		mf.pool.Return(mf.writeBuffer)
-		mf.writeBuffer = nil
-	}
+	mf.dropBuffer()
 }
 
 // destroy drops the owner's reference; with remove the file is unlinked at once (a mapping outlives its
@@ -257,11 +297,11 @@ func (mf *mappedFile) commitAndSync() error {
 	return nil
 }
 
-// releaseBufferIfDone hands the transient buffer back once the whole file is committed.
+// releaseBufferIfDone hands the transient buffer back once the whole file is committed (later, when a
+// reader still holds it).
 func (mf *mappedFile) releaseBufferIfDone() {
-	if mf.transient && mf.writeBuffer != nil && mf.committed.Load() == mf.size {
-		mf.pool.Return(mf.writeBuffer)
-		mf.writeBuffer = nil
+	if mf.transient && mf.committed.Load() == mf.size {
+		mf.dropBuffer()
 	}
 }
 

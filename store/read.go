@@ -170,17 +170,20 @@ func (r *GetMessageResult) Release() {
 
 // LookMessageByOffset returns the stored record at phyOffset (VIEW_MESSAGE_BY_ID), a view of mapped
 // memory valid until release is called. ErrNotFound when no record starts there.
+//
+// Every acknowledged record is found, in every append mode: with the transient pool, one not yet
+// committed to the file is read from its pool buffer (commitLog.readPublished).
 func (s *Store) LookMessageByOffset(phyOffset int64) (rec []byte, release func(), err error) {
-	b, mf := s.commitLog.readRecord(phyOffset, -1)
-	if mf == nil {
+	b, release := s.commitLog.readPublished(phyOffset)
+	if release == nil {
 		return nil, nil, fmt.Errorf("%w: CommitLog offset %d", ErrNotFound, phyOffset)
 	}
 	// A client-supplied offset must point at the start of a record, not into one.
 	if !isMessageMagic(b) || len(b) < codec.MinRecordBytes || int64(binary.BigEndian.Uint64(b[28:])) != phyOffset {
-		mf.release()
+		release()
 		return nil, nil, fmt.Errorf("%w: no record at CommitLog offset %d", ErrNotFound, phyOffset)
 	}
-	return b, mf.release, nil
+	return b, release, nil
 }
 
 func isMessageMagic(b []byte) bool {

@@ -273,3 +273,75 @@ func TestIndexHashCollisions(t *testing.T) {
 	require.Len(t, q.Buffers, 30)
 	q.Release()
 }
+
+// TestLookMessageByOffsetSeesUncommittedRecords: a record acknowledged but still in its file's transient
+// pool buffer (the committer has not moved it yet) is found by physical offset, in both flush modes and in
+// the mapped mode, with its exact body; a reader that holds such a record keeps the buffer out of the pool
+// until it releases, even when the file is committed whole in between. Issue 14: END_TRANSACTION of a half
+// just written was answered "Find prepared transaction message failed" with the pool on.
+func TestLookMessageByOffsetSeesUncommittedRecords(t *testing.T) {
+	for _, mode := range []struct {
+		name      string
+		transient bool
+		flush     FlushDiskType
+	}{
+		{"mmap/async", false, AsyncFlush},
+		{"mmap/sync", false, SyncFlush},
+		{"pool/async", true, AsyncFlush},
+		{"pool/sync", true, SyncFlush},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			cfg := testConfig(t.TempDir())
+			cfg.TransientStorePoolEnable = mode.transient
+			cfg.FlushDiskType = mode.flush
+			// The committer moves nothing on its own: only a whole file (or the test) makes it commit.
+			cfg.CommitIntervalCommitLog = time.Hour
+			cfg.CommitCommitLogThoroughInterval = time.Hour
+			cfg.CommitCommitLogLeastPages = 1 << 20
+			s := openStarted(t, cfg, Deps{})
+
+			body := bodyf("half %s", mode.name)
+			res := mustPut(t, s, testMessage("RMQ_SYS_TRANS_HALF_TOPIC", 0, body)) // not waited for: the put is acknowledged
+			if mode.transient && mode.flush == AsyncFlush {
+				require.Less(t, s.commitLog.readableEnd(), res.WroteOffset+int64(res.WroteBytes),
+					"the record is still in the pool buffer (the test's premise)")
+			}
+			rec, release, err := s.LookMessageByOffset(res.WroteOffset)
+			require.NoError(t, err)
+			d, err := codec.DecodeRecord(rec, true)
+			require.NoError(t, err)
+			require.Equal(t, string(body), string(d.Body))
+			require.Equal(t, res.WroteOffset, d.PhysicalOffset)
+			_, _, err = s.LookMessageByOffset(res.WroteOffset + 1)
+			require.ErrorIs(t, err, ErrNotFound, "an offset inside the record is no record")
+
+			if !mode.transient {
+				release()
+				return
+			}
+			// Fill the file and commit it whole while the reader still holds the record: the buffer
+			// must not go back to the pool (where the next file would overwrite it) under the reader.
+			pool := s.commitLog.pool
+			first := s.commitLog.mfq.first()
+			for s.commitLog.mfq.last() == first {
+				mustPut(t, s, testMessage("Fill", 0, make([]byte, 4096)))
+			}
+			_, err = s.commitCommitLog(0)
+			require.NoError(t, err)
+			require.Equal(t, first.size, first.committed.Load(), "the first file is committed whole")
+			held := pool.Available()
+			d, err = codec.DecodeRecord(rec, true)
+			require.NoError(t, err, "the held record is intact after the commit")
+			require.Equal(t, string(body), string(d.Body))
+			release()
+			require.Equal(t, held+1, pool.Available(), "the last reader returns the buffer")
+
+			rec, release, err = s.LookMessageByOffset(res.WroteOffset)
+			require.NoError(t, err, "read from the file now")
+			d, err = codec.DecodeRecord(rec, true)
+			require.NoError(t, err)
+			require.Equal(t, string(body), string(d.Body))
+			release()
+		})
+	}
+}
