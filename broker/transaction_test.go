@@ -464,3 +464,50 @@ func TestTransactionStateSurvivesRestart(t *testing.T) {
 	}
 	require.Equal(t, []string{"A", "C"}, got)
 }
+
+// TestEndTransactionInEveryStoreMode: a direct commit, a direct rollback and a commit answering a check-back
+// each end their half at once, in every store mode. The END refers to a record acknowledged microseconds
+// before: with the transient pool it is still in the pool buffer (issue 14: every such END was answered
+// "Find prepared transaction message failed" and the committed message was never delivered).
+func TestEndTransactionInEveryStoreMode(t *testing.T) {
+	for _, mode := range storeModes {
+		t.Run(mode.name, func(t *testing.T) {
+			tb := startTestBroker(t, func(c *Config) {
+				mode.apply(c)
+				noChecks(c) // the test runs the check itself
+				c.TransactionTimeOut = time.Millisecond
+			})
+			b := tb.b
+			c := dialPeer(t, tb.BrokerAddr, nil)
+			c.heartbeatProducer("10.0.0.1@p1", "PG")
+
+			committed := sendHalf(t, c, "TopicTxModes", 0, "committed", "PG", "U1")
+			endTx(t, c, "PG", committed, codec.SysFlagTransactionCommit)
+			rolledBack := sendHalf(t, c, "TopicTxModes", 0, "rolled back", "PG", "U2")
+			endTx(t, c, "PG", rolledBack, codec.SysFlagTransactionRollback)
+
+			checked := sendHalf(t, c, "TopicTxModes", 0, "checked", "PG", "U3")
+			// The half must be dispatched and older than transactionTimeOut (1 ms) on the broker's clock.
+			require.Eventually(t, func() bool {
+				if len(c.requests(codec.RequestCheckTransactionState)) > 0 {
+					return true
+				}
+				b.tx.checkOnce()
+				return false
+			}, 10*time.Second, 5*time.Millisecond)
+			ch := checkHeader(t, c.requests(codec.RequestCheckTransactionState)[0])
+			require.Equal(t, "U3", ch.TransactionID)
+			require.NotEqual(t, offsetOf(t, checked.MsgID), ch.CommitLogOffset, "the check names the copy just written")
+			requireResponse(t, c.call(endTxCmd("PG", ch.TranStateTableOffset, ch.CommitLogOffset, "U3",
+				codec.SysFlagTransactionCommit, true)), codec.ResponseSuccess, "")
+
+			require.Eventually(t, func() bool { return b.store.GetMaxOffsetInQueue("TopicTxModes", 0) == 2 },
+				10*time.Second, time.Millisecond, "both commits are visible once dispatched")
+			var bodies []string
+			for _, r := range queueRecords(t, b.store, "TopicTxModes", 0) {
+				bodies = append(bodies, string(r.Body))
+			}
+			require.Equal(t, []string{"committed", "checked"}, bodies)
+		})
+	}
+}
