@@ -101,6 +101,7 @@ func (s *Store) recover(lastExitOK bool, ck checkpointData) error {
 	if err := s.dispatcher.reput(); err != nil {
 		return fmt.Errorf("store: replaying the CommitLog from %d to %d: %w", replayFrom, end, err)
 	}
+	s.seedTimestamps(end, ck)
 	for _, cq := range s.queues.all() {
 		cq.nextQueueOffset.Store(cq.maxOffset())
 		if len(cl.mfq.snapshot()) > 0 {
@@ -110,6 +111,25 @@ func (s *Store) recover(lastExitOK bool, ck checkpointData) error {
 	s.logger.Info("store: recovered", "normal", lastExitOK, "minOffset", cl.minOffset(), "maxOffset", end,
 		"replayedFrom", replayFrom, "queues", len(s.queues.all()))
 	return nil
+}
+
+// seedTimestamps gives the checkpoint's RocketMQ timestamps (physicMsgTimestamp, logicsMsgTimestamp,
+// indexMsgTimestamp) their values after recovery, before any put: the store time of the last record
+// below end. The scan sets it on each file it walks; when recovery trusted the checkpoint instead, that
+// checkpoint's physicMsgTimestamp is the store time of exactly that record. Without this, a run that
+// wrote nothing stopped with zeros there, and Apache RocketMQ opening the store would replay it all.
+func (s *Store) seedTimestamps(end int64, ck checkpointData) {
+	s.lastCheckpoint = ck
+	mf := s.commitLog.mfq.find(end - 1)
+	if mf == nil {
+		return
+	}
+	if mf.storeTimestamp.Load() == 0 && ck.PhysicFlushedOffset == end {
+		mf.storeTimestamp.Store(ck.PhysicMsgTimestamp)
+	}
+	if s.dispatcher.lastStoreTs.Load() == 0 { // the replay dispatched nothing
+		s.dispatcher.lastStoreTs.Store(mf.storeTimestamp.Load())
+	}
 }
 
 // recoverCommitLogNormally trusts a ringmq checkpoint written at clean shutdown; without one (a store
@@ -206,6 +226,7 @@ func (s *Store) scanCommitLog(start int64, checkCRC bool, durableBelow int64) (i
 			b := mf.data[pos:]
 			size, magic, _ := codec.PeekRecordHeader(b)
 			var bad error
+			var storeTs int64
 			if magic == codec.BlankMagicCode {
 				if int64(size) == mf.size-pos {
 					pos = mf.size
@@ -214,6 +235,7 @@ func (s *Store) scanCommitLog(start int64, checkCRC bool, durableBelow int64) (i
 				bad = fmt.Errorf("blank record of %d bytes with %d left in the file", size, mf.size-pos)
 			} else {
 				rec, err := codec.DecodeRecord(b, checkCRC)
+				storeTs = rec.StoreTimestamp
 				switch {
 				case err != nil:
 					bad = err
@@ -235,6 +257,7 @@ func (s *Store) scanCommitLog(start int64, checkCRC bool, durableBelow int64) (i
 				}
 				return at, nil
 			}
+			storeMax(&mf.storeTimestamp, storeTs) // the file's last record's, as puts keep it
 			pos += int64(size)
 		}
 		off = mf.fromOffset + mf.size

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -298,4 +299,54 @@ func TestFaultFSCrashModel(t *testing.T) {
 	require.NoError(t, f.Sync(), "Times: 1 fails once")
 	require.NoError(t, f.Close())
 	remove()
+}
+
+// TestCheckpointTimestampsSurviveARunWithoutWrites: a clean stop keeps RocketMQ's checkpoint timestamps
+// (physicMsgTimestamp, logicsMsgTimestamp, indexMsgTimestamp: the store time of the last record) true
+// even when the run wrote nothing. Issue 14: they became 0, and Apache RocketMQ opening the store would
+// then replay everything from the first file.
+func TestCheckpointTimestampsSurviveARunWithoutWrites(t *testing.T) {
+	for _, mode := range []struct {
+		name      string
+		transient bool
+		flush     FlushDiskType
+	}{
+		{"mmap/async", false, AsyncFlush},
+		{"pool/sync", true, SyncFlush},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			dir := t.TempDir()
+			clock := newFakeClock(time.UnixMilli(1_700_000_000_000))
+			cfg := testConfig(dir)
+			cfg.TransientStorePoolEnable = mode.transient
+			cfg.FlushDiskType = mode.flush
+			s := openStarted(t, cfg, Deps{Clock: clock.Now})
+			var last PutResult
+			for i := range 3 {
+				clock.Advance(time.Second)
+				last = mustPut(t, s, testMessage("T", 0, bodyf("m%d", i), codec.PropertyKeys, "k"))
+			}
+			waitDispatched(t, s)
+			require.NoError(t, s.Shutdown())
+			want := last.StoreTimestamp
+			readTimestamps := func() [3]int64 {
+				ck, err := readCheckpoint(&osFS{}, cfg.checkpointPath())
+				require.NoError(t, err)
+				require.True(t, ck.Valid)
+				return [3]int64{ck.PhysicMsgTimestamp, ck.LogicsMsgTimestamp, ck.IndexMsgTimestamp}
+			}
+			require.Equal(t, [3]int64{want, want, want}, readTimestamps(), "after the run that wrote")
+
+			// Runs without a write: one after the clean stop, one recovering as after a crash (the abort
+			// marker left behind).
+			for run := range 2 {
+				if run == 1 {
+					require.NoError(t, os.WriteFile(cfg.abortPath(), []byte("1"), 0o644))
+				}
+				s = reopen(t, cfg, Deps{Clock: clock.Now})
+				require.NoError(t, s.Shutdown())
+				require.Equal(t, [3]int64{want, want, want}, readTimestamps(), "after run %d without writes", run)
+			}
+		})
+	}
 }
