@@ -86,6 +86,9 @@ type PullRequestHoldService struct {
 	// applied counts arrival notifications the hold goroutine has acted on (tests wait on
 	// it to know an arrival was seen).
 	applied atomic.Int64
+	// queued counts parks handed to the hold goroutine that it has not yet put in its table (or
+	// re-run): tests wait for 0 to know a pull is parked where an arrival's tag check applies.
+	queued atomic.Int64
 
 	mu struct {
 		sync.Mutex
@@ -185,6 +188,7 @@ func (h *PullRequestHoldService) suspend(pr *pullRequest) bool {
 		h.b.runPull(pr) // firstPass is false: answers without parking
 		return true
 	}
+	h.queued.Add(1)
 	h.mu.parks = append(h.mu.parks, pr)
 	h.mu.Unlock()
 	h.b.metrics.pullsHeld.Inc()
@@ -242,6 +246,7 @@ func (h *PullRequestHoldService) takeParks() {
 		h.table[pr.key] = append(h.table[pr.key], pr)
 		heap.Push(&h.deadlines, pr)
 	}
+	h.queued.Add(-int64(len(parks)))
 	h.parkBuf = parks[:0]
 }
 
@@ -342,6 +347,7 @@ func (h *PullRequestHoldService) answerAll() {
 	parks := h.mu.parks
 	h.mu.parks = nil
 	h.mu.Unlock()
+	h.queued.Add(-int64(len(parks)))
 	for _, pr := range parks {
 		h.held.Add(-1)
 		h.b.metrics.pullsHeld.Dec()
