@@ -1,0 +1,283 @@
+package ha
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ClientConfig configures a slave's HA client.
+type ClientConfig struct {
+	// MasterAddr is haMasterAddress: the master's HA "ip:port". Empty: learnt later through SetMasterAddr
+	// (from the name servers' register responses).
+	MasterAddr string
+	// HeartbeatInterval (haSendHeartbeatInterval, 5 s): a report goes out at least this often.
+	HeartbeatInterval time.Duration
+	// HousekeepingInterval (haHousekeepingInterval, 20 s): with nothing read from the master for this
+	// long (it sends a heartbeat every HeartbeatInterval), the connection is closed and made again.
+	HousekeepingInterval time.Duration
+	// ReconnectInterval: the pause after a failed connect, or while no master address is known (5 s).
+	ReconnectInterval time.Duration
+	// DialTimeout bounds a connect (3 s).
+	DialTimeout time.Duration
+}
+
+// DefaultClientConfig is RocketMQ's defaults.
+func DefaultClientConfig(masterAddr string) ClientConfig {
+	return ClientConfig{MasterAddr: masterAddr, HeartbeatInterval: 5 * time.Second, HousekeepingInterval: 20 * time.Second,
+		ReconnectInterval: 5 * time.Second, DialTimeout: 3 * time.Second}
+}
+
+// Validate names the first bad field.
+func (c ClientConfig) Validate() error {
+	switch {
+	case c.HeartbeatInterval <= 0:
+		return fmt.Errorf("ha: haSendHeartbeatInterval = %v, want > 0", c.HeartbeatInterval)
+	case c.HousekeepingInterval <= c.HeartbeatInterval:
+		return fmt.Errorf("ha: haHousekeepingInterval = %v, want > haSendHeartbeatInterval (%v)",
+			c.HousekeepingInterval, c.HeartbeatInterval)
+	case c.ReconnectInterval <= 0 || c.DialTimeout <= 0:
+		return fmt.Errorf("ha: reconnect interval %v and dial timeout %v must be > 0", c.ReconnectInterval, c.DialTimeout)
+	}
+	return nil
+}
+
+// Client is the slave side (RocketMQ's HAClient): it connects to the master's HA port, reports its
+// CommitLog end, and appends every frame's bytes at the same physical offset. After any failure it closes
+// the connection, reconnects and reports its end again, so replication resumes where the slave's CommitLog
+// ends. Safe for concurrent use.
+//
+// Unlike RocketMQ, whose first report waits one heartbeat interval (5 s) after the connect, the first
+// report goes out at once: a master (Java's too) starts the transfer on the first report, so waiting only
+// delays catching up.
+type Client struct {
+	cfg    ClientConfig
+	log    SlaveLog
+	logger *slog.Logger
+
+	masterAddr atomic.Pointer[string]
+	addrWake   chan struct{} // cap 1: SetMasterAddr while waiting for an address
+
+	// Counters for tests and metrics.
+	connects atomic.Int64
+	frames   atomic.Int64
+
+	mu struct {
+		sync.Mutex
+		conn   net.Conn
+		closed bool
+	}
+	quit chan struct{}
+	done chan struct{}
+}
+
+// NewClient makes a client; Start runs it.
+func NewClient(cfg ClientConfig, log SlaveLog, logger *slog.Logger) (*Client, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Client{cfg: cfg, log: log, logger: logger.With("component", "ha"), addrWake: make(chan struct{}, 1),
+		quit: make(chan struct{}), done: make(chan struct{})}
+	addr := cfg.MasterAddr
+	c.masterAddr.Store(&addr)
+	return c, nil
+}
+
+// Start connects in the background and keeps connected until Close.
+func (c *Client) Start() { go c.run() }
+
+// SetMasterAddr changes the master's HA address (learnt from a register response). It takes effect on
+// the next connect; with haMasterAddress configured, the broker does not call it.
+func (c *Client) SetMasterAddr(addr string) {
+	if old := c.masterAddr.Load(); old != nil && *old == addr {
+		return
+	}
+	c.masterAddr.Store(&addr)
+	select {
+	case c.addrWake <- struct{}{}:
+	default:
+	}
+}
+
+// MasterAddr is the address the client connects to ("" while unknown).
+func (c *Client) MasterAddr() string { return *c.masterAddr.Load() }
+
+// Connects counts the connections made; Frames the frames received (heartbeats included).
+func (c *Client) Connects() int64 { return c.connects.Load() }
+
+// Frames counts the transfer frames received.
+func (c *Client) Frames() int64 { return c.frames.Load() }
+
+// Close disconnects and stops the client.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	c.mu.closed = true
+	if c.mu.conn != nil {
+		_ = c.mu.conn.Close()
+	}
+	c.mu.Unlock()
+	close(c.quit)
+	<-c.done
+	return nil
+}
+
+// run: connect, replicate until the connection fails, pause after a failed connect, repeat.
+func (c *Client) run() {
+	defer close(c.done)
+	for {
+		select {
+		case <-c.quit:
+			return
+		default:
+		}
+		addr := c.MasterAddr()
+		var err error
+		if addr != "" {
+			err = c.session(addr)
+			if err == nil {
+				continue // closed on purpose, or the master went: reconnect at once
+			}
+			c.logger.Info("ha: connection to the master ended", "master", addr, "reason", err)
+		}
+		t := time.NewTimer(c.cfg.ReconnectInterval)
+		select {
+		case <-c.quit:
+			t.Stop()
+			return
+		case <-c.addrWake:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// session runs one connection: report the CommitLog end at once, then append frames and report after each
+// burst of them; a reporter reports at least every HeartbeatInterval. It returns nil only when closed.
+func (c *Client) session(addr string) error {
+	nc, err := net.DialTimeout("tcp", addr, c.cfg.DialTimeout)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		_ = nc.Close()
+		return nil
+	}
+	c.mu.conn = nc
+	c.mu.Unlock()
+	c.connects.Add(1)
+	c.logger.Info("ha: connected to the master", "master", addr, "maxOffset", c.log.MaxPhyOffset())
+
+	r := &reporter{nc: nc, timeout: c.cfg.HousekeepingInterval}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	defer func() {
+		close(stop)
+		_ = nc.Close()
+		wg.Wait()
+		c.mu.Lock()
+		c.mu.conn = nil
+		c.mu.Unlock()
+	}()
+	if err := r.report(c.log.MaxPhyOffset()); err != nil {
+		return err
+	}
+	wg.Add(1)
+	go func() { // the heartbeat report
+		defer wg.Done()
+		t := time.NewTicker(c.cfg.HeartbeatInterval / 2)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				if time.Since(r.lastWrite()) >= c.cfg.HeartbeatInterval {
+					if r.report(c.log.MaxPhyOffset()) != nil {
+						_ = nc.Close()
+						return
+					}
+				}
+			}
+		}
+	}()
+	err = c.readFrames(nc, r)
+	select {
+	case <-c.quit:
+		return nil
+	default:
+	}
+	return err
+}
+
+// readFrames appends every frame's body at its offset and reports the new end once no more bytes are
+// buffered (one report per burst, as RocketMQ reports per read).
+func (c *Client) readFrames(nc net.Conn, r *reporter) error {
+	br := bufio.NewReaderSize(nc, 256<<10)
+	var hdr [FrameHeaderBytes]byte
+	for {
+		_ = nc.SetReadDeadline(time.Now().Add(c.cfg.HousekeepingInterval))
+		if _, err := io.ReadFull(br, hdr[:]); err != nil {
+			return err
+		}
+		h, err := ParseFrameHeader(hdr[:])
+		if err != nil {
+			return err
+		}
+		c.frames.Add(1)
+		max := c.log.MaxPhyOffset()
+		if max != 0 && max != h.PhyOffset {
+			return fmt.Errorf("%w: frame at %d, slave CommitLog ends at %d", ErrOffsetMismatch, h.PhyOffset, max)
+		}
+		if h.BodySize > 0 {
+			if err := c.log.AppendReplica(h.PhyOffset, int(h.BodySize), br); err != nil {
+				return fmt.Errorf("ha: append %d bytes at %d: %w", h.BodySize, h.PhyOffset, err)
+			}
+		}
+		if br.Buffered() == 0 && h.BodySize > 0 {
+			if err := r.report(c.log.MaxPhyOffset()); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// reporter writes reports; the frame reader and the heartbeat share it.
+type reporter struct {
+	nc      net.Conn
+	timeout time.Duration
+	mu      sync.Mutex
+	buf     [ReportBytes]byte
+	last    atomic.Int64 // unix nanoseconds of the last report written
+}
+
+func (r *reporter) report(off int64) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	binary.BigEndian.PutUint64(r.buf[:], uint64(off))
+	_ = r.nc.SetWriteDeadline(time.Now().Add(r.timeout))
+	if _, err := r.nc.Write(r.buf[:]); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	r.last.Store(time.Now().UnixNano())
+	return nil
+}
+
+func (r *reporter) lastWrite() time.Time { return time.Unix(0, r.last.Load()) }

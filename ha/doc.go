@@ -1,0 +1,23 @@
+// Package ha is master-slave replication, wire-compatible with Apache RocketMQ 4.x (PROTOCOL.md §13.2).
+//
+// A slave connects to the master's HA port (haListenPort, default listenPort + 1). There is no handshake
+// and no remoting framing: two big-endian byte streams.
+//
+//	slave → master: report, repeated         master → slave: transfer frame, repeated
+//	+--------------------------+             +----------------+--------------+------------------+
+//	| slaveMaxPhyOffset  int64 |             | phyOffset int64| bodySize int32| CommitLog bytes |
+//	+--------------------------+             +----------------+--------------+------------------+
+//	          8 bytes                              8                 4          bodySize (0: heartbeat)
+//
+// The master (Server) sends the CommitLog bytes from the offset the slave reports, at most
+// haTransferBatchSize per frame and never across a CommitLog file, straight from the mapped file (or the
+// transient pool buffer) to the socket in one vectored write: no copy through a Go buffer. The slave
+// (Client) reads each body straight into its own CommitLog at the same physical offset, then reports its
+// new end; its store dispatches ConsumeQueue and IndexFile entries from those bytes as a master's does.
+//
+// A SYNC_MASTER put waits for any slave to report an offset past the message's end (Replicas.Wait), the
+// waiters batched the way the flush group commit batches them: no goroutine or timer per waiter.
+//
+// The package knows the store only through the small interfaces in store.go; it imports neither the
+// broker nor the store.
+package ha

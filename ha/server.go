@@ -1,0 +1,362 @@
+package ha
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ServerConfig configures the master's HA server (PROTOCOL.md §13.6 for the keys).
+type ServerConfig struct {
+	// ListenAddr is host:port of haListenPort. Port 0 picks one (tests).
+	ListenAddr string
+	// TransferBatchSize (haTransferBatchSize, 32 KiB) caps a frame's body.
+	TransferBatchSize int
+	// HeartbeatInterval (haSendHeartbeatInterval, 5 s): an idle connection sends a heartbeat frame
+	// after this long without a frame.
+	HeartbeatInterval time.Duration
+	// HousekeepingInterval (haHousekeepingInterval, 20 s): a connection that reads no report (or cannot
+	// write) for this long is closed.
+	HousekeepingInterval time.Duration
+}
+
+// DefaultServerConfig is RocketMQ's defaults.
+func DefaultServerConfig(listenAddr string) ServerConfig {
+	return ServerConfig{ListenAddr: listenAddr, TransferBatchSize: 32 << 10, HeartbeatInterval: 5 * time.Second,
+		HousekeepingInterval: 20 * time.Second}
+}
+
+// Validate names the first bad field.
+func (c ServerConfig) Validate() error {
+	switch {
+	case c.TransferBatchSize < 1 || c.TransferBatchSize > MaxFrameBodyBytes:
+		return fmt.Errorf("ha: haTransferBatchSize = %d, want 1..%d", c.TransferBatchSize, MaxFrameBodyBytes)
+	case c.HeartbeatInterval <= 0:
+		return fmt.Errorf("ha: haSendHeartbeatInterval = %v, want > 0", c.HeartbeatInterval)
+	case c.HousekeepingInterval <= c.HeartbeatInterval:
+		return fmt.Errorf("ha: haHousekeepingInterval = %v, want > haSendHeartbeatInterval (%v)",
+			c.HousekeepingInterval, c.HeartbeatInterval)
+	}
+	return nil
+}
+
+// idleRecheck bounds how long an idle writer sleeps between looks at the CommitLog, in case a Notify
+// was missed (RocketMQ polls every 100 ms; ringmq is woken by Notify and looks again this often only as
+// a safety net).
+const idleRecheck = 100 * time.Millisecond
+
+// Server is the master side: it accepts slaves on haListenPort and streams the CommitLog to each from the
+// offset it reports (RocketMQ's HAService + HAConnection). Two goroutines per slave: a reader of reports and
+// a writer of frames. Safe for concurrent use.
+type Server struct {
+	cfg    ServerConfig
+	log    MasterLog
+	logger *slog.Logger
+	ln     net.Listener
+
+	// acked is push2SlaveMaxOffset: the highest offset any slave reported (monotonic). onAck runs after
+	// it moves.
+	acked atomic.Int64
+	onAck atomic.Pointer[func()]
+
+	// idleWriters counts writers waiting for data: Notify is one atomic load while none waits.
+	idleWriters atomic.Int32
+	conns       atomic.Pointer[[]*masterConn] // copy on write, read by Notify
+
+	mu struct {
+		sync.Mutex
+		conns  map[*masterConn]struct{}
+		closed bool
+	}
+	wg   sync.WaitGroup
+	quit chan struct{}
+}
+
+// NewServer listens on cfg.ListenAddr. Call Start to accept slaves.
+func NewServer(cfg ServerConfig, log MasterLog, logger *slog.Logger) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	ln, err := net.Listen("tcp", cfg.ListenAddr)
+	if err != nil {
+		return nil, fmt.Errorf("ha: listen on haListenPort %s: %w", cfg.ListenAddr, err)
+	}
+	s := &Server{cfg: cfg, log: log, logger: logger.With("component", "ha"), ln: ln, quit: make(chan struct{})}
+	s.mu.conns = map[*masterConn]struct{}{}
+	s.conns.Store(&[]*masterConn{})
+	return s, nil
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Start accepts slaves in the background.
+func (s *Server) Start() {
+	s.wg.Add(1)
+	go s.accept()
+}
+
+// SetAckListener sets fn to run (on a connection's reader goroutine) each time a slave report raises
+// the acknowledged offset. It must not block.
+func (s *Server) SetAckListener(fn func()) { s.onAck.Store(&fn) }
+
+// AckedOffset is push2SlaveMaxOffset: the highest CommitLog offset a slave reported having.
+func (s *Server) AckedOffset() int64 { return s.acked.Load() }
+
+// SlaveCount is the number of connected slaves.
+func (s *Server) SlaveCount() int { return len(*s.conns.Load()) }
+
+// Notify tells idle writers that records were published. Cheap enough for every put: one atomic load
+// while every writer is busy.
+func (s *Server) Notify() {
+	if s.idleWriters.Load() == 0 {
+		return
+	}
+	for _, c := range *s.conns.Load() {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Close stops accepting, closes every slave connection and waits for their goroutines.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	s.mu.closed = true
+	conns := make([]*masterConn, 0, len(s.mu.conns))
+	for c := range s.mu.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	close(s.quit)
+	err := s.ln.Close()
+	for _, c := range conns {
+		c.close()
+	}
+	s.wg.Wait()
+	return err
+}
+
+func (s *Server) accept() {
+	defer s.wg.Done()
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			select {
+			case <-s.quit:
+				return
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			s.logger.Error("ha: accept failed; the HA server stops", "error", err)
+			return
+		}
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		c := &masterConn{srv: s, nc: nc, wake: make(chan struct{}, 1), reported: make(chan struct{}),
+			done: make(chan struct{}), remote: nc.RemoteAddr().String()}
+		s.mu.Lock()
+		if s.mu.closed {
+			s.mu.Unlock()
+			_ = nc.Close()
+			return
+		}
+		s.mu.conns[c] = struct{}{}
+		s.publishConnsLocked()
+		s.mu.Unlock()
+		s.logger.Info("ha: slave connected", "slave", c.remote)
+		s.wg.Add(2)
+		go c.readLoop()
+		go c.writeLoop()
+	}
+}
+
+// publishConnsLocked refreshes the list Notify reads. Caller holds s.mu.
+func (s *Server) publishConnsLocked() {
+	list := make([]*masterConn, 0, len(s.mu.conns))
+	for c := range s.mu.conns {
+		list = append(list, c)
+	}
+	s.conns.Store(&list)
+}
+
+func (s *Server) remove(c *masterConn) {
+	s.mu.Lock()
+	if _, ok := s.mu.conns[c]; ok {
+		delete(s.mu.conns, c)
+		s.publishConnsLocked()
+	}
+	s.mu.Unlock()
+}
+
+// raiseAck moves push2SlaveMaxOffset up to off and tells the listener.
+func (s *Server) raiseAck(off int64) {
+	for {
+		cur := s.acked.Load()
+		if off <= cur {
+			return
+		}
+		if s.acked.CompareAndSwap(cur, off) {
+			break
+		}
+	}
+	if fn := s.onAck.Load(); fn != nil {
+		(*fn)()
+	}
+}
+
+// masterConn is one slave: readLoop takes its reports, writeLoop streams frames to it.
+type masterConn struct {
+	srv    *Server
+	nc     net.Conn
+	remote string
+
+	wake      chan struct{} // cap 1: records were published (Notify)
+	reported  chan struct{} // closed by the first report
+	requested atomic.Int64  // the first report: where the transfer starts
+	ackOffset atomic.Int64  // the last report
+
+	closeOnce sync.Once
+	done      chan struct{} // closed by close
+}
+
+func (c *masterConn) close() {
+	c.closeOnce.Do(func() {
+		close(c.done)
+		_ = c.nc.Close()
+		c.srv.remove(c)
+	})
+}
+
+func (c *masterConn) isClosed() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// readLoop reads the slave's reports until the connection fails: the first fixes where the transfer
+// starts; each raises the acknowledged offset. A report past the master's end closes the connection.
+func (c *masterConn) readLoop() {
+	defer c.srv.wg.Done()
+	defer c.close()
+	var buf [ReportBytes]byte
+	first := true
+	for {
+		_ = c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.HousekeepingInterval))
+		off, err := readReport(c.nc, &buf)
+		if err != nil {
+			if !c.isClosed() {
+				c.srv.logger.Info("ha: slave connection closed", "slave", c.remote, "reason", err)
+			}
+			return
+		}
+		if max := c.srv.log.MaxPhyOffset(); off > max {
+			c.srv.logger.Warn("ha: closing a slave whose CommitLog is ahead of the master's (wipe its store)",
+				"slave", c.remote, "reported", off, "masterMaxOffset", max, "error", ErrReportAhead)
+			return
+		}
+		c.ackOffset.Store(off)
+		if first {
+			first = false
+			c.requested.Store(off)
+			close(c.reported)
+		}
+		c.srv.raiseAck(off)
+	}
+}
+
+// writeLoop streams the CommitLog from the slave's first report: reported 0 means a new slave, which
+// starts at the master's last file (RocketMQ sends no older history). Each frame is the header and a view
+// of the mapped file (or pool buffer) in one vectored write; a frame never crosses a file. While idle it
+// waits for Notify, and sends a heartbeat frame after HeartbeatInterval without a frame.
+func (c *masterConn) writeLoop() {
+	defer c.srv.wg.Done()
+	defer c.close()
+	select {
+	case <-c.reported:
+	case <-c.done:
+		return
+	}
+	cfg, log := &c.srv.cfg, c.srv.log
+	next := c.requested.Load()
+	if next == 0 {
+		max := log.MaxPhyOffset()
+		next = max - max%log.FileSize()
+	}
+	c.srv.logger.Info("ha: transfer starts", "slave", c.remote, "offset", next)
+	var hdr [FrameHeaderBytes]byte
+	var vec [2][]byte
+	lastWrite := time.Now()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for !c.isClosed() {
+		fileEnd := next - next%log.FileSize() + log.FileSize()
+		data, release := log.ReadReplica(next, int(min(int64(cfg.TransferBatchSize), fileEnd-next)))
+		if len(data) > 0 {
+			putFrameHeader(hdr[:], next, int32(len(data)))
+			vec[0], vec[1] = hdr[:], data
+			bufs := net.Buffers(vec[:])
+			_ = c.nc.SetWriteDeadline(time.Now().Add(cfg.HousekeepingInterval))
+			_, err := bufs.WriteTo(c.nc)
+			release()
+			vec[1] = nil
+			if err != nil {
+				c.srv.logger.Info("ha: transfer to slave failed", "slave", c.remote, "error", err)
+				return
+			}
+			next += int64(len(data))
+			lastWrite = time.Now()
+			continue
+		}
+		if release != nil {
+			release()
+		}
+		if since := time.Since(lastWrite); since >= cfg.HeartbeatInterval {
+			putFrameHeader(hdr[:], next, 0)
+			_ = c.nc.SetWriteDeadline(time.Now().Add(cfg.HousekeepingInterval))
+			if _, err := c.nc.Write(hdr[:]); err != nil {
+				c.srv.logger.Info("ha: heartbeat to slave failed", "slave", c.remote, "error", err)
+				return
+			}
+			lastWrite = time.Now()
+			continue
+		}
+		// Idle: announce it, look once more (a put published between the read above and the
+		// announcement found no idle writer to wake), then wait.
+		c.srv.idleWriters.Add(1)
+		if data, release := log.ReadReplica(next, 1); len(data) > 0 {
+			release()
+			c.srv.idleWriters.Add(-1)
+			continue
+		} else if release != nil {
+			release()
+		}
+		timer.Reset(min(idleRecheck, cfg.HeartbeatInterval-time.Since(lastWrite)))
+		select {
+		case <-c.wake:
+		case <-timer.C:
+		case <-c.done:
+		}
+		timer.Stop()
+		c.srv.idleWriters.Add(-1)
+	}
+}
