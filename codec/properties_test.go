@@ -192,3 +192,17 @@ func FuzzValidateProperties(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkValidateProperties is the check a send pays (twice: the broker on the client's
+// properties, the store on the record's): properties as a Go producer's send carries them
+// after the broker added UNIQ_KEY and CLUSTER (~110 bytes, 4 pairs).
+func BenchmarkValidateProperties(b *testing.B) {
+	p := []byte("TAGS\x01TagA\x02KEYS\x01order-1234\x02UNIQ_KEY\x017F0000010001B4AAC6921F4B9C800001\x02CLUSTER\x01DefaultCluster\x02")
+	b.SetBytes(int64(len(p)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if ValidateProperties(p) != nil {
+			b.Fatal("malformed")
+		}
+	}
+}
