@@ -25,7 +25,7 @@ import (
 //   - a refused send stores nothing.
 //
 // The topic comes from a small fixed set (a plain topic, a MULTI_TAG one, a retry topic, a
-// system topic) rather than from the fuzzer, so that the store does not grow a ConsumeQueue
+// system topic that sends may not write) rather than from the fuzzer, so that the store does not grow a ConsumeQueue
 // per fuzzed name; delayed and transactional sends reach their system topics through the
 // properties and the sysFlag. The delay table is hours long and transaction checks are off,
 // so nothing but the sends writes to the store while the target runs.
