@@ -474,7 +474,9 @@ func (s *ScheduleMessageService) deliverLevel(l *delayLevel, nowMs int64) int64 
 }
 
 // deliver writes one scheduled record's copy to its real topic and returns the record's
-// schedule queue offset. errSkipRecord: the record can never be delivered.
+// schedule queue offset. errSkipRecord: the record can never be delivered. The copy's
+// properties are the record's well-formed pairs only (codec.AppendPropertiesWithout), so a
+// record stored before properties were checked is delivered without its malformed pieces.
 func (s *ScheduleMessageService) deliver(rec []byte) (int64, error) {
 	var queueOffset int64 = -1
 	if len(rec) >= 28 {

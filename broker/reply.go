@@ -20,13 +20,15 @@ import (
 // REPLY_TO_CLIENT, as SEND_REPLY_MESSAGE. The broker then, on the event loop:
 //
 //  1. runs the send checks (send.go checkSend) and picks a queue when the header says < 0;
-//  2. stores the reply as sent — properties unchanged, no UNIQ_KEY or CLUSTER added — when it
+//  2. refuses it with MESSAGE_ILLEGAL when its properties are malformed (as sends do, send.go);
+//  3. stores the reply as sent — properties unchanged but for pairs with an empty value
+//     (dropped, as for sends), no UNIQ_KEY or CLUSTER added — when it
 //     has a body (the Go client's consumer.CreateReplyMessage sends none, and the Java broker
 //     then fails to store it but still pushes it);
-//  3. finds the connection of the producer whose heartbeat gave that client id and pushes the
+//  4. finds the connection of the producer whose heartbeat gave that client id and pushes the
 //     reply to it with PUSH_REPLY_MESSAGE_TO_CLIENT: the send header's fields plus bornHost,
 //     storeHost and storeTimestamp, properties + PUSH_REPLY_TIME, the body as sent;
-//  4. answers the replier when the requester has answered the push (or after
+//  5. answers the replier when the requester has answered the push (or after
 //     pushReplyTimeout): SUCCESS with msgId/queueId/queueOffset of the stored reply (msgId
 //     "0" when it was not stored), or SYSTEM_ERROR naming why the push failed.
 //
@@ -72,6 +74,12 @@ func (b *Broker) processSendReplyMessage(rc *RequestContext) {
 		b.respond(to, codec.ResponseMessageIllegal, b.messageIllegalRemark(), region[:])
 		return
 	}
+	// Checked as for sends (send.go clientProperties), before they are stored or pushed.
+	props, err := clientProperties(nil, stringBytes(h.Properties))
+	if err != nil {
+		b.respond(to, codec.ResponseMessageIllegal, malformedPropertiesRemark("properties", err), region[:])
+		return
+	}
 	born := bornHost(rc)
 	sysFlag := h.SysFlag & sendSysFlagClientMask
 	if tc.TopicFilterType == codec.TopicFilterMultiTag {
@@ -92,7 +100,7 @@ func (b *Broker) processSendReplyMessage(rc *RequestContext) {
 			StoreHost:      b.storeHost,
 			ReconsumeTimes: h.ReconsumeTimes,
 			Body:           body,
-			Properties:     []byte(h.Properties),
+			Properties:     props,
 		}
 		res, err := b.store.PutMessage(&msg)
 		if c, _ := b.putOutcome(res, err); c == codec.ResponseSuccess {
@@ -112,7 +120,6 @@ func (b *Broker) processSendReplyMessage(rc *RequestContext) {
 	answer := func(code codec.ResponseCode, remark string) { b.respond(to, code, remark, fields[:]) }
 
 	// Push to the requester.
-	props := stringBytes(h.Properties)
 	sender, ok := codec.LookupProperty(props, codec.PropertyReplyToClient)
 	if !ok || len(sender) == 0 {
 		answer(codec.ResponseSystemError, "reply message properties["+codec.PropertyReplyToClient+"] is null")

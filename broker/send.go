@@ -39,6 +39,10 @@ import (
 //	body non-empty, ≤ maxMessageSize,
 //	properties ≤ 32767 bytes              else MESSAGE_ILLEGAL, answered at once on the same
 //	                                      connection
+//	properties well formed                else MESSAGE_ILLEGAL "the properties are malformed: <what,
+//	(codec.ValidateProperties; a batch's   where>" (Java parses and re-encodes them, dropping what
+//	header and each item)                  it cannot read; ringmq refuses, but drops a pair with an
+//	                                      empty value as Java does: Java clients send those)
 //
 // What the stored record gets (as Apache RocketMQ does): the born host is the connection's
 // peer, the store host brokerIP1:listenPort; the sysFlag keeps only bits a client may set
@@ -261,7 +265,12 @@ func (b *Broker) prepareMessage(r *sendRequest, rc *RequestContext, tc *codec.To
 	if len(body) > b.data.maxMessageSize || len(h.Properties) > propertiesBytesLimit {
 		return codec.ResponseMessageIllegal, b.messageIllegalRemark()
 	}
-	clientProps := stringBytes(h.Properties)
+	// Checked before anything reads them. A copy (pairs with empty values dropped) goes to
+	// the arena, which a single message does not otherwise use.
+	clientProps, err := clientProperties(r.arena[:0], stringBytes(h.Properties))
+	if err != nil {
+		return codec.ResponseMessageIllegal, malformedPropertiesRemark("properties", err)
+	}
 	topic, queueID := h.Topic, r.queueID
 	sysFlag := h.SysFlag & sendSysFlagClientMask
 
@@ -387,7 +396,10 @@ func (b *Broker) prepareBatch(r *sendRequest, rc *RequestContext, tc *codec.Topi
 	case len(body) > b.data.maxMessageSize || len(h.Properties) > propertiesBytesLimit:
 		return codec.ResponseMessageIllegal, b.messageIllegalRemark()
 	}
-	headerProps := stringBytes(h.Properties)
+	headerProps, err := clientProperties(nil, stringBytes(h.Properties))
+	if err != nil {
+		return codec.ResponseMessageIllegal, malformedPropertiesRemark("properties", err)
+	}
 	if v, ok := codec.LookupProperty(headerProps, codec.PropertyDelayTimeLevel); ok && !bytes.Equal(v, []byte("0")) {
 		return codec.ResponseMessageIllegal, "batch message does not support delay level"
 	}
@@ -418,9 +430,14 @@ func (b *Broker) prepareBatch(r *sendRequest, rc *RequestContext, tc *codec.Topi
 			break
 		}
 		start := len(arena)
-		arena = append(arena, item.Properties...)
-		if len(item.Properties) > 0 && item.Properties[len(item.Properties)-1] != codec.PropertySeparator {
-			arena = append(arena, codec.PropertySeparator)
+		if err := codec.ValidateProperties(item.Properties); err == nil {
+			arena = append(arena, item.Properties...)
+			if len(item.Properties) > 0 && item.Properties[len(item.Properties)-1] != codec.PropertySeparator {
+				arena = append(arena, codec.PropertySeparator)
+			}
+		} else if arena, err = dropEmptyValues(arena, item.Properties, err); err != nil {
+			return codec.ResponseMessageIllegal, malformedPropertiesRemark(
+				"properties of batch item "+strconv.Itoa(n+1), err)
 		}
 		arena = append(arena, batchProps...)
 		if len(arena)-start > propertiesBytesLimit {
@@ -453,6 +470,44 @@ func (b *Broker) prepareBatch(r *sendRequest, rc *RequestContext, tc *codec.Topi
 	}
 	r.arena, r.itemBounds = arena, bounds
 	return codec.ResponseSuccess, ""
+}
+
+// clientProperties checks a producer's properties (PROTOCOL.md §5.4) before anything reads
+// them. Well-formed properties come back as they are, without a copy. Pairs with an empty
+// value are dropped, into a copy appended to scratch (see dropEmptyValues). Anything else
+// malformed fails with the *codec.PropertiesError naming the first bad piece.
+func clientProperties(scratch, props []byte) ([]byte, error) {
+	err := codec.ValidateProperties(props)
+	if err == nil {
+		return props, nil
+	}
+	return dropEmptyValues(scratch, props, err)
+}
+
+// dropEmptyValues follows a failed codec.ValidateProperties(props) (err): when the defect is
+// a pair with an empty value, props without such pairs are appended to dst, as Apache
+// RocketMQ drops them when it parses and re-encodes a sent message — Java clients send them
+// (Message.setKeys with an empty collection sends "KEYS 0x01 0x02"), and refusing them would
+// fail sends that Apache RocketMQ takes. Any other defect is returned (dst unchanged): Java
+// silently drops those pieces too, but no client writes them, and the readers of a stored
+// record disagree on some of them (see codec.ValidateProperties).
+func dropEmptyValues(dst, props []byte, err error) ([]byte, error) {
+	var pe *codec.PropertiesError
+	if !errors.As(err, &pe) || pe.Problem != codec.PropertiesEmptyValue {
+		return dst, err
+	}
+	return codec.AppendPropertiesDroppingEmptyValues(dst, props)
+}
+
+// malformedPropertiesRemark is the MESSAGE_ILLEGAL remark for a properties error, e.g.
+// "the properties of batch item 2 are malformed: codec: properties: piece 1 at byte 0 has no
+// name" (items and pieces count from 1, bytes from 0).
+func malformedPropertiesRemark(field string, err error) string {
+	var pe *codec.PropertiesError
+	if errors.As(err, &pe) {
+		err = pe // without the store's wrapping
+	}
+	return "the " + field + " are malformed: " + err.Error()
 }
 
 // copyProperties appends the client's properties without WAIT (and without DELAY when
@@ -575,6 +630,10 @@ type syncFlushQueue interface{ SyncFlushQueueFull() bool }
 func (b *Broker) putOutcome(res store.PutResult, err error) (codec.ResponseCode, string) {
 	if err != nil {
 		switch {
+		case errors.Is(err, codec.ErrMalformedProperties):
+			// The store's own check (the send paths check a client's properties first): a record
+			// re-encoded by the broker, e.g. a send-back of a record an older broker stored.
+			return codec.ResponseMessageIllegal, malformedPropertiesRemark("properties", err)
 		case errors.Is(err, store.ErrMessageIllegal), errors.Is(err, store.ErrPropertiesSizeExceeded):
 			return codec.ResponseMessageIllegal, b.messageIllegalRemark()
 		case errors.Is(err, store.ErrOSPageCacheBusy):

@@ -26,7 +26,10 @@ import (
 // and host, and properties, with reconsume times + 1, RETRY_TOPIC (the original topic, set
 // on the first send-back only), ORIGIN_MESSAGE_ID (the first record's offsetMsgId, kept
 // across retries) and WAIT=false. Consumers subscribe %RETRY%<group> themselves and put the
-// original topic back from RETRY_TOPIC.
+// original topic back from RETRY_TOPIC. The properties are re-encoded from the record's
+// well-formed pairs only (codec.AppendPropertiesWithout): a record stored before properties
+// were checked loses its malformed pieces, and what still does not parse (a topic holding a
+// 0x01, copied into RETRY_TOPIC) the store refuses: MESSAGE_ILLEGAL naming it.
 //
 // Checks, in the Java broker's order: group exists or is auto-created
 // (SUBSCRIPTION_GROUP_NOT_EXIST), broker writable (NO_PERMISSION), retryQueueNums ≤ 0 →

@@ -484,10 +484,16 @@ func (t *transactionService) discard(r *codec.Record, toCheckMax bool) bool {
 	}
 	if toCheckMax {
 		b.topics.CreateInSendMessageBack(TransCheckMaxTimeTopic, 1, PermRead|PermWrite, 0)
+		props := r.Properties
+		if codec.ValidateProperties(props) != nil {
+			// A half stored before properties were checked: the store would refuse it as is,
+			// and this discard would be retried for ever. Re-encode it canonically.
+			props = codec.AppendPropertiesWithout(nil, props)
+		}
 		msg := codec.Message{
 			Topic: TransCheckMaxTimeTopic, QueueID: 0, Flag: r.Flag, SysFlag: r.SysFlag,
 			BornTimestamp: r.BornTimestamp, BornHost: r.BornHost, StoreHost: b.storeHost,
-			ReconsumeTimes: r.ReconsumeTimes, Body: r.Body, Properties: r.Properties,
+			ReconsumeTimes: r.ReconsumeTimes, Body: r.Body, Properties: props,
 		}
 		if _, err := b.store.PutMessage(&msg); err != nil {
 			b.logger.Warn("broker: moving a half message to "+TransCheckMaxTimeTopic+" failed; will retry", "err", err)
@@ -715,6 +721,8 @@ func (t *transactionService) end(to replyTo, h *codec.EndTransactionRequestHeade
 }
 
 // commit writes the real message of the half r (EndTransactionProcessor.endMessageTransaction).
+// Its properties are re-encoded from r's well-formed pairs only (codec.AppendPropertiesWithout),
+// so a half stored before properties were checked commits without its malformed pieces.
 func (t *transactionService) commit(r *codec.Record) (codec.ResponseCode, string) {
 	b := t.b
 	realTopic, ok := codec.LookupProperty(r.Properties, codec.PropertyRealTopic)

@@ -566,7 +566,10 @@ func (s *Store) checkMessage(m *codec.Message) (PutMessageStatus, error) {
 	return checkMessage(&s.cfg, m)
 }
 
-// checkMessage validates what the record format and maxMessageSize limit.
+// checkMessage validates what the record format and maxMessageSize limit, and the properties: a
+// record whose properties do not parse is never written, whoever builds it (PROTOCOL.md §5.4; the
+// broker checks a client's properties before, to answer with a precise remark). It runs before the
+// put lock and allocates nothing unless it fails.
 func checkMessage(cfg *Config, m *codec.Message) (PutMessageStatus, error) {
 	switch {
 	case m.Body == nil:
@@ -583,6 +586,9 @@ func checkMessage(cfg *Config, m *codec.Message) (PutMessageStatus, error) {
 		return MessageIllegal, fmt.Errorf("%w: born host invalid", ErrMessageIllegal)
 	case m.QueueID < 0:
 		return MessageIllegal, fmt.Errorf("%w: queueId %d", ErrMessageIllegal, m.QueueID)
+	}
+	if err := codec.ValidateProperties(m.Properties); err != nil {
+		return MessageIllegal, fmt.Errorf("%w: %w", ErrMessageIllegal, err)
 	}
 	return PutOK, nil
 }

@@ -278,6 +278,46 @@ func TestPutLimits(t *testing.T) {
 	require.ErrorIs(t, s.Shutdown(), ErrClosed)
 }
 
+// A record whose properties do not parse is never written, whoever calls the store (the
+// broker refuses them first; this is the chokepoint behind it).
+func TestPutMalformedPropertiesRefused(t *testing.T) {
+	for _, kind := range []string{"file", "mem"} {
+		t.Run(kind, func(t *testing.T) {
+			var s MessageStore
+			if kind == "file" {
+				s = openStarted(t, testConfig(t.TempDir()), Deps{})
+			} else {
+				s = NewMemStore(testConfig("mem"), nil)
+			}
+			mustPut(t, s, testMessage("T", 0, []byte("good"), codec.PropertyTags, "a"))
+			end := s.MaxPhyOffset()
+			for _, props := range []string{"\x02\x02\x02", "\x01\x02\x01\x01\x02\x02TAGS", "TAGS\x01a\x02KEYS\x01\x02"} {
+				m := testMessage("T", 0, []byte("bad"))
+				m.Properties = []byte(props)
+				res, err := s.PutMessage(m)
+				require.ErrorIs(t, err, ErrMessageIllegal, "%q", props)
+				require.ErrorIs(t, err, codec.ErrMalformedProperties)
+				var pe *codec.PropertiesError
+				require.ErrorAs(t, err, &pe)
+				require.Equal(t, MessageIllegal, res.Status)
+
+				// In a batch: the whole batch is refused, the good item too.
+				batch := BatchPut{Messages: []codec.Message{*testMessage("T", 0, []byte("ok"), codec.PropertyTags, "b"), *m}}
+				res, err = s.PutMessages(&batch)
+				require.ErrorIs(t, err, ErrMessageIllegal)
+				require.ErrorIs(t, err, codec.ErrMalformedProperties)
+				require.Equal(t, MessageIllegal, res.Status)
+			}
+			require.Equal(t, end, s.MaxPhyOffset(), "nothing written")
+			// Both forms of well-formed properties are taken, and the next put follows the first.
+			res := mustPut(t, s, &codec.Message{Topic: "T", Body: []byte("x"), BornHost: testBornHost,
+				Properties: []byte("TAGS\x01a\x02KEYS\x01k")})
+			require.Equal(t, end, res.WroteOffset)
+			require.Equal(t, int64(1), res.QueueOffset)
+		})
+	}
+}
+
 func TestTransactionsScheduleAndListener(t *testing.T) {
 	for _, kind := range []string{"file", "mem"} {
 		t.Run(kind, func(t *testing.T) {

@@ -63,7 +63,8 @@ import (
 var (
 	// ErrConfig: a Config field is invalid; the message names it.
 	ErrConfig = errors.New("store: invalid config")
-	// ErrMessageIllegal: the message breaks a limit (body size, topic, record size); status MESSAGE_ILLEGAL.
+	// ErrMessageIllegal: the message breaks a limit (body size, topic, record size) or its properties are
+	// malformed (then it also wraps a *codec.PropertiesError); status MESSAGE_ILLEGAL.
 	ErrMessageIllegal = errors.New("store: message illegal")
 	// ErrPropertiesSizeExceeded: encoded properties longer than 32767 bytes; status PROPERTIES_SIZE_EXCEEDED.
 	ErrPropertiesSizeExceeded = errors.New("store: properties size exceeded")
