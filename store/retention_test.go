@@ -12,11 +12,12 @@ import (
 	"github.com/ringmq/ringmq/codec"
 )
 
-// usageFS reports a disk used at a settable percentage.
+// usageFS reports a 1 TiB disk used at a settable percentage (so that a file always fits by statfs).
 func usageFS(pct *atomic.Int64) *FaultFS {
 	ffs := NewFaultFS(NewOSFS(nil))
 	ffs.SetDiskUsage(func(string) (DiskUsage, error) {
-		return DiskUsage{TotalBytes: 1000, FreeBytes: uint64(1000 - pct.Load()*10)}, nil
+		const total = 1 << 40
+		return DiskUsage{TotalBytes: total, FreeBytes: uint64(100-pct.Load()) * (total / 100)}, nil
 	})
 	return ffs
 }
