@@ -5,6 +5,8 @@ package store
 // preallocation holds every free block.
 
 import (
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +16,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ringmq/ringmq/internal/logtest"
 )
 
 // spaceFS models the free space of a file system over real files. DiskUsage reports free bytes out of
@@ -111,4 +115,88 @@ func TestPreallocationThatCannotFitIsNotTried(t *testing.T) {
 	waitDispatched(t, s)
 	require.Zero(t, s.MinPhyOffset())
 	require.Len(t, getAll(t, s, "T", 0), puts, "every acknowledged put is readable")
+}
+
+// TestForcedDeletionIsAnExplicitChoice: above diskSpaceCleanForciblyRatio RocketMQ deletes the oldest
+// CommitLog files even before fileReservedTime (cleanFileForciblyEnable, default true there). ringmq
+// does so only when cleanFileForciblyEnable is set; by default the files stay, puts are refused above
+// diskSpaceWarningLevelRatio and one warning says why. With it set, the deletion is logged at ERROR with
+// the files and, per consumer group, the messages it loses unconsumed.
+func TestForcedDeletionIsAnExplicitChoice(t *testing.T) {
+	now := time.Now() // the files were just written: none is fileReservedTime (72 h) old
+	setup := func(t *testing.T, forcibly bool) (*Store, *atomic.Int64, *logtest.Recorder) {
+		var pct atomic.Int64
+		pct.Store(50)
+		cfg := testConfig(t.TempDir())
+		cfg.CleanFileForciblyEnable = forcibly
+		logger, logs := logtest.Logger()
+		s := openStarted(t, cfg, Deps{FS: usageFS(&pct), Logger: logger})
+		fillFiles(t, s, 4)
+		return s, &pct, logs
+	}
+	t.Run("default keeps every file", func(t *testing.T) {
+		s, pct, logs := setup(t, false)
+		files := s.commitLog.mfq.snapshot()
+		for _, p := range []int64{88, 95, 99} {
+			pct.Store(p)
+			n, err := s.cleanOnce(now)
+			require.NoError(t, err)
+			require.Zero(t, n, "%d %% used: an unexpired CommitLog file was deleted without cleanFileForciblyEnable", p)
+		}
+		require.Len(t, s.commitLog.mfq.snapshot(), len(files))
+		require.Zero(t, s.MinPhyOffset())
+		require.NotZero(t, s.RunningFlags()&FlagDiskFull, "above the warning level puts are refused instead")
+		require.Zero(t, s.forcedDeletedFiles.Load())
+		warns := logs.AtLevel(slog.LevelWarn)
+		require.Len(t, warns, 1, "one warning per episode")
+		require.Contains(t, warns[0].Message, "cleanFileForciblyEnable=false")
+		errs := logs.AtLevel(slog.LevelError)
+		require.Len(t, errs, 1)
+		require.Contains(t, errs[0].Message, "disk full, refusing puts")
+
+		// Expired files still go above diskMaxUsedSpaceRatio: that is retention, not forced deletion.
+		n, err := s.cleanOnce(now.Add(73 * time.Hour))
+		require.NoError(t, err)
+		require.Equal(t, len(files)-1, n)
+		require.Zero(t, s.forcedDeletedFiles.Load())
+	})
+	t.Run("cleanFileForciblyEnable deletes and says what is lost", func(t *testing.T) {
+		s, pct, logs := setup(t, true)
+		files := s.commitLog.mfq.snapshot()
+		maxOffset := s.GetMaxOffsetInQueue("T", 0)
+		s.SetConsumerOffsets(func() []ConsumerOffset {
+			return []ConsumerOffset{
+				{Group: "G-behind", Topic: "T", QueueID: 0, Offset: 3},
+				{Group: "G-done", Topic: "T", QueueID: 0, Offset: maxOffset},
+				{Group: "G-gone", Topic: "NoSuchTopic", QueueID: 0, Offset: 0},
+			}
+		})
+		pct.Store(88) // above diskSpaceCleanForciblyRatio (85), below the warning level (90)
+		n, err := s.cleanOnce(now)
+		require.NoError(t, err)
+		require.Equal(t, len(files)-1, n)
+		newMin := files[len(files)-1].fromOffset
+		require.Equal(t, newMin, s.MinPhyOffset())
+		require.Equal(t, int64(n), s.forcedDeletedFiles.Load())
+		minOffset := s.GetMinOffsetInQueue("T", 0)
+		require.Greater(t, minOffset, int64(3))
+
+		errs := logs.AtLevel(slog.LevelError)
+		require.NotEmpty(t, errs)
+		require.Contains(t, errs[0].Message, "FORCED DELETION")
+		for _, mf := range files[:n] {
+			require.Contains(t, logtest.Attr(errs[0], "files"), filepath.Base(mf.path))
+		}
+		require.Equal(t, fmt.Sprint(newMin), logtest.Attr(errs[0], "toOffset"))
+		var losses []slog.Record
+		for _, r := range errs {
+			if logtest.Attr(r, "group") != "" {
+				losses = append(losses, r)
+			}
+		}
+		require.Len(t, losses, 1, "only the group behind loses messages")
+		require.Equal(t, "G-behind", logtest.Attr(losses[0], "group"))
+		require.Equal(t, fmt.Sprint(minOffset-3), logtest.Attr(losses[0], "lostMessages"))
+		require.Empty(t, logs.AtLevel(slog.LevelWarn))
+	})
 }

@@ -110,7 +110,7 @@ func TestGetMessageFileStatuses(t *testing.T) {
 	require.Greater(t, n, 2)
 
 	// MESSAGE_WAS_REMOVING: the CommitLog file went, the queue's minimum was not corrected yet.
-	deleted, err := s.deleteExpiredCommitLog(clock.Now(), true)
+	deleted, err := s.deleteExpiredCommitLog(clock.Now(), true, 100)
 	require.NoError(t, err)
 	require.Equal(t, n-1, deleted)
 	r, err = s.GetMessage("g", "T", 0, 0, 32, 0, nil)

@@ -121,7 +121,11 @@ func TestRetentionByDiskPressure(t *testing.T) {
 	require.Zero(t, s.RunningFlags())
 
 	fillFiles(t, s, 4)
-	pct.Store(88) // > 85: even unexpired files go
+	pct.Store(88) // > 85: unexpired files stay unless forced deletion is enabled
+	n, err = s.cleanOnce(time.Now())
+	require.NoError(t, err)
+	require.Zero(t, n, "cleanFileForciblyEnable is off by default")
+	s.cfg.CleanFileForciblyEnable = true // retention goroutine idle (cleanResourceInterval 1 h)
 	n, err = s.cleanOnce(time.Now())
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
