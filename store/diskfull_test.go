@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -199,4 +200,52 @@ func TestForcedDeletionIsAnExplicitChoice(t *testing.T) {
 		require.Equal(t, fmt.Sprint(minOffset-3), logtest.Attr(losses[0], "lostMessages"))
 		require.Empty(t, logs.AtLevel(slog.LevelWarn))
 	})
+}
+
+// removeHookFS runs hook before a CommitLog file is removed.
+type removeHookFS struct {
+	FS
+	hook func(name string)
+}
+
+func (f *removeHookFS) Remove(name string) error {
+	if isCommitLogPath(name) {
+		f.hook(name)
+	}
+	return f.FS.Remove(name)
+}
+
+// TestRetentionMovesQueueMinimumBeforeDeletingFiles: while retention deletes CommitLog files, a pull from
+// the old minimum is told OFFSET_TOO_SMALL with the new one. Before the fix the files went first: the
+// pull skipped the entries whose records were gone and returned later messages under a minimum offset
+// of 0 (issue 14: "queue offsets are not contiguous: expected 123 actual 146").
+func TestRetentionMovesQueueMinimumBeforeDeletingFiles(t *testing.T) {
+	var pct atomic.Int64
+	pct.Store(80) // above diskMaxUsedSpaceRatio: expired files go at once
+	var mu sync.Mutex
+	var during []*GetMessageResult
+	var s *Store
+	fsys := &removeHookFS{FS: usageFS(&pct), hook: func(string) {
+		r, err := s.GetMessage("g", "T", 0, 0, 32, 0, nil)
+		if err == nil {
+			mu.Lock()
+			during = append(during, &GetMessageResult{Status: r.Status, MinOffset: r.MinOffset,
+				NextBeginOffset: r.NextBeginOffset, MessageCount: r.MessageCount})
+			mu.Unlock()
+			r.Release()
+		}
+	}}
+	s = openStarted(t, testConfig(t.TempDir()), Deps{FS: fsys})
+	fillFiles(t, s, 3)
+	n, err := s.cleanOnce(time.Now().Add(73 * time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, during, n)
+	for _, r := range during {
+		require.Equal(t, OffsetTooSmall, r.Status, "a pull from 0 during the deletion: %s, %d messages, next %d, min offset %d",
+			r.Status, r.MessageCount, r.NextBeginOffset, r.MinOffset)
+		require.Equal(t, s.GetMinOffsetInQueue("T", 0), r.NextBeginOffset)
+	}
 }

@@ -126,6 +126,13 @@ func (s *Store) deleteExpiredCommitLog(now time.Time, forcibly bool, ratio float
 	if forced > 0 {
 		s.reportForcedDeletion(files[:n], forced, newMin, ratio)
 	}
+	// The queues' minimum offsets move first. A pull between the two steps then answers OFFSET_TOO_SMALL
+	// with the new minimum; the other way round it skipped the entries whose records had gone and
+	// returned later ones under the old minimum (issue 14: "queue offsets are not contiguous: expected
+	// 123 actual 146" with min offset 0).
+	for _, cq := range s.queues.all() {
+		cq.correctMinOffset(newMin)
+	}
 	return n, q.removeFirst(n)
 }
 
