@@ -118,6 +118,64 @@ func TestPreallocationThatCannotFitIsNotTried(t *testing.T) {
 	require.Len(t, getAll(t, s, "T", 0), puts, "every acknowledged put is readable")
 }
 
+// TestDiskCheckDuringAFailingPreallocation: a disk check pass that reads the disk while a CommitLog
+// preallocation is failing (the file system reads 100 % used for that moment) decides nothing, even with
+// forced deletion enabled (cleanOnce then waits for the creation and reads again): before the fix it refused puts and deleted the oldest stored file (issue 14: "min offset ...
+// should be zero, but was 147" after a usage of 100 % on a tmpfs 83 % used).
+func TestDiskCheckDuringAFailingPreallocation(t *testing.T) {
+	fsys := newSpaceFS(1<<30, 900<<20)
+	cfg := testConfig(t.TempDir())
+	cfg.CleanFileForciblyEnable = true
+	s := openStarted(t, cfg, Deps{FS: fsys})
+	for s.MaxPhyOffset() < testFileSize { // file 1 is current; the allocator makes file 3
+		mustPut(t, s, testMessage("T", 0, body(1000, "a")))
+	}
+	waitFor(t, "two standby files", func() bool { return s.commitLog.standbyCount() == standbyFiles })
+	_, err := s.flushCommitLog(0)
+	require.NoError(t, err)
+	waitDispatched(t, s) // file 0 is durable and dispatched: retention may delete it
+
+	type pass struct {
+		deleted int
+		settled bool
+		err     error
+		flags   RunningFlags
+		usage   DiskUsage
+	}
+	passes := make(chan pass, 1)
+	hook := func() { // on the allocator goroutine, inside the creation: a disk check's pass now
+		usage, _ := fsys.DiskUsage(cfg.StorePathRootDir)
+		n, settled, err := s.cleanPass(time.Now())
+		passes <- pass{n, settled, err, s.RunningFlags(), usage}
+	}
+	fsys.duringFailure.Store(&hook)
+	for s.MaxPhyOffset() < 2*testFileSize { // the roll into file 2 has the allocator make file 4
+		mustPut(t, s, testMessage("T", 0, body(1000, "b")))
+	}
+	var during pass
+	waitFor(t, "the failing preallocation", func() bool {
+		select {
+		case during = <-passes:
+			return true
+		default:
+			return false
+		}
+	})
+	require.NoError(t, during.err)
+	require.Equal(t, float64(100), during.usage.UsedRatio(), "the file system reads full during the failure")
+	require.Zero(t, during.deleted, "a CommitLog file was deleted on a reading taken during a failing preallocation")
+	require.Zero(t, during.flags, "flags set from a reading taken during a failing preallocation")
+	require.False(t, during.settled, "a reading taken during a creation counted")
+	require.Zero(t, s.MinPhyOffset())
+
+	// The next pass reads the real usage (12 %): nothing to do either.
+	n, err := s.cleanOnce(time.Now())
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.Zero(t, s.RunningFlags()&FlagDiskFull, "a prepared file is left: puts go on")
+	mustPut(t, s, testMessage("T", 0, []byte("accepted")))
+}
+
 // TestForcedDeletionIsAnExplicitChoice: above diskSpaceCleanForciblyRatio RocketMQ deletes the oldest
 // CommitLog files even before fileReservedTime (cleanFileForciblyEnable, default true there). ringmq
 // does so only when cleanFileForciblyEnable is set; by default the files stay, puts are refused above

@@ -35,11 +35,26 @@ func (s *Store) retentionLoop(stop <-chan struct{}) {
 //     cleanFileForciblyEnable=true (RocketMQ's default; not ringmq's): that deletes acknowledged messages
 //     consumers may not have read, so it is logged at ERROR with what each consumer group loses
 //     (reportForcedDeletion). Without it the files stay and one warning says so.
+//
+// The usage is read outside CommitLog file creations (sampleDiskUsage): a pass whose reading overlapped
+// one waits for it to end and reads again.
 func (s *Store) cleanOnce(now time.Time) (int, error) {
+	for {
+		n, settled, err := s.cleanPass(now)
+		if settled {
+			return n, err
+		}
+		s.waitForCreation()
+	}
+}
+
+// cleanPass is cleanOnce's pass; settled is false, and nothing was decided, when the disk usage read
+// during a CommitLog file creation.
+func (s *Store) cleanPass(now time.Time) (deleted int, settled bool, err error) {
 	cl := s.commitLog
-	usage, err := s.fs.DiskUsage(s.cfg.commitLogDir())
-	if err != nil {
-		usage, err = s.fs.DiskUsage(s.cfg.StorePathRootDir)
+	usage, settled, err := s.sampleDiskUsage()
+	if !settled {
+		return 0, false, nil
 	}
 	ratio := 0.0
 	if err == nil {
@@ -82,14 +97,53 @@ func (s *Store) cleanOnce(now time.Time) (int, error) {
 		}
 	}
 	if !s.deleteHours[now.Hour()] && !cleanNow {
-		return 0, nil
+		return 0, true, nil
 	}
-	deleted, err := s.deleteExpiredCommitLog(now, forcibly, ratio)
+	deleted, err = s.deleteExpiredCommitLog(now, forcibly, ratio)
 	if deleted > 0 {
 		s.logger.Info("store: deleted CommitLog files", "files", deleted, "usedPercent", ratio,
 			"forcibly", forcibly, "minOffset", cl.minOffset())
 	}
-	return deleted, errors.Join(err, s.cleanLogics())
+	return deleted, true, errors.Join(err, s.cleanLogics())
+}
+
+// waitForCreation returns once no CommitLog file is being created.
+func (s *Store) waitForCreation() {
+	cl := s.commitLog
+	cl.allocMu.Lock()
+	for cl.creating >= 0 {
+		done := cl.createDone
+		cl.allocMu.Unlock()
+		<-done
+		cl.allocMu.Lock()
+	}
+	cl.allocMu.Unlock()
+}
+
+// sampleDiskUsage reads the usage of the CommitLog's file system while no CommitLog file is being
+// created; settled is false when a creation overlapped the reading. A creation whose fallocate fails
+// holds the blocks it got until the call returns (tmpfs takes every free page first) or until
+// openMappedFile removes the file (ext4, xfs), so a reading in between shows the disk full although it
+// is not: issue 14 read 100 % on a tmpfs 83 % used, refused puts and forcibly deleted a stored file.
+// checkRoom keeps the allocator from trying what statfs says cannot fit; this covers an allocation that
+// fits by statfs and fails anyway (a quota, another writer). Every creation replaces createDone
+// (createLocked), so an unchanged one means none started in between.
+func (s *Store) sampleDiskUsage() (usage DiskUsage, settled bool, err error) {
+	cl := s.commitLog
+	cl.allocMu.Lock()
+	busy, creation := cl.creating >= 0, cl.createDone
+	cl.allocMu.Unlock()
+	if busy {
+		return DiskUsage{}, false, nil
+	}
+	usage, err = s.fs.DiskUsage(s.cfg.commitLogDir())
+	if err != nil {
+		usage, err = s.fs.DiskUsage(s.cfg.StorePathRootDir)
+	}
+	cl.allocMu.Lock()
+	busy = cl.creating >= 0 || cl.createDone != creation
+	cl.allocMu.Unlock()
+	return usage, !busy, err
 }
 
 // deleteExpiredCommitLog deletes, oldest first and at most deleteFilesBatchMax, the CommitLog files last
