@@ -118,6 +118,39 @@ func TestPreallocationThatCannotFitIsNotTried(t *testing.T) {
 	require.Len(t, getAll(t, s, "T", 0), puts, "every acknowledged put is readable")
 }
 
+// TestDiskFullClearsWithAStandbyLeft: the disk went above diskSpaceWarningLevelRatio after a
+// preallocation had failed while a prepared file was still ready. Once the disk is below the ratio again
+// puts are accepted: the next roll has its file. Before the fix the flag waited for an allocation to
+// succeed, which the disk (still short of a whole file) never allowed: puts stayed refused at 88 % used.
+func TestDiskFullClearsWithAStandbyLeft(t *testing.T) {
+	const total = 8 * testFileSize
+	fsys := newSpaceFS(total, total/2)
+	cfg := testConfig(t.TempDir())
+	s := openStarted(t, cfg, Deps{FS: fsys})
+	mustPut(t, s, testMessage("T", 0, body(100, "a")))
+	waitFor(t, "two standby files", func() bool { return s.commitLog.standbyCount() == standbyFiles })
+	fsys.free.Store(testFileSize - 1)
+	for s.MaxPhyOffset() < testFileSize { // into file 1: preparing file 3 fails, file 2 is ready
+		mustPut(t, s, testMessage("T", 0, body(1000, "b")))
+	}
+	waitFor(t, "the allocation failed", s.commitLog.allocFailed.Load)
+	require.Equal(t, 1, s.commitLog.standbyCount())
+	require.Zero(t, s.RunningFlags(), "file 2 is ready: puts go on")
+
+	fsys.free.Store(total / 20) // 95 % used
+	_, err := s.cleanOnce(time.Now())
+	require.NoError(t, err)
+	require.Equal(t, FlagDiskFull, s.RunningFlags())
+	_, err = s.PutMessage(testMessage("T", 0, []byte("refused")))
+	require.ErrorIs(t, err, ErrDiskFull)
+
+	fsys.free.Store(testFileSize - 1) // 87.5 %: below the warning level, still short of a whole file
+	_, err = s.cleanOnce(time.Now())
+	require.NoError(t, err)
+	require.Zero(t, s.RunningFlags(), "below diskSpaceWarningLevelRatio with a prepared file ready: puts are refused")
+	mustPut(t, s, testMessage("T", 0, []byte("accepted")))
+}
+
 // TestDiskCheckDuringAFailingPreallocation: a disk check pass that reads the disk while a CommitLog
 // preallocation is failing (the file system reads 100 % used for that moment) decides nothing, even with
 // forced deletion enabled (cleanOnce then waits for the creation and reads again): before the fix it refused puts and deleted the oldest stored file (issue 14: "min offset ...

@@ -27,8 +27,9 @@ func (s *Store) retentionLoop(stop <-chan struct{}) {
 //
 // Disk guard (RocketMQ's levels, PROTOCOL.md §11; README "When the disk fills up"):
 //   - above diskSpaceWarningLevelRatio (90 %) puts are refused (FlagDiskFull) until a later pass finds
-//     the disk below it again. A file allocation that failed with ENOSPC also sets FlagDiskFull; a pass
-//     that finds space asks the allocator to try again, and its success clears the flag.
+//     the disk below it again. A file allocation that failed with ENOSPC and left no prepared file also
+//     sets FlagDiskFull; a pass that finds space asks the allocator to try again, and its success clears
+//     the flag.
 //   - above diskMaxUsedSpaceRatio (75 %) expired files (older than fileReservedTime) go at once instead
 //     of waiting for deleteWhen.
 //   - above diskSpaceCleanForciblyRatio (85 %) the oldest files go even before they expire, but only with
@@ -72,8 +73,10 @@ func (s *Store) cleanPass(now time.Time) (deleted int, settled bool, err error) 
 	} else {
 		s.diskFullRatio.Store(false)
 		if s.flags.load()&FlagDiskFull != 0 {
-			if cl.allocFailed.Load() {
-				// Let the allocator prove the space is back: its next success clears the flag.
+			if cl.allocFailed.Load() && cl.standbyCount() == 0 {
+				// Let the allocator prove the space is back: its next success clears the flag. A failure
+				// with a prepared file left does not count (allocatorLoop): the next roll has its file,
+				// and waiting for a success there kept puts refused with the disk back below the ratio.
 				cl.wakeAllocator()
 			} else {
 				s.flags.clear(FlagDiskFull)
