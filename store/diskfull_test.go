@@ -340,3 +340,53 @@ func TestRetentionMovesQueueMinimumBeforeDeletingFiles(t *testing.T) {
 		require.Equal(t, s.GetMinOffsetInQueue("T", 0), r.NextBeginOffset)
 	}
 }
+
+// TestConsumeQueueNoSpaceLosesNoEntry: ENOSPC creating a queue's next ConsumeQueue file, and writing the
+// checkpoint, stops the dispatcher at the record it could not index (flags set, retried) and loses
+// nothing: once the file can be made every message is in its queue at its own offset, contiguous.
+func TestConsumeQueueNoSpaceLosesNoEntry(t *testing.T) {
+	var pct atomic.Int64
+	pct.Store(50)
+	ffs := usageFS(&pct)
+	s := openStarted(t, testConfig(t.TempDir()), Deps{FS: ffs})
+	const perFile = 64 // testConfig: 64 entries per ConsumeQueue file
+	const total = 2*perFile + 10
+	for i := range perFile - 4 {
+		mustPut(t, s, testMessage("Q", 0, bodyf("m%d", i)))
+	}
+	waitDispatched(t, s)
+	// An allocation succeeding clears DISK_FULL (space is there): let the allocator finish first.
+	waitFor(t, "two standby files", func() bool { return s.commitLog.standbyCount() == standbyFiles })
+	remove := ffs.Inject(FaultRule{Ops: OpCreate | OpAllocate, PathContains: "consumequeue", Err: syscall.ENOSPC})
+	removeCk := ffs.Inject(FaultRule{Ops: OpOpen | OpCreate, PathContains: "checkpoint.tmp", Err: syscall.ENOSPC})
+	// One batch: the queue's second and third file are needed, and the dispatcher's failure (which
+	// sets DISK_FULL) cannot refuse a put half-way.
+	batch := &BatchPut{}
+	for i := perFile - 4; i < total; i++ {
+		batch.Messages = append(batch.Messages, *testMessage("Q", 0, bodyf("m%d", i)))
+	}
+	res, err := s.PutMessages(batch)
+	require.NoError(t, err)
+	require.Equal(t, PutOK, res.Status)
+	const failed = FlagWriteLogicsQueueError | FlagDiskFull
+	waitFor(t, "the dispatcher meets ENOSPC", func() bool { return s.RunningFlags()&failed == failed })
+	require.Equal(t, int64(perFile), s.GetMaxOffsetInQueue("Q", 0), "the first file is full, the next cannot be made")
+	_, err = s.flushLogicsAndCheckpoint(0)
+	require.ErrorIs(t, err, syscall.ENOSPC)
+	remove()
+	removeCk()
+	waitDispatched(t, s)
+	_, err = s.flushLogicsAndCheckpoint(0)
+	require.NoError(t, err)
+	recs := getAll(t, s, "Q", 0)
+	require.Len(t, recs, total)
+	for i, r := range recs {
+		require.Equal(t, int64(i), r.QueueOffset)
+		require.Equal(t, fmt.Sprintf("m%d", i), string(r.Body))
+	}
+	require.Zero(t, s.RunningFlags()&(FlagWriteLogicsQueueError|FlagWriteIndexFileError))
+	_, err = s.cleanOnce(time.Now())
+	require.NoError(t, err)
+	require.Zero(t, s.RunningFlags(), "space is back: the disk-full flag clears by itself")
+	mustPut(t, s, testMessage("Q", 0, []byte("after")))
+}
