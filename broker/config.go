@@ -82,6 +82,7 @@ type Config struct {
 	FileReservedTime                  time.Duration `prop:"fileReservedTime" unit:"h"`
 	DeleteWhen                        string        `prop:"deleteWhen"`
 	DiskMaxUsedSpaceRatio             int           `prop:"diskMaxUsedSpaceRatio"`
+	CleanFileForciblyEnable           bool          `prop:"cleanFileForciblyEnable"` // default false, unlike RocketMQ: README "When the disk fills up"
 	CleanResourceInterval             time.Duration `prop:"cleanResourceInterval" unit:"ms"`
 	DestroyMappedFileIntervalForcibly time.Duration `prop:"destroyMappedFileIntervalForcibly" unit:"ms"`
 	TransientStorePoolEnable          bool          `prop:"transientStorePoolEnable"`

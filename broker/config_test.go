@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"net/netip"
 	"testing"
 	"time"
 
@@ -132,6 +133,23 @@ func TestDefaultConfigValidAndComplete(t *testing.T) {
 	require.Len(t, levels, 18)
 	require.Equal(t, 5*time.Second, levels[1])
 	require.Equal(t, 2*time.Hour, levels[17])
+}
+
+// TestCleanFileForciblyEnableKey: RocketMQ's key reaches the store; its default is false here (true in
+// RocketMQ): unexpired messages are deleted on a nearly full disk only when an operator says so.
+func TestCleanFileForciblyEnableKey(t *testing.T) {
+	c := DefaultConfig()
+	require.False(t, c.CleanFileForciblyEnable)
+	host := netip.MustParseAddrPort("127.0.0.1:10911")
+	sc, err := storeConfig(&c, host)
+	require.NoError(t, err)
+	require.False(t, sc.CleanFileForciblyEnable)
+	w, err := c.Set("cleanFileForciblyEnable", "true", 1)
+	require.NoError(t, err)
+	require.Nil(t, w, "a key ringmq uses")
+	sc, err = storeConfig(&c, host)
+	require.NoError(t, err)
+	require.True(t, sc.CleanFileForciblyEnable)
 }
 
 func TestConfigTLSKeys(t *testing.T) {

@@ -77,6 +77,8 @@ func (b *Broker) initControlPlane() error {
 			return err
 		}
 	}
+	// A forced deletion (cleanFileForciblyEnable) logs what each group loses.
+	b.store.SetConsumerOffsets(b.offsets.All)
 	for name, f := range map[string]*configFile{topicsFileName: b.topics.file,
 		subscriptionGroupFileName: b.subscriptions.file, consumerOffsetFileName: b.offsets.file} {
 		ok := b.metrics.configWrites.WithLabelValues(name, "ok")

@@ -14,17 +14,25 @@ import (
 	"github.com/ringmq/ringmq/codec"
 )
 
-// TestFaultDiskFullTmpfs fills a real file system: a 32 MiB tmpfs mounted for the test (root
+// TestFaultDiskFullTmpfs fills a real file system: a 40 MiB tmpfs mounted for the test (root
 // only; skipped with the reason otherwise). CommitLog files are 8 MiB, so the store starts
-// with 16 MiB (the current file and the preallocated next one).
+// with 24 MiB (the current file and the two prepared after it).
 //
 //  1. A filler file takes the disk above 90 %: sends are refused (SERVICE_NOT_AVAILABLE,
 //     "disk full"), everything stored reads back, and sends resume by themselves once the
 //     filler is deleted.
 //  2. A smaller filler leaves room for the files in use but not for the next one: the put
-//     that rolls into the first preallocated file succeeds, preparing the one after the second fails with
-//     ENOSPC for real, and sends are refused until the filler goes. A restart while the disk
-//     is still full starts, serves what is stored and goes on refusing sends.
+//     that rolls into the first prepared file succeeds; the file after the second is never
+//     started (statfs says it cannot fit: a fallocate that cannot fit fills the disk to the
+//     last block while it runs), and sends are refused once no prepared file is left, until
+//     the filler goes. A restart while the disk is still full starts, serves what is stored
+//     and refuses sends from the first one.
+//  3. Above every disk ratio (forced deletion's 85 % included) no stored file is deleted:
+//     cleanFileForciblyEnable is off by default (issue 14: a reading of 100 % taken while a
+//     fallocate was failing deleted the oldest CommitLog file, stored and acknowledged).
+//
+// Every wait is on an answer or a state, never on time: the disk check runs every 20 ms and
+// each refusal or acceptance it causes is polled for.
 func TestFaultDiskFullTmpfs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("mounts a file system")
@@ -84,8 +92,10 @@ func TestFaultDiskFullTmpfs(t *testing.T) {
 	var st unix.Statfs_t
 	require.NoError(t, unix.Statfs(mnt, &st))
 	require.Less(t, int64(st.Bfree)*int64(st.Bsize), int64(8<<20), "no room for another 8 MiB file")
+	require.Zero(t, rb.st.MinPhyOffset(), "a stored CommitLog file was deleted")
 	s.verify()
-	// A restart while the disk is still full: the broker starts, serves what it has, refuses sends.
+	// A restart while the disk is still full: the broker starts, serves what it has, refuses sends
+	// (its first standby file cannot be made, which Start learns before the port opens).
 	c.close()
 	require.NoError(t, rb.close())
 	rb, err = openRelBroker(t, rb.cfg, nil)
@@ -93,12 +103,19 @@ func TestFaultDiskFullTmpfs(t *testing.T) {
 	c = mustDialRel(t, rb.addr)
 	s.c, s.st = c, rb.st
 	s.verify()
-	// Whether the restarted store refuses at once (used ratio) or only when it needs a file it cannot make
-	// (ENOSPC) depends on how many prepared files the shutdown deleted; large sends reach the second case
-	// in a few hundred round trips (1,000-byte sends took over 30 s on a loaded machine).
-	requireDiskFullAnswer(t, s.sendUntil(codec.ResponseServiceNotAvailable, 60<<10))
+	requireDiskFullAnswer(t, s.send(60<<10))
 	require.NoError(t, os.Remove(filler))
 	s.sendUntil(codec.ResponseSuccess, 1000)
+	s.verify()
+
+	// 3. Above every ratio with several CommitLog files stored: the pass that refuses sends is the
+	// one that would delete them forcibly; the pass that accepts sends again comes after it.
+	fill(6 << 20)
+	require.Greater(t, usedPercent(), 90.0)
+	requireDiskFullAnswer(t, s.sendUntil(codec.ResponseServiceNotAvailable, 1000))
+	require.NoError(t, os.Remove(filler))
+	s.sendUntil(codec.ResponseSuccess, 1000)
+	require.Zero(t, rb.st.MinPhyOffset(), "a stored CommitLog file was deleted")
 	n := s.verify()
 	t.Logf("tmpfs disk full: %d messages acknowledged, %d records read back; ratio and ENOSPC refusals cleared without a restart", len(s.acks), n)
 }

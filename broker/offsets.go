@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/store"
 )
 
 // offsetKey identifies one consumer group's progress in one topic. The file keys it as
@@ -145,6 +146,19 @@ func (m *ConsumerOffsetManager) removeWhere(match func(offsetKey) bool) int {
 		m.file.dirty.Store(true)
 	}
 	return n
+}
+
+// All lists every committed offset (store.ConsumerOffsetsFunc: forced deletion reports with it).
+func (m *ConsumerOffsetManager) All() []store.ConsumerOffset {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []store.ConsumerOffset
+	for k, queues := range m.table {
+		for q, off := range queues {
+			out = append(out, store.ConsumerOffset{Group: k.group, Topic: k.topic, QueueID: q, Offset: off})
+		}
+	}
+	return out
 }
 
 // Snapshot returns the table as consumerOffset.json / the GET_ALL_CONSUMER_OFFSET body

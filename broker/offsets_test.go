@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/store"
 )
 
 func TestConsumerOffsetFileFormatAndRoundTrip(t *testing.T) {
@@ -38,6 +39,13 @@ func TestConsumerOffsetFileFormatAndRoundTrip(t *testing.T) {
 	require.Equal(t, []string{"G1", "G2"}, m2.GroupsByTopic("TopicTest"))
 	require.Equal(t, []string{"%RETRY%G1", "TopicTest"}, m2.TopicsByGroup("G1"))
 	require.Equal(t, map[int32]int64{0: 250, 1: 249}, m2.QueryAll("G1", "TopicTest"))
+	// What a forced deletion reports against (store.ConsumerOffsetsFunc).
+	require.ElementsMatch(t, []store.ConsumerOffset{
+		{Group: "G1", Topic: "TopicTest", QueueID: 0, Offset: 250},
+		{Group: "G1", Topic: "TopicTest", QueueID: 1, Offset: 249},
+		{Group: "G1", Topic: "%RETRY%G1", QueueID: 0, Offset: 0},
+		{Group: "G2", Topic: "TopicTest", QueueID: 10, Offset: 7},
+	}, m2.All())
 
 	require.Equal(t, 2, m2.RemoveTopic("TopicTest"))
 	require.Equal(t, int64(-1), m2.Query("G2", "TopicTest", 10))

@@ -60,6 +60,7 @@ func storeConfig(cfg *Config, storeHost netip.AddrPort) (store.Config, error) {
 	sc.FileReservedTime = cfg.FileReservedTime
 	sc.DeleteWhen = cfg.DeleteWhen
 	sc.DiskMaxUsedSpaceRatio = cfg.DiskMaxUsedSpaceRatio
+	sc.CleanFileForciblyEnable = cfg.CleanFileForciblyEnable
 	sc.CleanResourceInterval = cfg.CleanResourceInterval
 	sc.CheckCRCOnRecover = cfg.CheckCRCOnRecover
 	sc.MessageIndexEnable = cfg.MessageIndexEnable

@@ -268,9 +268,28 @@ func (cq *consumeQueue) lastEntryEnd() int64 {
 func (cq *consumeQueue) correctMinOffset(commitLogMin int64) {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
+	if pos, ok := cq.livePositionLocked(commitLogMin); ok {
+		cq.minLogicOffset.Store(pos)
+	}
+}
+
+// minOffsetAfter is the logical offset correctMinOffset(commitLogMin) would make the minimum.
+func (cq *consumeQueue) minOffsetAfter(commitLogMin int64) int64 {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if pos, ok := cq.livePositionLocked(commitLogMin); ok {
+		return pos / ConsumeQueueEntryBytes
+	}
+	return cq.minOffset()
+}
+
+// livePositionLocked is the byte position of the first entry, from the current minimum on, whose
+// record is at or past commitLogMin (the end of the entries when none is); false without files.
+// Caller holds mu.
+func (cq *consumeQueue) livePositionLocked(commitLogMin int64) (int64, bool) {
 	files := cq.mfq.snapshot()
 	if len(files) == 0 {
-		return
+		return 0, false
 	}
 	start := max(cq.minLogicOffset.Load(), files[0].fromOffset)
 	for _, mf := range files {
@@ -278,12 +297,11 @@ func (cq *consumeQueue) correctMinOffset(commitLogMin int64) {
 		for pos := max(start-mf.fromOffset, 0); pos+ConsumeQueueEntryBytes <= w; pos += ConsumeQueueEntryBytes {
 			phys, size, _ := readEntry(mf.data[pos:])
 			if size != paddingEntrySize && phys >= commitLogMin {
-				cq.minLogicOffset.Store(mf.fromOffset + pos)
-				return
+				return mf.fromOffset + pos, true
 			}
 		}
 	}
-	cq.minLogicOffset.Store(cq.mfq.maxWroteOffset())
+	return cq.mfq.maxWroteOffset(), true
 }
 
 // deleteExpired removes the leading files whose last entry's record lies below commitLogMin, never the

@@ -39,6 +39,12 @@ type Store struct {
 	dispatcher *dispatcher
 	flags      flagSet
 
+	// Forced deletion (retention.go). forciblyKept is set while the disk is above
+	// diskSpaceCleanForciblyRatio with cleanFileForciblyEnable=false (one warning per episode).
+	forciblyKept       atomic.Bool
+	forcedDeletedFiles atomic.Int64 // CommitLog files deleted before fileReservedTime
+	consumerOffsets    atomic.Pointer[ConsumerOffsetsFunc]
+
 	deleteHours    [24]bool
 	totalMemory    int64
 	diskFullRatio  atomic.Bool // set by the disk check
@@ -793,6 +799,16 @@ func (s *Store) SetDelayLevelTable(delays []time.Duration) {
 	s.dispatcher.delays.Store(&t)
 }
 
+// SetConsumerOffsets gives retention the consumer groups' committed offsets: a forced deletion
+// (cleanFileForciblyEnable) logs which groups lose messages they have not consumed. nil unsets it.
+func (s *Store) SetConsumerOffsets(fn ConsumerOffsetsFunc) {
+	if fn == nil {
+		s.consumerOffsets.Store(nil)
+		return
+	}
+	s.consumerOffsets.Store(&fn)
+}
+
 // RunningFlags returns the current flags.
 func (s *Store) RunningFlags() RunningFlags { return s.flags.load() }
 
@@ -853,6 +869,7 @@ func (s *Store) registerMetrics() error {
 		counter("ringmq_store_put_bytes_total", "Bytes appended to the CommitLog.", func() float64 { return float64(cl.putBytes.Load()) }),
 		counter("ringmq_store_put_failures_total", "Puts refused or failed.", func() float64 { return float64(cl.putFailTimes.Load()) }),
 		counter("ringmq_store_sync_rolls_total", "CommitLog rolls that created the file under the put lock.", func() float64 { return float64(cl.syncRolls.Load()) }),
+		counter("ringmq_store_forced_deleted_files_total", "CommitLog files deleted before fileReservedTime because the disk was above diskSpaceCleanForciblyRatio (cleanFileForciblyEnable=true).", func() float64 { return float64(s.forcedDeletedFiles.Load()) }),
 		counter("ringmq_store_transient_pool_fallbacks_total", "CommitLog files that got no transient pool buffer (the committer behind) and append into the mapping.", func() float64 { return float64(cl.poolFallbacks.Load()) }),
 		gauge("ringmq_store_commitlog_max_offset_bytes", "End of the CommitLog.", func() float64 { return float64(s.MaxPhyOffset()) }),
 		gauge("ringmq_store_commitlog_min_offset_bytes", "Start of the oldest CommitLog file.", func() float64 { return float64(s.MinPhyOffset()) }),

@@ -418,6 +418,9 @@ func (m *MemStore) SetDelayLevelTable(delays []time.Duration) {
 	m.mu.Unlock()
 }
 
+// SetConsumerOffsets does nothing: the in-memory store never deletes messages.
+func (m *MemStore) SetConsumerOffsets(ConsumerOffsetsFunc) {}
+
 // IsOSPageCacheBusy is always false.
 func (m *MemStore) IsOSPageCacheBusy() bool { return false }
 

@@ -109,10 +109,9 @@ func TestGetMessageFileStatuses(t *testing.T) {
 	n := len(s.commitLog.mfq.snapshot())
 	require.Greater(t, n, 2)
 
-	// MESSAGE_WAS_REMOVING: the CommitLog file went, the queue's minimum was not corrected yet.
-	deleted, err := s.deleteExpiredCommitLog(clock.Now(), true)
-	require.NoError(t, err)
-	require.Equal(t, n-1, deleted)
+	// MESSAGE_WAS_REMOVING: the CommitLog files went, the queue's minimum was not corrected yet (retention
+	// moves the minimum first; a pull that read it before can still meet the files gone).
+	require.NoError(t, s.commitLog.mfq.removeFirst(n-1))
 	r, err = s.GetMessage("g", "T", 0, 0, 32, 0, nil)
 	require.NoError(t, err)
 	require.Equal(t, MessageWasRemoving, r.Status)

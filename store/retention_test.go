@@ -12,11 +12,12 @@ import (
 	"github.com/ringmq/ringmq/codec"
 )
 
-// usageFS reports a disk used at a settable percentage.
+// usageFS reports a 1 TiB disk used at a settable percentage (so that a file always fits by statfs).
 func usageFS(pct *atomic.Int64) *FaultFS {
 	ffs := NewFaultFS(NewOSFS(nil))
 	ffs.SetDiskUsage(func(string) (DiskUsage, error) {
-		return DiskUsage{TotalBytes: 1000, FreeBytes: uint64(1000 - pct.Load()*10)}, nil
+		const total = 1 << 40
+		return DiskUsage{TotalBytes: total, FreeBytes: uint64(100-pct.Load()) * (total / 100)}, nil
 	})
 	return ffs
 }
@@ -120,7 +121,11 @@ func TestRetentionByDiskPressure(t *testing.T) {
 	require.Zero(t, s.RunningFlags())
 
 	fillFiles(t, s, 4)
-	pct.Store(88) // > 85: even unexpired files go
+	pct.Store(88) // > 85: unexpired files stay unless forced deletion is enabled
+	n, err = s.cleanOnce(time.Now())
+	require.NoError(t, err)
+	require.Zero(t, n, "cleanFileForciblyEnable is off by default")
+	s.cfg.CleanFileForciblyEnable = true // retention goroutine idle (cleanResourceInterval 1 h)
 	n, err = s.cleanOnce(time.Now())
 	require.NoError(t, err)
 	require.Equal(t, 3, n)

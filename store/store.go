@@ -312,8 +312,14 @@ type Config struct {
 	// 75, clamped to 10..95 as RocketMQ does.
 	DiskMaxUsedSpaceRatio int
 	// DiskSpaceCleanForciblyRatio (rocketmq.broker.diskSpaceCleanForciblyRatio): % used above which the
-	// oldest files go even if not expired, default 85.
+	// oldest files go even if not expired, default 85, when CleanFileForciblyEnable is set.
 	DiskSpaceCleanForciblyRatio int
+	// CleanFileForciblyEnable (cleanFileForciblyEnable): above DiskSpaceCleanForciblyRatio, delete the
+	// oldest CommitLog files before fileReservedTime, acknowledged and unconsumed messages included,
+	// logged at ERROR with the files and what each consumer group loses. Default false, unlike RocketMQ
+	// (true): without it a full disk refuses puts and keeps everything stored (README "When the disk
+	// fills up").
+	CleanFileForciblyEnable bool
 	// DiskSpaceWarningLevelRatio (rocketmq.broker.diskSpaceWarningLevelRatio): % used above which puts are
 	// refused (ErrDiskFull), default 90.
 	DiskSpaceWarningLevelRatio int
@@ -571,6 +577,20 @@ type MessageFilter interface {
 	IsMatchedByConsumeQueue(tagsCode int64) bool
 }
 
+// ConsumerOffset is one consumer group's committed offset in one queue: the next logical offset it will
+// consume.
+type ConsumerOffset struct {
+	Group   string
+	Topic   string
+	QueueID int32
+	Offset  int64
+}
+
+// ConsumerOffsetsFunc lists the committed consumer offsets. The store calls it (from its retention
+// goroutine) only when a forced deletion is about to remove unexpired CommitLog files, to log which
+// groups lose messages they have not consumed. It must be safe for concurrent use.
+type ConsumerOffsetsFunc func() []ConsumerOffset
+
 // ArrivingListener is called by the dispatcher after a ConsumeQueue entry is appended (long polling).
 // properties is a view into mapped memory valid only during the call. It runs on the dispatcher goroutine:
 // it must not block and must not call back into Put/Shutdown.
@@ -697,6 +717,8 @@ type MessageStore interface {
 	SetArrivingListener(l ArrivingListener)
 	// SetDelayLevelTable sets the delay of each level for SCHEDULE_TOPIC_XXXX delivery times.
 	SetDelayLevelTable(delays []time.Duration)
+	// SetConsumerOffsets gives retention the consumer groups' progress (cleanFileForciblyEnable logs it).
+	SetConsumerOffsets(fn ConsumerOffsetsFunc)
 	// IsOSPageCacheBusy reports a put holding the put lock past osPageCacheBusyTimeOutMills.
 	IsOSPageCacheBusy() bool
 	// BeginTimeInLock is how long the current put has held the put lock (0 when free).
