@@ -35,8 +35,9 @@ import (
 // So readStop changes the connection's epoll registration itself, on the connection's
 // own loop (the only goroutine that touches that registration, so it never races gnet):
 // EPOLL_CTL_MOD with EPOLLIN|EPOLLPRI cleared pauses, with them set again resumes, keeping
-// EPOLLOUT when gnet has bytes waiting to be written. While paused, EPOLLRDHUP stays on so
-// that a peer that leaves is noticed (gnet's processIO closes on RDHUP without EPOLLIN). The kernel then holds the peer's
+// EPOLLOUT when gnet has bytes waiting to be written. While paused, EPOLLRDHUP is on so that
+// a peer that leaves is noticed (its FIN arrives only if the frame's bytes before it fit in
+// the socket's receive buffer; a reset is always reported). The kernel then holds the peer's
 // bytes in the socket's receive buffer and closes the TCP window: backpressure, not
 // buffering. This leans on facts about gnet's default (not poll_opt) reactor that are
 // checked here at run time rather than assumed:
@@ -79,8 +80,10 @@ func (r *readStop) pause(gc gnet.Conn) bool {
 	if !ok {
 		return false
 	}
-	// EPOLLRDHUP: a peer that goes away while its frame waits is still seen (gnet closes a
-	// connection on a bare RDHUP, as it would on reading the end of the stream).
+	// EPOLLRDHUP: a peer that goes away while its frame waits is still seen. gnet's processIO
+	// closes a connection on an RDHUP without EPOLLIN at once, dropping what it has not
+	// written yet; reading the end of the stream would have closed it too, once the frame
+	// had its turn.
 	var events uint32 = unix.EPOLLRDHUP
 	if gc.OutboundBuffered() > 0 {
 		events |= unix.EPOLLOUT

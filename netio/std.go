@@ -261,10 +261,10 @@ func newStdConn(nc net.Conn, h Handler, id uint64, limits *connLimits, maxFrameB
 		granted:       make(chan struct{}, 1),
 		stopWait:      make(chan struct{}),
 	}
-	sc.waiter.notify = func() { sc.granted <- struct{}{} } // one token per queued wait
-	if tc, ok := nc.(*tls.Conn); ok {                      // a Client's TLS connection, handshake done
+	if tc, ok := nc.(*tls.Conn); ok { // a Client's TLS connection, handshake done
 		sc.raw = tc.NetConn()
 	}
+	sc.waiter.notify = func() { sc.granted <- struct{}{} } // one token per queued wait
 	sc.core.init(id, addrPortOf(nc.RemoteAddr()), addrPortOf(nc.LocalAddr()), sc, limits, log, met, time.Now())
 	return sc
 }
@@ -345,8 +345,8 @@ func (sc *stdConn) readLoop() error {
 	for !c.closeRequested.Load() {
 		payload, err := fr.Next()
 		if err != nil {
-			if errors.Is(err, errStopWaiting) || c.closeRequested.Load() {
-				return nil // closed locally while waiting for the budget
+			if errors.Is(err, errStopWaiting) {
+				return nil // closed while waiting for the budget; the reason is recorded
 			}
 			if isFramingError(err) {
 				return c.malformed(err)
