@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ringmq/ringmq/netio"
 )
 
 // Config is the broker's whole configuration, keyed by RocketMQ's own property
@@ -111,6 +113,10 @@ type Config struct {
 	TransientStorePoolPinned bool   `prop:"transientStorePoolPinned"`
 	WarmMappedFileMlock      bool   `prop:"warmMappedFileMlock"` // pin warmed CommitLog files (RocketMQ always does)
 	MaxConnections           int    `prop:"maxConnections"`
+	// RequestBudgetBytes bounds the bytes of large request frames (over 64 KiB) the broker
+	// reads and decodes at once, over all connections; a frame that does not fit waits and
+	// its connection stops reading meanwhile (netio budget.go).
+	RequestBudgetBytes int64 `prop:"requestBudgetBytes" help:"bytes of requests over 64 KiB read and decoded at once, over all connections; more wait, their connections not read meanwhile"`
 	// TLS on listenPort (RocketMQ sets these as JVM properties tls.server.mode,
 	// tls.server.certPath, tls.server.keyPath). tlsEnable=true alone means enforcing;
 	// tlsServerMode (disabled | permissive | enforcing) says it explicitly, permissive
@@ -201,6 +207,7 @@ func DefaultConfig() Config {
 		NamesrvListenPort:        9876,
 		TransientStorePoolPinned: true,
 		MaxConnections:           10000, // below the usual 20000 open-file limit (netio warns above it)
+		RequestBudgetBytes:       netio.DefaultRequestBudgetBytes,
 	}
 }
 
@@ -298,6 +305,18 @@ func PropertyNames() []string {
 		names = append(names, t.Field(i).Tag.Get("prop"))
 	}
 	return names
+}
+
+// PropertyHelp is a line on what a key does, for --help; empty for the keys that
+// RocketMQ's documentation already explains.
+func PropertyHelp(key string) string {
+	t := reflect.TypeOf(Config{})
+	for i := range t.NumField() {
+		if f := t.Field(i); f.Tag.Get("prop") == key {
+			return f.Tag.Get("help")
+		}
+	}
+	return ""
 }
 
 // Get returns a property's current value as text, in the file's units.
@@ -407,6 +426,8 @@ func (c *Config) Validate() error {
 		return bad("transientStorePoolSize", "must be positive when transientStorePoolEnable=true")
 	case c.NetEventLoops < 0:
 		return bad("netEventLoops", "must be 0 (GOMAXPROCS) or positive")
+	case c.RequestBudgetBytes <= 0:
+		return bad("requestBudgetBytes", "must be positive")
 	case c.BrokerID != 0 && c.BrokerRole != "SLAVE":
 		return bad("brokerId", "a master's brokerId is 0")
 	}

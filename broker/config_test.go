@@ -98,6 +98,7 @@ func TestConfigBadValuesNameTheKey(t *testing.T) {
 		{"maxMessageSize", "0", "maxMessageSize"},
 		{"messageDelayLevel", "1s 5x", "messageDelayLevel"},
 		{"diskMaxUsedSpaceRatio", "99", "diskMaxUsedSpaceRatio"},
+		{"requestBudgetBytes", "0", "requestBudgetBytes"},
 	} {
 		c := DefaultConfig()
 		_, err := c.Set(tc.key, tc.value, 1)
@@ -211,4 +212,21 @@ func TestWarmKeysReachTheStore(t *testing.T) {
 	require.NoError(t, err)
 	_, err = storeConfig(&c, netipLoopback())
 	require.ErrorContains(t, err, "flushLeastPagesWhenWarmMapedFile")
+}
+
+// TestRequestBudgetReachesTheServer: requestBudgetBytes (default 64 MiB) becomes the remoting
+// server's request budget, and --help says what it does.
+func TestRequestBudgetReachesTheServer(t *testing.T) {
+	c := DefaultConfig()
+	nc, err := serverConfig(&c, "127.0.0.1", nil)
+	require.NoError(t, err)
+	require.EqualValues(t, 64<<20, nc.RequestBudgetBytes)
+	_, err = c.Set("requestBudgetBytes", "33554432", 1)
+	require.NoError(t, err)
+	nc, err = serverConfig(&c, "127.0.0.1", nil)
+	require.NoError(t, err)
+	require.EqualValues(t, 32<<20, nc.RequestBudgetBytes)
+	require.NoError(t, nc.Validate())
+	require.Contains(t, PropertyHelp("requestBudgetBytes"), "64 KiB")
+	require.Empty(t, PropertyHelp("brokerName"))
 }

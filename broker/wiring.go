@@ -114,6 +114,28 @@ func resolveBrokerIP(configured string) (netip.Addr, error) {
 	return netip.AddrFrom4([4]byte{127, 0, 0, 1}), nil
 }
 
+// serverConfig maps the broker's keys onto the remoting server's netio.Config (listening on
+// bindHost:listenPort).
+func serverConfig(cfg *Config, bindHost string, reg prometheus.Registerer) (netio.Config, error) {
+	nc := netio.DefaultConfig()
+	nc.Name = "broker"
+	nc.Engine = cfg.NetEngine
+	nc.Addr = net.JoinHostPort(bindHost, strconv.Itoa(cfg.ListenPort))
+	nc.EventLoops = cfg.NetEventLoops
+	nc.MaxConnections = cfg.MaxConnections
+	nc.RequestBudgetBytes = cfg.RequestBudgetBytes
+	nc.MaxFrameBytes = max(codec.DefaultMaxFrameBytes, cfg.MaxMessageSize+store.RecordSizeReserveBytes+64*1024)
+	nc.Registerer = reg
+	if mode := cfg.EffectiveTLSMode(); mode != netio.TLSDisabled {
+		tlsCfg, err := netio.LoadServerTLS(cfg.TLSCertFile, cfg.TLSKeyFile)
+		if err != nil {
+			return nc, fmt.Errorf("%w: keys tlsCertFile, tlsKeyFile: %w", ErrConfig, err)
+		}
+		nc.TLSMode, nc.TLS = mode, tlsCfg
+	}
+	return nc, nil
+}
+
 // initServer builds the remoting server; it is registered as the last service so it
 // starts last and stops first. With aclEnable it loads the ACL file (the broker does not
 // start without a valid one) and registers the file watcher as a service, so it starts
@@ -132,20 +154,9 @@ func (b *Broker) initServer(reg prometheus.Registerer) error {
 		h.acl = acl
 		b.addService("acl file watcher", acl.start, acl.stop)
 	}
-	nc := netio.DefaultConfig()
-	nc.Name = "broker"
-	nc.Engine = b.cfg.NetEngine
-	nc.Addr = net.JoinHostPort(b.bindHost(), strconv.Itoa(b.cfg.ListenPort)) // bindHost: register.go
-	nc.EventLoops = b.cfg.NetEventLoops
-	nc.MaxConnections = b.cfg.MaxConnections
-	nc.MaxFrameBytes = max(codec.DefaultMaxFrameBytes, b.cfg.MaxMessageSize+store.RecordSizeReserveBytes+64*1024)
-	nc.Registerer = reg
-	if mode := b.cfg.EffectiveTLSMode(); mode != netio.TLSDisabled {
-		tlsCfg, err := netio.LoadServerTLS(b.cfg.TLSCertFile, b.cfg.TLSKeyFile)
-		if err != nil {
-			return fmt.Errorf("%w: keys tlsCertFile, tlsKeyFile: %w", ErrConfig, err)
-		}
-		nc.TLSMode, nc.TLS = mode, tlsCfg
+	nc, err := serverConfig(&b.cfg, b.bindHost(), reg) // bindHost: register.go
+	if err != nil {
+		return err
 	}
 	srv, err := netio.NewServer(nc, h, b.logger)
 	if err != nil {

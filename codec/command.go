@@ -15,6 +15,33 @@ const (
 // decoder does (com.rocketmq.remoting.frameMaxLength, §1.1).
 const DefaultMaxFrameBytes = 16 << 20
 
+// Caps on the header fields of a decoded frame, checked while the header is scanned and
+// before anything is copied for it (a header over a cap allocates nothing). A frame is
+// already capped as a whole (DefaultMaxFrameBytes), but within 16 MiB a header can hold a
+// multi-MiB remark or value, or 100,000s of extFields entries, and decoding those is what
+// costs: every string copied and every entry a map slot. RocketMQ's decoders have no such
+// caps; each one here is far above anything a RocketMQ client or broker sends:
+//
+//   - remark: error text in responses ("[TIMEOUT_CLEAN_QUEUE]broker busy ..." and the
+//     like, well under 1 KiB); clients send an empty remark in requests.
+//   - extFields key: a header field name of a Java *RequestHeader class ("consumerGroup",
+//     "_UNIQUE_KEY_QUERY"), under 32 bytes.
+//   - extFields value: the largest is a send's message properties, which RocketMQ bounds at
+//     32,767 bytes (Short.MAX_VALUE, MessageDecoder); the broker answers bigger ones
+//     MESSAGE_ILLEGAL itself, so the cap leaves room for that answer. Topics are at most
+//     127 characters, keys and subscription expressions a few KiB at most.
+//   - extFields entries: a RocketMQ request header has at most about 30 fields (the send
+//     header with ACL signature and 5.x additions), the Go client's fewer.
+//
+// Lengths count encoded bytes: for JSON the text between the quotes as sent (escapes
+// included), for ROCKETMQ the length words. A header over a cap fails with ErrHeaderLimit.
+const (
+	MaxRemarkBytes        = 64 << 10
+	MaxExtFieldKeyBytes   = 1 << 10
+	MaxExtFieldValueBytes = 256 << 10
+	MaxExtFields          = 1024
+)
+
 // ServerVersion is the MQVersion ordinal ringmq reports in every command it sends (479 =
 // V5_3_3). Clients cache it from HEART_BEAT responses as the broker version, and some
 // decisions need it to be at least 401 (§1.5).
@@ -143,8 +170,8 @@ const maxFrameLenWord = 1<<31 - 1
 // DecodeCommand decodes one frame's content *after* the 4-byte length word: header word,
 // header, body. Body aliases payload (capacity clipped, so appending to it cannot clobber
 // what follows in the caller's buffer); the header strings are copied. Errors wrap
-// ErrFrameTooShort, ErrHeaderLength, ErrSerializeType, ErrHeaderJSON or ErrHeaderRocketMQ
-// and name the field. Safe for concurrent use (no shared state).
+// ErrFrameTooShort, ErrHeaderLength, ErrSerializeType, ErrHeaderJSON, ErrHeaderRocketMQ or
+// ErrHeaderLimit and name the field. Safe for concurrent use (no shared state).
 func DecodeCommand(payload []byte) (*RemotingCommand, error) {
 	c := &RemotingCommand{}
 	if err := DecodeCommandInto(c, payload); err != nil {
@@ -156,6 +183,10 @@ func DecodeCommand(payload []byte) (*RemotingCommand, error) {
 // DecodeCommandInto is DecodeCommand into a caller-owned command, for callers that recycle
 // commands. c is overwritten; its ExtFields map, if any, is emptied and reused (so a
 // map handed out from a previous decode must no longer be in use).
+//
+// An error wrapping ErrHeaderLimit (a field over its cap) leaves a sound frame behind: c
+// then holds the header's code, language, version, opaque, flag and serialize type (no
+// remark, extFields or body), enough to answer the request and go on with the next frame.
 func DecodeCommandInto(c *RemotingCommand, payload []byte) error {
 	if len(payload) < 4 {
 		return ErrFrameTooShort

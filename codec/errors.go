@@ -25,6 +25,11 @@ var (
 	// ErrHeaderRocketMQ: the ROCKETMQ binary header is truncated or inconsistent, or a value
 	// cannot be carried by it (a code or version outside int16).
 	ErrHeaderRocketMQ = errors.New("codec: bad ROCKETMQ header")
+	// ErrHeaderLimit: a header field is over its cap (MaxRemarkBytes, MaxExtFieldKeyBytes,
+	// MaxExtFieldValueBytes, MaxExtFields). The frame itself is sound: DecodeCommandInto
+	// still fills in code, language, version, opaque, flag and serialize type, so the
+	// receiver can skip the frame and answer it instead of closing the connection.
+	ErrHeaderLimit = errors.New("codec: header field over limit")
 	// ErrMissingField: a required custom-header field (extFields key) is absent.
 	ErrMissingField = errors.New("codec: missing required header field")
 	// ErrBadField: a custom-header field's value cannot be parsed (not a decimal integer,
@@ -62,6 +67,17 @@ func jsonFieldError(field, reason string) error {
 // jsonSyntaxError builds the error for malformed JSON at byte offset pos of the header.
 func jsonSyntaxError(pos int, reason string) error {
 	return fmt.Errorf("%w: offset %d: %s", ErrHeaderJSON, pos, reason)
+}
+
+// headerLimitError builds the error for a header field over its cap; only called on the
+// error path.
+func headerLimitError(field string, size, limit int) error {
+	return fmt.Errorf("%w: field %q: %d bytes > max %d", ErrHeaderLimit, field, size, limit)
+}
+
+// extFieldsCountError builds the error for a header with more than MaxExtFields entries.
+func extFieldsCountError() error {
+	return fmt.Errorf("%w: field %q: more than %d entries", ErrHeaderLimit, "extFields", MaxExtFields)
 }
 
 // rocketMQFieldError builds the error for a ROCKETMQ header field.

@@ -83,6 +83,10 @@ const frameReaderShrinkBytes = 1 << 20
 // by doubling only as bytes actually arrive, never straight to a peer-announced length, and
 // never beyond the frame cap: a peer that announces 16 MiB and sends nothing costs nothing.
 // Not safe for concurrent use.
+//
+// With SetLargeFrameGate, a frame above a size is read differently: Next first asks the
+// gate (which may wait, e.g. for a memory budget) and then reads the frame into a buffer of
+// exactly its size, straight from the reader, which the next call drops.
 type FrameReader struct {
 	r             io.Reader
 	maxFrameBytes int
@@ -90,6 +94,9 @@ type FrameReader struct {
 	start, end    int
 	err           error // sticky error returned by Next
 	readErr       error // error the reader returned together with data, for the next fill
+
+	largeFrameBytes int                                               // 0: no gate
+	admitLarge      func(frameBytes, headerBytes int) ([]byte, error) // the gate
 }
 
 // NewFrameReader returns a FrameReader over r that rejects frames whose total length
@@ -99,6 +106,17 @@ func NewFrameReader(r io.Reader, maxFrameBytes int) *FrameReader {
 		maxFrameBytes = DefaultMaxFrameBytes
 	}
 	return &FrameReader{r: r, maxFrameBytes: maxFrameBytes}
+}
+
+// SetLargeFrameGate makes Next call admit before it reads the rest of a frame whose total
+// length (length word included) exceeds largeFrameBytes: admit gets that length and the
+// header length (from the frame's first 8 bytes), may block, and returns the buffer to read
+// the frame into (its length exactly frameBytes), which stays the caller's: the payload Next
+// returns is a slice of it, and the caller may free it once done with the payload. If admit
+// fails, Next returns its error (sticky, the frame unread). The frame never passes through
+// the reader's own buffer, so that stays small.
+func (fr *FrameReader) SetLargeFrameGate(largeFrameBytes int, admit func(frameBytes, headerBytes int) ([]byte, error)) {
+	fr.largeFrameBytes, fr.admitLarge = largeFrameBytes, admit
 }
 
 // Next returns the next frame's payload (header word + header + body, ready for
@@ -123,6 +141,13 @@ func (fr *FrameReader) Next() (payload []byte, err error) {
 			}
 			return payload, nil
 		}
+		if fr.admitLarge != nil && fr.end-fr.start >= 8 {
+			// CutFrame has checked the length and header words.
+			total := int(binary.BigEndian.Uint32(fr.buf[fr.start:])) + 4
+			if total > fr.largeFrameBytes {
+				return fr.nextLarge(total, int(binary.BigEndian.Uint32(fr.buf[fr.start+4:])&maxHeaderLen))
+			}
+		}
 		if err := fr.fill(); err != nil {
 			if errors.Is(err, io.EOF) && fr.end > fr.start {
 				err = io.ErrUnexpectedEOF
@@ -131,6 +156,33 @@ func (fr *FrameReader) Next() (payload []byte, err error) {
 			return nil, err
 		}
 	}
+}
+
+// nextLarge reads the frame of total bytes that starts the buffer, past the gate, into a
+// buffer of its own.
+func (fr *FrameReader) nextLarge(total, headerLen int) ([]byte, error) {
+	frame, err := fr.admitLarge(total, headerLen)
+	if err != nil {
+		fr.err = err
+		return nil, err
+	}
+	if len(frame) != total {
+		panic("codec: FrameReader gate returned a buffer of the wrong size")
+	}
+	n := copy(frame, fr.buf[fr.start:fr.end]) // a prefix of this frame: CutFrame found it incomplete
+	fr.start, fr.end = 0, 0
+	if fr.readErr != nil {
+		fr.err = fr.readErr
+	} else if _, err := io.ReadFull(fr.r, frame[n:]); err != nil {
+		fr.err = err
+	}
+	if fr.err != nil {
+		if errors.Is(fr.err, io.EOF) {
+			fr.err = io.ErrUnexpectedEOF
+		}
+		return nil, fr.err
+	}
+	return frame[4:total:total], nil
 }
 
 // fill reads at least one more byte into the buffer, first making room: it moves the

@@ -117,7 +117,7 @@ func FuzzDecodeCommand(f *testing.F) {
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		c, err := DecodeCommand(payload)
 		if err != nil {
-			for _, s := range []error{ErrFrameTooShort, ErrHeaderLength, ErrSerializeType, ErrHeaderJSON, ErrHeaderRocketMQ} {
+			for _, s := range []error{ErrFrameTooShort, ErrHeaderLength, ErrSerializeType, ErrHeaderJSON, ErrHeaderRocketMQ, ErrHeaderLimit} {
 				if errors.Is(err, s) {
 					return
 				}
@@ -174,7 +174,7 @@ func FuzzRocketMQHeader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, header []byte) {
 		c := &RemotingCommand{SerializeType: SerializeRocketMQ}
 		if err := decodeRocketMQHeader(c, header); err != nil {
-			if !errors.Is(err, ErrHeaderRocketMQ) {
+			if !errors.Is(err, ErrHeaderRocketMQ) && !errors.Is(err, ErrHeaderLimit) {
 				t.Fatalf("untyped error %v", err)
 			}
 			return

@@ -313,3 +313,80 @@ func TestFrameReaderCapExact(t *testing.T) {
 	_, err = NewFrameReader(bytes.NewReader(frame), len(frame)-1).Next()
 	require.ErrorIs(t, err, ErrFrameTooLarge)
 }
+
+// TestFrameReaderLargeFrameGate: a frame above the gate's size is admitted (with its length
+// and header length) before its body is read, is read into a buffer of its own exact size,
+// and leaves the reader's buffer small; frames at or below the size pass without the gate.
+func TestFrameReaderLargeFrameGate(t *testing.T) {
+	const gate = 64 << 10
+	big := &RemotingCommand{Code: 11, Opaque: 1, ExtFields: map[string]string{"k": "v"}, Body: bytes.Repeat([]byte{7}, 3<<20)}
+	atGate := &RemotingCommand{Code: 12, Opaque: 2}
+	atGate.Body = bytes.Repeat([]byte{8}, gate-len(mustFrame(t, atGate))) // a frame of exactly gate bytes
+	small := &RemotingCommand{Code: 13, Opaque: 3}
+	var stream []byte
+	for _, c := range []*RemotingCommand{small, big, atGate, big, small} {
+		stream = append(stream, mustFrame(t, c)...)
+	}
+	require.Len(t, mustFrame(t, atGate), gate)
+	bigFrame := mustFrame(t, big)
+	headerLen := int(binary.BigEndian.Uint32(bigFrame[4:]) & maxHeaderLen)
+
+	src := &countingReader{r: iotest.HalfReader(bytes.NewReader(stream))}
+	fr := NewFrameReader(src, 0)
+	var admitted [][2]int
+	fr.SetLargeFrameGate(gate, func(frameBytes, headerBytes int) ([]byte, error) {
+		// Of the big frame, no more than the reader's first buffer has been read yet.
+		require.LessOrEqual(t, src.n, int64(len(mustFrame(t, small))+frameReaderMinBytes), "big frame read before admission")
+		admitted = append(admitted, [2]int{frameBytes, headerBytes})
+		src.n = -1 << 40 // only the first admission is checked for what was read before it
+		return make([]byte, frameBytes), nil
+	})
+	for i, want := range []*RemotingCommand{small, big, atGate, big, small} {
+		p, err := fr.Next()
+		require.NoError(t, err, "frame %d", i)
+		if want == big {
+			require.Equal(t, len(bigFrame)-4, cap(p), "the gate's buffer")
+		}
+		c, err := DecodeCommand(p)
+		require.NoError(t, err)
+		requireSameCommand(t, want, c)
+		require.LessOrEqual(t, cap(fr.buf), 2*gate, "reader buffer after frame %d", i)
+	}
+	_, err := fr.Next()
+	require.ErrorIs(t, err, io.EOF)
+	require.Equal(t, [][2]int{{len(bigFrame), headerLen}, {len(bigFrame), headerLen}}, admitted)
+
+	// A gate error stops the reader (sticky) before the frame is read.
+	boom := errors.New("closed while waiting")
+	fr = NewFrameReader(bytes.NewReader(bigFrame), 0)
+	fr.SetLargeFrameGate(gate, func(int, int) ([]byte, error) { return nil, boom })
+	_, err = fr.Next()
+	require.ErrorIs(t, err, boom)
+	_, err = fr.Next()
+	require.ErrorIs(t, err, boom)
+
+	// A large frame cut short: unexpected EOF.
+	fr = NewFrameReader(bytes.NewReader(bigFrame[:len(bigFrame)/2]), 0)
+	fr.SetLargeFrameGate(gate, func(n, _ int) ([]byte, error) { return make([]byte, n), nil })
+	_, err = fr.Next()
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+}
+
+func mustFrame(t testing.TB, c *RemotingCommand) []byte {
+	t.Helper()
+	b, err := c.AppendFrame(nil)
+	require.NoError(t, err)
+	return b
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}

@@ -11,7 +11,7 @@ import (
 // The JSON header (serialize type 0, PROTOCOL.md §1.2) is parsed and written by hand, not
 // with encoding/json. Every request on the hot path (>150k req/s) carries one, and
 // encoding/json through reflection and maps costs several µs and a dozen allocations per
-// header; this fixed schema needs one pass, one string allocation and the map.
+// header; this fixed schema needs one scan, one string allocation and the map.
 //
 // Accepted input (FuzzJSONHeader checks it against encoding/json on the same bytes):
 //   - the header is one JSON object, optionally surrounded by whitespace; the whole input is
@@ -29,34 +29,56 @@ import (
 //   - any other key (Java's "serializeTypeCurrentRPC" included) is ignored whatever its value;
 //   - strings are unescaped like encoding/json does: surrogate pairs combined, a lone
 //     surrogate or an invalid UTF-8 byte becomes U+FFFD;
-//   - nesting deeper than 10000 is rejected, like encoding/json.
+//   - nesting deeper than 10000 is rejected, like encoding/json;
+//   - unlike encoding/json, a remark, an extFields key or value over its cap (MaxRemarkBytes
+//     and so on, counted in encoded bytes) or more than MaxExtFields entries fail with
+//     ErrHeaderLimit, once the whole header has been checked to be valid JSON.
 
 // jsonMaxDepth mirrors encoding/json's nesting limit so both accept the same inputs.
 const jsonMaxDepth = 10000
 
-// extSpan locates one extFields entry in the decoder's arena.
+// rawString locates one string of the header as written: data[start:end] is the text
+// between the quotes (or a bare number or literal taken as text); plain says those bytes are
+// the value as they stand (printable ASCII, no escapes), so they are copied, not unescaped.
+type rawString struct {
+	start, end int
+	plain      bool
+}
+
+func (r rawString) len() int { return r.end - r.start }
+
+// extSpan locates one extFields entry: while scanning, in the header (raw); once copied, in
+// the arena (start/end only).
 type extSpan struct {
-	keyStart, keyEnd, valStart, valEnd int
+	key, val rawString
 }
 
 // jsonDecoder is a one-shot cursor over a JSON header. It lives on the caller's stack.
 type jsonDecoder struct {
 	data []byte
 	pos  int
-	// arena collects every decoded string (remark, ext keys and values) back to back; it
-	// becomes a single string at the end, which the fields then slice. One allocation.
-	arena []byte
+	// limitErr is the first field found over its cap (ErrHeaderLimit). Scanning goes on
+	// (the rest must still be valid JSON, and code, opaque and flag may come later) but
+	// nothing more is collected.
+	limitErr error
 }
 
 // decodeJSONHeader parses a JSON header into c (whose ExtFields may hold an emptied map to
 // reuse).
+//
+// It runs in two steps. The scan validates the whole header, sets the numeric fields and
+// records where the remark and each extFields key and value lie in the header, checking
+// each against its cap (MaxRemarkBytes, ...) as it is found. Only then, with every cap
+// met, are the strings copied, into one arena sized to their total: a header over a cap
+// allocates nothing, and a valid one allocates the arena and, unless c brings one, the map.
 func decodeJSONHeader(c *RemotingCommand, data []byte) error {
 	// The spans live in a stack array (a local, not a decoder field, so that escape
 	// analysis keeps it there); headers with more than 32 fields spill to the heap.
 	var spanBuf [32]extSpan
 	spans := spanBuf[:0]
 	d := jsonDecoder{data: data}
-	remarkStart, remarkEnd := -1, -1
+	var remark rawString
+	remarkSet := false
 	extPresent := false
 
 	d.skipSpace()
@@ -93,9 +115,13 @@ func decodeJSONHeader(c *RemotingCommand, data []byte) error {
 			case "remark":
 				if d.peek() == '"' {
 					d.pos++
-					remarkStart = len(d.arena)
-					err = d.readStringInto()
-					remarkEnd = len(d.arena)
+					var r rawString
+					if r, err = d.scanRaw(); err == nil {
+						if r.len() > MaxRemarkBytes {
+							d.limit(headerLimitError("remark", r.len(), MaxRemarkBytes))
+						}
+						remark, remarkSet = r, true
+					}
 				} else if !d.readNull() {
 					err = jsonFieldError("remark", "not a string")
 				}
@@ -130,26 +156,72 @@ func decodeJSONHeader(c *RemotingCommand, data []byte) error {
 	if d.pos != len(d.data) {
 		return jsonSyntaxError(d.pos, "data after the header object")
 	}
-
-	var all string
-	if len(d.arena) > 0 {
-		// The arena is never written again, so viewing it as a string is sound.
-		all = unsafe.String(unsafe.SliceData(d.arena), len(d.arena))
+	if d.limitErr != nil {
+		return d.limitErr
 	}
-	if remarkStart >= 0 {
-		c.Remark = all[remarkStart:remarkEnd]
+
+	// Copy the strings into one arena. Its size is their encoded length, which unescaping
+	// never exceeds except for invalid UTF-8 (each bad byte becomes 3 bytes of U+FFFD); then
+	// append grows it, and the spans hold offsets, so that stays correct.
+	total := 0
+	if remarkSet {
+		total += remark.len()
+	}
+	if extPresent {
+		for _, sp := range spans {
+			total += sp.key.len() + sp.val.len()
+		}
+	}
+	var arena []byte
+	if total > 0 {
+		arena = make([]byte, 0, total)
+	}
+	if remarkSet {
+		arena, remark = d.copyRaw(arena, remark)
+	}
+	if extPresent {
+		for i := range spans {
+			arena, spans[i].key = d.copyRaw(arena, spans[i].key)
+			arena, spans[i].val = d.copyRaw(arena, spans[i].val)
+		}
+	}
+	var all string
+	if len(arena) > 0 {
+		// The arena is never written again, so viewing it as a string is sound.
+		all = unsafe.String(unsafe.SliceData(arena), len(arena))
+	}
+	if remarkSet {
+		c.Remark = all[remark.start:remark.end]
 	}
 	if extPresent {
 		m := c.ExtFields
 		if m == nil {
 			m = make(map[string]string, len(spans))
 		}
-		for _, s := range spans {
-			m[all[s.keyStart:s.keyEnd]] = all[s.valStart:s.valEnd]
+		for _, sp := range spans {
+			m[all[sp.key.start:sp.key.end]] = all[sp.val.start:sp.val.end]
 		}
 		c.ExtFields = m
 	}
 	return nil
+}
+
+// limit records err as the header's limit error unless one is recorded already.
+func (d *jsonDecoder) limit(err error) {
+	if d.limitErr == nil {
+		d.limitErr = err
+	}
+}
+
+// copyRaw appends r's value (unescaped unless plain) to arena and returns r's place there.
+func (d *jsonDecoder) copyRaw(arena []byte, r rawString) ([]byte, rawString) {
+	start := len(arena)
+	if r.plain {
+		arena = append(arena, d.data[r.start:r.end]...)
+	} else {
+		arena = appendUnescaped(arena, d.data[r.start:r.end])
+	}
+	return arena, rawString{start: start, end: len(arena), plain: true}
 }
 
 func (d *jsonDecoder) peek() byte {
@@ -244,31 +316,15 @@ func (d *jsonDecoder) readKey(scratch []byte) ([]byte, error) {
 	return appendUnescaped(scratch, d.data[start:end]), nil
 }
 
-// growArena makes sure the arena exists; its first size is the header's, which holds every
-// string of a header that has no invalid UTF-8 (unescaping never lengthens anything else).
-func (d *jsonDecoder) growArena() {
-	if d.arena == nil {
-		d.arena = make([]byte, 0, len(d.data))
-	}
-}
-
-// readStringInto reads a string (opening quote consumed) and appends its value to the arena.
-func (d *jsonDecoder) readStringInto() error {
+// scanRaw scans a string (opening quote consumed) and returns where it lies in the header.
+func (d *jsonDecoder) scanRaw() (rawString, error) {
 	start, end, plain, err := d.scanString()
-	if err != nil {
-		return err
-	}
-	d.growArena()
-	if plain {
-		d.arena = append(d.arena, d.data[start:end]...)
-	} else {
-		d.arena = appendUnescaped(d.arena, d.data[start:end])
-	}
-	return nil
+	return rawString{start: start, end: end, plain: plain}, err
 }
 
 // readExtFields reads the extFields object (at '{'), appending its entries to spans as
-// spans over the arena.
+// places in the header. An entry over a cap, or one past MaxExtFields, records the limit
+// error; from then on entries are validated but no longer collected.
 func (d *jsonDecoder) readExtFields(spans []extSpan) ([]extSpan, error) {
 	d.pos++ // '{'
 	d.skipSpace()
@@ -280,22 +336,19 @@ func (d *jsonDecoder) readExtFields(spans []extSpan) ([]extSpan, error) {
 			return spans, jsonSyntaxError(d.pos, "extFields: expected a key string")
 		}
 		var s extSpan
-		d.growArena()
-		s.keyStart = len(d.arena)
-		if err := d.readStringInto(); err != nil {
+		var err error
+		if s.key, err = d.scanRaw(); err != nil {
 			return spans, err
 		}
-		s.keyEnd = len(d.arena)
 		d.skipSpace()
 		if !d.consume(':') {
 			return spans, jsonSyntaxError(d.pos, "extFields: expected ':'")
 		}
 		d.skipSpace()
-		s.valStart = len(d.arena)
 		switch b := d.peek(); {
 		case b == '"':
 			d.pos++
-			if err := d.readStringInto(); err != nil {
+			if s.val, err = d.scanRaw(); err != nil {
 				return spans, err
 			}
 		case b == '-' || (b >= '0' && b <= '9'):
@@ -303,27 +356,37 @@ func (d *jsonDecoder) readExtFields(spans []extSpan) ([]extSpan, error) {
 			if _, err := d.scanNumber(); err != nil {
 				return spans, err
 			}
-			d.arena = append(d.arena, d.data[start:d.pos]...)
+			s.val = rawString{start: start, end: d.pos, plain: true}
 		case b == 't' || b == 'f':
 			start := d.pos
 			if err := d.skipLiteral(); err != nil {
 				return spans, err
 			}
-			d.arena = append(d.arena, d.data[start:d.pos]...)
+			s.val = rawString{start: start, end: d.pos, plain: true}
 		case b == 'n':
 			if !d.readNull() {
 				return spans, jsonSyntaxError(d.pos, "bad literal")
 			}
+			s.val = rawString{plain: true} // ""
 		default:
 			// Quote the key in the error: it is the field the caller needs to find.
-			key := string(d.arena[s.keyStart:s.keyEnd])
+			key := d.rawText(s.key)
 			if b == '{' || b == '[' {
 				return spans, jsonFieldError("extFields."+key, "value is not a string")
 			}
 			return spans, jsonSyntaxError(d.pos, "extFields."+key+": bad value")
 		}
-		s.valEnd = len(d.arena)
-		spans = append(spans, s)
+		switch {
+		case d.limitErr != nil:
+		case s.key.len() > MaxExtFieldKeyBytes:
+			d.limit(headerLimitError("extFields key", s.key.len(), MaxExtFieldKeyBytes))
+		case s.val.len() > MaxExtFieldValueBytes:
+			d.limit(headerLimitError("extFields."+d.rawText(s.key), s.val.len(), MaxExtFieldValueBytes))
+		case len(spans) == MaxExtFields:
+			d.limit(extFieldsCountError())
+		default:
+			spans = append(spans, s)
+		}
 		d.skipSpace()
 		if d.consume(',') {
 			d.skipSpace()
@@ -334,6 +397,14 @@ func (d *jsonDecoder) readExtFields(spans []extSpan) ([]extSpan, error) {
 		}
 		return spans, jsonSyntaxError(d.pos, "extFields: expected ',' or '}'")
 	}
+}
+
+// rawText is r's value as a new string; for error messages only.
+func (d *jsonDecoder) rawText(r rawString) string {
+	if r.plain {
+		return string(d.data[r.start:r.end])
+	}
+	return string(appendUnescaped(nil, d.data[r.start:r.end]))
 }
 
 // scanNumber validates a JSON number at pos and moves past it. integer reports the absence

@@ -3,6 +3,7 @@ package codec
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"testing"
 )
@@ -162,6 +163,9 @@ func FuzzJSONHeader(f *testing.F) {
 		got := &RemotingCommand{}
 		gotErr := decodeJSONHeader(got, data)
 		want, wantErr := refDecodeJSONHeader(data)
+		if errors.Is(gotErr, ErrHeaderLimit) && wantErr == nil {
+			return // valid JSON with a field over its cap: encoding/json has no caps
+		}
 		if (gotErr == nil) != (wantErr == nil) {
 			t.Fatalf("accept mismatch on %q: ours %v, encoding/json %v", data, gotErr, wantErr)
 		}

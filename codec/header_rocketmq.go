@@ -16,7 +16,8 @@ import "encoding/binary"
 //	21+R E     entries:  keyLen int16, key, valLen int32, value
 //
 // The decoder is strict: negative lengths, lengths past the header, a torn entry and bytes
-// after the map area are errors. Strings are kept byte for byte (no UTF-8 check), so a
+// after the map area are errors, and so is a field over its cap (ErrHeaderLimit, after the
+// fixed part is decoded: the frame can still be answered). Strings are kept byte for byte (no UTF-8 check), so a
 // decode→encode round trip is exact. The encoder writes entries in ascending key order.
 
 // rocketMQFixedLen is the size of the fixed part: everything but the two variable areas,
@@ -51,7 +52,13 @@ func decodeRocketMQHeader(c *RemotingCommand, data []byte) error {
 		return rocketMQFieldError("extLen", "bytes after the map area")
 	}
 
-	// Validate the map area and count its entries before allocating anything.
+	// Validate the map area and count its entries before allocating anything; fields over
+	// their caps are found here too, but a torn area wins over them (the frame is then
+	// malformed, not just too big in places).
+	var limitErr error
+	if remarkLen > MaxRemarkBytes {
+		limitErr = headerLimitError("remark", int(remarkLen), MaxRemarkBytes)
+	}
 	area := rest[extOff:]
 	entries := 0
 	for p := 0; p < len(area); {
@@ -72,8 +79,21 @@ func decodeRocketMQHeader(c *RemotingCommand, data []byte) error {
 		if valLen < 0 || valLen > int64(len(area)-p) {
 			return rocketMQFieldError("extFields", "value length out of range")
 		}
+		if limitErr == nil {
+			switch {
+			case keyLen > MaxExtFieldKeyBytes:
+				limitErr = headerLimitError("extFields key", keyLen, MaxExtFieldKeyBytes)
+			case valLen > MaxExtFieldValueBytes:
+				limitErr = headerLimitError("extFields."+string(area[p-4-keyLen:p-4]), int(valLen), MaxExtFieldValueBytes)
+			case entries == MaxExtFields:
+				limitErr = extFieldsCountError()
+			}
+		}
 		p += int(valLen)
 		entries++
+	}
+	if limitErr != nil {
+		return limitErr
 	}
 
 	if remarkLen == 0 && entries == 0 {

@@ -35,6 +35,7 @@ type connCore struct {
 	met    *metrics
 
 	lastActiveNanos atomic.Int64 // unix nanos of the last frame in or batch out (coarse)
+	largeSinceNanos atomic.Int64 // unix nanos (coarse) a large frame being read was admitted; 0: none
 	closeRequested  atomic.Bool  // Close was called: stop dispatching further frames
 	userCtx         atomic.Pointer[ctxBox]
 	nextOpaque      atomic.Int32
@@ -430,16 +431,41 @@ func (c *connCore) deliverResponse(resp *codec.RemotingCommand) {
 }
 
 // maxRetainedExtFields bounds the header map a connection keeps for decoding its next frame. One
-// header may carry hundreds of thousands of extFields (a 16 MiB frame of `"k1":"",...`): a map grown
-// that big keeps its size after clear, tens of MiB per connection for as long as it stays open.
+// header may carry up to codec.MaxExtFields entries: a map grown that big keeps its size after
+// clear, for as long as the connection stays open.
 const maxRetainedExtFields = 64
 
-// releaseLargeHeader drops cmd's ExtFields map, once its frame is handled, when that frame grew it
-// past maxRetainedExtFields; the next decode makes a fresh one.
-func releaseLargeHeader(cmd *codec.RemotingCommand) {
-	if len(cmd.ExtFields) > maxRetainedExtFields {
-		cmd.ExtFields = nil
+// recycleCommand readies a connection's decode target for its next frame once the frame is
+// handled: it keeps a small ExtFields map (emptied) for reuse and drops everything else,
+// so an idle connection pins nothing of its last frame (the strings of a decoded header
+// share one arena as big as the header; the body is a view into the read buffer).
+func recycleCommand(cmd *codec.RemotingCommand) {
+	ext := cmd.ExtFields
+	if len(ext) > maxRetainedExtFields {
+		ext = nil
+	} else {
+		clear(ext)
 	}
+	*cmd = codec.RemotingCommand{ExtFields: ext}
+}
+
+// overLimit handles a frame whose header has a field over its cap (codec.ErrHeaderLimit):
+// the frame is sound, so the connection stays open. A request is answered SYSTEM_ERROR with
+// the reason, as RocketMQ answers a request whose header it cannot decode (unless it is
+// oneway); a response fails the call it answers. cmd holds the decoded fixed fields.
+func (c *connCore) overLimit(cmd *codec.RemotingCommand, err error) {
+	c.met.overLimit.Inc()
+	c.log.Debug("netio: frame over a header limit", "remote", c.remote.String(), "code", cmd.Code, "err", err)
+	if cmd.IsResponse() {
+		if cl := c.removeCall(cmd.Opaque); cl != nil {
+			cl.complete(nil, fmt.Errorf("netio: response from %v: %w", c.remote, err))
+		}
+		return
+	}
+	if cmd.IsOneway() {
+		return
+	}
+	_ = c.WriteCommand(codec.NewResponse(cmd, codec.ResponseSystemError, err.Error()))
 }
 
 // cloneCommand returns a deep copy of cmd that owns its body and ext map.

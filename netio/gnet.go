@@ -35,13 +35,18 @@ import (
 type gnetServer struct {
 	gnet.BuiltinEventEngine
 
-	cfg    Config
-	h      Handler
-	log    *slog.Logger
-	met    *metrics
-	table  *connTable
-	limits connLimits
-	gate   writeGate
+	cfg      Config
+	h        Handler
+	log      *slog.Logger
+	met      *metrics
+	table    *connTable
+	limits   connLimits
+	gate     writeGate
+	budget   *requestBudget
+	readStop *readStop
+	// waitingInboundMax is the most bytes gnet held for a connection whose next frame waited
+	// for the budget (tests: it shows whether read stop works).
+	waitingInboundMax atomic.Int64
 
 	stopping  atomic.Bool
 	startOnce sync.Once
@@ -56,12 +61,24 @@ type gnetServer struct {
 	wakeDone  gnet.AsyncCallback
 }
 
-// gnetConn is the per-connection state kept in gnet's connection context.
+// gnetConn is the per-connection state kept in gnet's connection context. Every field but
+// core is the loop's: touched only in gnet callbacks of this connection.
 type gnetConn struct {
 	core connCore
 	gc   gnet.Conn
 	srv  *gnetServer
 	cmd  codec.RemotingCommand // decode target, reused for every frame (its ExtFields map too)
+
+	// A frame larger than LargeFrameBytes is charged to the request budget before it is
+	// read (budget.go) and read into a buffer of its own rather than left to pile up in
+	// gnet's inbound ring: a ring grown for a big frame goes back to gnet's pool at its peak
+	// size when emptied, and the next connection with a partial frame keeps it.
+	large     frameBuf     // the large frame being read; large.b nil: none
+	largeFill int          // bytes of large received so far
+	held      int64        // budget bytes charged for large; 0: none
+	waiter    budgetWaiter // the next large frame's claim while it waits
+	waiting   bool         // waiter is queued: the frame is not read yet
+	paused    bool         // read events are off (readStop) and must be turned back on
 }
 
 func newGnetServer(cfg Config, h Handler, logger *slog.Logger, m *metrics) *gnetServer {
@@ -75,6 +92,8 @@ func newGnetServer(cfg Config, h Handler, logger *slog.Logger, m *metrics) *gnet
 		started: make(chan struct{}),
 		runDone: make(chan struct{}),
 	}
+	s.budget = newRequestBudget(cfg.RequestBudgetBytes, m)
+	s.readStop = newReadStop(logger)
 	s.gate.init()
 	s.wakeDone = func(gnet.Conn, error) error {
 		s.gate.exit()
@@ -228,12 +247,18 @@ func boundAddr(eng gnet.Engine) (net.Addr, error) {
 // It runs on gnet's ticker goroutine, not on a loop.
 func (s *gnetServer) OnTick() (time.Duration, gnet.Action) {
 	s.startOnce.Do(func() { close(s.started) })
-	for _, c := range s.table.sweep(time.Now(), s.cfg.IdleTimeout) {
+	idle, slow := s.table.sweep(time.Now(), s.cfg.IdleTimeout, s.cfg.LargeFrameTimeout)
+	for _, c := range idle {
 		s.met.idleClosed.Inc()
 		s.log.Debug("netio: closing idle connection", "remote", c.remote.String(), "idleTimeout", s.cfg.IdleTimeout)
 		_ = c.closeWithReason(fmt.Errorf("%w: no traffic for %v", ErrIdleTimeout, s.cfg.IdleTimeout))
 	}
-	return sweepInterval(s.cfg.IdleTimeout), gnet.None
+	for _, c := range slow {
+		s.log.Info("netio: closing connection: large frame not received in time", "remote", c.remote.String(),
+			"largeFrameTimeout", s.cfg.LargeFrameTimeout)
+		_ = c.closeWithReason(fmt.Errorf("%w: not received within %v of its admission", ErrLargeFrameTimeout, s.cfg.LargeFrameTimeout))
+	}
+	return sweepInterval(s.cfg.IdleTimeout, s.cfg.LargeFrameTimeout), gnet.None
 }
 
 // OnOpen admits the connection (or refuses it: stopping, or MaxConnections reached).
@@ -244,6 +269,7 @@ func (s *gnetServer) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 		return nil, gnet.Close
 	}
 	g := &gnetConn{gc: gc, srv: s}
+	g.waiter.notify = g.budgetGranted
 	g.core.init(s.table.newID(), remote, localAddrOf(gc), g, &s.limits, s.log, s.met, time.Unix(0, s.table.nowNanos.Load()))
 	if !s.table.tryAdd(&g.core) {
 		s.met.refused.Inc()
@@ -279,6 +305,11 @@ func (s *gnetServer) OnClose(gc gnet.Conn, err error) gnet.Action {
 	if s.stopping.Load() {
 		g.core.setCloseReason(ErrServerStopped)
 	}
+	if g.waiting && s.budget.cancel(&g.waiter) {
+		s.budget.release(g.waiter.bytes)
+	}
+	g.waiting = false
+	s.releaseLarge(g)
 	reason := g.core.markClosed(err)
 	s.table.remove(&g.core)
 	s.met.connections.Dec()
@@ -305,13 +336,25 @@ func (s *gnetServer) OnTraffic(gc gnet.Conn) gnet.Action {
 	return gnet.None
 }
 
-// readFrames dispatches the complete frames in gc's inbound buffer. Each frame's bytes (a
-// Peek view, no copy unless the frame wraps around gnet's ring buffer) stay valid until its
-// Discard, which follows the handler's return. An error means the connection must close;
-// its reason is already recorded.
+// readFrames dispatches the complete frames in gc's inbound buffer. A frame up to
+// LargeFrameBytes is handed on as a Peek view (no copy unless it wraps around gnet's ring
+// buffer) valid until its Discard, which follows the handler's return. A larger one is
+// first charged to the request budget, then copied out of gnet's buffers into its own as
+// its bytes arrive (readLarge). An error means the connection must close; its reason is
+// already recorded.
 func (s *gnetServer) readFrames(g *gnetConn) (frames int, err error) {
 	gc, c := g.gc, &g.core
 	for !c.closeRequested.Load() {
+		if g.large.b != nil {
+			done, err := s.readLarge(g)
+			if done {
+				frames++
+			}
+			if err != nil || !done {
+				return frames, err
+			}
+			continue
+		}
 		buffered := gc.InboundBuffered()
 		if buffered < 4 {
 			return frames, nil
@@ -323,14 +366,22 @@ func (s *gnetServer) readFrames(g *gnetConn) (frames int, err error) {
 		}
 		if frameLen == 0 {
 			// CutFrame saw only the first 8 bytes; with those valid, the length word tells
-			// whether the whole frame is buffered.
+			// the frame's size, and whether it is all buffered.
 			if len(head) < 8 {
 				return frames, nil
 			}
 			frameLen = int(binary.BigEndian.Uint32(head)) + 4
-			if buffered < frameLen {
-				return frames, nil
+		}
+		if frameLen > LargeFrameBytes {
+			headerLen := int(binary.BigEndian.Uint32(head[4:]) & (1<<24 - 1))
+			if !s.admitLarge(g, frameLen, headerLen) {
+				return frames, nil // waiting for the budget; reading is paused
 			}
+			g.large, g.largeFill = newFrameBuf(frameLen), 0
+			continue
+		}
+		if buffered < frameLen {
+			return frames, nil
 		}
 		frame, err := gc.Peek(frameLen)
 		if err != nil { // cannot happen: the bytes are buffered
@@ -338,23 +389,116 @@ func (s *gnetServer) readFrames(g *gnetConn) (frames int, err error) {
 			c.setCloseReason(err)
 			return frames, err
 		}
-		if err := codec.DecodeCommandInto(&g.cmd, frame[4:]); err != nil {
-			return frames, c.malformed(err)
+		if err := s.handleFrame(g, frame[4:]); err != nil {
+			return frames, err
 		}
 		frames++
-		if g.cmd.IsResponse() {
-			c.deliverResponse(&g.cmd)
-		} else {
-			s.h.OnRequest(c, &g.cmd)
-		}
 		if _, err := gc.Discard(frameLen); err != nil { // cannot happen either
 			err = fmt.Errorf("netio: discard %d bytes: %w", frameLen, err)
 			c.setCloseReason(err)
 			return frames, err
 		}
-		releaseLargeHeader(&g.cmd)
 	}
 	return frames, nil
+}
+
+// readLarge moves what gnet has buffered of the large frame into its own buffer and, once
+// it is complete, dispatches it, drops it and gives its budget back. done reports the
+// frame handled.
+func (s *gnetServer) readLarge(g *gnetConn) (done bool, err error) {
+	// Read copies from gnet's ring and its current read buffer and consumes what it copied,
+	// so nothing of this frame is left for gnet to append to the ring.
+	n, _ := g.gc.Read(g.large.b[g.largeFill:])
+	g.largeFill += n
+	if g.largeFill < len(g.large.b) {
+		return false, nil
+	}
+	err = s.handleFrame(g, g.large.b[4:])
+	s.releaseLarge(g)
+	return err == nil, err
+}
+
+// handleFrame decodes one frame's payload into g.cmd and hands it to the handler or to the
+// pending call it answers; the command is recycled once they return. A frame over a header
+// cap is answered (codec.ErrHeaderLimit: the frame is sound); an error means close.
+func (s *gnetServer) handleFrame(g *gnetConn, payload []byte) error {
+	c := &g.core
+	defer recycleCommand(&g.cmd)
+	if err := codec.DecodeCommandInto(&g.cmd, payload); err != nil {
+		if errors.Is(err, codec.ErrHeaderLimit) {
+			c.overLimit(&g.cmd, err)
+			return nil
+		}
+		return c.malformed(err)
+	}
+	if g.cmd.IsResponse() {
+		c.deliverResponse(&g.cmd)
+	} else {
+		s.h.OnRequest(c, &g.cmd)
+	}
+	return nil
+}
+
+// admitLarge charges the large frame at the head of g's input to the request budget and
+// reports whether it may be read. If it must wait, g's read events are turned off until
+// the budget grants it (budgetGranted wakes the loop, and the next pass lands here again).
+func (s *gnetServer) admitLarge(g *gnetConn, frameLen, headerLen int) bool {
+	if g.waiting {
+		if !g.waiter.granted.Load() {
+			// Still waiting, yet gnet read (it turns read events back on when its outbound
+			// buffer drains): turn them off again.
+			g.paused = s.readStop.pause(g.gc) || g.paused
+			s.noteWaitingInbound(g.gc.InboundBuffered())
+			return false
+		}
+		g.waiting = false
+	} else {
+		g.waiter.bytes = s.budget.frameCost(frameLen, headerLen)
+		if !s.budget.acquire(&g.waiter) {
+			g.waiting = true
+			g.paused = s.readStop.pause(g.gc)
+			s.noteWaitingInbound(g.gc.InboundBuffered())
+			return false
+		}
+	}
+	if g.paused {
+		s.readStop.resume(g.gc)
+		g.paused = false
+	}
+	g.held = g.waiter.bytes
+	g.core.largeSinceNanos.Store(s.table.nowNanos.Load())
+	return true
+}
+
+func (s *gnetServer) noteWaitingInbound(n int) {
+	for m := s.waitingInboundMax.Load(); int64(n) > m && !s.waitingInboundMax.CompareAndSwap(m, int64(n)); {
+		m = s.waitingInboundMax.Load()
+	}
+}
+
+// releaseLarge frees g's large frame, if any, and gives back the budget charged for it.
+func (s *gnetServer) releaseLarge(g *gnetConn) {
+	if g.large.b != nil {
+		g.large.free()
+		g.largeFill = 0
+	}
+	if g.held > 0 {
+		s.budget.release(g.held)
+		g.held = 0
+		g.core.largeSinceNanos.Store(0)
+	}
+}
+
+// budgetGranted is g.waiter's notify: the budget now holds g's next frame, so run a pass on
+// g's loop to read it. Called from whichever goroutine freed the bytes.
+func (g *gnetConn) budgetGranted() {
+	if g.reserveKick() {
+		if err := g.kick(); err != nil {
+			g.srv.log.Warn("netio: cannot wake a connection whose frame the request budget admitted", "err", err)
+		}
+	}
+	// With the gate closed the server is stopping: every connection is being closed, and
+	// OnClose gives the grant back.
 }
 
 // iovMax is the kernel's limit on vectors per writev (UIO_MAXIOV).

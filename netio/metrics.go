@@ -18,6 +18,11 @@ type metrics struct {
 	framesIn    prometheus.Counter
 	framesOut   prometheus.Counter
 	unmatched   prometheus.Counter
+	overLimit   prometheus.Counter
+
+	budgetUsed    prometheus.Gauge
+	budgetWaiting prometheus.Gauge
+	budgetWaits   prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, server, engine string) (*metrics, error) {
@@ -27,22 +32,29 @@ func newMetrics(reg prometheus.Registerer, server, engine string) (*metrics, err
 			Namespace: "ringmq", Subsystem: "netio", Name: name, Help: help, ConstLabels: labels,
 		})
 	}
+	gauge := func(name, help string) prometheus.Gauge {
+		return prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "ringmq", Subsystem: "netio", Name: name, Help: help, ConstLabels: labels,
+		})
+	}
 	m := &metrics{
-		connections: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: "ringmq", Subsystem: "netio", Name: "connections",
-			Help: "Open accepted connections.", ConstLabels: labels,
-		}),
-		refused:     counter("connections_refused_total", "Connections closed right after accept because MaxConnections were open or the server was stopping."),
-		frameErrors: counter("frame_errors_total", "Connections closed because a frame could not be cut or decoded."),
-		idleClosed:  counter("idle_closed_total", "Connections closed by the idle timeout."),
-		framesIn:    counter("frames_received_total", "Frames received (requests and responses)."),
-		framesOut:   counter("frames_sent_total", "Frames written to sockets."),
-		unmatched:   counter("unmatched_responses_total", "Responses whose opaque matched no pending call (dropped)."),
+		connections:   gauge("connections", "Open accepted connections."),
+		refused:       counter("connections_refused_total", "Connections closed right after accept because MaxConnections were open or the server was stopping."),
+		frameErrors:   counter("frame_errors_total", "Connections closed because a frame could not be cut or decoded."),
+		idleClosed:    counter("idle_closed_total", "Connections closed by the idle timeout."),
+		framesIn:      counter("frames_received_total", "Frames received (requests and responses)."),
+		framesOut:     counter("frames_sent_total", "Frames written to sockets."),
+		unmatched:     counter("unmatched_responses_total", "Responses whose opaque matched no pending call (dropped)."),
+		overLimit:     counter("frames_over_header_limit_total", "Frames skipped because a header field was over its cap (codec.ErrHeaderLimit); requests among them were answered SYSTEM_ERROR."),
+		budgetUsed:    gauge("request_budget_used_bytes", "Bytes of large request frames being read or decoded, charged to the request budget (requestBudgetBytes)."),
+		budgetWaiting: gauge("request_budget_waiting_frames", "Large frames waiting for room in the request budget; their connections do not read meanwhile."),
+		budgetWaits:   counter("request_budget_waits_total", "Large frames that had to wait for room in the request budget."),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.connections, m.refused, m.frameErrors, m.idleClosed, m.framesIn, m.framesOut, m.unmatched} {
+	for _, c := range []prometheus.Collector{m.connections, m.refused, m.frameErrors, m.idleClosed, m.framesIn, m.framesOut,
+		m.unmatched, m.overLimit, m.budgetUsed, m.budgetWaiting, m.budgetWaits} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if errors.As(err, &are) {

@@ -25,7 +25,18 @@
 //
 // A frame that cannot be cut or decoded (length out of range, unknown serialize type, bad
 // header) leaves the stream unsynchronisable: that connection alone is closed (OnClose gets an
-// error wrapping ErrMalformedFrame) and other connections are not affected.
+// error wrapping ErrMalformedFrame) and other connections are not affected. A sound frame
+// whose header has a field over its cap (codec.ErrHeaderLimit: a multi-MiB remark or value,
+// thousands of extFields) is not handed to the handler: a request is answered SYSTEM_ERROR
+// naming the field, as RocketMQ answers a header it cannot decode, and the connection goes on.
+//
+// # Memory
+//
+// Frames larger than LargeFrameBytes (64 KiB) are charged to a request budget shared by all
+// connections of a server (RequestBudgetBytes, budget.go) from their first 8 bytes on, read
+// into a buffer of their own that is unmapped once the handler returns (framebuf_linux.go),
+// and a frame that does not fit waits with its connection not reading (readstop_linux.go),
+// so a burst of big frames costs at most the budget, and nothing of it stays behind.
 //
 // # Buffer ownership
 //
@@ -93,6 +104,9 @@ var (
 	ErrMalformedFrame = errors.New("netio: malformed frame")
 	// ErrIdleTimeout: the connection saw no traffic for IdleTimeout and was closed.
 	ErrIdleTimeout = errors.New("netio: idle timeout")
+	// ErrLargeFrameTimeout: a large frame admitted to the request budget did not arrive whole
+	// within LargeFrameTimeout; the connection was closed and its share of the budget freed.
+	ErrLargeFrameTimeout = errors.New("netio: large frame timeout")
 	// ErrTLSHandshake: a connection to a TLS server failed the handshake (or, in permissive
 	// mode, sent nothing before the handshake timeout); it was closed before OnOpen.
 	ErrTLSHandshake = errors.New("netio: TLS handshake failed")
@@ -116,6 +130,13 @@ const (
 	DefaultMaxOutboundBytes = 64 << 20
 	// DefaultMaxPendingCalls bounds the calls awaiting a response on one connection.
 	DefaultMaxPendingCalls = 65536
+	// DefaultRequestBudgetBytes bounds the bytes of large request frames a server reads and
+	// decodes at once (requestBudgetBytes; budget.go): four maximal 16 MiB frames, or
+	// fifteen maximal 4 MiB messages.
+	DefaultRequestBudgetBytes = 64 << 20
+	// DefaultLargeFrameTimeout bounds how long an admitted large frame may take to arrive:
+	// a 16 MiB frame at 5 Mbit/s. RocketMQ clients give up on a send after 3 s by default.
+	DefaultLargeFrameTimeout = 30 * time.Second
 	// DefaultListenAddr is the broker's listenPort (10911) on all interfaces.
 	DefaultListenAddr = ":10911"
 )
@@ -150,6 +171,14 @@ type Config struct {
 	MaxOutboundBytes int
 	// MaxPendingCalls caps Invoke/InvokeAsync calls awaiting a response per connection.
 	MaxPendingCalls int
+	// RequestBudgetBytes bounds, across all connections, the bytes of frames larger than
+	// LargeFrameBytes being read or decoded (requestBudgetBytes; budget.go). A large frame
+	// that does not fit waits, and its connection stops reading until it does.
+	RequestBudgetBytes int64
+	// LargeFrameTimeout closes a connection whose large frame, once admitted to the request
+	// budget, has not arrived whole after this long: a peer that announces big frames and
+	// sends them slowly must not hold the budget and stall everyone else's. 0 disables it.
+	LargeFrameTimeout time.Duration
 	// TCPKeepAlive, when positive, turns TCP keep-alive on with this idle period. 0 leaves it
 	// off: IdleTimeout already reaps dead peers.
 	TCPKeepAlive time.Duration
@@ -170,7 +199,7 @@ type Config struct {
 
 // DefaultConfig returns the defaults: gnet engine on DefaultListenAddr with GOMAXPROCS
 // loops, 120 s idle timeout, 16 MiB frames, DefaultMaxConnections, DefaultMaxOutboundBytes,
-// DefaultMaxPendingCalls.
+// DefaultMaxPendingCalls, DefaultRequestBudgetBytes, DefaultLargeFrameTimeout.
 func DefaultConfig() Config {
 	return Config{
 		Name:             "remoting",
@@ -181,6 +210,9 @@ func DefaultConfig() Config {
 		MaxConnections:   DefaultMaxConnections,
 		MaxOutboundBytes: DefaultMaxOutboundBytes,
 		MaxPendingCalls:  DefaultMaxPendingCalls,
+
+		RequestBudgetBytes: DefaultRequestBudgetBytes,
+		LargeFrameTimeout:  DefaultLargeFrameTimeout,
 	}
 }
 
@@ -216,6 +248,12 @@ func (c *Config) Validate() error {
 	if c.MaxPendingCalls <= 0 {
 		return fmt.Errorf("%w: MaxPendingCalls %d <= 0", ErrConfig, c.MaxPendingCalls)
 	}
+	if c.LargeFrameTimeout < 0 {
+		return fmt.Errorf("%w: LargeFrameTimeout %v < 0", ErrConfig, c.LargeFrameTimeout)
+	}
+	if c.RequestBudgetBytes <= 0 {
+		return fmt.Errorf("%w: RequestBudgetBytes %d <= 0", ErrConfig, c.RequestBudgetBytes)
+	}
 	if c.TCPKeepAlive < 0 {
 		return fmt.Errorf("%w: TCPKeepAlive %v < 0", ErrConfig, c.TCPKeepAlive)
 	}
@@ -244,7 +282,7 @@ type Handler interface {
 	// keep.
 	OnRequest(c Conn, cmd *codec.RemotingCommand)
 	// OnClose is called once when the connection has closed; err says why (nil for a local
-	// Close; ErrIdleTimeout, ErrServerStopped, ErrMalformedFrame, ErrOutboundFull or the
+	// Close; ErrIdleTimeout, ErrLargeFrameTimeout, ErrServerStopped, ErrMalformedFrame, ErrOutboundFull or the
 	// I/O error otherwise). Pending calls have already failed and queued writes were released.
 	OnClose(c Conn, err error)
 }

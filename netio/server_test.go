@@ -31,6 +31,8 @@ func TestConfigValidate(t *testing.T) {
 		{"MaxOutboundBytes", func(c *Config) { c.MaxOutboundBytes = 0 }},
 		{"MaxPendingCalls", func(c *Config) { c.MaxPendingCalls = 0 }},
 		{"TCPKeepAlive", func(c *Config) { c.TCPKeepAlive = -1 }},
+		{"RequestBudgetBytes", func(c *Config) { c.RequestBudgetBytes = 0 }},
+		{"LargeFrameTimeout", func(c *Config) { c.LargeFrameTimeout = -time.Second }},
 	}
 	for _, tc := range cases {
 		cfg := DefaultConfig()

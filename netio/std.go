@@ -27,6 +27,8 @@ type stdServer struct {
 	table  *connTable
 	limits connLimits
 
+	budget *requestBudget
+
 	ln         net.Listener
 	stopping   atomic.Bool
 	stopOnce   sync.Once
@@ -51,6 +53,7 @@ func newStdServer(cfg Config, h Handler, logger *slog.Logger, m *metrics) *stdSe
 		met:        m,
 		table:      newConnTable(cfg.MaxConnections),
 		limits:     connLimits{maxOutboundBytes: cfg.MaxOutboundBytes, maxPendingCalls: cfg.MaxPendingCalls},
+		budget:     newRequestBudget(cfg.RequestBudgetBytes, m),
 		stopCh:     make(chan struct{}),
 		acceptDone: make(chan struct{}),
 		sweepDone:  make(chan struct{}),
@@ -109,6 +112,7 @@ func (s *stdServer) acceptLoop() {
 		}
 		backoff = 0
 		sc := newStdConn(nc, s.h, s.table.newID(), &s.limits, s.cfg.MaxFrameBytes, s.log, s.met, &s.table.nowNanos)
+		sc.budget = s.budget
 		if s.stopping.Load() || !s.table.tryAdd(&sc.core) {
 			s.met.refused.Inc()
 			s.log.Debug("netio: connection refused", "remote", sc.core.remote.String(), "maxConnections", s.cfg.MaxConnections)
@@ -138,15 +142,22 @@ func (s *stdServer) acceptLoop() {
 // does not read would never get to a graceful close.
 func (s *stdServer) sweepLoop() {
 	defer close(s.sweepDone)
-	t := time.NewTicker(sweepInterval(s.cfg.IdleTimeout))
+	t := time.NewTicker(sweepInterval(s.cfg.IdleTimeout, s.cfg.LargeFrameTimeout))
 	defer t.Stop()
 	for {
 		select {
 		case now := <-t.C:
-			for _, c := range s.table.sweep(now, s.cfg.IdleTimeout) {
+			idle, slow := s.table.sweep(now, s.cfg.IdleTimeout, s.cfg.LargeFrameTimeout)
+			for _, c := range idle {
 				s.met.idleClosed.Inc()
 				s.log.Debug("netio: closing idle connection", "remote", c.remote.String(), "idleTimeout", s.cfg.IdleTimeout)
 				c.setCloseReason(fmt.Errorf("%w: no traffic for %v", ErrIdleTimeout, s.cfg.IdleTimeout))
+				c.engine.abort()
+			}
+			for _, c := range slow {
+				s.log.Info("netio: closing connection: large frame not received in time", "remote", c.remote.String(),
+					"largeFrameTimeout", s.cfg.LargeFrameTimeout)
+				c.setCloseReason(fmt.Errorf("%w: not received within %v of its admission", ErrLargeFrameTimeout, s.cfg.LargeFrameTimeout))
 				c.engine.abort()
 			}
 		case <-s.stopCh:
@@ -224,6 +235,17 @@ type stdConn struct {
 	// core.spare and keeps batches in order on the socket.
 	flushMu sync.Mutex
 	cmd     codec.RemotingCommand // decode target, reused
+
+	// The request budget (budget.go; nil for a Client's connections): the reader charges a
+	// frame larger than LargeFrameBytes before reading it, waiting (and so not reading) until
+	// it fits. Reader-owned except granted and stopWait.
+	budget   *requestBudget
+	held     int64         // charged for the frame being handled; 0: none
+	large    frameBuf      // the large frame being handled
+	waiter   budgetWaiter  // notify: a token on granted
+	granted  chan struct{} // capacity 1
+	stopWait chan struct{} // closed when the connection is closing: a waiting reader gives up
+	stopOnce sync.Once
 }
 
 func newStdConn(nc net.Conn, h Handler, id uint64, limits *connLimits, maxFrameBytes int, log *slog.Logger, met *metrics, clock *atomic.Int64) *stdConn {
@@ -236,10 +258,13 @@ func newStdConn(nc net.Conn, h Handler, id uint64, limits *connLimits, maxFrameB
 		clock:         clock,
 		kickCh:        make(chan struct{}, 1),
 		readerDone:    make(chan struct{}),
+		granted:       make(chan struct{}, 1),
+		stopWait:      make(chan struct{}),
 	}
 	if tc, ok := nc.(*tls.Conn); ok { // a Client's TLS connection, handshake done
 		sc.raw = tc.NetConn()
 	}
+	sc.waiter.notify = func() { sc.granted <- struct{}{} } // one token per queued wait
 	sc.core.init(id, addrPortOf(nc.RemoteAddr()), addrPortOf(nc.LocalAddr()), sc, limits, log, met, time.Now())
 	return sc
 }
@@ -258,7 +283,13 @@ func (sc *stdConn) kick() error {
 
 // abort implements connEngine: closing the socket unblocks a writer stuck on a peer that
 // does not read, and makes the reader tear the connection down.
-func (sc *stdConn) abort() { _ = sc.raw.Close() }
+func (sc *stdConn) abort() {
+	sc.stopWaiting()
+	_ = sc.raw.Close()
+}
+
+// stopWaiting ends a reader's wait for the request budget: the connection is closing.
+func (sc *stdConn) stopWaiting() { sc.stopOnce.Do(func() { close(sc.stopWait) }) }
 
 // serve runs the connection until it closes: OnOpen, the read loop, then teardown in an
 // order that makes every queued write released and every pending call failed exactly once.
@@ -306,11 +337,17 @@ func (sc *stdConn) serve() {
 // readLoop reads and dispatches frames until the connection fails or is closed.
 func (sc *stdConn) readLoop() error {
 	fr := codec.NewFrameReader(sc.rd, sc.maxFrameBytes)
+	if sc.budget != nil {
+		fr.SetLargeFrameGate(LargeFrameBytes, sc.admitLarge)
+		defer sc.releaseLarge() // a frame admitted, then cut short
+	}
 	c := &sc.core
 	for !c.closeRequested.Load() {
-		releaseLargeHeader(&sc.cmd) // before waiting for the next frame
 		payload, err := fr.Next()
 		if err != nil {
+			if errors.Is(err, errStopWaiting) {
+				return nil // closed while waiting for the budget; the reason is recorded
+			}
 			if isFramingError(err) {
 				return c.malformed(err)
 			}
@@ -319,26 +356,83 @@ func (sc *stdConn) readLoop() error {
 		if sc.clock != nil {
 			c.touch(sc.clock.Load())
 		}
-		if err := codec.DecodeCommandInto(&sc.cmd, payload); err != nil {
-			return c.malformed(err)
-		}
 		c.met.framesIn.Inc()
-		if sc.cmd.IsResponse() {
-			c.deliverResponse(&sc.cmd)
-			continue
+		closeNow, err := sc.handleFrame(payload)
+		// The handler has returned: nothing refers to the frame any more.
+		recycleCommand(&sc.cmd)
+		sc.releaseLarge()
+		if err != nil {
+			return err
 		}
-		c.beginPass()
-		if sc.h != nil {
-			sc.h.OnRequest(c, &sc.cmd)
-		} else if !sc.cmd.IsOneway() {
-			_ = c.WriteCommand(codec.NewResponse(&sc.cmd, codec.ResponseRequestCodeNotSupported,
-				fmt.Sprintf(" request type %d not supported", sc.cmd.Code)))
-		}
-		if sc.flush() {
+		if closeNow {
 			return nil
 		}
 	}
 	return nil
+}
+
+// handleFrame decodes and dispatches one frame, then flushes what the handler queued.
+// closeNow reports a local Close; an error means the connection must close.
+func (sc *stdConn) handleFrame(payload []byte) (closeNow bool, err error) {
+	c := &sc.core
+	if err := codec.DecodeCommandInto(&sc.cmd, payload); err != nil {
+		if !errors.Is(err, codec.ErrHeaderLimit) {
+			return false, c.malformed(err)
+		}
+		c.beginPass()
+		c.overLimit(&sc.cmd, err) // the frame is sound: answer it, keep the connection
+		return sc.flush(), nil
+	}
+	if sc.cmd.IsResponse() {
+		c.deliverResponse(&sc.cmd)
+		return false, nil
+	}
+	c.beginPass()
+	if sc.h != nil {
+		sc.h.OnRequest(c, &sc.cmd)
+	} else if !sc.cmd.IsOneway() {
+		_ = c.WriteCommand(codec.NewResponse(&sc.cmd, codec.ResponseRequestCodeNotSupported,
+			fmt.Sprintf(" request type %d not supported", sc.cmd.Code)))
+	}
+	return sc.flush(), nil
+}
+
+// errStopWaiting: the connection closed while its reader waited for the request budget.
+var errStopWaiting = errors.New("netio: connection closed while its frame waited for the request budget")
+
+// admitLarge is the FrameReader's gate: it charges the frame to the request budget, waiting
+// (the connection reads nothing meanwhile, so TCP pushes back on the peer) until it fits or
+// the connection closes.
+func (sc *stdConn) admitLarge(frameBytes, headerBytes int) ([]byte, error) {
+	sc.waiter.bytes = sc.budget.frameCost(frameBytes, headerBytes)
+	if !sc.budget.acquire(&sc.waiter) {
+		select {
+		case <-sc.granted:
+		case <-sc.stopWait:
+			if sc.budget.cancel(&sc.waiter) {
+				sc.budget.release(sc.waiter.bytes)
+			}
+			return nil, errStopWaiting
+		}
+	}
+	sc.held = sc.waiter.bytes
+	if sc.clock != nil {
+		sc.core.largeSinceNanos.Store(sc.clock.Load())
+	}
+	sc.large = newFrameBuf(frameBytes)
+	return sc.large.b, nil
+}
+
+// releaseLarge frees the large frame just handled (or cut short) and gives its budget back.
+func (sc *stdConn) releaseLarge() {
+	if sc.large.b != nil {
+		sc.large.free()
+	}
+	if sc.held > 0 {
+		sc.budget.release(sc.held)
+		sc.held = 0
+		sc.core.largeSinceNanos.Store(0)
+	}
 }
 
 // isFramingError tells a broken stream (close, log) from an I/O error or end of stream.
@@ -354,7 +448,8 @@ func (sc *stdConn) writeLoop(done chan<- struct{}) {
 		select {
 		case <-sc.kickCh:
 			if sc.flush() {
-				_ = sc.nc.Close() // the reader fails its next read and tears down
+				sc.stopWaiting()
+				_ = sc.nc.Close() // the reader fails its next read (or wait) and tears down
 			}
 		case <-sc.readerDone:
 			return

@@ -63,31 +63,38 @@ func (t *connTable) all() []*connCore {
 	return out
 }
 
-// sweep advances the coarse clock and returns the connections idle for longer than idle.
-func (t *connTable) sweep(now time.Time, idle time.Duration) []*connCore {
+// sweep advances the coarse clock and returns the connections idle for longer than idle
+// (0: never) and, among the others, those still reading a large frame admitted longer than
+// largeFrame ago (0: never).
+func (t *connTable) sweep(now time.Time, idle, largeFrame time.Duration) (idleConns, slowConns []*connCore) {
 	nowNanos := now.UnixNano()
 	t.nowNanos.Store(nowNanos)
-	if idle <= 0 {
-		return nil
+	if idle <= 0 && largeFrame <= 0 {
+		return nil, nil
 	}
-	var out []*connCore
 	t.mu.Lock()
 	for _, c := range t.conns {
-		if nowNanos-c.lastActiveNanos.Load() > int64(idle) {
-			out = append(out, c)
+		if idle > 0 && nowNanos-c.lastActiveNanos.Load() > int64(idle) {
+			idleConns = append(idleConns, c)
+		} else if since := c.largeSinceNanos.Load(); largeFrame > 0 && since != 0 && nowNanos-since > int64(largeFrame) {
+			slowConns = append(slowConns, c)
 		}
 	}
 	t.mu.Unlock()
-	return out
+	return idleConns, slowConns
 }
 
-// sweepInterval is how often idle connections are looked for and the coarse clock ticks: a
-// quarter of the timeout, between 10 ms and 1 s. Activity stamps lag real time by up to one
-// interval and the sweep runs up to one interval late, so a connection is closed after
-// IdleTimeout give or take a quarter (120 s ± 1 s by default).
-func sweepInterval(idle time.Duration) time.Duration {
-	if idle <= 0 {
+// sweepInterval is how often idle connections and slow large frames are looked for and the
+// coarse clock ticks: a quarter of the shorter timeout, between 10 ms and 1 s. Activity
+// stamps lag real time by up to one interval and the sweep runs up to one interval late, so
+// a connection is closed after its timeout give or take a quarter (120 s ± 1 s by default).
+func sweepInterval(idle, largeFrame time.Duration) time.Duration {
+	shortest := idle
+	if shortest <= 0 || (largeFrame > 0 && largeFrame < shortest) {
+		shortest = largeFrame
+	}
+	if shortest <= 0 {
 		return time.Second
 	}
-	return min(max(idle/4, 10*time.Millisecond), time.Second)
+	return min(max(shortest/4, 10*time.Millisecond), time.Second)
 }

@@ -96,7 +96,11 @@ func configure(args []string, stdout, stderr io.Writer) (broker.Config, *slog.Lo
 		if key == "namesrvAddr" {
 			short = "n"
 		}
-		v := fs.StringP(key, short, def, "broker.conf key "+key)
+		usage := "broker.conf key " + key
+		if help := broker.PropertyHelp(key); help != "" {
+			usage += ": " + help
+		}
+		v := fs.StringP(key, short, def, usage)
 		keyFlags[key] = v
 		if def == "true" || def == "false" {
 			fs.Lookup(key).NoOptDefVal = "true" // --key alone means true; --key=false works
