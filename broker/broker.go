@@ -27,6 +27,7 @@ import (
 	"net/netip"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -83,6 +84,9 @@ type Broker struct {
 	pullPool  *workerPool
 	queryPool *workerPool
 	adminPool *workerPool
+	// pooledBytes counts the bytes of requests copied for the pools and not yet processed, bounded
+	// by requestBudgetBytes.
+	pooledBytes atomic.Int64
 
 	processors map[int32]processor
 	server     netio.Server
@@ -172,6 +176,9 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	b.pullPool = newWorkerPool("pull", workers, 10000, cfg.WaitTimeMillsInPullQueue, b.clock, expired, b.logger)
 	b.queryPool = newWorkerPool("query", workers, 1000, 0, b.clock, expired, b.logger)
 	b.adminPool = newWorkerPool("admin", 2, 1000, 0, b.clock, expired, b.logger)
+	for _, p := range []*workerPool{b.pullPool, b.queryPool, b.adminPool} {
+		p.held = &b.pooledBytes
+	}
 
 	if err := b.initControlPlane(); err != nil {
 		return nil, err

@@ -80,15 +80,36 @@ func (b *Broker) dispatch(conn netio.Conn, cmd *codec.RemotingCommand) {
 	}
 	// The command escapes the event loop: give it a private copy of the body and of the
 	// header map (the engine recycles both for the connection's next frame).
+	// The copies count against requestBudgetBytes until the processor returns: netio's budget
+	// ends when this function returns, and a pool's queue bounds requests, not bytes (1,000
+	// queued 16 MiB admin frames would hold 16 GiB).
+	cost := pooledCopyBytes(cmd)
+	if held := b.pooledBytes.Add(cost) - cost; held > 0 && held+cost > b.cfg.RequestBudgetBytes {
+		b.pooledBytes.Add(-cost)
+		b.metrics.busy.WithLabelValues("pooled_bytes").Inc()
+		b.ReplyError(rc, codec.ResponseSystemBusy, fmt.Sprintf(
+			"[OVERLOAD]system busy: queued requests hold %d bytes, requestBudgetBytes is %d", held, b.cfg.RequestBudgetBytes))
+		return
+	}
 	owned := *cmd
 	owned.ExtFields = maps.Clone(cmd.ExtFields)
 	if len(cmd.Body) > 0 {
 		owned.Body = append([]byte(nil), cmd.Body...)
 	}
 	rc.Cmd = &owned
-	if err := p.pool.submit(rc, p.fn); err != nil {
+	if err := p.pool.submitHolding(rc, p.fn, cost); err != nil {
+		b.pooledBytes.Add(-cost)
 		b.ReplyError(rc, codec.ResponseSystemBusy, err.Error())
 	}
+}
+
+// pooledCopyBytes is what dispatch copies for a pooled processor: the body and the header's fields.
+func pooledCopyBytes(cmd *codec.RemotingCommand) int64 {
+	n := len(cmd.Body)
+	for k, v := range cmd.ExtFields {
+		n += len(k) + len(v)
+	}
+	return int64(n)
 }
 
 // errPoolFull is the SYSTEM_BUSY remark when a pool's queue is full; RocketMQ says
@@ -107,6 +128,9 @@ type workerPool struct {
 	wg        sync.WaitGroup
 	depth     atomic.Int64
 	logger    *slog.Logger
+	// held is the broker's count of bytes pooled requests hold (Broker.pooledBytes): a task's
+	// cost is given back when it has run.
+	held *atomic.Int64
 
 	// mu orders submit against close: submitters hold it shared while sending, close
 	// holds it exclusively while it marks the pool closed and closes the queue.
@@ -115,8 +139,9 @@ type workerPool struct {
 }
 
 type poolTask struct {
-	rc *RequestContext
-	fn processorFunc
+	rc   *RequestContext
+	fn   processorFunc
+	cost int64 // bytes counted in held until the task has run
 }
 
 func newWorkerPool(name string, workers, queue int, maxWait time.Duration, clock func() time.Time,
@@ -131,13 +156,19 @@ func newWorkerPool(name string, workers, queue int, maxWait time.Duration, clock
 }
 
 func (p *workerPool) submit(rc *RequestContext, fn processorFunc) error {
+	return p.submitHolding(rc, fn, 0)
+}
+
+// submitHolding queues fn(rc), which holds cost bytes of held until it has run. On error nothing is
+// queued and the caller still owns cost.
+func (p *workerPool) submitHolding(rc *RequestContext, fn processorFunc, cost int64) error {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.closed {
 		return fmt.Errorf("[OVERLOAD]broker is shutting down, %s pool closed", p.name)
 	}
 	select {
-	case p.queue <- poolTask{rc: rc, fn: fn}:
+	case p.queue <- poolTask{rc: rc, fn: fn, cost: cost}:
 		p.depth.Add(1)
 		return nil
 	default:
@@ -149,14 +180,21 @@ func (p *workerPool) run() {
 	defer p.wg.Done()
 	for t := range p.queue {
 		p.depth.Add(-1)
-		if p.maxWait > 0 {
-			if waited := p.clock().Sub(t.rc.Received); waited > p.maxWait {
-				p.onExpired(p, t.rc, waited)
-				continue
-			}
-		}
-		t.fn(t.rc)
+		p.runTask(t)
 	}
+}
+
+func (p *workerPool) runTask(t poolTask) {
+	if t.cost != 0 {
+		defer p.held.Add(-t.cost)
+	}
+	if p.maxWait > 0 {
+		if waited := p.clock().Sub(t.rc.Received); waited > p.maxWait {
+			p.onExpired(p, t.rc, waited)
+			return
+		}
+	}
+	t.fn(t.rc)
 }
 
 // Depth is the number of queued, not yet started requests.

@@ -28,7 +28,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"code"}),
 		busy: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ringmq_broker_system_busy_total",
-			Help: "Requests answered SYSTEM_BUSY, by reason (overload, timeout_clean_queue, pc_synchronized, flush_queue_full).",
+			Help: "Requests answered SYSTEM_BUSY, by reason (overload, timeout_clean_queue, pc_synchronized, flush_queue_full, pooled_bytes).",
 		}, []string{"reason"}),
 		pullRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ringmq_broker_pull_runs_total",

@@ -260,3 +260,38 @@ func TestOverloadSyncFlushFailsFast(t *testing.T) {
 		relPercentile(busyLat, 100), storedRefused, relPercentile(okLat, 50), relPercentile(okLat, 99), relPercentile(okLat, 100),
 		getMaxOffsetLatency, baseline>>20, stuckHeap>>20)
 }
+
+// TestPooledCopiesCountAgainstTheRequestBudget: the copy dispatch makes for a pooled processor is held
+// until the processor returns, and requestBudgetBytes bounds what all of them hold: past it a request is
+// answered SYSTEM_BUSY at once instead of queued (a pool's queue bounds requests, not bytes).
+func TestPooledCopiesCountAgainstTheRequestBudget(t *testing.T) {
+	const code = codec.RequestCode(9998)
+	release := make(chan struct{})
+	var running atomic.Int32
+	db := startDataBroker(t, dataBrokerOptions{
+		mutate: func(c *Config) { c.RequestBudgetBytes = 1 << 20 },
+		beforeRun: func(b *Broker) {
+			b.register(code, b.adminPool, func(rc *RequestContext) {
+				running.Add(1)
+				<-release
+				b.ReplyError(rc, codec.ResponseSuccess, "")
+			})
+		},
+	})
+	c := dialRaw(t, db.addr)
+	body := make([]byte, 600<<10)
+	_, first := c.send(codec.NewRequest(code, map[string]string{"k": "v"}, body))
+	require.Eventually(t, func() bool { return running.Load() == 1 }, 10*time.Second, time.Millisecond)
+	require.Equal(t, int64(len(body)+2), db.b.pooledBytes.Load(), "the running request holds its copy")
+
+	resp := c.call(codec.NewRequest(code, nil, body))
+	require.Equal(t, int32(codec.ResponseSystemBusy), resp.Code)
+	require.Equal(t, "[OVERLOAD]system busy: queued requests hold 614402 bytes, requestBudgetBytes is 1048576", resp.Remark)
+
+	close(release)
+	require.Equal(t, int32(codec.ResponseSuccess), c.await(first, 10*time.Second).Code)
+	require.Eventually(t, func() bool { return db.b.pooledBytes.Load() == 0 }, 10*time.Second, time.Millisecond)
+	resp = c.call(codec.NewRequest(code, nil, body))
+	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, "admitted once the first one returned")
+	require.Eventually(t, func() bool { return db.b.pooledBytes.Load() == 0 }, 10*time.Second, time.Millisecond)
+}
