@@ -89,6 +89,8 @@ type commitLog struct {
 	prefaultOff    atomic.Bool // the kernel cannot populate: stop trying
 	prefaultWake   chan struct{}
 	onAppend       func() // wakes the dispatcher; called outside the lock
+	// onPublish, when set, runs after every put has published its records (the HA server's Notify).
+	onPublish atomic.Pointer[func()]
 
 	syncRolls     atomic.Int64 // rolls that had to create the file under the lock
 	poolFallbacks atomic.Int64 // files that got no transient pool buffer and append into the mapping
@@ -227,6 +229,9 @@ func (cl *commitLog) put(recs []byte, n int, counter *atomic.Int64, offsets []in
 	cl.putTimes.Add(int64(n))
 	cl.putBytes.Add(total)
 	cl.onAppend()
+	if fn := cl.onPublish.Load(); fn != nil {
+		(*fn)()
+	}
 	if elapsed > cl.cfg.PutLockWarnThreshold {
 		// RocketMQ's "[NOTIFYME]putMessage in lock cost time(ms)=..." with the body size.
 		cl.logger.Warn("store: [NOTIFYME]putMessage in lock cost time", "elapsed", elapsed,

@@ -99,6 +99,10 @@ func (d *dispatcher) reput() error {
 func (d *dispatcher) dispatchFile(mf *mappedFile, pos, limit int64) error {
 	for pos < limit {
 		size, magic, ok := codec.PeekRecordHeader(mf.data[pos:limit])
+		if d.s.cfg.Slave && (!ok || int64(size) > limit-pos) {
+			// Replication appends frames, not records: the rest of this one has not arrived yet.
+			return nil
+		}
 		if ok && magic == codec.BlankMagicCode {
 			d.reputFrom.Store(mf.fromOffset + mf.size)
 			return nil

@@ -117,7 +117,7 @@ func Open(cfg Config, deps Deps) (*Store, error) {
 			s.closeResources()
 		}
 	}()
-	if cfg.TransientStorePoolEnable {
+	if cfg.TransientStorePoolEnable && !cfg.Slave {
 		p, err := transientpool.New(transientpool.Config{Buffers: cfg.TransientStorePoolSize,
 			BufferBytes: int(cfg.MappedFileSizeCommitLog), Pinned: cfg.TransientStorePoolPinned}, s.logger)
 		if err != nil {
@@ -553,6 +553,9 @@ func (s *Store) flushedStoreTimestamp(phys int64) int64 {
 func (s *Store) checkWriteable() (PutMessageStatus, error) {
 	if s.state.Load() != stateStarted {
 		return ServiceNotAvailable, ErrServiceNotAvailable
+	}
+	if s.cfg.Slave {
+		return ServiceNotAvailable, ErrSlave
 	}
 	if f := s.flags.load(); f != 0 {
 		if f&FlagDiskFull != 0 {

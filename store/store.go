@@ -73,6 +73,9 @@ var (
 	// ErrDiskFull: the disk is above diskSpaceWarningLevelRatio or a file could not be allocated (ENOSPC).
 	// Puts are refused until space returns; the store notices by itself. Status SERVICE_NOT_AVAILABLE.
 	ErrDiskFull = errors.New("store: disk full")
+	// ErrSlave: a put on a slave's store (RocketMQ: "messages are put to the slave"); its CommitLog
+	// grows only by replication.
+	ErrSlave = errors.New("store: the broker is a slave: messages are put to the master")
 	// ErrCreateMappedFile: the next CommitLog file could not be created; status CREATE_MAPPED_FILE_FAILED.
 	ErrCreateMappedFile = errors.New("store: create mapped file failed")
 	// ErrOSPageCacheBusy: a put has held the put lock longer than osPageCacheBusyTimeOutMills.
@@ -276,7 +279,13 @@ type Config struct {
 	SyncFlushIdleInterval time.Duration
 
 	// TransientStorePoolEnable (transientStorePoolEnable): append into pinned buffers, commit to the file.
+	// Off on a slave, as in RocketMQ: replicated bytes go straight into the mapping.
 	TransientStorePoolEnable bool
+
+	// Slave (brokerRole=SLAVE): puts are refused (ErrSlave); the CommitLog grows only through
+	// AppendReplica, at the master's offsets, and the dispatcher waits for a record whose bytes have not
+	// all arrived instead of calling it corrupt.
+	Slave bool
 	// TransientStorePoolSize (transientStorePoolSize): buffers in the pool, default 5.
 	TransientStorePoolSize int
 	// TransientStorePoolPinned (ringmq transientStorePoolPinned): require mlock, default true.

@@ -1,0 +1,101 @@
+package store
+
+import (
+	"fmt"
+	"io"
+)
+
+// The store's side of master-slave replication (package ha): a master reads its CommitLog for the
+// transfer, a slave appends the master's bytes at the same offsets. Both satisfy ha's small interfaces
+// (ha.MasterLog, ha.SlaveLog) without either package importing the other.
+
+// FileSize is mappedFileSizeCommitLog: replication frames never cross a multiple of it.
+func (s *Store) FileSize() int64 { return s.cfg.MappedFileSizeCommitLog }
+
+// SetPublishListener sets fn to run after every put has published its records (outside the put lock);
+// the HA server's Notify, so that idle transfers wake at once. nil removes it.
+func (s *Store) SetPublishListener(fn func()) {
+	if fn == nil {
+		s.commitLog.onPublish.Store(nil)
+		return
+	}
+	s.commitLog.onPublish.Store(&fn)
+}
+
+// ReadReplica returns up to max CommitLog bytes from offset for a slave: within the file holding offset
+// and below the published end, as a view of the mapped file or, for bytes the committer has not moved
+// yet, of the file's transient pool buffer (held until release). Nothing there yet: nil, nil. It never
+// takes the put lock. Safe for concurrent use.
+func (s *Store) ReadReplica(offset int64, max int) ([]byte, func()) {
+	cl := s.commitLog
+	if max <= 0 || offset < 0 || offset >= cl.maxOffset.Load() {
+		return nil, nil
+	}
+	mf := cl.mfq.findAndHold(offset)
+	if mf == nil {
+		return nil, nil
+	}
+	pos := offset - mf.fromOffset
+	end := min(mf.wrote.Load(), pos+int64(max)) // wrote: published, in order (publishCopied)
+	if end <= pos {
+		mf.release()
+		return nil, nil
+	}
+	if end <= mf.readPosition() {
+		return mf.data[pos:end:end], mf.release
+	}
+	if !mf.holdBuffer() { // committed whole meanwhile: the mapping has it
+		return mf.data[pos:end:end], mf.release
+	}
+	return mf.writeBuffer.Bytes()[pos:end:end], func() { mf.releaseBuffer(); mf.release() }
+}
+
+// AppendReplica reads n bytes from r into the CommitLog at offset and publishes them for the dispatcher:
+// a slave's HA client appending the master's bytes at the master's offsets. offset must be the CommitLog's
+// end; an empty store takes any offset at a file boundary (a new slave starts at the master's last file).
+// The bytes need not end on a record boundary, but must stay inside one file. One caller at a time (the
+// HA client); concurrent readers see only published bytes.
+func (s *Store) AppendReplica(offset int64, n int, r io.Reader) error {
+	if !s.cfg.Slave {
+		return fmt.Errorf("%w: AppendReplica on a master's store", ErrServiceNotAvailable)
+	}
+	if s.state.Load() != stateStarted {
+		return ErrServiceNotAvailable
+	}
+	cl := s.commitLog
+	size := s.cfg.MappedFileSizeCommitLog
+	cl.putLock.Lock()
+	end := cl.maxOffset.Load()
+	if offset != end {
+		if cl.mfq.last() != nil || offset%size != 0 {
+			cl.putLock.Unlock()
+			return fmt.Errorf("store: replica bytes at %d, but the CommitLog ends at %d", offset, end)
+		}
+		// An empty store starts where the master's transfer starts.
+		cl.maxOffset.Store(offset)
+		cl.reservedEnd.Store(offset)
+		s.dispatcher.reputFrom.Store(offset)
+	}
+	mf := cl.cur
+	if mf == nil || offset >= mf.fromOffset+mf.size {
+		var err error
+		if mf, err = cl.rollLocked(); err != nil {
+			cl.putLock.Unlock()
+			return err
+		}
+	}
+	cl.putLock.Unlock()
+	pos := offset - mf.fromOffset
+	if n < 0 || pos+int64(n) > mf.size {
+		return fmt.Errorf("store: %d replica bytes at %d cross the end of CommitLog file %s", n, offset, mf.path)
+	}
+	if _, err := io.ReadFull(r, mf.data[pos:pos+int64(n)]); err != nil {
+		return err
+	}
+	mf.wrote.Store(pos + int64(n))
+	cl.reservedEnd.Store(offset + int64(n))
+	cl.maxOffset.Store(offset + int64(n))
+	cl.putBytes.Add(int64(n))
+	cl.onAppend()
+	return nil
+}

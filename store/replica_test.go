@@ -1,0 +1,159 @@
+package store
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/ha"
+)
+
+// readLog copies the CommitLog [from, to) through ReadReplica.
+func readLog(t testing.TB, s *Store, from, to int64) []byte {
+	t.Helper()
+	var out []byte
+	for off := from; off < to; {
+		b, release := s.ReadReplica(off, int(to-off))
+		require.NotNil(t, release, "readable at %d", off)
+		out = append(out, b...)
+		off += int64(len(b))
+		release()
+	}
+	return out
+}
+
+// TestReplicationMasterToSlave: a master store in each append and flush mode streams its CommitLog to a
+// slave store over the HA protocol. The slave holds the same bytes at the same offsets, across file rolls,
+// including records the master still had only in its transient pool buffer, and dispatches its own
+// ConsumeQueues from them: the same records per queue. A slave refuses puts.
+func TestReplicationMasterToSlave(t *testing.T) {
+	for _, mode := range []struct {
+		name      string
+		transient bool
+		flush     FlushDiskType
+	}{
+		{"mmap/async", false, AsyncFlush},
+		{"mmap/sync", false, SyncFlush},
+		{"pool/async", true, AsyncFlush},
+		{"pool/sync", true, SyncFlush},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			mcfg := testConfig(t.TempDir())
+			mcfg.TransientStorePoolEnable = mode.transient
+			mcfg.FlushDiskType = mode.flush
+			// The committer moves small records only when a file is full: the transfer must read the
+			// pool buffer.
+			mcfg.CommitIntervalCommitLog = time.Hour
+			mcfg.CommitCommitLogThoroughInterval = time.Hour
+			mcfg.CommitCommitLogLeastPages = 1 << 20
+			master := openStarted(t, mcfg, Deps{})
+			scfg := testConfig(t.TempDir())
+			scfg.Slave = true
+			scfg.TransientStorePoolEnable = mode.transient // ignored on a slave
+			slave := openStarted(t, scfg, Deps{})
+			require.Nil(t, slave.pool, "no transient pool on a slave")
+
+			srvCfg := ha.DefaultServerConfig("127.0.0.1:0")
+			srv, err := ha.NewServer(srvCfg, master, nil)
+			require.NoError(t, err)
+			master.SetPublishListener(srv.Notify)
+			srv.Start()
+			t.Cleanup(func() { _ = srv.Close() })
+			client, err := ha.NewClient(ha.DefaultClientConfig(srv.Addr().String()), slave, nil)
+			require.NoError(t, err)
+			client.Start()
+			t.Cleanup(func() { _ = client.Close() })
+
+			// A new slave starts at the master's last file: let it start while that is the first one.
+			first := mustPut(t, master, testMessage("TopicR", 3, []byte("first")))
+			waitFor(t, "the slave starts", func() bool { return slave.MaxPhyOffset() == first.EndOffset() })
+			var sent []PutResult
+			for i := range 300 { // ~3 CommitLog files of 64 KiB
+				body := bytes.Repeat(bodyf("m%03d-", i), 1+i%280)
+				sent = append(sent, mustPut(t, master, testMessage("TopicR", int32(i%3), body, codec.PropertyKeys, bodyString("k", i))))
+			}
+			end := master.MaxPhyOffset()
+			require.Greater(t, end, 2*int64(testFileSize))
+			waitFor(t, "the slave catches up", func() bool { return slave.MaxPhyOffset() == end })
+			waitFor(t, "the acknowledgement", func() bool { return srv.AckedOffset() == end })
+			require.Equal(t, readLog(t, master, 0, end), readLog(t, slave, 0, end), "byte-identical CommitLogs")
+
+			waitDispatched(t, slave)
+			for q := int32(0); q < 3; q++ {
+				want, got := getAll(t, master, "TopicR", q), getAll(t, slave, "TopicR", q)
+				require.Len(t, got, 100)
+				for i := range want {
+					require.Equal(t, want[i].Body, got[i].Body)
+					require.Equal(t, want[i].PhysicalOffset, got[i].PhysicalOffset)
+					require.Equal(t, want[i].QueueOffset, got[i].QueueOffset)
+				}
+			}
+			q, err := slave.QueryMessage("TopicR", "k-7", 10, 0, 1<<62)
+			require.NoError(t, err)
+			require.Len(t, q.Buffers, 1, "the slave indexes keys too")
+			q.Release()
+			rec, release, err := slave.LookMessageByOffset(sent[42].WroteOffset)
+			require.NoError(t, err)
+			d, err := codec.DecodeRecord(rec, true)
+			require.NoError(t, err)
+			require.Equal(t, bytes.Repeat(bodyf("m%03d-", 42), 1+42%280), d.Body)
+			release()
+
+			res, err := slave.PutMessage(testMessage("TopicR", 0, []byte("x")))
+			require.ErrorIs(t, err, ErrSlave)
+			require.Equal(t, ServiceNotAvailable, res.Status)
+		})
+	}
+}
+
+func bodyString(prefix string, i int) string { return prefix + "-" + string(bodyf("%d", i)) }
+
+// TestSlaveRestartResumesFromItsEnd: a slave stopped and opened again reports its own end and gets the
+// rest, byte for byte; its ConsumeQueues continue without a gap.
+func TestSlaveRestartResumesFromItsEnd(t *testing.T) {
+	master := openStarted(t, testConfig(t.TempDir()), Deps{})
+	scfg := testConfig(t.TempDir())
+	scfg.Slave = true
+	srv, err := ha.NewServer(ha.DefaultServerConfig("127.0.0.1:0"), master, nil)
+	require.NoError(t, err)
+	master.SetPublishListener(srv.Notify)
+	srv.Start()
+	t.Cleanup(func() { _ = srv.Close() })
+	put := func(from, to int) {
+		for i := from; i < to; i++ {
+			mustPut(t, master, testMessage("TopicS", 0, bytes.Repeat(bodyf("s%03d-", i), 1+i%200)))
+		}
+	}
+	follow := func(s *Store) *ha.Client {
+		c, err := ha.NewClient(ha.DefaultClientConfig(srv.Addr().String()), s, nil)
+		require.NoError(t, err)
+		c.Start()
+		return c
+	}
+	slave := openStarted(t, scfg, Deps{})
+	c := follow(slave)
+	put(0, 1)
+	waitFor(t, "the slave starts", func() bool { return slave.MaxPhyOffset() == master.MaxPhyOffset() })
+	put(1, 150)
+	waitFor(t, "caught up", func() bool { return slave.MaxPhyOffset() == master.MaxPhyOffset() })
+	require.NoError(t, c.Close())
+	waitDispatched(t, slave)
+	require.NoError(t, slave.Shutdown())
+
+	put(150, 400) // while the slave is down
+	slave = reopen(t, scfg, Deps{})
+	c = follow(slave)
+	defer c.Close()
+	end := master.MaxPhyOffset()
+	waitFor(t, "caught up again", func() bool { return slave.MaxPhyOffset() == end })
+	require.Equal(t, readLog(t, master, 0, end), readLog(t, slave, 0, end))
+	waitDispatched(t, slave)
+	got := getAll(t, slave, "TopicS", 0)
+	require.Len(t, got, 400)
+	for i, r := range got {
+		require.Equal(t, int64(i), r.QueueOffset)
+	}
+}
