@@ -78,6 +78,17 @@ func (b *Broker) replyJSON(rc *RequestContext, v any) {
 	b.replyBody(rc, body)
 }
 
+// refuseOnSlave answers SYSTEM_ERROR when this broker is a SLAVE and returns true: topics
+// and subscription groups change on the master, and reach a slave through metadata sync
+// (RocketMQ AdminBrokerProcessor.validateSlave).
+func (b *Broker) refuseOnSlave(rc *RequestContext) bool {
+	if !b.cfg.IsSlave() {
+		return false
+	}
+	b.ReplyError(rc, codec.ResponseSystemError, slaveAdminRemark)
+	return true
+}
+
 // systemTopicRemark is Java's remark for create/delete of a built-in topic.
 func systemTopicRemark(topic string) string {
 	return "The topic[" + topic + "] is conflict with system topic."
@@ -87,6 +98,9 @@ func systemTopicRemark(topic string) string {
 // (up to adminRegisterWait) for the name servers to learn it, so that the topic has a
 // route when the admin call returns.
 func (b *Broker) processUpdateAndCreateTopic(rc *RequestContext) {
+	if b.refuseOnSlave(rc) {
+		return
+	}
 	var h codec.UpdateAndCreateTopicRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
 		b.ReplyError(rc, codec.ResponseSystemError, headerErrorRemark(err))
@@ -180,6 +194,9 @@ func alterAttributes(create bool, current map[string]string, modification string
 // processDeleteTopicInBroker deletes a topic: its config, every group's offsets in it and
 // its ConsumeQueues (records stay in the CommitLog until retention), then re-registers.
 func (b *Broker) processDeleteTopicInBroker(rc *RequestContext) {
+	if b.refuseOnSlave(rc) {
+		return
+	}
 	var h codec.DeleteTopicRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
 		b.ReplyError(rc, codec.ResponseSystemError, headerErrorRemark(err))
@@ -232,6 +249,9 @@ func (b *Broker) processGetTopicConfig(rc *RequestContext) {
 
 // processUpdateAndCreateSubscriptionGroup creates or replaces a group from its JSON body.
 func (b *Broker) processUpdateAndCreateSubscriptionGroup(rc *RequestContext) {
+	if b.refuseOnSlave(rc) {
+		return
+	}
 	c, err := codec.DecodeSubscriptionGroupConfig(rc.Cmd.Body)
 	if err != nil {
 		b.ReplyError(rc, codec.ResponseSystemError, err.Error())
@@ -281,6 +301,9 @@ func (b *Broker) processGetSubscriptionGroupConfig(rc *RequestContext) {
 
 // processDeleteSubscriptionGroup deletes a group; with cleanOffset=true also its offsets.
 func (b *Broker) processDeleteSubscriptionGroup(rc *RequestContext) {
+	if b.refuseOnSlave(rc) {
+		return
+	}
 	group, ok := b.adminExt(rc, "groupName")
 	if !ok {
 		return

@@ -88,6 +88,15 @@ type Broker struct {
 	// by requestBudgetBytes.
 	pooledBytes atomic.Int64
 
+	// onMasterLearned, when set (before Start, by the replication wiring), is called after
+	// every registration round in which a name server answered: with the master's remoting
+	// address (masterAddr, for metadata sync) and HA address (haServerAddr, for the HA client)
+	// from the first name server, in namesrvAddr order then the embedded one, that answered
+	// SUCCESS. Both are empty when the brokerName has no live master or this broker is the
+	// master. It runs on the registration goroutine (the first round on Start's), one call at
+	// a time, and must not block.
+	onMasterLearned func(masterAddr, haServerAddr string)
+
 	processors map[int32]processor
 	server     netio.Server
 
@@ -120,10 +129,19 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	b := &Broker{cfg: cfg, logger: deps.Logger, clock: deps.Clock, processors: map[int32]processor{}}
-	if b.logger == nil {
-		b.logger = slog.New(slog.DiscardHandler)
+	logger := deps.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
 	}
+	if id := cfg.forceMasterID(); id != 0 {
+		logger.Info("broker: brokerId of a master is always 0; using 0", "brokerRole", cfg.BrokerRole, "brokerId", id)
+	}
+	if cfg.IsSlave() {
+		// RocketMQ lowers it by 10 on a slave, so slave pulls switch to the smaller on-disk
+		// batch sizes sooner (PROTOCOL.md §13.1).
+		cfg.AccessMessageInMemoryMaxRate = max(cfg.AccessMessageInMemoryMaxRate-10, 0)
+	}
+	b := &Broker{cfg: cfg, logger: logger, clock: deps.Clock, processors: map[int32]processor{}}
 	if b.clock == nil {
 		b.clock = time.Now
 	}
@@ -138,13 +156,26 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.ListenPort == 0 { // the port goes into stored records: resolve it now (control.go)
+	listenPortWasZero := cfg.ListenPort == 0
+	if listenPortWasZero { // the port goes into stored records: resolve it now (control.go)
 		port, err := pickListenPort(b.bindHost())
 		if err != nil {
 			return nil, err
 		}
 		cfg.ListenPort, b.cfg.ListenPort = port, port
 	}
+	// The HA port is registered with name servers (haServerAddr): resolve it now too.
+	if err := b.cfg.resolveHAListenPort(listenPortWasZero, func() (int, error) {
+		for {
+			port, err := pickListenPort(b.bindHost())
+			if err != nil || port != b.cfg.ListenPort {
+				return port, err
+			}
+		}
+	}); err != nil {
+		return nil, err
+	}
+	cfg.HAListenPort = b.cfg.HAListenPort
 	b.storeHost = netip.AddrPortFrom(host, uint16(cfg.ListenPort))
 	b.brokerAddr = b.storeHost.String()
 

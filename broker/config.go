@@ -23,9 +23,9 @@ type Config struct {
 	// BrokerConfig
 	BrokerClusterName            string        `prop:"brokerClusterName"`
 	BrokerName                   string        `prop:"brokerName"`
-	BrokerID                     int64         `prop:"brokerId"`
+	BrokerID                     int64         `prop:"brokerId" help:"0 for a master (forced to 0 at start when brokerRole is a master role); a SLAVE needs an id > 0"`
 	BrokerIP1                    string        `prop:"brokerIP1"`
-	BrokerIP2                    string        `prop:"brokerIP2"`
+	BrokerIP2                    string        `prop:"brokerIP2" help:"host of the HA address (haServerAddr) registered with name servers; empty: brokerIP1"`
 	NamesrvAddr                  string        `prop:"namesrvAddr"` // ';'-separated
 	ListenPort                   int           `prop:"listenPort"`
 	BrokerPermission             int           `prop:"brokerPermission"`
@@ -68,7 +68,7 @@ type Config struct {
 	MappedFileSizeCommitLog           int64         `prop:"mappedFileSizeCommitLog"`
 	MappedFileSizeConsumeQueue        int64         `prop:"mappedFileSizeConsumeQueue"`
 	FlushDiskType                     string        `prop:"flushDiskType"` // ASYNC_FLUSH | SYNC_FLUSH
-	BrokerRole                        string        `prop:"brokerRole"`    // ASYNC_MASTER | SYNC_MASTER | SLAVE
+	BrokerRole                        string        `prop:"brokerRole" help:"ASYNC_MASTER, SYNC_MASTER (a send also waits for a slave's acknowledgement) or SLAVE (replicates a master, refuses writes)"`
 	FlushIntervalCommitLog            time.Duration `prop:"flushIntervalCommitLog" unit:"ms"`
 	FlushCommitLogLeastPages          int           `prop:"flushCommitLogLeastPages"`
 	FlushCommitLogThoroughInterval    time.Duration `prop:"flushCommitLogThoroughInterval" unit:"ms"`
@@ -101,6 +101,16 @@ type Config struct {
 	MaxTransferBytesOnMessageInMemory int           `prop:"maxTransferBytesOnMessageInMemory"`
 	MaxTransferCountOnMessageInDisk   int           `prop:"maxTransferCountOnMessageInDisk"`
 	MaxTransferBytesOnMessageInDisk   int           `prop:"maxTransferBytesOnMessageInDisk"`
+	// Master-slave replication (PROTOCOL.md §13.6). HAListenPort 0 means listenPort + 1
+	// (RocketMQ's BrokerStartup always sets that), or a free port when listenPort is 0 too;
+	// New resolves it.
+	HAListenPort            int           `prop:"haListenPort" help:"port of the HA listener slaves replicate from; 0: listenPort + 1 (a free port when listenPort is 0)"`
+	HAMasterAddress         string        `prop:"haMasterAddress" help:"slave: fixed ip:port of the master's HA listener; empty: learnt from the name servers"`
+	HASendHeartbeatInterval time.Duration `prop:"haSendHeartbeatInterval" unit:"ms" help:"slave report and master heartbeat period on an idle HA connection (ms)"`
+	HAHousekeepingInterval  time.Duration `prop:"haHousekeepingInterval" unit:"ms" help:"an HA connection idle this long is closed (ms); must exceed haSendHeartbeatInterval"`
+	HATransferBatchSize     int           `prop:"haTransferBatchSize" help:"largest CommitLog chunk in one HA transfer frame (bytes)"`
+	HASlaveFallbehindMax    int64         `prop:"haSlaveFallbehindMax" help:"SYNC_MASTER: a slave further behind than this (bytes) does not count as available"`
+	SlaveTimeout            time.Duration `prop:"slaveTimeout" unit:"ms" help:"SYNC_MASTER: how long a send waits for a slave's acknowledgement (ms)"`
 
 	// ringmq's own keys (DESIGN.md "Config").
 	FlushBackend             string `prop:"flushBackend"` // iouring | msync | fdatasync
@@ -199,6 +209,11 @@ func DefaultConfig() Config {
 		MaxTransferBytesOnMessageInMemory: 256 * 1024,
 		MaxTransferCountOnMessageInDisk:   8,
 		MaxTransferBytesOnMessageInDisk:   64 * 1024,
+		HASendHeartbeatInterval:           5 * time.Second,
+		HAHousekeepingInterval:            20 * time.Second,
+		HATransferBatchSize:               32 << 10,
+		HASlaveFallbehindMax:              256 << 20,
+		SlaveTimeout:                      3 * time.Second,
 
 		FlushBackend:             "", // empty: the measured best available (see package flush)
 		NetEngine:                "gnet",
@@ -224,12 +239,6 @@ var LegacyAliases = map[string]string{
 // NotNeededKeys are RocketMQ keys ringmq accepts without using; the value says what
 // ringmq does instead. Each is reported once at info level.
 var NotNeededKeys = map[string]string{
-	"haListenPort":                           "master-slave replication is not implemented yet; the key is ignored",
-	"haMasterAddress":                        "master-slave replication is not implemented yet; the key is ignored",
-	"haSendHeartbeatInterval":                "master-slave replication is not implemented yet; the key is ignored",
-	"haHousekeepingInterval":                 "master-slave replication is not implemented yet; the key is ignored",
-	"haTransferBatchSize":                    "master-slave replication is not implemented yet; the key is ignored",
-	"haSlaveFallbehindMax":                   "master-slave replication is not implemented yet; the key is ignored",
 	"fastListenPort":                         "ringmq serves every request on listenPort; there is no separate VIP port",
 	"serverWorkerThreads":                    "network work runs on gnet event loops (netEventLoops)",
 	"serverSelectorThreads":                  "network work runs on gnet event loops (netEventLoops)",
@@ -428,8 +437,6 @@ func (c *Config) Validate() error {
 		return bad("netEventLoops", "must be 0 (GOMAXPROCS) or positive")
 	case c.RequestBudgetBytes <= 0:
 		return bad("requestBudgetBytes", "must be positive")
-	case c.BrokerID != 0 && c.BrokerRole != "SLAVE":
-		return bad("brokerId", "a master's brokerId is 0")
 	}
 	switch c.FlushDiskType {
 	case "ASYNC_FLUSH", "SYNC_FLUSH":
@@ -439,9 +446,15 @@ func (c *Config) Validate() error {
 	switch c.BrokerRole {
 	case "ASYNC_MASTER", "SYNC_MASTER":
 	case "SLAVE":
-		return bad("brokerRole", "SLAVE is not supported yet (no replication); run masters only")
+		if c.BrokerID <= 0 {
+			// RocketMQ's BrokerStartup exits with status -3 here.
+			return bad("brokerId", fmt.Sprintf("%d: a SLAVE needs brokerId > 0 (0 is the master's)", c.BrokerID))
+		}
 	default:
-		return bad("brokerRole", "must be ASYNC_MASTER, SYNC_MASTER or SLAVE")
+		return bad("brokerRole", fmt.Sprintf("%q: must be ASYNC_MASTER, SYNC_MASTER or SLAVE", c.BrokerRole))
+	}
+	if err := c.validateHA(); err != nil {
+		return err
 	}
 	switch c.FlushBackend {
 	case "", "iouring", "msync", "fdatasync":

@@ -62,7 +62,8 @@ func TestProductionConfLoads(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{"redeleteHangedFileInterval"}, unknown)
-	require.Equal(t, []string{"haListenPort", "sendMessageThreadPoolNums", "pullMessageThreadPoolNums"}, notNeeded)
+	require.Equal(t, []string{"sendMessageThreadPoolNums", "pullMessageThreadPoolNums"}, notNeeded)
+	require.Equal(t, 10912, c.HAListenPort)
 	require.NoError(t, c.Validate())
 
 	require.Equal(t, "broker-a", c.BrokerName)
@@ -92,7 +93,8 @@ func TestConfigBadValuesNameTheKey(t *testing.T) {
 
 	for _, tc := range []struct{ key, value, want string }{
 		{"flushDiskType", "SOMETIMES", "flushDiskType"},
-		{"brokerRole", "SLAVE", "brokerRole"},
+		{"brokerRole", "BACKUP", "brokerRole"},
+		{"brokerRole", "SLAVE", "brokerId"}, // with the default brokerId 0
 		{"flushBackend", "carrier-pigeon", "flushBackend"},
 		{"netEngine", "tokio", "netEngine"},
 		{"maxMessageSize", "0", "maxMessageSize"},

@@ -575,7 +575,7 @@ func (b *Broker) initSchedule(delays []time.Duration) error {
 		return err
 	}
 	b.schedule = s
-	if b.cfg.BrokerRole != "SLAVE" {
+	if !b.cfg.IsSlave() {
 		b.addGuardedService("schedule message service", s.Start, s.Stop)
 	}
 	return nil

@@ -208,6 +208,7 @@ func (r *registrar) registerAll(ctx context.Context) error {
 		return fmt.Errorf("%w: %w", ErrRegister, err)
 	}
 	errs := make([]error, len(addrs))
+	answers := make([]*codec.RegisterBrokerResponseHeader, len(addrs))
 	var wg sync.WaitGroup
 	for i, addr := range addrs {
 		wg.Add(1)
@@ -221,6 +222,13 @@ func (r *registrar) registerAll(ctx context.Context) error {
 				errs[i] = fmt.Errorf("%s: %w", addr, err)
 			case resp.Code != int32(codec.ResponseSuccess):
 				errs[i] = fmt.Errorf("%s: code %d: %s", addr, resp.Code, resp.Remark)
+			default:
+				var rh codec.RegisterBrokerResponseHeader
+				if err := rh.Decode(resp.ExtFields); err != nil {
+					errs[i] = fmt.Errorf("%s: response header: %w", addr, err)
+				} else {
+					answers[i] = &rh
+				}
 			}
 			if errs[i] != nil {
 				r.b.metrics.registrations.WithLabelValues("error").Inc()
@@ -233,6 +241,15 @@ func (r *registrar) registerAll(ctx context.Context) error {
 	r.mu.Lock()
 	r.rounds++
 	r.mu.Unlock()
+	// RocketMQ takes the master's addresses from the first answer of the round.
+	if learned := r.b.onMasterLearned; learned != nil {
+		for _, a := range answers {
+			if a != nil {
+				learned(a.MasterAddr, a.HAServerAddr)
+				break
+			}
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: %w", ErrRegister, err)
 	}
@@ -289,15 +306,19 @@ func (b *Broker) buildRegisterRequest() ([]byte, codec.RegisterBrokerRequestHead
 	return body, h, nil
 }
 
-// haServerAddr is brokerIP2 (default brokerIP1) with the HA port listenPort+1, as RocketMQ
-// advertises it even before replication is used.
+// haServerAddr is brokerIP2 (default brokerIP1) with haListenPort (resolved by New), as
+// RocketMQ advertises it from masters and slaves alike.
 func (b *Broker) haServerAddr() string {
 	host := b.cfg.BrokerIP2
 	if host == "" {
 		host = b.storeHost.Addr().String()
 	}
-	return net.JoinHostPort(host, strconv.Itoa(b.cfg.ListenPort+1))
+	return net.JoinHostPort(host, strconv.Itoa(b.cfg.HAListenPort))
 }
+
+// HAServerAddr is the HA address the broker registers with name servers
+// ("brokerIP2:haListenPort"). Safe for concurrent use.
+func (b *Broker) HAServerAddr() string { return b.haServerAddr() }
 
 // namesrvTargets lists the name servers to register with: namesrvAddr, plus the embedded
 // one unless namesrvAddr already names it (same port on a local host name).

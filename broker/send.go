@@ -210,7 +210,7 @@ func (b *Broker) checkSend(rc *RequestContext, h *codec.SendMessageRequestHeader
 		return codec.TopicConfig{}, codec.ResponseNoPermission, "Sending message to topic[" + h.Topic + "] is forbidden."
 	}
 	tc, ok := b.topics.Get(h.Topic)
-	if !ok {
+	if !ok && !b.cfg.IsSlave() { // a slave's topics come from its master only
 		var topicSysFlag int32
 		if h.UnitMode {
 			if strings.HasPrefix(h.Topic, RetryGroupTopicPrefix) {
@@ -224,9 +224,9 @@ func (b *Broker) checkSend(rc *RequestContext, h *codec.SendMessageRequestHeader
 			tc = b.topics.CreateInSendMessageBack(h.Topic, 1, PermRead|PermWrite, topicSysFlag)
 			ok = tc.TopicName != ""
 		}
-		if !ok {
-			return tc, codec.ResponseTopicNotExist, "topic[" + h.Topic + "] not exist, apply first please!"
-		}
+	}
+	if !ok {
+		return tc, codec.ResponseTopicNotExist, "topic[" + h.Topic + "] not exist, apply first please!"
 	}
 	if !IsWriteable(tc.Perm) {
 		return tc, codec.ResponseNoPermission, "the topic[" + h.Topic + "] sending message is forbidden"

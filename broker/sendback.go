@@ -1,10 +1,12 @@
 package broker
 
 import (
+	"errors"
 	"math/rand/v2"
 	"strconv"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/store"
 )
 
 // Retry and dead letters: CONSUMER_SEND_MSG_BACK (36), PROTOCOL.md §3.6 and §8.2.
@@ -72,6 +74,12 @@ func (b *Broker) isHotOffset(phys int64) bool {
 
 // sendMessageBack does the work of 36 and answers.
 func (b *Broker) sendMessageBack(to replyTo, h *codec.ConsumerSendMsgBackRequestHeader, version int32) {
+	if b.cfg.IsSlave() {
+		// The store refuses every put on a slave; answer as RocketMQ does then, before the
+		// group or retry topic is auto-created here (a slave takes both from its master).
+		b.respond(to, codec.ResponseSystemError, remarkSendBackServiceNotAvailable, nil)
+		return
+	}
 	gc, ok := b.subscriptions.FindOrCreate(h.Group)
 	if !ok {
 		b.respond(to, codec.ResponseSubscriptionGroupNotExist, remarkSubscriptionGroupNotExist+h.Group, nil)
@@ -171,6 +179,11 @@ func (b *Broker) sendMessageBack(to replyTo, h *codec.ConsumerSendMsgBackRequest
 		Properties:     p,
 	}
 	res, err := b.store.PutMessage(&msg)
+	if errors.Is(err, store.ErrServiceNotAvailable) || (err == nil && res.Status == store.ServiceNotAvailable) {
+		// RocketMQ answers a refused send-back with SYSTEM_ERROR and the status name.
+		b.respond(to, codec.ResponseSystemError, remarkSendBackServiceNotAvailable, nil)
+		return
+	}
 	if code, remark := b.putOutcome(res, err); code != codec.ResponseSuccess {
 		b.respond(to, code, remark, nil)
 		return

@@ -130,7 +130,7 @@ func (b *Broker) initTransactions() error {
 	t.mu.halfOffset = max(b.offsets.Query(SysTransCheckGroup, TransHalfTopic, 0), 0)
 	t.mu.opRead = max(b.offsets.Query(SysTransCheckGroup, TransOpHalfTopic, 0), 0)
 	b.tx = t
-	runChecks := b.cfg.CheckTransactionMessage && b.cfg.BrokerRole != "SLAVE"
+	runChecks := b.cfg.CheckTransactionMessage && !b.cfg.IsSlave()
 	b.addGuardedService("transaction check service", func() error { return t.start(runChecks) }, t.shutdown)
 	return nil
 }
@@ -605,7 +605,7 @@ func (b *Broker) processEndTransaction(rc *RequestContext) {
 		b.ReplyError(rc, codec.ResponseSystemError, headerErrorRemark(err))
 		return
 	}
-	if b.cfg.BrokerRole == "SLAVE" {
+	if b.cfg.IsSlave() {
 		b.ReplyError(rc, codec.ResponseSlaveNotAvailable, "Message store is slave mode, so end transaction is forbidden.")
 		return
 	}

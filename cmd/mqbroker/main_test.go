@@ -141,6 +141,8 @@ namesrvAddr=10.0.0.1:9876;10.0.0.2:9876
 autoCreateTopicEnable=true
 haListenPort=10912
 haListenPort=10913
+sendMessageThreadPoolNums=16
+sendMessageThreadPoolNums=32
 mapedFileSizeCommitLog=8388608
 fancyNewKey=1
 `)
@@ -150,14 +152,15 @@ fancyNewKey=1
 	require.Equal(t, 0, code, "stderr: %s", &stderr)
 	out := stdout.String()
 	for _, line := range []string{"brokerName=fromFile", "listenPort=2345", "autoCreateTopicEnable=false",
-		"slaveReadEnable=true", "namesrvAddr=10.0.0.1:9876;10.0.0.2:9876", "mappedFileSizeCommitLog=8388608",
+		"slaveReadEnable=true", "haListenPort=10913", "namesrvAddr=10.0.0.1:9876;10.0.0.2:9876", "mappedFileSizeCommitLog=8388608",
 		"aclFile=" + filepath.Join(filepath.Dir(path), "plain_acl.yml")} {
 		require.Contains(t, out, line+"\n")
 	}
 	logs := stderr.String()
-	require.Regexp(t, `level=WARN msg="unknown config key ignored" key=fancyNewKey file=\S+ line=10`, logs)
-	require.Equal(t, 1, strings.Count(logs, "key=haListenPort"), "not-needed keys are reported once")
-	require.Contains(t, logs, `msg="config key accepted but not needed" key=haListenPort`)
+	require.Regexp(t, `level=WARN msg="unknown config key ignored" key=fancyNewKey file=\S+ line=12`, logs)
+	require.Equal(t, 1, strings.Count(logs, "key=sendMessageThreadPoolNums"), "not-needed keys are reported once")
+	require.Contains(t, logs, `msg="config key accepted but not needed" key=sendMessageThreadPoolNums`)
+	require.NotContains(t, logs, "key=haListenPort", "haListenPort is read")
 
 	// -n sets namesrvAddr and wins over the file.
 	stdout = syncBuffer{}

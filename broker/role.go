@@ -1,0 +1,126 @@
+package broker
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+
+	"github.com/ringmq/ringmq/ha"
+)
+
+// Broker roles (PROTOCOL.md §13.1), RocketMQ's brokerRole values.
+//
+// A master (ASYNC_MASTER, SYNC_MASTER) has brokerId 0 and serves writes; a SYNC_MASTER's
+// sends also wait for a slave's acknowledgement. A SLAVE (brokerId > 0) shares its master's
+// brokerClusterName and brokerName, replicates its CommitLog over the HA port and serves
+// reads only: it refuses topic and subscription-group changes (slaveAdminRemark), sends
+// (the store refuses every put), send-backs and END_TRANSACTION, and runs neither the
+// delay-level scheduler nor the transaction check-back.
+const (
+	RoleAsyncMaster = "ASYNC_MASTER"
+	RoleSyncMaster  = "SYNC_MASTER"
+	RoleSlave       = "SLAVE"
+)
+
+// slaveAdminRemark is RocketMQ's AdminBrokerProcessor.validateSlave remark, answered with
+// SYSTEM_ERROR to topic and subscription-group changes sent to a slave.
+const slaveAdminRemark = "Can't modify topic or subscription group from slave broker, please execute it from master broker."
+
+// remarkSendBackServiceNotAvailable is the send-back answer when the store refuses the put
+// (on a slave always): RocketMQ answers SYSTEM_ERROR with the put status's name.
+const remarkSendBackServiceNotAvailable = "SERVICE_NOT_AVAILABLE"
+
+// IsSlave reports whether brokerRole is SLAVE.
+func (c *Config) IsSlave() bool { return c.BrokerRole == RoleSlave }
+
+// IsSyncMaster reports whether brokerRole is SYNC_MASTER (sends wait for a slave's ack).
+func (c *Config) IsSyncMaster() bool { return c.BrokerRole == RoleSyncMaster }
+
+// HAServerConfig is the master's HA listener configuration, listening on listenAddr
+// (host:haListenPort; port 0 picks one).
+func (c *Config) HAServerConfig(listenAddr string) ha.ServerConfig {
+	sc := ha.DefaultServerConfig(listenAddr)
+	sc.TransferBatchSize = c.HATransferBatchSize
+	sc.HeartbeatInterval = c.HASendHeartbeatInterval
+	sc.HousekeepingInterval = c.HAHousekeepingInterval
+	return sc
+}
+
+// HAClientConfig is a slave's HA client configuration. MasterAddr is haMasterAddress; when
+// it is empty the client waits for an address learnt from the name servers.
+func (c *Config) HAClientConfig() ha.ClientConfig {
+	cc := ha.DefaultClientConfig(c.HAMasterAddress)
+	cc.HeartbeatInterval = c.HASendHeartbeatInterval
+	cc.HousekeepingInterval = c.HAHousekeepingInterval
+	return cc
+}
+
+// HAReplicasConfig is a SYNC_MASTER's acknowledgement-wait configuration.
+func (c *Config) HAReplicasConfig() ha.ReplicasConfig {
+	rc := ha.DefaultReplicasConfig()
+	rc.SlaveTimeout = c.SlaveTimeout
+	rc.FallBehindMax = c.HASlaveFallbehindMax
+	return rc
+}
+
+// validateHA checks the replication keys (Validate).
+func (c *Config) validateHA() error {
+	bad := func(key, why string) error { return fmt.Errorf("%w: key %s: %s", ErrConfig, key, why) }
+	switch {
+	case c.HAListenPort < 0 || c.HAListenPort > 65535:
+		return bad("haListenPort", "must be 0..65535 (0: listenPort + 1)")
+	case c.HAListenPort != 0 && c.HAListenPort == c.ListenPort:
+		return bad("haListenPort", "must differ from listenPort")
+	case c.HAListenPort == 0 && c.ListenPort == 65535:
+		return bad("haListenPort", "listenPort + 1 is past 65535; set haListenPort")
+	case c.HASendHeartbeatInterval <= 0:
+		return bad("haSendHeartbeatInterval", "must be positive")
+	case c.HAHousekeepingInterval <= c.HASendHeartbeatInterval:
+		return bad("haHousekeepingInterval", "must be greater than haSendHeartbeatInterval")
+	case c.HATransferBatchSize < 1 || c.HATransferBatchSize > ha.MaxFrameBodyBytes:
+		return bad("haTransferBatchSize", fmt.Sprintf("must be 1..%d", ha.MaxFrameBodyBytes))
+	case c.HASlaveFallbehindMax <= 0:
+		return bad("haSlaveFallbehindMax", "must be positive")
+	case c.SlaveTimeout <= 0:
+		return bad("slaveTimeout", "must be positive")
+	}
+	if c.HAMasterAddress != "" {
+		host, port, err := net.SplitHostPort(c.HAMasterAddress)
+		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+			return bad("haMasterAddress", fmt.Sprintf("%q: want ip:port of the master's HA listener", c.HAMasterAddress))
+		}
+	}
+	return nil
+}
+
+// forceMasterID sets a master's brokerId to 0, as RocketMQ's BrokerStartup does, and
+// returns the id it replaced (0 when nothing changed).
+func (c *Config) forceMasterID() int64 {
+	if c.IsSlave() || c.BrokerID == 0 {
+		return 0
+	}
+	id := c.BrokerID
+	c.BrokerID = 0
+	return id
+}
+
+// resolveHAListenPort fixes haListenPort 0 once listenPort is known: listenPort + 1, or
+// pick() when listenPort was 0 (tests pick free ports for both).
+func (c *Config) resolveHAListenPort(listenPortWasZero bool, pick func() (int, error)) error {
+	if c.HAListenPort != 0 {
+		return nil
+	}
+	if listenPortWasZero {
+		port, err := pick()
+		if err != nil {
+			return fmt.Errorf("%w: key haListenPort: %w", ErrConfig, err)
+		}
+		c.HAListenPort = port
+		return nil
+	}
+	if c.ListenPort+1 > 65535 {
+		return fmt.Errorf("%w: key haListenPort: listenPort + 1 is past 65535; set haListenPort", ErrConfig)
+	}
+	c.HAListenPort = c.ListenPort + 1
+	return nil
+}
