@@ -64,6 +64,12 @@ bench:
 bench-report: build
 	$(BIN)/mqbench suite --broker-bin $(BIN)/mqbroker --results bench/results $(if $(filter 1 true yes,$(QUICK)),--quick)
 
+# A local cluster (issue 16): a name server and two brokerNames, each a master with a slave, on
+# 127.0.0.1 with their stores under ./data/cluster. ROLE=SYNC_MASTER for synchronous replication.
+.PHONY: cluster
+cluster: build
+	BIN=$(BIN) DATA=$(DATA) scripts/cluster.sh
+
 # Crash test, long form (issue 8): CRASH_ROUNDS rounds of each TestCrash* test — the broker
 # as a child process killed with SIGKILL under SYNC_FLUSH and ASYNC_FLUSH load, power loss
 # through store.FaultFS, and the store's own crash tests — each checking every acknowledged

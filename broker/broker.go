@@ -33,6 +33,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/ha"
 	"github.com/ringmq/ringmq/netio"
 	"github.com/ringmq/ringmq/store"
 )
@@ -84,6 +85,12 @@ type Broker struct {
 	pullPool  *workerPool
 	queryPool *workerPool
 	adminPool *workerPool
+	// Replication (ha.go): the HA server of a master, the SYNC_MASTER wait (nil unless SYNC_MASTER),
+	// the HA client of a slave.
+	haServer *ha.Server
+	replicas *ha.Replicas
+	haClient *ha.Client
+
 	// pooledBytes counts the bytes of requests copied for the pools and not yet processed, bounded
 	// by requestBudgetBytes.
 	pooledBytes atomic.Int64
@@ -215,6 +222,9 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		return nil, err
 	}
 	if err := b.initDataPlane(); err != nil {
+		return nil, err
+	}
+	if err := b.initReplication(); err != nil {
 		return nil, err
 	}
 	if err := b.initServer(reg); err != nil {

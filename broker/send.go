@@ -8,10 +8,12 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/flush"
+	"github.com/ringmq/ringmq/ha"
 	"github.com/ringmq/ringmq/store"
 )
 
@@ -122,15 +124,24 @@ type sendRequest struct {
 	isBatch    bool
 	result     store.PutResult
 
-	resp    []byte // response frame
-	done    func() // = release, bound once
-	durable func(error)
+	resp       []byte // response frame
+	done       func() // = release, bound once
+	durable    func(error)
+	replicated flush.WaiterFunc // = onReplicated, bound once
+
+	// The durability and replica waits of one put run side by side; the last to finish answers.
+	waits       atomic.Int32
+	flushCode   codec.ResponseCode // the flush wait's outcome (SUCCESS when there was none)
+	flushRemark string
+	flushStored bool               // flushCode is a "stored, but" answer (false: SYSTEM_BUSY, not stored)
+	replicaCode codec.ResponseCode // the replica wait's outcome (SUCCESS when there was none)
 }
 
 func newSendRequest(b *Broker) *sendRequest {
 	r := &sendRequest{b: b}
 	r.done = r.release
 	r.durable = r.onDurable
+	r.replicated = r.onReplicated
 	return r
 }
 
@@ -585,7 +596,9 @@ func (b *Broker) put(r *sendRequest) {
 		r.answer(codec.ResponseSystemBusy, remarkPCBusy, true)
 		return
 	}
-	wait := b.data.syncFlush && waitStoreMsgOK(r.header.Properties)
+	waitOK := waitStoreMsgOK(r.header.Properties)
+	wait := b.data.syncFlush && waitOK
+	replicate := b.replicas != nil && waitOK // SYNC_MASTER: ASYNC_MASTER never waits
 	if q, ok := b.store.(syncFlushQueue); wait && ok && q.SyncFlushQueueFull() {
 		// Refused before storing: SYSTEM_BUSY must mean "not stored", as RocketMQ's fast failure
 		// does. (Between event loops a put can still meet a queue filled since this check; that one
@@ -611,13 +624,29 @@ func (b *Broker) put(r *sendRequest) {
 		return
 	}
 	r.result = res
-	if wait {
-		// The callback answers; it may run right here (already durable, queue full) or on
-		// the group commit's goroutine.
-		b.store.WaitDurable(res.EndOffset(), r.durable)
+	if !wait && !replicate {
+		r.answerStored(codec.ResponseSuccess, "")
 		return
 	}
-	r.answerStored(codec.ResponseSuccess, "")
+	// The callbacks record their outcome; the last one answers. Either may run right here (already
+	// durable, no slave, a full queue) or on its group commit's goroutine.
+	r.flushCode, r.flushRemark, r.flushStored, r.replicaCode = codec.ResponseSuccess, "", true, codec.ResponseSuccess
+	r.waits.Store(int32(btoi(wait) + btoi(replicate)))
+	if replicate {
+		if err := b.replicas.Wait(res.EndOffset(), r.replicated); err != nil {
+			r.onReplicated(err)
+		}
+	}
+	if wait {
+		b.store.WaitDurable(res.EndOffset(), r.durable)
+	}
+}
+
+func btoi(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
 }
 
 // syncFlushQueue is implemented by stores whose SYNC_FLUSH waiters queue up to a bound
@@ -687,16 +716,45 @@ func storedCode(st store.PutMessageStatus) codec.ResponseCode {
 func (r *sendRequest) onDurable(err error) {
 	switch {
 	case err == nil:
-		r.answerStored(codec.ResponseSuccess, "")
 	case errors.Is(err, flush.ErrQueueFull):
 		r.b.metrics.busy.WithLabelValues("flush_queue_full").Inc()
-		r.answer(codec.ResponseSystemBusy, remarkFlushQueueFull, true)
+		r.flushCode, r.flushRemark, r.flushStored = codec.ResponseSystemBusy, remarkFlushQueueFull, false
 	case errors.Is(err, flush.ErrFlushTimeout):
-		r.answerStored(codec.ResponseFlushDiskTimeout, "")
+		r.flushCode = codec.ResponseFlushDiskTimeout
 	default:
 		// Stored in the page cache, not known durable (I/O error, shutdown): the Java
 		// broker's flushOK=false answer, with the reason.
-		r.answerStored(codec.ResponseFlushDiskTimeout, "flush failed: "+err.Error())
+		r.flushCode, r.flushRemark = codec.ResponseFlushDiskTimeout, "flush failed: "+err.Error()
+	}
+	r.waitDone()
+}
+
+// onReplicated is the SYNC_MASTER callback (ha.Replicas.Wait): a slave acknowledged the message's
+// end, or SLAVE_NOT_AVAILABLE / FLUSH_SLAVE_TIMEOUT. In every case the message is stored.
+func (r *sendRequest) onReplicated(err error) {
+	switch {
+	case err == nil:
+	case errors.Is(err, ha.ErrSlaveNotAvailable):
+		r.replicaCode = codec.ResponseSlaveNotAvailable
+	default: // ha.ErrSlaveTimeout, a full or closed queue: not known replicated
+		r.replicaCode = codec.ResponseFlushSlaveTimeout
+	}
+	r.waitDone()
+}
+
+// waitDone answers once both waits of a put have finished (the atomic orders their writes before the
+// answer). A replica failure overrides a flush failure, as RocketMQ's handlePutMessageResult does.
+func (r *sendRequest) waitDone() {
+	if r.waits.Add(-1) != 0 {
+		return
+	}
+	switch {
+	case r.replicaCode != codec.ResponseSuccess:
+		r.answerStored(r.replicaCode, "")
+	case !r.flushStored:
+		r.answer(r.flushCode, r.flushRemark, true)
+	default:
+		r.answerStored(r.flushCode, r.flushRemark)
 	}
 }
 

@@ -67,6 +67,7 @@ func storeConfig(cfg *Config, storeHost netip.AddrPort) (store.Config, error) {
 	sc.MaxHashSlotNum = cfg.MaxHashSlotNum
 	sc.MaxIndexNum = cfg.MaxIndexNum
 	sc.StoreHost = storeHost
+	sc.Slave = cfg.IsSlave()
 	sc.AccessMessageInMemoryMaxRatio = cfg.AccessMessageInMemoryMaxRate
 	sc.MaxTransferBytesOnMessageInMemory = cfg.MaxTransferBytesOnMessageInMemory
 	sc.MaxTransferCountOnMessageInMemory = cfg.MaxTransferCountOnMessageInMemory

@@ -75,7 +75,7 @@ var (
 	ErrDiskFull = errors.New("store: disk full")
 	// ErrSlave: a put on a slave's store (RocketMQ: "messages are put to the slave"); its CommitLog
 	// grows only by replication.
-	ErrSlave = errors.New("store: the broker is a slave: messages are put to the master")
+	ErrSlave = fmt.Errorf("%w: the broker is a slave: messages are put to the master", ErrServiceNotAvailable)
 	// ErrCreateMappedFile: the next CommitLog file could not be created; status CREATE_MAPPED_FILE_FAILED.
 	ErrCreateMappedFile = errors.New("store: create mapped file failed")
 	// ErrOSPageCacheBusy: a put has held the put lock longer than osPageCacheBusyTimeOutMills.

@@ -1,0 +1,99 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+
+	"github.com/ringmq/ringmq/flush"
+	"github.com/ringmq/ringmq/ha"
+)
+
+// Replication wiring (package ha, PROTOCOL.md §13): a master listens on haListenPort and streams its
+// CommitLog to slaves, a SYNC_MASTER also waits for a slave's acknowledgement before answering a send
+// (send.go put); a slave follows its master's CommitLog through an HA client. The store plugs in through
+// ha's small interfaces, which a store without files (the tests' MemStore) does not have: then there is
+// no replication.
+
+// replicaMasterLog is what a master's store offers the HA server.
+type replicaMasterLog interface {
+	ha.MasterLog
+	SetPublishListener(fn func())
+}
+
+// initReplication builds the HA server (masters) or client (slaves) as services. Called from New after
+// the data plane, before the remoting server.
+func (b *Broker) initReplication() error {
+	if b.cfg.IsSlave() {
+		log, ok := b.store.(ha.SlaveLog)
+		if !ok {
+			b.logger.Warn("broker: the store cannot take replicated bytes; this slave will not replicate")
+			return nil
+		}
+		c, err := ha.NewClient(b.cfg.HAClientConfig(), log, b.logger)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		b.haClient = c
+		b.onMasterLearned = b.learnMaster
+		b.addService("ha client", func() error { c.Start(); return nil }, func(context.Context) error {
+			return ignoreClosed(c.Close())
+		})
+		return nil
+	}
+	log, ok := b.store.(replicaMasterLog)
+	if !ok {
+		return nil
+	}
+	addr := net.JoinHostPort(b.bindHost(), strconv.Itoa(b.cfg.HAListenPort))
+	srv, err := ha.NewServer(b.cfg.HAServerConfig(addr), log, b.logger)
+	if err != nil {
+		return err
+	}
+	b.haServer = srv
+	if b.cfg.IsSyncMaster() {
+		metrics, merr := flush.NewMetrics(b.ctl.registerer, "replica")
+		if merr != nil {
+			metrics = nil
+		}
+		r, err := ha.NewReplicas(b.cfg.HAReplicasConfig(), srv, metrics, b.logger)
+		if err != nil {
+			_ = srv.Close()
+			return err
+		}
+		b.replicas = r
+	}
+	b.addService("ha server", func() error {
+		log.SetPublishListener(srv.Notify)
+		srv.Start()
+		return nil
+	}, func(context.Context) error {
+		log.SetPublishListener(nil)
+		var err error
+		if b.replicas != nil {
+			err = ignoreClosed(b.replicas.Close())
+		}
+		if cerr := ignoreClosed(srv.Close()); err == nil {
+			err = cerr
+		}
+		return err
+	})
+	return nil
+}
+
+func ignoreClosed(err error) error {
+	if err == ha.ErrClosed {
+		return nil
+	}
+	return err
+}
+
+// learnMaster follows the register responses' haServerAddr on a slave without haMasterAddress
+// (PROTOCOL.md §13.1): the HA client connects there from its next connect on.
+func (b *Broker) learnMaster(masterAddr, haServerAddr string) {
+	if b.haClient == nil || b.cfg.HAMasterAddress != "" || haServerAddr == "" {
+		return
+	}
+	b.haClient.SetMasterAddr(haServerAddr)
+}

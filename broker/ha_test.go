@@ -1,0 +1,100 @@
+package broker
+
+import (
+	"encoding/binary"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ringmq/ringmq/codec"
+)
+
+// startPair starts a master (role SYNC_MASTER or ASYNC_MASTER, with mutate applied) with its embedded
+// name server, and a slave of the same brokerName registered there, following the master's HA port.
+func startPair(t *testing.T, role string, mutate func(*Config)) (master, slave *testBroker) {
+	t.Helper()
+	master = startTestBroker(t, func(c *Config) {
+		c.BrokerRole = role
+		c.HAListenPort = 0
+		c.SlaveTimeout = 3 * time.Second
+		if mutate != nil {
+			mutate(c)
+		}
+	})
+	slave = startTestBroker(t, func(c *Config) {
+		c.BrokerRole = "SLAVE"
+		c.BrokerID = 1
+		c.NamesrvEmbedded = false
+		c.NamesrvAddr = master.NamesrvAddr
+		c.HAListenPort = 0
+		c.HAMasterAddress = master.b.haServer.Addr().String()
+		if mutate != nil {
+			mutate(c)
+		}
+	})
+	return master, slave
+}
+
+// TestSyncMasterAnswersAfterTheSlaveHasTheMessage: in every store mode, a SYNC_MASTER answers a send
+// only when a slave holds the message's bytes at the same offset; with the slave gone it answers
+// SLAVE_NOT_AVAILABLE at once, and with a slave that does not acknowledge FLUSH_SLAVE_TIMEOUT, both with
+// the full send header and the message stored. A slave refuses sends and serves the replicated records.
+func TestSyncMasterAnswersAfterTheSlaveHasTheMessage(t *testing.T) {
+	for _, mode := range storeModes {
+		t.Run(mode.name, func(t *testing.T) {
+			master, slave := startPair(t, "SYNC_MASTER", func(c *Config) {
+				mode.apply(c)
+				c.SlaveTimeout = 500 * time.Millisecond
+			})
+			c := dialRaw(t, master.BrokerAddr)
+			// The slave connects in the background: until then sends are SLAVE_NOT_AVAILABLE.
+			require.Eventually(t, func() bool { return master.b.haServer.SlaveCount() == 1 }, 20*time.Second, time.Millisecond)
+			for i := range 20 {
+				resp := c.call(sendV1("TopicHA", 0, []byte("replicated-"+string(rune('a'+i))), ""))
+				require.Equal(t, int32(codec.ResponseSuccess), resp.Code, "send %d: %s", i, resp.Remark)
+				// Nothing else writes: the master's end is this message's end.
+				require.GreaterOrEqual(t, slave.b.store.MaxPhyOffset(), master.b.store.MaxPhyOffset(),
+					"answered only once the slave has it")
+			}
+			end := master.b.store.MaxPhyOffset()
+			require.Eventually(t, func() bool { return slave.b.store.GetMaxOffsetInQueue("TopicHA", 0) == 20 },
+				20*time.Second, time.Millisecond, "the slave dispatches its own ConsumeQueue")
+			createTopic(t, slave.b, "TopicHA", 4) // until the slave syncs topics from its master (§13.4)
+			sc := dialRaw(t, slave.BrokerAddr)
+			resp := sc.call(pullCmd("G", "TopicHA", 0, 0, 32, codec.PullSysFlagSubscription, 0, "*"))
+			require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
+			recs := decodeRecords(t, resp.Body)
+			require.Len(t, recs, 20)
+			require.Equal(t, "replicated-a", string(recs[0].Body))
+			require.Equal(t, end, slave.b.store.MaxPhyOffset())
+
+			resp = sc.call(sendV1("TopicHA", 0, []byte("to the slave"), ""))
+			require.Equal(t, int32(codec.ResponseServiceNotAvailable), resp.Code, resp.Remark)
+
+			// A "slave" that reports once and never again: FLUSH_SLAVE_TIMEOUT after slaveTimeout.
+			slave.shutdown(t)
+			require.Eventually(t, func() bool { return master.b.haServer.SlaveCount() == 0 }, 20*time.Second, time.Millisecond)
+			resp = c.call(sendV1("TopicHA", 0, []byte("no slave"), ""))
+			require.Equal(t, int32(codec.ResponseSlaveNotAvailable), resp.Code, resp.Remark)
+			var h codec.SendMessageResponseHeader
+			require.NoError(t, h.Decode(resp.ExtFields))
+			require.NotEmpty(t, h.MsgID, "stored: the full send header")
+			require.Equal(t, int64(20), h.QueueOffset)
+
+			mute, err := net.Dial("tcp", master.b.haServer.Addr().String())
+			require.NoError(t, err)
+			defer mute.Close()
+			var rep [8]byte
+			binary.BigEndian.PutUint64(rep[:], uint64(master.b.store.MaxPhyOffset()))
+			_, err = mute.Write(rep[:])
+			require.NoError(t, err)
+			require.Eventually(t, func() bool { return master.b.haServer.SlaveCount() == 1 }, 20*time.Second, time.Millisecond)
+			resp = c.call(sendV1("TopicHA", 0, []byte("not acknowledged"), ""))
+			require.Equal(t, int32(codec.ResponseFlushSlaveTimeout), resp.Code, resp.Remark)
+			require.NoError(t, h.Decode(resp.ExtFields))
+			require.Equal(t, int64(21), h.QueueOffset, "stored")
+		})
+	}
+}

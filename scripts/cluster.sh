@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# A local RocketMQ-style cluster on 127.0.0.1, in one command (make cluster): one name server and two
+# brokerNames, each a master with one slave, stores under $DATA/cluster/<broker>. Ctrl-C stops them all.
+#
+#   name server  127.0.0.1:9876
+#   broker-a     master 10911 (HA 10912)    slave 10921 (HA 10922)
+#   broker-b     master 10931 (HA 10932)    slave 10941 (HA 10942)
+#
+# ROLE=SYNC_MASTER makes both masters answer a send only once their slave has it (default ASYNC_MASTER).
+# Producers and consumers use namesrvAddr 127.0.0.1:9876. Logs: $DATA/cluster/<broker>.log.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${BIN:-bin}
+DATA=${DATA:-./data}
+ROLE=${ROLE:-ASYNC_MASTER}
+root="$DATA/cluster"
+mkdir -p "$root"
+
+pids=()
+stop() {
+  trap - INT TERM EXIT
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap stop INT TERM EXIT
+
+"$BIN/mqnamesrv" --listenPort 9876 >"$root/namesrv.log" 2>&1 &
+pids+=($!)
+
+# broker NAME ID ROLE PORT
+broker() {
+  local name=$1 id=$2 role=$3 port=$4 dir="$root/$1-$2"
+  mkdir -p "$dir"
+  cat >"$dir/broker.conf" <<CONF
+brokerClusterName=LocalCluster
+brokerName=$name
+brokerId=$id
+brokerRole=$role
+brokerIP1=127.0.0.1
+listenPort=$port
+haListenPort=$((port + 1))
+namesrvAddr=127.0.0.1:9876
+namesrvEmbedded=false
+storePathRootDir=$dir/store
+CONF
+  "$BIN/mqbroker" -c "$dir/broker.conf" >"$root/$name-$id.log" 2>&1 &
+  pids+=($!)
+}
+broker broker-a 0 "$ROLE" 10911
+broker broker-a 1 SLAVE 10921
+broker broker-b 0 "$ROLE" 10931
+broker broker-b 1 SLAVE 10941
+
+echo "cluster LocalCluster: name server 127.0.0.1:9876; broker-a 10911 (+slave 10921), broker-b 10931 (+slave 10941)"
+echo "stores and logs under $root; Ctrl-C stops everything"
+wait -n "${pids[@]}" || true
+echo "a process of the cluster exited; stopping the rest (see the logs under $root)" >&2
