@@ -27,9 +27,10 @@ trap stop INT TERM EXIT
 "$BIN/mqnamesrv" --listenPort 9876 >"$root/namesrv.log" 2>&1 &
 pids+=($!)
 
-# broker NAME ID ROLE PORT
+# broker NAME ID ROLE PORT [MASTER_HA_PORT]: a slave names its master's HA port, so that it does not wait
+# for the next registration round (30 s) to learn it when it registered before its master.
 broker() {
-  local name=$1 id=$2 role=$3 port=$4 dir="$root/$1-$2"
+  local name=$1 id=$2 role=$3 port=$4 master=${5:-} dir="$root/$1-$2"
   mkdir -p "$dir"
   cat >"$dir/broker.conf" <<CONF
 brokerClusterName=LocalCluster
@@ -42,14 +43,15 @@ haListenPort=$((port + 1))
 namesrvAddr=127.0.0.1:9876
 namesrvEmbedded=false
 storePathRootDir=$dir/store
+${master:+haMasterAddress=127.0.0.1:$master}
 CONF
   "$BIN/mqbroker" -c "$dir/broker.conf" >"$root/$name-$id.log" 2>&1 &
   pids+=($!)
 }
 broker broker-a 0 "$ROLE" 10911
-broker broker-a 1 SLAVE 10921
+broker broker-a 1 SLAVE 10921 10912
 broker broker-b 0 "$ROLE" 10931
-broker broker-b 1 SLAVE 10941
+broker broker-b 1 SLAVE 10941 10932
 
 echo "cluster LocalCluster: name server 127.0.0.1:9876; broker-a 10911 (+slave 10921), broker-b 10931 (+slave 10941)"
 echo "stores and logs under $root; Ctrl-C stops everything"
