@@ -48,6 +48,7 @@ type Config struct {
 	TransactionCheckInterval     time.Duration `prop:"transactionCheckInterval" unit:"ms"`
 	AclEnable                    bool          `prop:"aclEnable"`
 	SlaveReadEnable              bool          `prop:"slaveReadEnable"`
+	OffsetCheckInSlave           bool          `prop:"offsetCheckInSlave" help:"let a slave answer PULL_OFFSET_MOVED and correct offsets (default: keep the offset, PULL_RETRY_IMMEDIATELY)"`
 	TraceTopicEnable             bool          `prop:"traceTopicEnable"`
 	MsgTraceTopicName            string        `prop:"msgTraceTopicName"`
 	MaxReconsumeTimesDefault     int           `prop:"maxReconsumeTimes"`

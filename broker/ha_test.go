@@ -98,3 +98,30 @@ func TestSyncMasterAnswersAfterTheSlaveHasTheMessage(t *testing.T) {
 		})
 	}
 }
+
+// TestSlavePullRules (PROTOCOL.md §13.5): a slave serves replicated messages; an offset past what it has
+// is not corrected (PULL_RETRY_IMMEDIATELY, the request offset kept, the client sent to the group's
+// broker) unless offsetCheckInSlave; a pull's commit offset is not stored on a slave.
+func TestSlavePullRules(t *testing.T) {
+	master, slave := startPair(t, "ASYNC_MASTER", nil)
+	c := dialRaw(t, master.BrokerAddr)
+	for i := range 3 {
+		sendOK(t, c, sendV1("TopicSP", 0, []byte{'m', byte('0' + i)}, ""))
+	}
+	createTopic(t, slave.b, "TopicSP", 4)
+	require.Eventually(t, func() bool { return slave.b.store.GetMaxOffsetInQueue("TopicSP", 0) == 3 },
+		20*time.Second, time.Millisecond)
+	sc := dialRaw(t, slave.BrokerAddr)
+	resp := sc.call(pullCmd("G", "TopicSP", 0, 1, 32, subFlag, 0, "*"))
+	requirePull(t, resp, codec.ResponseSuccess, "FOUND", 3, 0, 3)
+	require.Len(t, decodeRecords(t, resp.Body), 2)
+
+	resp = sc.call(pullCmd("G", "TopicSP", 0, 100, 32, subFlag, 0, "*"))
+	requirePull(t, resp, codec.ResponsePullRetryImmediately, "OFFSET_OVERFLOW_BADLY", 100, 0, 3)
+
+	cmd := pullCmd("G", "TopicSP", 0, 2, 32, subFlag|codec.PullSysFlagCommitOffset, 0, "*")
+	cmd.ExtFields["commitOffset"] = "2"
+	resp = sc.call(cmd)
+	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
+	require.Equal(t, int64(-1), slave.b.offsets.Query("G", "TopicSP", 0), "not stored on a slave")
+}

@@ -251,8 +251,9 @@ func (b *Broker) runPull(pr *pullRequest) {
 	}
 	res, err := b.store.GetMessage(h.ConsumerGroup, h.Topic, h.QueueID, h.QueueOffset, maxNums,
 		int(h.MaxMsgBytes.Or(0)), &pr.filter)
-	if pr.firstPass && pr.commitAfterLookup {
-		// Java stores the commit offset on the first pass whatever the lookup found.
+	if pr.firstPass && pr.commitAfterLookup && !b.cfg.IsSlave() {
+		// Java stores the commit offset on the first pass whatever the lookup found; a slave never
+		// stores it (its offsets come from the master, PROTOCOL.md §13.1).
 		b.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
 	}
 	if err != nil {
@@ -281,10 +282,17 @@ func (b *Broker) runPull(pr *pullRequest) {
 			suggest = pr.whichBrokerIfSlow
 		}
 	}
+	nextBegin := res.NextBeginOffset
+	if code == codec.ResponsePullOffsetMoved && b.cfg.IsSlave() && !b.cfg.OffsetCheckInSlave {
+		// A slave trails its master: an offset it does not have yet is no reason to move the
+		// consumer. RocketMQ keeps the request offset and sends the client back to the group's
+		// broker (PROTOCOL.md §13.5).
+		code, nextBegin, suggest = codec.ResponsePullRetryImmediately, h.QueueOffset, pr.groupBrokerID
+	}
 	fields := [...]extField{
 		numField("maxOffset", res.MaxOffset),
 		numField("minOffset", res.MinOffset),
-		numField("nextBeginOffset", res.NextBeginOffset),
+		numField("nextBeginOffset", nextBegin),
 		numField("suggestWhichBrokerId", suggest),
 	}
 	f := b.data.getFrame()
