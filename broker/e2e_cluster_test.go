@@ -1,0 +1,180 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	rocketmq "github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+	"github.com/apache/rocketmq-client-go/v2/rlog"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+// TestGoClientCluster (issue 16 item 5): two brokerNames, each a master with a slave, under one name
+// server, with the unmodified Go client. Producers spread over both masters; with broker-b's master gone,
+// a producer sends everything to broker-a, and a consumer group gets every message once: broker-a's from
+// its master, broker-b's backlog from broker-b's slave.
+func TestGoClientCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end with the Go client")
+	}
+	rlog.SetLogLevel("error")
+	baseline := goleak.IgnoreCurrent()
+	t.Cleanup(func() {
+		var leaked error
+		waitStart := time.Now()
+		defer func() { t.Logf("waited %v for the Go client's goroutines to end", time.Since(waitStart)) }()
+		for deadline := time.Now().Add(45 * time.Second); time.Now().Before(deadline); {
+			if leaked = goleak.Find(append([]goleak.Option{baseline}, goClientLeftovers...)...); leaked == nil {
+				break
+			}
+		}
+		require.NoError(t, leaked, "the Go client's goroutines end after its Shutdown")
+	})
+	const topic, queues = "ClusterTopic", 4
+	masterA, slaveA := startPair(t, "ASYNC_MASTER", func(c *Config) { c.BrokerName = "broker-a" })
+	masterB, slaveB := startPair(t, "ASYNC_MASTER", func(c *Config) {
+		c.BrokerName = "broker-b"
+		c.NamesrvEmbedded = false
+		c.NamesrvAddr = masterA.NamesrvAddr
+	})
+	// Until slaves sync topics from their masters, every broker gets the topic.
+	for _, tb := range []*testBroker{masterA, slaveA, masterB, slaveB} {
+		createTopic(t, tb.b, topic, queues)
+	}
+	e := &msgEnv{e2eEnv: &e2eEnv{tb: masterA, name: "cluster"}}
+	t.Cleanup(func() { e.shutdown(t) })
+	// Before that (cleanups run last first): the other brokers answer their parked pulls too, so that
+	// no client pull waits out its timeout (msgEnv's comment).
+	t.Cleanup(func() {
+		for _, tb := range []*testBroker{slaveA, masterB, slaveB} {
+			if tb.b != nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				require.NoError(t, tb.b.pullHold.Stop(ctx))
+				cancel()
+			}
+		}
+	})
+	ns := masterA.b.EmbeddedNamesrv()
+	masters := func() map[string]bool {
+		out := map[string]bool{}
+		if r, ok := ns.TopicRoute(topic); ok {
+			for _, bd := range r.BrokerDatas {
+				if _, ok := bd.BrokerAddrs[0]; ok {
+					out[bd.BrokerName] = true
+				}
+			}
+		}
+		return out
+	}
+	require.Eventually(t, func() bool { return len(masters()) == 2 }, e2eWait, 5*time.Millisecond,
+		"both masters serve the topic")
+
+	p := e.producer(t, "PG-cluster")
+	want := map[string]bool{}
+	for i := range 40 {
+		body := fmt.Sprintf("before-%02d", i)
+		sendSync(t, p, primitive.NewMessage(topic, []byte(body)))
+		want[body] = true
+	}
+	var onA, onB int64
+	require.Eventually(t, func() bool {
+		onA, onB = queueTotal(masterA.b, topic, queues), queueTotal(masterB.b, topic, queues)
+		return onA+onB == 40
+	}, e2eWait, 5*time.Millisecond, "dispatched on the masters")
+	require.Positive(t, onA, "the producer spreads over both masters")
+	require.Positive(t, onB, "the producer spreads over both masters")
+	require.Eventually(t, func() bool {
+		return slaveB.b.store.GetMaxOffsetInQueue(topic, 0)+
+			slaveB.b.store.GetMaxOffsetInQueue(topic, 1)+slaveB.b.store.GetMaxOffsetInQueue(topic, 2)+
+			slaveB.b.store.GetMaxOffsetInQueue(topic, 3) == onB
+	}, e2eWait, 5*time.Millisecond, "broker-b's slave has its backlog")
+
+	masterB.shutdown(t)
+	require.Eventually(t, func() bool { m := masters(); return m["broker-a"] && !m["broker-b"] }, e2eWait,
+		5*time.Millisecond, "broker-b has no master in the route")
+	p2 := e.producer(t, "PG-cluster-after")
+	for i := range 20 {
+		body := fmt.Sprintf("after-%02d", i)
+		sendSync(t, p2, primitive.NewMessage(topic, []byte(body)))
+		want[body] = true
+	}
+	require.Eventually(t, func() bool { return queueTotal(masterA.b, topic, queues) == onA+20 }, e2eWait,
+		5*time.Millisecond, "every send went to broker-a")
+
+	// A push consumer group gets broker-a's messages. (The pinned Go client cannot start a push consumer
+	// on a brokerName without a master: its offset store asks only the master, consumer/offset_store.go
+	// fetchConsumeOffsetFromBroker. Apache RocketMQ's Java client asks any listed address.)
+	wantA := masterAMessages(t, masterA.b, topic, queues)
+	got := &deliveries{}
+	e.consumerFunc(t, "G-cluster", topic, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		got.add(msgs...)
+		return consumer.ConsumeSuccess, nil
+	})
+	require.Eventually(t, func() bool { return got.len() >= len(wantA) }, e2eWait, 5*time.Millisecond)
+	var bodies []string
+	for _, d := range got.snapshot() {
+		bodies = append(bodies, string(d.msg.Body))
+	}
+	sort.Strings(bodies)
+	sort.Strings(wantA)
+	require.Equal(t, wantA, bodies, "broker-a's messages, once each")
+
+	// broker-b's backlog is read from its slave, the route's remaining address for broker-b.
+	if raceEnabled {
+		t.Log("PullFrom not exercised under -race: the pinned client races with itself there")
+		return
+	}
+	instance := e.instance("pull")
+	pc, err := rocketmq.NewPullConsumer(consumer.WithNsResolver(e.resolver()), consumer.WithGroupName("G-cluster-pull"),
+		consumer.WithInstance(instance))
+	require.NoError(t, err)
+	// Its connections outlive its Shutdown through an anchor producer (msgEnv's comment).
+	anchor, err := rocketmq.NewProducer(producer.WithNsResolver(e.resolver()), producer.WithGroupName("PG-anchor"),
+		producer.WithInstanceName(instance))
+	require.NoError(t, err)
+	require.NoError(t, anchor.Start())
+	e.mu.Lock()
+	e.anchors = append(e.anchors, anchor.Shutdown)
+	e.mu.Unlock()
+	require.NoError(t, pc.Subscribe(topic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"}))
+	require.NoError(t, pc.Start())
+	e.track(pc.Shutdown)
+	mqs, err := pc.GetTopicRouteInfo(topic)
+	require.NoError(t, err)
+	var fromB []string
+	for _, mq := range mqs {
+		if mq.BrokerName != "broker-b" {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		res, err := pc.PullFrom(ctx, mq, 0, 32)
+		cancel()
+		require.NoError(t, err)
+		for _, m := range res.GetMessageExts() {
+			fromB = append(fromB, string(m.Body))
+		}
+	}
+	require.Len(t, fromB, int(onB), "broker-b's backlog, served by its slave")
+	for _, b := range fromB {
+		require.True(t, want[b], b)
+	}
+}
+
+// masterAMessages lists the bodies of a topic's messages on one broker.
+func masterAMessages(t *testing.T, b *Broker, topic string, queues int32) []string {
+	t.Helper()
+	var out []string
+	for q := range queues {
+		for _, r := range queueRecords(t, b.store, topic, q) {
+			out = append(out, string(r.Body))
+		}
+	}
+	return out
+}
