@@ -251,22 +251,32 @@ func (c *Client) readFrames(nc net.Conn, r *reporter) error {
 				return fmt.Errorf("ha: append %d bytes at %d: %w", h.BodySize, h.PhyOffset, err)
 			}
 		}
-		if br.Buffered() == 0 && h.BodySize > 0 {
-			if err := r.report(c.log.MaxPhyOffset()); err != nil {
-				return err
+		// Report once the burst is read (nothing more buffered), as RocketMQ reports per read, and
+		// while a long burst streams in, every reportEveryBytes: a SYNC_MASTER's sends wait for it.
+		if h.BodySize > 0 {
+			if end := c.log.MaxPhyOffset(); br.Buffered() == 0 || end-r.lastOffset() >= reportEveryBytes {
+				if err := r.report(end); err != nil {
+					return err
+				}
 			}
 		}
 	}
 }
 
+// reportEveryBytes bounds how far the reported offset trails the slave's end while frames keep coming.
+const reportEveryBytes = 64 << 10
+
 // reporter writes reports; the frame reader and the heartbeat share it.
 type reporter struct {
-	nc      net.Conn
-	timeout time.Duration
-	mu      sync.Mutex
-	buf     [ReportBytes]byte
-	last    atomic.Int64 // unix nanoseconds of the last report written
+	nc       net.Conn
+	timeout  time.Duration
+	mu       sync.Mutex
+	buf      [ReportBytes]byte
+	last     atomic.Int64 // unix nanoseconds of the last report written
+	reported atomic.Int64 // the offset last reported
 }
+
+func (r *reporter) lastOffset() int64 { return r.reported.Load() }
 
 func (r *reporter) report(off int64) error {
 	r.mu.Lock()
@@ -277,6 +287,7 @@ func (r *reporter) report(off int64) error {
 		return fmt.Errorf("report: %w", err)
 	}
 	r.last.Store(time.Now().UnixNano())
+	r.reported.Store(off)
 	return nil
 }
 

@@ -64,6 +64,7 @@ func (s *Store) AppendReplica(offset int64, n int, r io.Reader) error {
 	}
 	cl := s.commitLog
 	size := s.cfg.MappedFileSizeCommitLog
+	cl.wakePrefaulter(int64(n)) // the pages ahead are faulted in by the prefaulter, as for puts
 	cl.putLock.Lock()
 	end := cl.maxOffset.Load()
 	if offset != end {
