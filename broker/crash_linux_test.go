@@ -219,7 +219,13 @@ func (c *crashChild) terminate(t *testing.T) {
 	select {
 	case <-c.exited:
 	case <-time.After(90 * time.Second):
-		t.Fatalf("broker child did not stop within 90 s of SIGTERM\nstderr:\n%s", c.stderr)
+		// SIGQUIT makes the Go runtime write every goroutine's stack to stderr before exiting.
+		_ = c.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-c.exited:
+		case <-time.After(10 * time.Second):
+		}
+		t.Fatalf("broker child did not stop within 90 s of SIGTERM\nstderr (goroutines after SIGQUIT):\n%s", c.stderr)
 	}
 	require.NoError(t, c.err, "broker child exit after SIGTERM\nstderr:\n%s", c.stderr)
 	stopped := false

@@ -238,6 +238,8 @@ type relLoadConfig struct {
 	bigEvery, bigPad int
 	// timeout bounds the wait for each answer (a killed broker ends it sooner).
 	timeout time.Duration
+	// waitStoreMsgOK: each send carries WAIT=true explicitly (absent means the same to a broker).
+	waitStoreMsgOK bool
 }
 
 // relLoad runs producers until stopped or their connections fail.
@@ -306,7 +308,11 @@ func (l *relLoad) producer(p int) {
 		topic := l.cfg.topics[rng.IntN(len(l.cfg.topics))]
 		queueID := rng.Int32N(l.cfg.queues)
 		body := relBody(key, pad)
-		cmd := sendV2(topic, queueID, body, props(codec.PropertyKeys, key, codec.PropertyTags, "tag"+strconv.Itoa(p%3)))
+		kv := []string{codec.PropertyKeys, key, codec.PropertyTags, "tag" + strconv.Itoa(p%3)}
+		if l.cfg.waitStoreMsgOK {
+			kv = append(kv, codec.PropertyWaitStoreMsgOK, "true")
+		}
+		cmd := sendV2(topic, queueID, body, props(kv...))
 		ch, err := c.start(cmd)
 		if err != nil {
 			<-slots

@@ -93,6 +93,11 @@ func (d *dispatcher) reput() error {
 			}
 			return err
 		}
+		if d.s.cfg.Slave && d.reputFrom.Load() == from {
+			// A replicated record whose rest has not arrived: the next AppendReplica wakes the loop.
+			// Looping here spun a core and kept Shutdown waiting forever once the master was gone.
+			return nil
+		}
 	}
 }
 

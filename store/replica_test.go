@@ -157,3 +157,43 @@ func TestSlaveRestartResumesFromItsEnd(t *testing.T) {
 		require.Equal(t, int64(i), r.QueueOffset)
 	}
 }
+
+// TestSlaveShutdownWithAPartialRecord: a master that dies mid-frame leaves its slave with the first bytes
+// of a record only. The slave dispatches the whole records before it, waits for the rest without spinning,
+// and shuts down; reopened, it takes the rest of the record from where its bytes end.
+func TestSlaveShutdownWithAPartialRecord(t *testing.T) {
+	master := openStarted(t, testConfig(t.TempDir()), Deps{})
+	for i := range 3 {
+		mustPut(t, master, testMessage("TopicP", 0, bodyf("partial-%d", i)))
+	}
+	end := master.MaxPhyOffset()
+	whole := readLog(t, master, 0, end)
+	mustPut(t, master, testMessage("TopicP", 0, bodyf("partial-%d", 3)))
+
+	scfg := testConfig(t.TempDir())
+	scfg.Slave = true
+	slave := openStarted(t, scfg, Deps{})
+	torn := readLog(t, master, 0, end+10) // the last record's first 10 bytes
+	require.NoError(t, slave.AppendReplica(0, len(torn), bytes.NewReader(torn)))
+	waitFor(t, "whole records dispatched", func() bool { return slave.GetMaxOffsetInQueue("TopicP", 0) == 3 })
+
+	done := make(chan error, 1)
+	go func() { done <- slave.Shutdown() }()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(time.Minute):
+		t.Fatal("the slave's Shutdown did not return with a partial record at its CommitLog's end")
+	}
+	// Reopened after the clean stop, it resumes at the end of its bytes: the master's next frame completes
+	// the record.
+	slave = reopen(t, scfg, Deps{})
+	require.Equal(t, end+10, slave.MaxPhyOffset())
+	require.Equal(t, whole, readLog(t, slave, 0, end))
+	require.Equal(t, int64(3), slave.GetMaxOffsetInQueue("TopicP", 0))
+	all := master.MaxPhyOffset()
+	rest := readLog(t, master, end+10, all)
+	require.NoError(t, slave.AppendReplica(end+10, len(rest), bytes.NewReader(rest)))
+	waitFor(t, "the completed record dispatched", func() bool { return slave.GetMaxOffsetInQueue("TopicP", 0) == 4 })
+	require.Equal(t, readLog(t, master, 0, all), readLog(t, slave, 0, all))
+}
