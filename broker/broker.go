@@ -90,6 +90,8 @@ type Broker struct {
 	haServer *ha.Server
 	replicas *ha.Replicas
 	haClient *ha.Client
+	// slaveSync copies topics, groups and offsets from the master (slavesync.go); nil on masters.
+	slaveSync *slaveSync
 
 	// pooledBytes counts the bytes of requests copied for the pools and not yet processed, bounded
 	// by requestBudgetBytes.
@@ -106,6 +108,11 @@ type Broker struct {
 
 	processors map[int32]processor
 	server     netio.Server
+	// fastServer serves the same handler on fastListenPort (RocketMQ's fast/VIP port); nil
+	// when it is off. fastPortDefaulted: fastListenPort was not set (listenPort − 2), so a
+	// port already in use costs a warning, not the start.
+	fastServer        netio.Server
+	fastPortDefaulted bool
 
 	// services started by Start and stopped by Shutdown, in reverse order.
 	services []service
@@ -183,6 +190,12 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		return nil, err
 	}
 	cfg.HAListenPort = b.cfg.HAListenPort
+	fastDefaulted, err := b.cfg.resolveFastListenPort(listenPortWasZero)
+	if err != nil {
+		return nil, err
+	}
+	b.fastPortDefaulted = fastDefaulted
+	cfg.FastListenPort = b.cfg.FastListenPort
 	b.storeHost = netip.AddrPortFrom(host, uint16(cfg.ListenPort))
 	b.brokerAddr = b.storeHost.String()
 
@@ -232,13 +245,17 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	}
 	// The server starts after everything it serves. At shutdown, parked pulls are
 	// answered while their connections are still open, then the server drains.
-	b.addService("remoting server", b.server.Start, func(ctx context.Context) error {
+	b.addService("remoting server", b.startServers, func(ctx context.Context) error {
 		if b.pullHold != nil {
 			if err := b.pullHold.Stop(ctx); err != nil {
 				return fmt.Errorf("pull request hold: %w", err)
 			}
 		}
-		return b.server.Stop(ctx)
+		var fastErr error
+		if b.fastServer != nil {
+			fastErr = b.fastServer.Stop(ctx)
+		}
+		return errors.Join(fastErr, b.server.Stop(ctx))
 	})
 	// Registration last: a route is published only once the server listens, and the
 	// broker unregisters before it stops serving.
@@ -304,6 +321,14 @@ func (b *Broker) closePools() {
 			p.close()
 		}
 	}
+}
+
+// FastAddr is the address the fast-port server listens on, or "" when it is off or not started.
+func (b *Broker) FastAddr() string {
+	if b.fastServer == nil || b.fastServer.Addr() == nil {
+		return ""
+	}
+	return b.fastServer.Addr().String()
 }
 
 // Addr is the address the remoting server listens on (useful with listenPort 0).

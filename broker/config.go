@@ -112,6 +112,17 @@ type Config struct {
 	HATransferBatchSize     int           `prop:"haTransferBatchSize" help:"largest CommitLog chunk in one HA transfer frame (bytes)"`
 	HASlaveFallbehindMax    int64         `prop:"haSlaveFallbehindMax" help:"SYNC_MASTER: a slave further behind than this (bytes) does not count as available"`
 	SlaveTimeout            time.Duration `prop:"slaveTimeout" unit:"ms" help:"SYNC_MASTER: how long a send waits for a slave's acknowledgement (ms)"`
+	// FastListenPort is RocketMQ's "fast" (VIP) channel, NettyServerConfig's 5.x name: a second
+	// listener serving the same requests as listenPort, which Java slaves fetch topics from
+	// (PROTOCOL.md §13.4). -1 means listenPort − 2 (off when that is not a port, or when
+	// listenPort is 0: tests pick ports); 0 turns it off. New resolves it.
+	FastListenPort int `prop:"fastListenPort" help:"second listener (RocketMQ's fast/VIP port) serving the same requests; -1: listenPort - 2, 0: off. A slave fetches topics from its master's listenPort - 2 unless its own fastListenPort is 0"`
+
+	// SlaveSynchronize's schedule (PROTOCOL.md §13.4; slavesync.go). RocketMQ has no keys for
+	// them (BrokerController hard-codes 3 s and 10 s), so neither has ringmq: they are not
+	// properties, only tests set them. 0 = the RocketMQ value.
+	slaveSyncInitialDelay time.Duration
+	slaveSyncInterval     time.Duration
 
 	// ringmq's own keys (DESIGN.md "Config").
 	FlushBackend             string `prop:"flushBackend"` // iouring | msync | fdatasync
@@ -215,6 +226,7 @@ func DefaultConfig() Config {
 		HATransferBatchSize:               32 << 10,
 		HASlaveFallbehindMax:              256 << 20,
 		SlaveTimeout:                      3 * time.Second,
+		FastListenPort:                    -1,
 
 		FlushBackend:             "", // empty: the measured best available (see package flush)
 		NetEngine:                "gnet",
@@ -240,7 +252,6 @@ var LegacyAliases = map[string]string{
 // NotNeededKeys are RocketMQ keys ringmq accepts without using; the value says what
 // ringmq does instead. Each is reported once at info level.
 var NotNeededKeys = map[string]string{
-	"fastListenPort":                         "ringmq serves every request on listenPort; there is no separate VIP port",
 	"serverWorkerThreads":                    "network work runs on gnet event loops (netEventLoops)",
 	"serverSelectorThreads":                  "network work runs on gnet event loops (netEventLoops)",
 	"serverCallbackExecutorThreads":          "network work runs on gnet event loops (netEventLoops)",
@@ -312,7 +323,9 @@ func PropertyNames() []string {
 	t := reflect.TypeOf(Config{})
 	names := make([]string, 0, t.NumField())
 	for i := range t.NumField() {
-		names = append(names, t.Field(i).Tag.Get("prop"))
+		if name := t.Field(i).Tag.Get("prop"); name != "" { // untagged fields are not keys
+			names = append(names, name)
+		}
 	}
 	return names
 }
@@ -322,7 +335,7 @@ func PropertyNames() []string {
 func PropertyHelp(key string) string {
 	t := reflect.TypeOf(Config{})
 	for i := range t.NumField() {
-		if f := t.Field(i); f.Tag.Get("prop") == key {
+		if f := t.Field(i); key != "" && f.Tag.Get("prop") == key {
 			return f.Tag.Get("help")
 		}
 	}
@@ -351,7 +364,7 @@ func fieldByProp(c *Config, key string) (configField, bool) {
 	v := reflect.ValueOf(c).Elem()
 	t := v.Type()
 	for i := range t.NumField() {
-		if t.Field(i).Tag.Get("prop") == key {
+		if key != "" && t.Field(i).Tag.Get("prop") == key {
 			return configField{value: v.Field(i), unit: t.Field(i).Tag.Get("unit")}, true
 		}
 	}
@@ -438,6 +451,8 @@ func (c *Config) Validate() error {
 		return bad("netEventLoops", "must be 0 (GOMAXPROCS) or positive")
 	case c.RequestBudgetBytes <= 0:
 		return bad("requestBudgetBytes", "must be positive")
+	case c.FastListenPort < -1 || c.FastListenPort > 65535:
+		return bad("fastListenPort", "must be -1 (listenPort - 2), 0 (off) or a port")
 	}
 	switch c.FlushDiskType {
 	case "ASYNC_FLUSH", "SYNC_FLUSH":

@@ -140,9 +140,11 @@ type scheduleDeps struct {
 // topics when due (see the file comment). NotifyMessageArriving, Offsets and Delivered are
 // safe for concurrent use; Start and Stop are called once each by the broker's lifecycle.
 type ScheduleMessageService struct {
-	deps            scheduleDeps
-	levels          []delayLevel
-	extra           map[int32]int64 // delayOffset.json entries for levels the table lacks, kept as read
+	deps   scheduleDeps
+	levels []delayLevel
+	// extra holds delayOffset.json's entries for levels the table lacks, kept as read. The map
+	// is never modified once stored: a slave's sync (ReplaceFromMaster) stores a new one.
+	extra           atomic.Pointer[map[int32]int64]
 	persistInterval time.Duration
 	retryInterval   time.Duration
 
@@ -182,7 +184,6 @@ func newScheduleMessageService(deps scheduleDeps) (*ScheduleMessageService, erro
 	s := &ScheduleMessageService{
 		deps:            deps,
 		levels:          make([]delayLevel, len(deps.delays)),
-		extra:           map[int32]int64{},
 		persistInterval: durationOr(deps.persistInterval, delayOffsetPersistInterval),
 		retryInterval:   durationOr(deps.retryInterval, delayRetryInterval),
 		wake:            make(chan struct{}, 1),
@@ -196,29 +197,66 @@ func newScheduleMessageService(deps scheduleDeps) (*ScheduleMessageService, erro
 		l.delayMs = d.Milliseconds()
 		l.nextDue.Store(0) // unknown: read at the first pass
 	}
+	s.extra.Store(&map[int32]int64{})
 	if _, err := loadConfigFile(deps.path, func(data []byte) error {
 		w, err := codec.DecodeDelayOffsetSerializeWrapper(data)
 		if err != nil {
 			return err
 		}
-		for level, off := range w.OffsetTable {
-			if level >= 1 && int(level) <= len(s.levels) {
-				s.levels[level-1].cursor.Store(off)
-				s.levels[level-1].known.Store(true)
-			} else {
-				s.extra[level] = off
-			}
-		}
+		s.loadTable(w.OffsetTable)
 		return nil
 	}, deps.logger); err != nil {
 		return nil, err
 	}
-	if len(s.extra) > 0 {
-		s.deps.logger.Warn("broker: delayOffset.json names levels messageDelayLevel does not have; their messages stay scheduled",
-			"levels", len(s.levels), "extra", s.extra)
-	}
 	s.written = s.cursors()
 	return s, nil
+}
+
+// loadTable sets the cursors (and the kept extra levels) to an offset table's: a level it
+// lacks is no longer listed.
+func (s *ScheduleMessageService) loadTable(offsets map[int32]int64) {
+	extra := map[int32]int64{}
+	for level, off := range offsets {
+		if level < 1 || int(level) > len(s.levels) {
+			extra[level] = off
+		}
+	}
+	// Each level is set once, so a concurrent Offsets sees every level either before or after.
+	for i := range s.levels {
+		l := &s.levels[i]
+		if off, ok := offsets[int32(i+1)]; ok {
+			l.cursor.Store(off)
+			l.known.Store(true)
+		} else {
+			l.known.Store(false)
+			l.cursor.Store(0)
+		}
+	}
+	s.extra.Store(&extra)
+	if len(extra) > 0 {
+		s.deps.logger.Warn("broker: delayOffset.json names levels messageDelayLevel does not have; their messages stay scheduled",
+			"levels", len(s.levels), "extra", extra)
+	}
+}
+
+// ReplaceFromMaster is a slave's delay-offset sync (PROTOCOL.md §13.4): body, the master's
+// GET_ALL_DELAY_OFFSET answer, is written to delayOffset.json as it is (once it decodes), and
+// the cursors this service reports become the master's. Only for a service that was never
+// started (a slave's): the delivery goroutine owns the cursors otherwise. It blocks on disk.
+func (s *ScheduleMessageService) ReplaceFromMaster(body []byte) error {
+	if s.started.Load() {
+		return errors.New("broker: schedule message service: delivering; offsets come from the master only on a slave")
+	}
+	w, err := codec.DecodeDelayOffsetSerializeWrapper(body)
+	if err != nil {
+		return err
+	}
+	if err := writeConfigFile(s.deps.path, body); err != nil {
+		return err
+	}
+	s.loadTable(w.OffsetTable)
+	s.written = s.cursors() // nothing else touches it on a service that never started
+	return nil
 }
 
 // durationOr is v, or def when v is not positive.
@@ -284,8 +322,9 @@ func (s *ScheduleMessageService) Offsets() map[int32]int64 {
 
 // table is the offset table of these cursors (index 0 = level 1).
 func (s *ScheduleMessageService) table(cursors []int64) map[int32]int64 {
-	out := make(map[int32]int64, len(cursors)+len(s.extra))
-	for level, off := range s.extra {
+	extra := *s.extra.Load()
+	out := make(map[int32]int64, len(cursors)+len(extra))
+	for level, off := range extra {
 		out[level] = off
 	}
 	for i, off := range cursors {

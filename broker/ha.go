@@ -26,6 +26,14 @@ type replicaMasterLog interface {
 // the data plane, before the remoting server.
 func (b *Broker) initReplication() error {
 	if b.cfg.IsSlave() {
+		// Metadata sync (slavesync.go) follows the master's remoting address, whatever the store.
+		syncer, err := newSlaveSync(b)
+		if err != nil {
+			return err
+		}
+		b.slaveSync = syncer
+		b.onMasterLearned = b.learnMaster
+		b.addGuardedService("slave synchronize", syncer.start, syncer.shutdown)
 		log, ok := b.store.(ha.SlaveLog)
 		if !ok {
 			b.logger.Warn("broker: the store cannot take replicated bytes; this slave will not replicate")
@@ -36,7 +44,6 @@ func (b *Broker) initReplication() error {
 			return fmt.Errorf("%w: %w", ErrConfig, err)
 		}
 		b.haClient = c
-		b.onMasterLearned = b.learnMaster
 		b.addService("ha client", func() error { c.Start(); return nil }, func(context.Context) error {
 			return ignoreClosed(c.Close())
 		})
@@ -89,9 +96,13 @@ func ignoreClosed(err error) error {
 	return err
 }
 
-// learnMaster follows the register responses' haServerAddr on a slave without haMasterAddress
-// (PROTOCOL.md §13.1): the HA client connects there from its next connect on.
+// learnMaster takes the master's addresses from a slave's register responses (PROTOCOL.md
+// §13.1): masterAddr for the metadata sync (also when empty: RocketMQ clears it), and, without
+// haMasterAddress, haServerAddr for the HA client, which connects there from its next connect on.
 func (b *Broker) learnMaster(masterAddr, haServerAddr string) {
+	if b.slaveSync != nil {
+		b.slaveSync.setMasterAddr(masterAddr)
+	}
 	if b.haClient == nil || b.cfg.HAMasterAddress != "" || haServerAddr == "" {
 		return
 	}

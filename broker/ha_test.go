@@ -13,14 +13,21 @@ import (
 
 // startPair starts a master (role SYNC_MASTER or ASYNC_MASTER, with mutate applied) with its embedded
 // name server, and a slave of the same brokerName registered there, following the master's HA port.
+// The slave syncs metadata from its master 10 ms after start, then every 100 ms.
 func startPair(t *testing.T, role string, mutate func(*Config)) (master, slave *testBroker) {
+	t.Helper()
+	return startPairWith(t, role, mutate, mutate)
+}
+
+// startPairWith is startPair with separate changes for the master and the slave.
+func startPairWith(t *testing.T, role string, mutateMaster, mutateSlave func(*Config)) (master, slave *testBroker) {
 	t.Helper()
 	master = startTestBroker(t, func(c *Config) {
 		c.BrokerRole = role
 		c.HAListenPort = 0
 		c.SlaveTimeout = 3 * time.Second
-		if mutate != nil {
-			mutate(c)
+		if mutateMaster != nil {
+			mutateMaster(c)
 		}
 	})
 	slave = startTestBroker(t, func(c *Config) {
@@ -30,8 +37,10 @@ func startPair(t *testing.T, role string, mutate func(*Config)) (master, slave *
 		c.NamesrvAddr = master.NamesrvAddr
 		c.HAListenPort = 0
 		c.HAMasterAddress = master.b.haServer.Addr().String()
-		if mutate != nil {
-			mutate(c)
+		c.slaveSyncInitialDelay = 10 * time.Millisecond
+		c.slaveSyncInterval = 100 * time.Millisecond
+		if mutateSlave != nil {
+			mutateSlave(c)
 		}
 	})
 	return master, slave
@@ -61,7 +70,8 @@ func TestSyncMasterAnswersAfterTheSlaveHasTheMessage(t *testing.T) {
 			end := master.b.store.MaxPhyOffset()
 			require.Eventually(t, func() bool { return slave.b.store.GetMaxOffsetInQueue("TopicHA", 0) == 20 },
 				20*time.Second, time.Millisecond, "the slave dispatches its own ConsumeQueue")
-			createTopic(t, slave.b, "TopicHA", 4) // until the slave syncs topics from its master (§13.4)
+			// The topic was auto-created on the master; the slave has it from the metadata sync (§13.4).
+			require.Eventually(t, func() bool { return slave.b.topics.Contains("TopicHA") }, 20*time.Second, time.Millisecond)
 			sc := dialRaw(t, slave.BrokerAddr)
 			resp := sc.call(pullCmd("G", "TopicHA", 0, 0, 32, codec.PullSysFlagSubscription, 0, "*"))
 			require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)

@@ -172,3 +172,25 @@ func (m *ConsumerOffsetManager) Snapshot() *codec.ConsumerOffsetSerializeWrapper
 	}
 	return &codec.ConsumerOffsetSerializeWrapper{OffsetTable: table}
 }
+
+// MergeFromMaster is a slave's consumer-offset sync (PROTOCOL.md §13.4): every "topic@group"
+// entry of the master's table replaces the local one whole (RocketMQ's putAll), entries the
+// master lacks stay, and consumerOffset.json is written before returning. Keys without '@'
+// are skipped. It blocks on disk.
+func (m *ConsumerOffsetManager) MergeFromMaster(w *codec.ConsumerOffsetSerializeWrapper) error {
+	entries := make(map[offsetKey]map[int32]int64, len(w.OffsetTable))
+	for key, queues := range w.OffsetTable {
+		topic, group, ok := strings.Cut(key, "@")
+		if !ok {
+			m.logger.Warn("broker: master's consumer offsets: key without '@' skipped", "key", key)
+			continue
+		}
+		q := make(map[int32]int64, len(queues)) // never nil: Commit writes into it
+		maps.Copy(q, queues)
+		entries[offsetKey{topic, group}] = q
+	}
+	m.mu.Lock()
+	maps.Copy(m.table, entries)
+	m.mu.Unlock()
+	return m.file.persist()
+}

@@ -124,3 +124,23 @@ func (c *Config) resolveHAListenPort(listenPortWasZero bool, pick func() (int, e
 	c.HAListenPort = c.ListenPort + 1
 	return nil
 }
+
+// resolveFastListenPort fixes fastListenPort -1 once listenPort is known: listenPort − 2, or
+// off (0) when listenPort was 0 (tests) or listenPort − 2 is not a port. It returns whether the
+// port was defaulted: a defaulted fast port that cannot be bound only costs a warning.
+func (c *Config) resolveFastListenPort(listenPortWasZero bool) (defaulted bool, err error) {
+	if c.FastListenPort == -1 {
+		c.FastListenPort = 0
+		if !listenPortWasZero && c.ListenPort-2 >= 1 {
+			c.FastListenPort, defaulted = c.ListenPort-2, true
+		}
+	}
+	if c.FastListenPort != 0 && (c.FastListenPort == c.ListenPort || c.FastListenPort == c.HAListenPort) {
+		if defaulted { // e.g. haListenPort = listenPort - 2: the operator chose that port for HA
+			c.FastListenPort = 0
+			return false, nil
+		}
+		return false, fmt.Errorf("%w: key fastListenPort: %d is listenPort or haListenPort", ErrConfig, c.FastListenPort)
+	}
+	return defaulted, nil
+}

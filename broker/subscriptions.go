@@ -193,3 +193,38 @@ func (m *SubscriptionGroupManager) GroupNames() []string {
 	defer m.mu.RUnlock()
 	return slices.Sorted(maps.Keys(m.table))
 }
+
+// DataVersion returns the table's current version.
+func (m *SubscriptionGroupManager) DataVersion() codec.DataVersion {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.version
+}
+
+// ReplaceFromMaster is a slave's subscription-group sync (PROTOCOL.md §13.4): when the
+// master's DataVersion differs from this table's, the whole table (and the 5.x forbidden
+// table) becomes the master's, with its DataVersion, and subscriptionGroup.json is written
+// before returning; replaced says whether that happened. It blocks on disk.
+func (m *SubscriptionGroupManager) ReplaceFromMaster(w *codec.SubscriptionGroupWrapper) (replaced bool, err error) {
+	table := make(map[string]codec.SubscriptionGroupConfig, len(w.SubscriptionGroupTable))
+	for name, c := range w.SubscriptionGroupTable {
+		if c.GroupName == "" {
+			c.GroupName = name
+		}
+		table[name] = c
+	}
+	forbidden := make(map[string]map[string]int32, len(w.ForbiddenTable))
+	for g, t := range w.ForbiddenTable {
+		forbidden[g] = maps.Clone(t)
+	}
+	m.mu.Lock()
+	if m.version == w.DataVersion {
+		m.mu.Unlock()
+		return false, nil
+	}
+	m.table, m.forbidden, m.version = table, forbidden, w.DataVersion
+	m.mu.Unlock()
+	m.logger.Info("broker: subscription groups replaced by the master's", "groups", len(table),
+		"dataVersionCounter", w.DataVersion.Counter, "dataVersionTimestamp", w.DataVersion.Timestamp)
+	return true, m.file.persist()
+}

@@ -115,6 +115,8 @@ func (tb *testBroker) start(t testing.TB) {
 	tb.b = b
 	// Pin the ports the kernel picked, so that restart comes back on the same ones.
 	tb.cfg.ListenPort = b.Config().ListenPort
+	tb.cfg.FastListenPort = b.Config().FastListenPort // off stays off: listenPort − 2 is not ours
+	tb.cfg.HAListenPort = b.Config().HAListenPort     // a picked HA port, not listenPort + 1
 	tb.BrokerAddr = b.BrokerAddr()
 	tb.NamesrvAddr = b.EmbeddedNamesrvAddr()
 	if tb.NamesrvAddr != "" {

@@ -417,3 +417,29 @@ func (m *TopicConfigManager) Delete(topic string) (bool, error) {
 	m.changed()
 	return true, err
 }
+
+// ReplaceFromMaster is a slave's topic sync (PROTOCOL.md §13.4): when the master's DataVersion
+// differs from this table's, the whole table becomes the master's, with its DataVersion, and
+// topics.json is written before returning; replaced says whether that happened. Unlike a
+// local change it asks for no registration round, as in RocketMQ: name servers take topics
+// from masters only, and the slave's next periodic round carries the new table anyway. It
+// blocks on disk: call it off the event loops.
+func (m *TopicConfigManager) ReplaceFromMaster(w *codec.TopicConfigSerializeWrapper) (replaced bool, err error) {
+	table := make(map[string]codec.TopicConfig, len(w.TopicConfigTable))
+	for name, tc := range w.TopicConfigTable {
+		if tc.TopicName == "" {
+			tc.TopicName = name
+		}
+		table[name] = tc
+	}
+	m.mu.Lock()
+	if m.state.Load().version == w.DataVersion {
+		m.mu.Unlock()
+		return false, nil
+	}
+	m.state.Store(&topicState{table: table, version: w.DataVersion})
+	m.mu.Unlock()
+	m.logger.Info("broker: topics replaced by the master's", "topics", len(table),
+		"dataVersionCounter", w.DataVersion.Counter, "dataVersionTimestamp", w.DataVersion.Timestamp)
+	return true, m.file.persist()
+}

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -164,6 +165,46 @@ func (b *Broker) initServer(reg prometheus.Registerer) error {
 		return err
 	}
 	b.server = srv
+	if b.cfg.FastListenPort != 0 {
+		// The fast port serves the same requests (same handler, same ACL); one event loop is
+		// enough for what goes there (a slave's topic sync, Java 4.x clients with
+		// vipChannelEnabled), and its connections are counted on their own.
+		fc := nc
+		fc.Name = "broker-fast"
+		fc.Addr = net.JoinHostPort(b.bindHost(), strconv.Itoa(b.cfg.FastListenPort))
+		fc.EventLoops = 1
+		fast, err := netio.NewServer(fc, h, b.logger)
+		if err != nil {
+			return err
+		}
+		b.fastServer = fast
+	}
+	return nil
+}
+
+// startServers starts the remoting server, then the fast-port server. A fast port that was
+// only defaulted (listenPort − 2) and cannot be bound is given up with a warning: ringmq
+// serves everything on listenPort too.
+func (b *Broker) startServers() error {
+	if err := b.server.Start(); err != nil {
+		return err
+	}
+	if b.fastServer == nil {
+		return nil
+	}
+	if err := b.fastServer.Start(); err != nil {
+		if !b.fastPortDefaulted {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = b.server.Stop(ctx)
+			return fmt.Errorf("fast port %d (fastListenPort): %w", b.cfg.FastListenPort, err)
+		}
+		b.logger.Warn("broker: fast port (listenPort - 2) not available; serving on listenPort only",
+			"fastListenPort", b.cfg.FastListenPort, "err", err)
+		b.fastServer = nil
+	} else {
+		b.logger.Info("broker: fast port listening", "addr", b.fastServer.Addr().String())
+	}
 	return nil
 }
 
