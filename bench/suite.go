@@ -419,7 +419,7 @@ func freePorts(n int) ([]int, error) {
 // startBroker starts the broker with the setup's flags on free loopback ports and waits
 // until its embedded name server answers a route for TBW102 with a writable master.
 func startBroker(ctx context.Context, cfg *SuiteConfig, setup BrokerSetup, storeDir string, log *os.File) (*brokerProcess, error) {
-	ports, err := freePorts(3)
+	ports, err := freePorts(4)
 	if err != nil {
 		return nil, err
 	}
@@ -434,6 +434,8 @@ func startBroker(ctx context.Context, cfg *SuiteConfig, setup BrokerSetup, store
 		"--brokerIP1=127.0.0.1",
 		"--listenPort=" + strconv.Itoa(ports[0]),
 		"--namesrvListenPort=" + strconv.Itoa(ports[1]),
+		"--haListenPort=" + strconv.Itoa(ports[3]), // listenPort + 1 may be taken
+		"--fastListenPort=0",
 		"--metricsAddr=" + bp.metricsAddr,
 		"--mappedFileSizeCommitLog=" + strconv.FormatInt(cfg.CommitLogBytes, 10),
 	}, setup.Flags...)

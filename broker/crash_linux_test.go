@@ -244,6 +244,7 @@ func crashChildConf(dir string, port int, flushDiskType string, transientPool bo
 		"brokerName=crash-broker",
 		"brokerIP1=127.0.0.1",
 		"listenPort=" + strconv.Itoa(port),
+		"fastListenPort=0", // listenPort − 2 may be another test's picked port
 		"namesrvEmbedded=false",
 		"storePathRootDir=" + dir,
 		"mappedFileSizeCommitLog=" + strconv.Itoa(crashCommitLogMiB<<20), // rounds roll files
@@ -309,7 +310,8 @@ func testCrashSIGKILL(t *testing.T, flushDiskType string, rounds int) {
 	var stats struct{ stored, unanswered, busy int }
 	runRound := func(round int, stop func(*crashChild)) {
 		transient := syncFlush && round%2 == 1
-		child := startCrashChild(t, crashChildConf(dir, port, flushDiskType, transient))
+		child := startCrashChild(t, append(crashChildConf(dir, port, flushDiskType, transient),
+			"haListenPort="+strconv.Itoa(pickPort(t)))) // listenPort + 1 may be taken
 		if round == 0 {
 			c := mustDialRel(t, child.addr)
 			for _, topic := range crashTopics {
@@ -345,7 +347,8 @@ func testCrashSIGKILL(t *testing.T, flushDiskType string, rounds int) {
 	}
 	// SIGTERM under load: a clean shutdown loses nothing acknowledged.
 	runRound(rounds, func(c *crashChild) { c.terminate(t) })
-	child := startCrashChild(t, crashChildConf(dir, port, flushDiskType, false))
+	child := startCrashChild(t, append(crashChildConf(dir, port, flushDiskType, false),
+		"haListenPort="+strconv.Itoa(pickPort(t)))) // listenPort + 1 may be taken
 	stored := crashVerify(t, child.addr, acked, acked)
 	c := mustDialRel(t, child.addr)
 	want := relQueueCounts(t, c, crashTopics, 4)

@@ -106,6 +106,7 @@ func TestRoleStartupIDsAndHAPort(t *testing.T) {
 	require.NoError(t, err)
 	b := startCtlBroker(t, nil, func(c *Config) {
 		c.ListenPort = port
+		c.HAListenPort = 0 // derived: listenPort + 1
 		c.BrokerID = 3
 		c.BrokerRole = RoleSyncMaster
 	}, nil)

@@ -56,7 +56,8 @@ func TestSlaveSynchronizeCopiesTheMastersMetadata(t *testing.T) {
 	slaveFast, err := pickListenPort("127.0.0.1")
 	require.NoError(t, err)
 	master, slave := startPairWith(t, "ASYNC_MASTER", func(c *Config) {
-		c.ListenPort = masterPort // fastListenPort -1: listenPort − 2
+		c.ListenPort = masterPort
+		c.FastListenPort = -1 // the default: listenPort − 2
 		c.MessageDelayLevel = "1s 2s"
 	}, func(c *Config) {
 		c.FastListenPort = slaveFast // on: the slave asks its master's listenPort − 2 for topics

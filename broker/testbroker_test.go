@@ -42,6 +42,10 @@ func testBrokerConfig(t testing.TB) Config {
 	cfg.BrokerName = "broker-test"
 	cfg.BrokerIP1 = "127.0.0.1"
 	cfg.ListenPort = 0
+	// Tests that pick listenPort themselves must not get listenPort + 1 and − 2 (perhaps another test's
+	// picked port) for the HA and fast ports: a free HA port, no fast port. Tests of those set them.
+	cfg.HAListenPort = pickPort(t)
+	cfg.FastListenPort = 0
 	cfg.NamesrvEmbedded = true
 	cfg.NamesrvListenPort = 0
 	cfg.NamesrvAddr = ""
@@ -144,6 +148,14 @@ func (tb *testBroker) restart(t testing.TB) {
 	t.Helper()
 	tb.shutdown(t)
 	tb.start(t)
+}
+
+// pickPort is a free loopback port, or the test fails.
+func pickPort(t testing.TB) int {
+	t.Helper()
+	port, err := pickListenPort("127.0.0.1")
+	require.NoError(t, err)
+	return port
 }
 
 // splitHostPortNumber splits "host:port" and parses the port.

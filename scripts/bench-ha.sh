@@ -39,7 +39,7 @@ trap stop_all EXIT
 start_master() {
   mport=$(free_port); mha=$(free_port); mmetrics=$(free_port); local ns; ns=$(free_port)
   "$bin/mqbroker" --storePathRootDir="$3" --brokerIP1=127.0.0.1 --listenPort="$mport" --haListenPort="$mha" \
-    --namesrvListenPort="$ns" --metricsAddr="127.0.0.1:$mmetrics" --brokerRole="$1" --flushDiskType="$2" \
+    --namesrvListenPort="$ns" --metricsAddr="127.0.0.1:$mmetrics" --brokerRole="$1" --flushDiskType="$2" --fastListenPort=0 \
     --mappedFileSizeCommitLog=268435456 ${HA_BATCH:+--haTransferBatchSize=$HA_BATCH} >"$out/master-$logtag.log" 2>&1 &
   pids+=($!)
   wait_port "$mport"
@@ -48,7 +48,7 @@ start_master() {
 start_slave() {
   local port; port=$(free_port); smetrics=$(free_port)
   "$bin/mqbroker" --storePathRootDir="$2" --brokerIP1=127.0.0.1 --listenPort="$port" --haListenPort="$(free_port)" \
-    --namesrvEmbedded=false --metricsAddr="127.0.0.1:$smetrics" --brokerRole=SLAVE --brokerId=1 \
+    --namesrvEmbedded=false --fastListenPort=0 --metricsAddr="127.0.0.1:$smetrics" --brokerRole=SLAVE --brokerId=1 \
     --haMasterAddress="127.0.0.1:$mha" --flushDiskType="$1" --mappedFileSizeCommitLog=268435456 >"$out/slave-$logtag.log" 2>&1 &
   slave_pid=$!
   pids+=($slave_pid)

@@ -35,7 +35,7 @@ for round in $(seq 1 "$rounds"); do
     rm -rf "$store"
     port=$(free_port); nsport=$(free_port); metrics=$(free_port)
     "$bin/mqbroker" --storePathRootDir="$store" --brokerIP1=127.0.0.1 --listenPort="$port" \
-      --namesrvListenPort="$nsport" --metricsAddr="127.0.0.1:$metrics" --netEngine="$engine" \
+      --namesrvListenPort="$nsport" --haListenPort="$(free_port)" --fastListenPort=0 --metricsAddr="127.0.0.1:$metrics" --netEngine="$engine" \
       --mappedFileSizeCommitLog=268435456 --flushDiskType=ASYNC_FLUSH --maxConnections=5000 \
       >"$out/broker-$engine-$round.log" 2>&1 &
     broker_pid=$!
