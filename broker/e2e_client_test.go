@@ -208,24 +208,11 @@ func TestGoClientEndToEnd(t *testing.T) {
 		t.Skip("end-to-end with the Go client")
 	}
 	rlog.SetLogLevel("error")
-	// Registered first, so it runs last: after the broker and every client shut down.
-	baseline := goleak.IgnoreCurrent()
-	t.Cleanup(func() {
-		var leaked error
-		waitStart := time.Now()
-		defer func() { t.Logf("waited %v for the Go client's goroutines to end", time.Since(waitStart)) }()
-		for deadline := time.Now().Add(45 * time.Second); time.Now().Before(deadline); {
-			leaked = goleak.Find(append([]goleak.Option{baseline,
-				goleak.IgnoreAnyFunction("github.com/patrickmn/go-cache.(*janitor).Run"),
-				goleak.IgnoreAnyFunction("github.com/panjf2000/ants/v2.(*poolCommon).purgeStaleWorkers"),
-				goleak.IgnoreAnyFunction("github.com/panjf2000/ants/v2.(*poolCommon).ticktock"),
-			}, goClientBackgroundGoroutines...)...)
-			if leaked == nil {
-				break
-			}
-		}
-		require.NoError(t, leaked, "the Go client's goroutines end after its Shutdown")
-	})
+	requireClientGoroutinesEnd(t, append([]goleak.Option{
+		goleak.IgnoreAnyFunction("github.com/patrickmn/go-cache.(*janitor).Run"),
+		goleak.IgnoreAnyFunction("github.com/panjf2000/ants/v2.(*poolCommon).purgeStaleWorkers"),
+		goleak.IgnoreAnyFunction("github.com/panjf2000/ants/v2.(*poolCommon).ticktock"),
+	}, goClientBackgroundGoroutines...)...)
 	e := &e2eEnv{tb: startTestBroker(t, nil), name: "e2e"}
 	t.Cleanup(e.shutdownConsumers) // before the broker's shutdown
 

@@ -13,7 +13,6 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 )
 
 // TestGoClientCluster (issue 16 item 5): two brokerNames, each a master with a slave, under one name
@@ -25,18 +24,7 @@ func TestGoClientCluster(t *testing.T) {
 		t.Skip("end-to-end with the Go client")
 	}
 	rlog.SetLogLevel("error")
-	baseline := goleak.IgnoreCurrent()
-	t.Cleanup(func() {
-		var leaked error
-		waitStart := time.Now()
-		defer func() { t.Logf("waited %v for the Go client's goroutines to end", time.Since(waitStart)) }()
-		for deadline := time.Now().Add(45 * time.Second); time.Now().Before(deadline); {
-			if leaked = goleak.Find(append([]goleak.Option{baseline}, goClientLeftovers...)...); leaked == nil {
-				break
-			}
-		}
-		require.NoError(t, leaked, "the Go client's goroutines end after its Shutdown")
-	})
+	requireClientGoroutinesEnd(t, goClientLeftovers...)
 	const topic, queues = "ClusterTopic", 4
 	masterA, slaveA := startPair(t, "ASYNC_MASTER", func(c *Config) { c.BrokerName = "broker-a" })
 	masterB, slaveB := startPair(t, "ASYNC_MASTER", func(c *Config) {

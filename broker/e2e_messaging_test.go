@@ -34,6 +34,26 @@ import (
 // e2eMessagingDelayLevels: level 2 = 5 s as in RocketMQ's default table, the rest 1 s.
 const e2eMessagingDelayLevels = "1s 5s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s"
 
+// requireClientGoroutinesEnd checks, at the end of the test, that no goroutine started during it
+// is left but the ones ignore names (the Go client's stragglers): call it first, so that its
+// cleanup runs last, after the broker and every client shut down. Client goroutines may take
+// their time to notice a Shutdown, so it polls for up to 45 s.
+func requireClientGoroutinesEnd(t *testing.T, ignore ...goleak.Option) {
+	t.Helper()
+	baseline := goleak.IgnoreCurrent()
+	t.Cleanup(func() {
+		var leaked error
+		waitStart := time.Now()
+		for deadline := time.Now().Add(45 * time.Second); time.Now().Before(deadline); {
+			if leaked = goleak.Find(append([]goleak.Option{baseline}, ignore...)...); leaked == nil {
+				break
+			}
+		}
+		t.Logf("waited %v for the Go client's goroutines to end", time.Since(waitStart))
+		require.NoError(t, leaked, "the Go client's goroutines end after its Shutdown")
+	})
+}
+
 // goClientLeftovers are goroutines of the pinned Go client that end after (or never end
 // despite) Shutdown; main_test.go ignores the same ones.
 var goClientLeftovers = append([]goleak.Option{
@@ -159,18 +179,7 @@ func TestGoClientMessaging(t *testing.T) {
 	}
 	rlog.SetLogLevel("error")
 	// Registered first, so it runs last: after the broker and every client shut down.
-	baseline := goleak.IgnoreCurrent()
-	t.Cleanup(func() {
-		var leaked error
-		waitStart := time.Now()
-		for deadline := time.Now().Add(45 * time.Second); time.Now().Before(deadline); {
-			if leaked = goleak.Find(append([]goleak.Option{baseline}, goClientLeftovers...)...); leaked == nil {
-				break
-			}
-		}
-		t.Logf("waited %v for the Go client's goroutines to end", time.Since(waitStart))
-		require.NoError(t, leaked, "the Go client's goroutines end after its Shutdown")
-	})
+	requireClientGoroutinesEnd(t, goClientLeftovers...)
 	// Every feature under every store mode: a bug that hides in one mode is a lost message in
 	// production (issue 14: committed transactions were lost with the transient pool only).
 	for _, mode := range storeModes {

@@ -42,6 +42,31 @@ func testConfig(dir string) Config {
 	return c
 }
 
+// appendModes are the four append and flush modes a feature must work in: the mapped file or the
+// transient pool, each under ASYNC_FLUSH and SYNC_FLUSH.
+var appendModes = []struct {
+	name      string
+	transient bool
+	flush     FlushDiskType
+}{
+	{"mmap/async", false, AsyncFlush},
+	{"mmap/sync", false, SyncFlush},
+	{"pool/async", true, AsyncFlush},
+	{"pool/sync", true, SyncFlush},
+}
+
+// lazyCommitConfig is testConfig in an append mode whose committer moves small records only when a file
+// is full (or the test asks): acknowledged records stay in the transient pool buffer.
+func lazyCommitConfig(dir string, transient bool, flush FlushDiskType) Config {
+	c := testConfig(dir)
+	c.TransientStorePoolEnable = transient
+	c.FlushDiskType = flush
+	c.CommitIntervalCommitLog = time.Hour
+	c.CommitCommitLogThoroughInterval = time.Hour
+	c.CommitCommitLogLeastPages = 1 << 20
+	return c
+}
+
 func testLogger(t testing.TB) *slog.Logger {
 	if testing.Verbose() {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))

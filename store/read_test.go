@@ -279,25 +279,10 @@ func TestIndexHashCollisions(t *testing.T) {
 // until it releases, even when the file is committed whole in between. Issue 14: END_TRANSACTION of a half
 // just written was answered "Find prepared transaction message failed" with the pool on.
 func TestLookMessageByOffsetSeesUncommittedRecords(t *testing.T) {
-	for _, mode := range []struct {
-		name      string
-		transient bool
-		flush     FlushDiskType
-	}{
-		{"mmap/async", false, AsyncFlush},
-		{"mmap/sync", false, SyncFlush},
-		{"pool/async", true, AsyncFlush},
-		{"pool/sync", true, SyncFlush},
-	} {
+	for _, mode := range appendModes {
 		t.Run(mode.name, func(t *testing.T) {
-			cfg := testConfig(t.TempDir())
-			cfg.TransientStorePoolEnable = mode.transient
-			cfg.FlushDiskType = mode.flush
 			// The committer moves nothing on its own: only a whole file (or the test) makes it commit.
-			cfg.CommitIntervalCommitLog = time.Hour
-			cfg.CommitCommitLogThoroughInterval = time.Hour
-			cfg.CommitCommitLogLeastPages = 1 << 20
-			s := openStarted(t, cfg, Deps{})
+			s := openStarted(t, lazyCommitConfig(t.TempDir(), mode.transient, mode.flush), Deps{})
 
 			body := bodyf("half %s", mode.name)
 			res := mustPut(t, s, testMessage("RMQ_SYS_TRANS_HALF_TOPIC", 0, body)) // not waited for: the put is acknowledged

@@ -30,26 +30,11 @@ func readLog(t testing.TB, s *Store, from, to int64) []byte {
 // including records the master still had only in its transient pool buffer, and dispatches its own
 // ConsumeQueues from them: the same records per queue. A slave refuses puts.
 func TestReplicationMasterToSlave(t *testing.T) {
-	for _, mode := range []struct {
-		name      string
-		transient bool
-		flush     FlushDiskType
-	}{
-		{"mmap/async", false, AsyncFlush},
-		{"mmap/sync", false, SyncFlush},
-		{"pool/async", true, AsyncFlush},
-		{"pool/sync", true, SyncFlush},
-	} {
+	for _, mode := range appendModes {
 		t.Run(mode.name, func(t *testing.T) {
-			mcfg := testConfig(t.TempDir())
-			mcfg.TransientStorePoolEnable = mode.transient
-			mcfg.FlushDiskType = mode.flush
 			// The committer moves small records only when a file is full: the transfer must read the
 			// pool buffer.
-			mcfg.CommitIntervalCommitLog = time.Hour
-			mcfg.CommitCommitLogThoroughInterval = time.Hour
-			mcfg.CommitCommitLogLeastPages = 1 << 20
-			master := openStarted(t, mcfg, Deps{})
+			master := openStarted(t, lazyCommitConfig(t.TempDir(), mode.transient, mode.flush), Deps{})
 			scfg := testConfig(t.TempDir())
 			scfg.Slave = true
 			scfg.TransientStorePoolEnable = mode.transient // ignored on a slave
