@@ -122,7 +122,7 @@ func startCtlBroker(t testing.TB, st store.MessageStore, mutate func(*Config), b
 	cfg.NamesrvEmbedded = false
 	port, err := pickListenPort("127.0.0.1")
 	require.NoError(t, err)
-	cfg.ListenPort = port
+	cfg.ListenPort, cfg.HAListenPort = port, pickPort(t, port)
 	if mutate != nil {
 		mutate(&cfg)
 	}
@@ -297,7 +297,7 @@ func TestQueryConsumerOffsetRules(t *testing.T) {
 			sc.StoreHost = netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))
 			st := &offsetRulesStore{MessageStore: store.NewMemStore(sc, nil), minOffset: tc.minOffset,
 				maxOffset: tc.maxOffset, phyOfFirst: 5000, maxPhy: 5000 + tc.behind}
-			b := startCtlBroker(t, st, func(c *Config) { c.ListenPort = port }, func(b *Broker) { b.ctl.totalMemoryBytes = memory })
+			b := startCtlBroker(t, st, func(c *Config) { c.ListenPort, c.HAListenPort = port, pickPort(t, port) }, func(b *Broker) { b.ctl.totalMemoryBytes = memory })
 			if tc.stored >= 0 {
 				b.offsets.Commit("G", "T", 1, tc.stored)
 			}

@@ -311,7 +311,7 @@ func testCrashSIGKILL(t *testing.T, flushDiskType string, rounds int) {
 	runRound := func(round int, stop func(*crashChild)) {
 		transient := syncFlush && round%2 == 1
 		child := startCrashChild(t, append(crashChildConf(dir, port, flushDiskType, transient),
-			"haListenPort="+strconv.Itoa(pickPort(t)))) // listenPort + 1 may be taken
+			"haListenPort="+strconv.Itoa(pickPort(t, port)))) // listenPort + 1 may be taken
 		if round == 0 {
 			c := mustDialRel(t, child.addr)
 			for _, topic := range crashTopics {
@@ -348,7 +348,7 @@ func testCrashSIGKILL(t *testing.T, flushDiskType string, rounds int) {
 	// SIGTERM under load: a clean shutdown loses nothing acknowledged.
 	runRound(rounds, func(c *crashChild) { c.terminate(t) })
 	child := startCrashChild(t, append(crashChildConf(dir, port, flushDiskType, false),
-		"haListenPort="+strconv.Itoa(pickPort(t)))) // listenPort + 1 may be taken
+		"haListenPort="+strconv.Itoa(pickPort(t, port)))) // listenPort + 1 may be taken
 	stored := crashVerify(t, child.addr, acked, acked)
 	c := mustDialRel(t, child.addr)
 	want := relQueueCounts(t, c, crashTopics, 4)
@@ -376,9 +376,10 @@ func testCrashPowerLoss(t *testing.T, flushDiskType string, rounds int) {
 	syncFlush := flushDiskType == "SYNC_FLUSH"
 	port, err := pickListenPort("127.0.0.1")
 	require.NoError(t, err)
+	haPort := pickPort(t, port)
 	mutate := func(dir string) func(*Config) {
 		return func(c *Config) {
-			c.ListenPort = port
+			c.ListenPort, c.HAListenPort = port, haPort
 			c.StorePathRootDir = dir
 			c.FlushDiskType = flushDiskType
 			c.MappedFileSizeCommitLog = crashCommitLogMiB << 20

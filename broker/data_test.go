@@ -45,11 +45,8 @@ func startDataBroker(t testing.TB, opts dataBrokerOptions) *dataBroker {
 	port, err := pickListenPort("127.0.0.1")
 	require.NoError(t, err)
 	cfg.ListenPort = port
-	cfg.FastListenPort = 0                                  // listenPort − 2 may be another test's picked port
-	for cfg.HAListenPort == 0 || cfg.HAListenPort == port { // listenPort + 1 is often taken
-		cfg.HAListenPort, err = pickListenPort("127.0.0.1")
-		require.NoError(t, err)
-	}
+	cfg.FastListenPort = 0               // listenPort − 2 may be another test's picked port
+	cfg.HAListenPort = pickPort(t, port) // listenPort + 1 is often taken
 	if opts.mutate != nil {
 		opts.mutate(&cfg)
 	}

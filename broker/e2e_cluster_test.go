@@ -23,6 +23,12 @@ func TestGoClientCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end with the Go client")
 	}
+	if raceEnabled {
+		// A producer's Shutdown while a connection to a stopped broker closes races inside the pinned
+		// client (internal/client.go Shutdown against remote/remote_client.go); the second pass of
+		// make test runs it without the detector.
+		t.Skip("the pinned Go client races with itself when a broker of the route stops")
+	}
 	rlog.SetLogLevel("error")
 	requireClientGoroutinesEnd(t, goClientLeftovers...)
 	const topic, queues = "ClusterTopic", 4
@@ -115,10 +121,6 @@ func TestGoClientCluster(t *testing.T) {
 	require.Equal(t, wantA, bodies, "broker-a's messages, once each")
 
 	// broker-b's backlog is read from its slave, the route's remaining address for broker-b.
-	if raceEnabled {
-		t.Log("PullFrom not exercised under -race: the pinned client races with itself there")
-		return
-	}
 	instance := e.instance("pull")
 	pc, err := rocketmq.NewPullConsumer(consumer.WithNsResolver(e.resolver()), consumer.WithGroupName("G-cluster-pull"),
 		consumer.WithInstance(instance))

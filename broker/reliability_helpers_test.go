@@ -638,8 +638,8 @@ func startRelBroker(t testing.TB, mutate func(*Config), fsys store.FS) *relBroke
 	port, err := pickListenPort("127.0.0.1")
 	require.NoError(t, err)
 	cfg.ListenPort = port
-	cfg.HAListenPort = pickPort(t) // listenPort + 1 may be another test's picked port
-	cfg.FastListenPort = 0         // and so may listenPort − 2
+	cfg.HAListenPort = pickPort(t, port) // listenPort + 1 may be another test's picked port
+	cfg.FastListenPort = 0               // and so may listenPort − 2
 	if mutate != nil {
 		mutate(&cfg)
 	}

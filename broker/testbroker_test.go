@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -42,9 +43,8 @@ func testBrokerConfig(t testing.TB) Config {
 	cfg.BrokerName = "broker-test"
 	cfg.BrokerIP1 = "127.0.0.1"
 	cfg.ListenPort = 0
-	// Tests that pick listenPort themselves must not get listenPort + 1 and − 2 (perhaps another test's
-	// picked port) for the HA and fast ports: a free HA port, no fast port. Tests of those set them.
-	cfg.HAListenPort = pickPort(t)
+	// No fast port (listenPort − 2 may be another test's port; tests of it set it). haListenPort 0 is
+	// picked at New when listenPort is 0; helpers that pick listenPort themselves pick it too (pickPort).
 	cfg.FastListenPort = 0
 	cfg.NamesrvEmbedded = true
 	cfg.NamesrvListenPort = 0
@@ -150,12 +150,18 @@ func (tb *testBroker) restart(t testing.TB) {
 	tb.start(t)
 }
 
-// pickPort is a free loopback port, or the test fails.
-func pickPort(t testing.TB) int {
+// pickPort is a free loopback port other than avoid (a port just picked and released may come back),
+// or the test fails. Helpers that pick listenPort pick haListenPort with it: listenPort + 1, the
+// default, is often the next port the kernel hands another test.
+func pickPort(t testing.TB, avoid ...int) int {
 	t.Helper()
-	port, err := pickListenPort("127.0.0.1")
-	require.NoError(t, err)
-	return port
+	for {
+		port, err := pickListenPort("127.0.0.1")
+		require.NoError(t, err)
+		if !slices.Contains(avoid, port) {
+			return port
+		}
+	}
 }
 
 // splitHostPortNumber splits "host:port" and parses the port.

@@ -26,7 +26,7 @@ func startClockBroker(t testing.TB, clock func() time.Time, mutate func(*Config)
 	cfg.NamesrvEmbedded = false
 	port, err := pickListenPort("127.0.0.1")
 	require.NoError(t, err)
-	cfg.ListenPort = port
+	cfg.ListenPort, cfg.HAListenPort = port, pickPort(t, port)
 	if mutate != nil {
 		mutate(&cfg)
 	}
