@@ -208,6 +208,12 @@ func FuzzJSONEncode(f *testing.F) {
 		}
 		got := &RemotingCommand{}
 		if err := decodeJSONHeader(got, enc); err != nil {
+			// The decoder caps fields on their encoded length (before copying); the encoder has no
+			// caps, and invalid bytes become 6-byte \ufffd escapes. Only a header longer than the
+			// smallest cap can be refused for that.
+			if errors.Is(err, ErrHeaderLimit) && len(enc) > MaxExtFieldKeyBytes {
+				return
+			}
 			t.Fatalf("decode %q: %v", enc, err)
 		}
 		ref, err := refDecodeJSONHeader(enc)
