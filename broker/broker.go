@@ -240,6 +240,11 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	if err := b.initReplication(); err != nil {
 		return nil, err
 	}
+	defer func() {
+		if b.server == nil { // New failed: the HA listener and the replica wait are made already
+			b.closeReplication()
+		}
+	}()
 	if err := b.initServer(reg); err != nil {
 		return nil, err
 	}

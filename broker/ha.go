@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -89,8 +90,19 @@ func (b *Broker) initReplication() error {
 	return nil
 }
 
+// closeReplication releases what initReplication made, for a New that fails after it.
+func (b *Broker) closeReplication() {
+	if b.replicas != nil {
+		_ = b.replicas.Close()
+	}
+	if b.haServer != nil {
+		_ = b.haServer.Close()
+	}
+}
+
+// ignoreClosed drops ha.ErrClosed: a second Close at shutdown is not a failure.
 func ignoreClosed(err error) error {
-	if err == ha.ErrClosed {
+	if errors.Is(err, ha.ErrClosed) {
 		return nil
 	}
 	return err

@@ -3,6 +3,7 @@ package broker
 import (
 	"encoding/binary"
 	"net"
+	"strconv"
 	"testing"
 	"time"
 
@@ -134,4 +135,23 @@ func TestSlavePullRules(t *testing.T) {
 	resp = sc.call(cmd)
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
 	require.Equal(t, int64(-1), slave.b.offsets.Query("G", "TopicSP", 0), "not stored on a slave")
+}
+
+// TestNewThatFailsReleasesReplication: a New that fails after making the HA listener and the SYNC_MASTER
+// wait releases both: the same haListenPort can be bound again at once (the package's goleak check
+// catches the wait's goroutines).
+func TestNewThatFailsReleasesReplication(t *testing.T) {
+	cfg := testBrokerConfig(t)
+	cfg.BrokerRole = "SYNC_MASTER"
+	cfg.HAListenPort = pickPort(t)
+	cfg.AclEnable = true
+	cfg.AclFile = t.TempDir() + "/absent.yml"
+	for range 2 {
+		_, err := New(cfg, Deps{Logger: testLogger(t)})
+		require.ErrorIs(t, err, ErrACL, "not: address already in use on haListenPort")
+		cfg.StorePathRootDir = t.TempDir()
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.HAListenPort)))
+	require.NoError(t, err, "haListenPort released")
+	require.NoError(t, ln.Close())
 }
