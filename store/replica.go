@@ -28,7 +28,8 @@ func (s *Store) SetPublishListener(fn func()) {
 // takes the put lock. Safe for concurrent use.
 func (s *Store) ReadReplica(offset int64, max int) ([]byte, func()) {
 	cl := s.commitLog
-	if max <= 0 || offset < 0 || offset >= cl.maxOffset.Load() {
+	published := cl.maxOffset.Load()
+	if max <= 0 || offset < 0 || offset >= published {
 		return nil, nil
 	}
 	mf := cl.mfq.findAndHold(offset)
@@ -36,7 +37,10 @@ func (s *Store) ReadReplica(offset int64, max int) ([]byte, func()) {
 		return nil, nil
 	}
 	pos := offset - mf.fromOffset
-	end := min(mf.wrote.Load(), pos+int64(max)) // wrote: published, in order (publishCopied)
+	// Never past the published end read above: publishCopied moves mf.wrote before maxOffset, so wrote
+	// alone could run ahead of MaxPhyOffset for a moment, and a slave reporting such an offset is taken
+	// for one ahead of its master (and disconnected).
+	end := min(mf.wrote.Load(), published-mf.fromOffset, pos+int64(max))
 	if end <= pos {
 		mf.release()
 		return nil, nil

@@ -182,3 +182,19 @@ func TestSlaveShutdownWithAPartialRecord(t *testing.T) {
 	waitFor(t, "the completed record dispatched", func() bool { return slave.GetMaxOffsetInQueue("TopicP", 0) == 4 })
 	require.Equal(t, readLog(t, master, 0, all), readLog(t, slave, 0, all))
 }
+
+// TestReadReplicaStopsAtThePublishedEnd: between a put's two publication stores (the file's wrote, then
+// the CommitLog's maxOffset) ReadReplica must not hand out bytes past MaxPhyOffset: a slave that reported
+// them would be taken for one ahead of its master and disconnected (seen under SYNC_MASTER load).
+func TestReadReplicaStopsAtThePublishedEnd(t *testing.T) {
+	s := openStarted(t, testConfig(t.TempDir()), Deps{})
+	res := mustPut(t, s, testMessage("T", 0, []byte("published")))
+	end := res.EndOffset()
+	mf := s.commitLog.mfq.last()
+	mf.wrote.Add(100) // a put halfway through its publication
+	defer mf.wrote.Add(-100)
+	b, release := s.ReadReplica(0, 1<<20)
+	require.NotNil(t, release)
+	require.Len(t, b, int(end), "up to MaxPhyOffset, not up to the file's wrote")
+	release()
+}
