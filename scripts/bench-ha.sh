@@ -24,7 +24,7 @@ IFS=, read -r -a points <<<"${POINTS:-1 1,4 16,16 32}"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() { for _ in $(seq 1 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done; return 1; }
-max_offset() { curl -s "http://127.0.0.1:$1/metrics" | awk '/^ringmq_store_commitlog_max_offset_bytes /{printf "%d\n", $2}'; }
+max_offset() { curl -s "http://127.0.0.1:$1/metrics" | awk '/^ringmq_store_commitlog_max_offset_bytes /{printf "%.0f\n", $2}'; }
 
 mkdir -p "$out" "$store_root"
 pids=()
