@@ -879,19 +879,12 @@ func (cl *commitLog) readPublished(phys int64) ([]byte, func()) {
 	if rec := recordAt(mf.data, pos, mf.readPosition()); rec != nil {
 		return rec, mf.release
 	}
-	if !mf.holdBuffer() {
-		// Committed whole since readPosition was read (or a mapped file): the mapping has it now.
-		if rec := recordAt(mf.data, pos, mf.readPosition()); rec != nil {
-			return rec, mf.release
-		}
-		mf.release()
-		return nil, nil
+	wrote := mf.wrote.Load()
+	b, release := mf.publishedView(wrote)
+	if rec := recordAt(b, pos, wrote); rec != nil {
+		return rec, release
 	}
-	if rec := recordAt(mf.writeBuffer.Bytes()[:mf.size], pos, mf.wrote.Load()); rec != nil {
-		return rec, func() { mf.releaseBuffer(); mf.release() }
-	}
-	mf.releaseBuffer()
-	mf.release()
+	release()
 	return nil, nil
 }
 

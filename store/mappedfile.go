@@ -192,6 +192,17 @@ func (mf *mappedFile) releaseBuffer() {
 	}
 }
 
+// publishedView is where the file's published bytes [0, need) can be read, need <= wrote: the mapping
+// when the committed position covers them, else the transient pool buffer, held until release (unless it
+// went back to the pool meanwhile: then the whole file is committed and the mapping has them). release
+// also drops the caller's reference on the file. Read by physical offset and by the HA transfer.
+func (mf *mappedFile) publishedView(need int64) (b []byte, release func()) {
+	if need <= mf.readPosition() || !mf.holdBuffer() {
+		return mf.data, mf.release
+	}
+	return mf.writeBuffer.Bytes()[:mf.size], func() { mf.releaseBuffer(); mf.release() }
+}
+
 // dropBuffer drops the file's own reference on writeBuffer, once.
 func (mf *mappedFile) dropBuffer() {
 	if mf.transient && mf.bufferDropped.CompareAndSwap(false, true) {

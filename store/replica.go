@@ -45,13 +45,8 @@ func (s *Store) ReadReplica(offset int64, max int) ([]byte, func()) {
 		mf.release()
 		return nil, nil
 	}
-	if end <= mf.readPosition() {
-		return mf.data[pos:end:end], mf.release
-	}
-	if !mf.holdBuffer() { // committed whole meanwhile: the mapping has it
-		return mf.data[pos:end:end], mf.release
-	}
-	return mf.writeBuffer.Bytes()[pos:end:end], func() { mf.releaseBuffer(); mf.release() }
+	b, release := mf.publishedView(end)
+	return b[pos:end:end], release
 }
 
 // AppendReplica reads n bytes from r into the CommitLog at offset and publishes them for the dispatcher:
