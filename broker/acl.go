@@ -41,7 +41,7 @@ import (
 //  3. a remote address matching that account's whiteRemoteAddress is allowed (signature
 //     and permissions are not checked, as in 4.x);
 //  4. Signature must be Base64(HmacSHA1(secretKey, content)), content being the values of
-//     every extField but Signature, ordered by key, followed by the body;
+//     every codec.Field but Signature, ordered by key, followed by the body;
 //  5. admin-only request codes need admin: true;
 //  6. the resources the request touches need the permissions in the table below.
 //
@@ -54,7 +54,7 @@ import (
 // client sends SecurityToken but leaves it out of the signed content (the Java client signs
 // it), and Java brokers leave _UNIQUE_KEY_QUERY out of the content (4.9.x for requests of
 // version ≤ 399, 5.x always) although a client may have signed it. So the content is tried
-// with every extField, then without SecurityToken and/or _UNIQUE_KEY_QUERY when they are
+// with every codec.Field, then without SecurityToken and/or _UNIQUE_KEY_QUERY when they are
 // present (the Go form first for Go clients). Leaving a field out of the signed content only
 // lets a man in the middle change that field; ringmq authorizes nothing by either.
 //
@@ -77,7 +77,7 @@ import (
 // in the file are ignored, as Java does; 5.x-only keys (resourcePerms, namespacePerms) have
 // no effect.
 //
-// Hot path: one account lookup, one sort of the extField keys and one HMAC-SHA1 over the
+// Hot path: one account lookup, one sort of the codec.Field keys and one HMAC-SHA1 over the
 // header values and body, with pooled buffers and HMAC states: no heap allocation per
 // request (TestACLSendCheckAllocs); 0.9 µs for a send with a 128-byte body, 2.8 µs with
 // 4 KiB (BenchmarkACLCheckSend), about 1 µs more per KiB. It runs inline on the event loop,

@@ -63,19 +63,9 @@ func (b *Broker) registerAdminProcessors() {
 func (b *Broker) adminExt(rc *RequestContext, key string) (string, bool) {
 	v, ok := rc.Cmd.ExtFields[key]
 	if !ok {
-		b.ReplyError(rc, codec.ResponseSystemError, "the custom field <"+key+"> is null")
+		rc.Reply.Answer(codec.ResponseSystemError, "the custom field <"+key+"> is null")
 	}
 	return v, ok
-}
-
-// replyJSON answers SUCCESS with v encoded by encoding/json (bodies with string keys only).
-func (b *Broker) replyJSON(rc *RequestContext, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		b.ReplyError(rc, codec.ResponseSystemError, err.Error())
-		return
-	}
-	b.replyBody(rc, body)
 }
 
 // refuseOnSlave answers SYSTEM_ERROR when this broker is a SLAVE and returns true: topics
@@ -85,7 +75,7 @@ func (b *Broker) refuseOnSlave(rc *RequestContext) bool {
 	if !b.cfg.IsSlave() {
 		return false
 	}
-	b.ReplyError(rc, codec.ResponseSystemError, slaveAdminRemark)
+	rc.Reply.Answer(codec.ResponseSystemError, slaveAdminRemark)
 	return true
 }
 
@@ -103,33 +93,33 @@ func (b *Broker) processUpdateAndCreateTopic(rc *RequestContext) {
 	}
 	var h codec.UpdateAndCreateTopicRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
-		b.ReplyError(rc, codec.ResponseSystemError, headerErrorRemark(err))
+		rc.Reply.Answer(codec.ResponseSystemError, headerErrorRemark(err))
 		return
 	}
 	if remark := ValidateTopicName(h.Topic); remark != "" {
-		b.ReplyError(rc, codec.ResponseSystemError, remark)
+		rc.Reply.Answer(codec.ResponseSystemError, remark)
 		return
 	}
 	if b.topics.IsSystemTopic(h.Topic) {
-		b.ReplyError(rc, codec.ResponseSystemError, systemTopicRemark(h.Topic))
+		rc.Reply.Answer(codec.ResponseSystemError, systemTopicRemark(h.Topic))
 		return
 	}
 	switch {
 	case h.ReadQueueNums < 0:
-		b.ReplyError(rc, codec.ResponseInvalidParameter, fmt.Sprintf("readQueueNums %d must not be negative", h.ReadQueueNums))
+		rc.Reply.Answer(codec.ResponseInvalidParameter, fmt.Sprintf("readQueueNums %d must not be negative", h.ReadQueueNums))
 		return
 	case h.WriteQueueNums < 0:
-		b.ReplyError(rc, codec.ResponseInvalidParameter, fmt.Sprintf("writeQueueNums %d must not be negative", h.WriteQueueNums))
+		rc.Reply.Answer(codec.ResponseInvalidParameter, fmt.Sprintf("writeQueueNums %d must not be negative", h.WriteQueueNums))
 		return
 	case h.TopicFilterType != codec.TopicFilterSingleTag && h.TopicFilterType != codec.TopicFilterMultiTag:
-		b.ReplyError(rc, codec.ResponseSystemError, "topicFilterType "+strconv.Quote(h.TopicFilterType)+
+		rc.Reply.Answer(codec.ResponseSystemError, "topicFilterType "+strconv.Quote(h.TopicFilterType)+
 			": want SINGLE_TAG or MULTI_TAG")
 		return
 	}
 	current, exists := b.topics.Get(h.Topic)
 	attrs, err := alterAttributes(!exists, current.Attributes, h.Attributes)
 	if err != nil {
-		b.ReplyError(rc, codec.ResponseSystemError, err.Error())
+		rc.Reply.Answer(codec.ResponseSystemError, err.Error())
 		return
 	}
 	tc := codec.NewTopicConfig(h.Topic)
@@ -140,11 +130,11 @@ func (b *Broker) processUpdateAndCreateTopic(rc *RequestContext) {
 	tc.Order = h.Order
 	tc.Attributes = attrs
 	if err := b.topics.Update(tc); err != nil {
-		b.ReplyError(rc, codec.ResponseSystemError, err.Error())
+		rc.Reply.Answer(codec.ResponseSystemError, err.Error())
 		return
 	}
 	b.waitRegistration()
-	b.ReplyError(rc, codec.ResponseSuccess, "")
+	rc.Reply.OK()
 }
 
 // waitRegistration asks for a registration round and waits for it, briefly: a slow or
@@ -199,15 +189,15 @@ func (b *Broker) processDeleteTopicInBroker(rc *RequestContext) {
 	}
 	var h codec.DeleteTopicRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
-		b.ReplyError(rc, codec.ResponseSystemError, headerErrorRemark(err))
+		rc.Reply.Answer(codec.ResponseSystemError, headerErrorRemark(err))
 		return
 	}
 	if remark := ValidateTopicName(h.Topic); remark != "" {
-		b.ReplyError(rc, codec.ResponseSystemError, remark)
+		rc.Reply.Answer(codec.ResponseSystemError, remark)
 		return
 	}
 	if b.topics.IsSystemTopic(h.Topic) {
-		b.ReplyError(rc, codec.ResponseSystemError, systemTopicRemark(h.Topic))
+		rc.Reply.Answer(codec.ResponseSystemError, systemTopicRemark(h.Topic))
 		return
 	}
 	_, err := b.topics.Delete(h.Topic)
@@ -216,21 +206,21 @@ func (b *Broker) processDeleteTopicInBroker(rc *RequestContext) {
 	}
 	err = errors.Join(err, b.store.DeleteTopics(h.Topic))
 	if err != nil {
-		b.ReplyError(rc, codec.ResponseSystemError, err.Error())
+		rc.Reply.Answer(codec.ResponseSystemError, err.Error())
 		return
 	}
 	b.waitRegistration()
-	b.ReplyError(rc, codec.ResponseSuccess, "")
+	rc.Reply.OK()
 }
 
 // processGetAllTopicConfig answers topics.json's content (compact).
 func (b *Broker) processGetAllTopicConfig(rc *RequestContext) {
 	body, err := b.topics.Snapshot().Encode(false)
 	if err != nil {
-		b.ReplyError(rc, codec.ResponseSystemError, err.Error())
+		rc.Reply.Answer(codec.ResponseSystemError, err.Error())
 		return
 	}
-	b.replyBody(rc, body)
+	rc.Reply.Body(body)
 }
 
 // processGetTopicConfig answers one topic's TopicConfig JSON.
@@ -241,10 +231,10 @@ func (b *Broker) processGetTopicConfig(rc *RequestContext) {
 	}
 	tc, ok := b.topics.Get(topic)
 	if !ok {
-		b.ReplyError(rc, codec.ResponseSystemError, "No topic in this broker. topic: "+topic)
+		rc.Reply.Answer(codec.ResponseSystemError, "No topic in this broker. topic: "+topic)
 		return
 	}
-	b.replyJSON(rc, tc)
+	rc.Reply.JSON(tc)
 }
 
 // processUpdateAndCreateSubscriptionGroup creates or replaces a group from its JSON body.
@@ -254,30 +244,30 @@ func (b *Broker) processUpdateAndCreateSubscriptionGroup(rc *RequestContext) {
 	}
 	c, err := codec.DecodeSubscriptionGroupConfig(rc.Cmd.Body)
 	if err != nil {
-		b.ReplyError(rc, codec.ResponseSystemError, err.Error())
+		rc.Reply.Answer(codec.ResponseSystemError, err.Error())
 		return
 	}
 	if !validGroupName(c.GroupName) {
-		b.ReplyError(rc, codec.ResponseSystemError, fmt.Sprintf(
+		rc.Reply.Answer(codec.ResponseSystemError, fmt.Sprintf(
 			"the specified group[%s] is blank, longer than %d or contains illegal characters, allowing only %s",
 			c.GroupName, retryOrDLQTopicNameMaxLen, topicNameAllowedCharacters))
 		return
 	}
 	if err := b.subscriptions.Update(*c); err != nil {
-		b.ReplyError(rc, codec.ResponseSystemError, err.Error())
+		rc.Reply.Answer(codec.ResponseSystemError, err.Error())
 		return
 	}
-	b.ReplyError(rc, codec.ResponseSuccess, "")
+	rc.Reply.OK()
 }
 
 // processGetAllSubscriptionGroupConfig answers subscriptionGroup.json's content (compact).
 func (b *Broker) processGetAllSubscriptionGroupConfig(rc *RequestContext) {
 	body, err := b.subscriptions.Snapshot().Encode(false)
 	if err != nil {
-		b.ReplyError(rc, codec.ResponseSystemError, err.Error())
+		rc.Reply.Answer(codec.ResponseSystemError, err.Error())
 		return
 	}
-	b.replyBody(rc, body)
+	rc.Reply.Body(body)
 }
 
 // processGetSubscriptionGroupConfig answers one group's config.
@@ -288,15 +278,15 @@ func (b *Broker) processGetSubscriptionGroupConfig(rc *RequestContext) {
 	}
 	c, ok := b.subscriptions.Get(group)
 	if !ok {
-		b.ReplyError(rc, codec.ResponseSubscriptionGroupNotExist, "The consumer group "+group+" not exist")
+		rc.Reply.Answer(codec.ResponseSubscriptionGroupNotExist, "The consumer group "+group+" not exist")
 		return
 	}
 	body, err := c.Encode()
 	if err != nil {
-		b.ReplyError(rc, codec.ResponseSystemError, err.Error())
+		rc.Reply.Answer(codec.ResponseSystemError, err.Error())
 		return
 	}
-	b.replyBody(rc, body)
+	rc.Reply.Body(body)
 }
 
 // processDeleteSubscriptionGroup deletes a group; with cleanOffset=true also its offsets.
@@ -315,10 +305,10 @@ func (b *Broker) processDeleteSubscriptionGroup(rc *RequestContext) {
 		}
 	}
 	if err != nil {
-		b.ReplyError(rc, codec.ResponseSystemError, err.Error())
+		rc.Reply.Answer(codec.ResponseSystemError, err.Error())
 		return
 	}
-	b.ReplyError(rc, codec.ResponseSuccess, "")
+	rc.Reply.OK()
 }
 
 // processGetBrokerConfig answers every config key as "key=value" lines (RocketMQ
@@ -333,21 +323,21 @@ func (b *Broker) processGetBrokerConfig(rc *RequestContext) {
 		sb.WriteString(v)
 		sb.WriteByte('\n')
 	}
-	resp := codec.NewResponse(rc.Cmd, codec.ResponseSuccess, "")
-	resp.SetExt("version", fmt.Sprintf(`{"counter":0,"stateVersion":0,"timestamp":%d}`, b.ctl.bootTime.UnixMilli()))
-	resp.Body = []byte(sb.String())
-	b.Reply(rc, resp)
+	version := fmt.Sprintf(`{"counter":0,"stateVersion":0,"timestamp":%d}`, b.ctl.bootTime.UnixMilli())
+	f := b.replies.frame()
+	f.bodies = append(f.bodies, []byte(sb.String()))
+	rc.Reply.Frame(f, codec.ResponseSuccess, "", []codec.Field{codec.StrField("version", version)}, f.bodies)
 }
 
 // processGetAllConsumerOffset answers consumerOffset.json's content (compact, bare keys).
 func (b *Broker) processGetAllConsumerOffset(rc *RequestContext) {
-	b.replyBody(rc, b.offsets.Snapshot().Encode(false))
+	rc.Reply.Body(b.offsets.Snapshot().Encode(false))
 }
 
 // processGetAllDelayOffset answers the schedule service's live cursors in delayOffset.json's
 // form (compact, bare level keys).
 func (b *Broker) processGetAllDelayOffset(rc *RequestContext) {
-	b.replyBody(rc, b.schedule.Encode(false))
+	rc.Reply.Body(b.schedule.Encode(false))
 }
 
 // processQueryTopicConsumeByWho answers {"groupList":[...]}: groups subscribed to the
@@ -363,7 +353,7 @@ func (b *Broker) processQueryTopicConsumeByWho(rc *RequestContext) {
 	if groups == nil {
 		groups = []string{}
 	}
-	b.replyJSON(rc, struct {
+	rc.Reply.JSON(struct {
 		GroupList []string `json:"groupList"`
 	}{groups})
 }
@@ -396,14 +386,14 @@ func (b *Broker) processGetConsumerConnectionList(rc *RequestContext) {
 	}
 	g, ok := b.consumers.Group(group)
 	if !ok || len(g.Members) == 0 {
-		b.ReplyError(rc, codec.ResponseConsumerNotOnline, "the consumer group["+group+"] not online")
+		rc.Reply.Answer(codec.ResponseConsumerNotOnline, "the consumer group["+group+"] not online")
 		return
 	}
 	subs := make(map[string]codec.SubscriptionData, len(g.Subscriptions))
 	for topic, s := range g.Subscriptions {
 		subs[topic] = *s
 	}
-	b.replyJSON(rc, struct {
+	rc.Reply.JSON(struct {
 		ConnectionSet     []connectionJSON                  `json:"connectionSet"`
 		ConsumeFromWhere  codec.ConsumeFromWhere            `json:"consumeFromWhere"`
 		ConsumeType       codec.ConsumeType                 `json:"consumeType"`
@@ -421,10 +411,10 @@ func (b *Broker) processGetProducerConnectionList(rc *RequestContext) {
 	}
 	members := b.producers.Members(group)
 	if len(members) == 0 {
-		b.ReplyError(rc, codec.ResponseSystemError, "the producer group["+group+"] not exist")
+		rc.Reply.Answer(codec.ResponseSystemError, "the producer group["+group+"] not exist")
 		return
 	}
-	b.replyJSON(rc, struct {
+	rc.Reply.JSON(struct {
 		ConnectionSet []connectionJSON `json:"connectionSet"`
 	}{connectionsJSON(members)})
 }
@@ -471,7 +461,7 @@ func (b *Broker) processGetTopicStatsInfo(rc *RequestContext) {
 	}
 	tc, ok := b.topics.Get(topic)
 	if !ok {
-		b.ReplyError(rc, codec.ResponseTopicNotExist, "topic["+topic+"] not exist")
+		rc.Reply.Answer(codec.ResponseTopicNotExist, "topic["+topic+"] not exist")
 		return
 	}
 	body := []byte(`{"offsetTable":{`)
@@ -489,7 +479,7 @@ func (b *Broker) processGetTopicStatsInfo(rc *RequestContext) {
 		body = fmt.Appendf(body, `{"lastUpdateTimestamp":%d,"maxOffset":%d,"minOffset":%d}`, last, maxOffset, minOffset)
 	}
 	body = append(body, '}', '}')
-	b.replyBody(rc, body)
+	rc.Reply.Body(body)
 }
 
 // processGetConsumeStats answers RocketMQ's ConsumeStats for a group: per read queue of
@@ -535,7 +525,7 @@ func (b *Broker) processGetConsumeStats(rc *RequestContext) {
 		}
 	}
 	body = append(body, '}', '}')
-	b.replyBody(rc, body)
+	rc.Reply.Body(body)
 }
 
 // processGetBrokerRuntimeInfo answers a KVTable with the keys mqadmin brokerStatus shows.
@@ -543,10 +533,10 @@ func (b *Broker) processGetBrokerRuntimeInfo(rc *RequestContext) {
 	table := b.runtimeInfo()
 	body, err := (&codec.KVTable{Table: table}).Encode()
 	if err != nil {
-		b.ReplyError(rc, codec.ResponseSystemError, err.Error())
+		rc.Reply.Answer(codec.ResponseSystemError, err.Error())
 		return
 	}
-	b.replyBody(rc, body)
+	rc.Reply.Body(body)
 }
 
 // runtimeInfo builds GET_BROKER_RUNTIME_INFO's table (RocketMQ BrokerController

@@ -71,7 +71,7 @@ func BenchmarkSendPath(b *testing.B) {
 	body := bytes.Repeat([]byte("x"), 1024)
 	cmd := sendV1("BenchSend", 1, body, props("TAGS", "TagA", "KEYS", "key-1", "UNIQ_KEY", "C0A8000100002A9F0000000000000001"))
 	cmd.Opaque = 7
-	rc := &RequestContext{Conn: conn, Cmd: cmd}
+	rc := db.b.newRequestContext(conn, cmd)
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -89,13 +89,13 @@ func TestSendPathAllocations(t *testing.T) {
 	createTopic(t, db.b, "AllocSend", 4)
 	conn := &nullConn{}
 	cmd := sendV1("AllocSend", 1, bytes.Repeat([]byte("x"), 1024), props("TAGS", "TagA", "UNIQ_KEY", "C0A8000100002A9F0000000000000001"))
-	rc := &RequestContext{Conn: conn, Cmd: cmd}
+	rc := db.b.newRequestContext(conn, cmd)
 	allocs := testing.AllocsPerRun(200, func() { db.b.processSendMessage(rc) })
 	require.Zero(t, conn.failed.Load())
 	require.Zero(t, allocs, "the send path (processor + store put + response) allocates nothing per message")
 	// Without a client UNIQ_KEY the broker makes one: still nothing allocated.
 	cmd2 := sendV1("AllocSend", 1, bytes.Repeat([]byte("x"), 1024), props("TAGS", "TagA"))
-	rc2 := &RequestContext{Conn: conn, Cmd: cmd2}
+	rc2 := db.b.newRequestContext(conn, cmd2)
 	require.Zero(t, testing.AllocsPerRun(200, func() { db.b.processSendMessage(rc2) }))
 }
 
@@ -116,12 +116,13 @@ func BenchmarkPullPath(b *testing.B) {
 		cmds[i] = pullCmd("BG", "BenchPull", 0, int64(i*32), 32, subFlag, 0, "TagA")
 		cmds[i].Opaque = int32(i)
 	}
-	rc := &RequestContext{Conn: conn}
+	rc := db.b.newRequestContext(conn, cmds[0])
 	b.SetBytes(32 * 1024)
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
 		rc.Cmd = cmds[i%len(cmds)]
+		rc.Reply = db.b.replies.replyTo(conn, rc.Cmd)
 		db.b.processPullMessage(rc)
 		i++
 	}
@@ -142,7 +143,7 @@ func TestPullPathAllocations(t *testing.T) {
 	require.Eventually(t, func() bool { return db.b.store.GetMaxOffsetInQueue("AllocPull", 0) == 64 },
 		5*time.Second, time.Millisecond)
 	conn := &nullConn{}
-	rc := &RequestContext{Conn: conn, Cmd: pullCmd("AG", "AllocPull", 0, 0, 32, subFlag, 0, "TagA || TagB")}
+	rc := db.b.newRequestContext(conn, pullCmd("AG", "AllocPull", 0, 0, 32, subFlag, 0, "TagA || TagB"))
 	allocs := testing.AllocsPerRun(200, func() { db.b.processPullMessage(rc) })
 	require.Zero(t, conn.failed.Load())
 	require.Zero(t, allocs, "a pull of 32 messages allocates nothing (tag filter, store read, vectored response)")

@@ -106,6 +106,7 @@ type Broker struct {
 	// a time, and must not block.
 	onMasterLearned func(masterAddr, haServerAddr string)
 
+	replies    *responder // the pooled frames every Reply writes with (respond.go)
 	processors map[int32]processor
 	server     netio.Server
 	// fastServer serves the same handler on fastListenPort (RocketMQ's fast/VIP port); nil
@@ -165,6 +166,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		reg = b.registry
 	}
 	b.metrics = newMetrics(reg)
+	b.replies = newResponder(b.metrics.replyErrors, b.logger)
 	b.ctl.registerer = reg
 	host, err := resolveBrokerIP(cfg.BrokerIP1)
 	if err != nil {
@@ -220,7 +222,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	workers := max(4, 2*runtime.GOMAXPROCS(0))
 	expired := func(p *workerPool, rc *RequestContext, waited time.Duration) {
 		b.metrics.busy.WithLabelValues("timeout_clean_queue").Inc()
-		b.ReplyError(rc, codec.ResponseSystemBusy, fmt.Sprintf(
+		rc.Reply.Answer(codec.ResponseSystemBusy, fmt.Sprintf(
 			"[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: %dms, size of queue: %d",
 			waited.Milliseconds(), p.Depth()))
 	}

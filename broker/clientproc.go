@@ -17,24 +17,17 @@ func (b *Broker) registerClientProcessors() {
 	b.register(codec.RequestUnlockBatchMQ, nil, b.processUnlockBatchMQ)
 }
 
-// replyBody answers SUCCESS with a body.
-func (b *Broker) replyBody(rc *RequestContext, body []byte) {
-	resp := codec.NewResponse(rc.Cmd, codec.ResponseSuccess, "")
-	resp.Body = body
-	b.Reply(rc, resp)
-}
-
 // processHeartbeat registers the client's producer and consumer groups. For each consumer
 // group it finds (or auto-creates) the subscription group and creates %RETRY%<group> with
 // the group's retryQueueNums, which is then registered with the name servers.
 func (b *Broker) processHeartbeat(rc *RequestContext) {
 	hb, err := codec.DecodeHeartbeatData(rc.Cmd.Body)
 	if err != nil {
-		b.ReplyError(rc, codec.ResponseSystemError, err.Error())
+		rc.Reply.Answer(codec.ResponseSystemError, err.Error())
 		return
 	}
 	if hb.ClientID == "" {
-		b.ReplyError(rc, codec.ResponseSystemError, "HeartbeatData: clientID is empty")
+		rc.Reply.Answer(codec.ResponseSystemError, "HeartbeatData: clientID is empty")
 		return
 	}
 	ch := ClientChannelInfo{Conn: rc.Conn, ClientID: hb.ClientID, Language: rc.Cmd.Language, Version: rc.Cmd.Version}
@@ -52,14 +45,14 @@ func (b *Broker) processHeartbeat(rc *RequestContext) {
 	for _, p := range hb.ProducerDataSet {
 		b.producers.Register(p.GroupName, ch)
 	}
-	b.ReplyError(rc, codec.ResponseSuccess, "")
+	rc.Reply.OK()
 }
 
 // processUnregisterClient forgets the client's producer and/or consumer group membership.
 func (b *Broker) processUnregisterClient(rc *RequestContext) {
 	var h codec.UnregisterClientRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
-		b.ReplyError(rc, codec.ResponseSystemError, headerErrorRemark(err))
+		rc.Reply.Answer(codec.ResponseSystemError, headerErrorRemark(err))
 		return
 	}
 	if h.ProducerGroup != "" {
@@ -68,7 +61,7 @@ func (b *Broker) processUnregisterClient(rc *RequestContext) {
 	if h.ConsumerGroup != "" {
 		b.consumers.Unregister(h.ConsumerGroup, h.ClientID, rc.Conn)
 	}
-	b.ReplyError(rc, codec.ResponseSuccess, "")
+	rc.Reply.OK()
 }
 
 // processGetConsumerListByGroup answers {"consumerIdList":[...]} with the group's live
@@ -76,20 +69,20 @@ func (b *Broker) processUnregisterClient(rc *RequestContext) {
 func (b *Broker) processGetConsumerListByGroup(rc *RequestContext) {
 	var h codec.GetConsumerListByGroupRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
-		b.ReplyError(rc, codec.ResponseSystemError, headerErrorRemark(err))
+		rc.Reply.Answer(codec.ResponseSystemError, headerErrorRemark(err))
 		return
 	}
 	ids := b.consumers.ConsumerIDs(h.ConsumerGroup)
 	if len(ids) == 0 {
-		b.ReplyError(rc, codec.ResponseSystemError, "no consumer for this group, "+h.ConsumerGroup)
+		rc.Reply.Answer(codec.ResponseSystemError, "no consumer for this group, "+h.ConsumerGroup)
 		return
 	}
 	body, err := (&codec.ConsumerListBody{ConsumerIDList: ids}).Encode()
 	if err != nil {
-		b.ReplyError(rc, codec.ResponseSystemError, err.Error())
+		rc.Reply.Answer(codec.ResponseSystemError, err.Error())
 		return
 	}
-	b.replyBody(rc, body)
+	rc.Reply.Body(body)
 }
 
 // processLockBatchMQ locks (or renews) queues for an orderly consumer and answers the ones
@@ -97,25 +90,25 @@ func (b *Broker) processGetConsumerListByGroup(rc *RequestContext) {
 func (b *Broker) processLockBatchMQ(rc *RequestContext) {
 	req, err := codec.DecodeLockBatchRequestBody(rc.Cmd.Body)
 	if err != nil {
-		b.ReplyError(rc, codec.ResponseSystemError, err.Error())
+		rc.Reply.Answer(codec.ResponseSystemError, err.Error())
 		return
 	}
 	locked := b.ctl.locks.TryLockBatch(req.ConsumerGroup, req.MQSet, req.ClientID)
 	body, err := (&codec.LockBatchResponseBody{LockOKMQSet: locked}).Encode()
 	if err != nil {
-		b.ReplyError(rc, codec.ResponseSystemError, err.Error())
+		rc.Reply.Answer(codec.ResponseSystemError, err.Error())
 		return
 	}
-	b.replyBody(rc, body)
+	rc.Reply.Body(body)
 }
 
 // processUnlockBatchMQ releases the queues the client holds.
 func (b *Broker) processUnlockBatchMQ(rc *RequestContext) {
 	req, err := codec.DecodeUnlockBatchRequestBody(rc.Cmd.Body)
 	if err != nil {
-		b.ReplyError(rc, codec.ResponseSystemError, err.Error())
+		rc.Reply.Answer(codec.ResponseSystemError, err.Error())
 		return
 	}
 	b.ctl.locks.UnlockBatch(req.ConsumerGroup, req.MQSet, req.ClientID)
-	b.ReplyError(rc, codec.ResponseSuccess, "")
+	rc.Reply.OK()
 }

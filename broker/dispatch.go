@@ -34,19 +34,13 @@ type RequestContext struct {
 	Conn     netio.Conn
 	Cmd      *codec.RemotingCommand
 	Received time.Time
+	// Reply answers the request (respond.go); it stays valid after Cmd is gone.
+	Reply Reply
 }
 
-// Reply writes resp to the requester. Safe from any goroutine. A failed write means the
-// connection is gone; there is no one left to tell, so it is only counted.
-func (b *Broker) Reply(rc *RequestContext, resp *codec.RemotingCommand) {
-	if err := rc.Conn.WriteCommand(resp); err != nil {
-		b.metrics.replyErrors.Inc()
-	}
-}
-
-// ReplyError answers with a bare response code and remark.
-func (b *Broker) ReplyError(rc *RequestContext, code codec.ResponseCode, remark string) {
-	b.Reply(rc, codec.NewResponse(rc.Cmd, code, remark))
+// newRequestContext wraps a request frame received on conn.
+func (b *Broker) newRequestContext(conn netio.Conn, cmd *codec.RemotingCommand) *RequestContext {
+	return &RequestContext{Conn: conn, Cmd: cmd, Received: b.clock(), Reply: b.replies.replyTo(conn, cmd)}
 }
 
 type processorFunc func(rc *RequestContext)
@@ -67,10 +61,10 @@ func (b *Broker) register(code codec.RequestCode, pool *workerPool, fn processor
 
 // dispatch runs on the event loop for every request frame.
 func (b *Broker) dispatch(conn netio.Conn, cmd *codec.RemotingCommand) {
-	rc := &RequestContext{Conn: conn, Cmd: cmd, Received: b.clock()}
+	rc := b.newRequestContext(conn, cmd)
 	p, ok := b.processors[cmd.Code]
 	if !ok {
-		b.ReplyError(rc, codec.ResponseRequestCodeNotSupported,
+		rc.Reply.Answer(codec.ResponseRequestCodeNotSupported,
 			fmt.Sprintf(" request type %d not supported", cmd.Code))
 		return
 	}
@@ -87,7 +81,7 @@ func (b *Broker) dispatch(conn netio.Conn, cmd *codec.RemotingCommand) {
 	if held := b.pooledBytes.Add(cost) - cost; held > 0 && held+cost > b.cfg.RequestBudgetBytes {
 		b.pooledBytes.Add(-cost)
 		b.metrics.busy.WithLabelValues("pooled_bytes").Inc()
-		b.ReplyError(rc, codec.ResponseSystemBusy, fmt.Sprintf(
+		rc.Reply.Answer(codec.ResponseSystemBusy, fmt.Sprintf(
 			"[OVERLOAD]system busy: queued requests hold %d bytes, requestBudgetBytes is %d", held, b.cfg.RequestBudgetBytes))
 		return
 	}
@@ -99,7 +93,7 @@ func (b *Broker) dispatch(conn netio.Conn, cmd *codec.RemotingCommand) {
 	rc.Cmd = &owned
 	if err := p.pool.submitHolding(rc, p.fn, cost); err != nil {
 		b.pooledBytes.Add(-cost)
-		b.ReplyError(rc, codec.ResponseSystemBusy, err.Error())
+		rc.Reply.Answer(codec.ResponseSystemBusy, err.Error())
 	}
 }
 

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"errors"
-	"strconv"
 
 	"github.com/ringmq/ringmq/codec"
 )
@@ -30,25 +29,23 @@ const (
 func (b *Broker) processQueryConsumerOffset(rc *RequestContext) {
 	var h codec.QueryConsumerOffsetRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
-		b.ReplyError(rc, codec.ResponseSystemError, headerErrorRemark(err))
+		rc.Reply.Answer(codec.ResponseSystemError, headerErrorRemark(err))
 		return
 	}
 	offset := b.offsets.Query(h.ConsumerGroup, h.Topic, h.QueueID)
 	if offset < 0 {
 		switch {
 		case !h.SetZeroIfNotFound:
-			b.ReplyError(rc, codec.ResponseQueryNotFound, remarkOffsetNotFoundNoZero)
+			rc.Reply.Answer(codec.ResponseQueryNotFound, remarkOffsetNotFoundNoZero)
 			return
 		case b.firstMessageInMemory(h.Topic, h.QueueID):
 			offset = 0
 		default:
-			b.ReplyError(rc, codec.ResponseQueryNotFound, remarkOffsetNotFound)
+			rc.Reply.Answer(codec.ResponseQueryNotFound, remarkOffsetNotFound)
 			return
 		}
 	}
-	resp := codec.NewResponse(rc.Cmd, codec.ResponseSuccess, "")
-	resp.SetExt("offset", strconv.FormatInt(offset, 10))
-	b.Reply(rc, resp)
+	rc.Reply.Answer(codec.ResponseSuccess, "", codec.NumField("offset", offset))
 }
 
 // firstMessageInMemory reports whether the queue still holds its logical offset 0 and
@@ -73,31 +70,31 @@ func (b *Broker) processUpdateConsumerOffset(rc *RequestContext) {
 	err := h.Decode(rc.Cmd.ExtFields)
 	var fe *codec.FieldError
 	if err != nil && !(errors.As(err, &fe) && (fe.Field == "queueId" || fe.Field == "commitOffset")) {
-		b.ReplyError(rc, codec.ResponseSystemError, headerErrorRemark(err))
+		rc.Reply.Answer(codec.ResponseSystemError, headerErrorRemark(err))
 		return
 	}
 	// Decode stops at the first bad field: read the two names directly so that the
 	// group and topic checks come first whatever else is wrong.
 	group, topic := rc.Cmd.ExtFields["consumerGroup"], rc.Cmd.ExtFields["topic"]
 	if !b.subscriptions.Contains(group) {
-		b.ReplyError(rc, codec.ResponseSubscriptionGroupNotExist, "Group "+group+" not exist!")
+		rc.Reply.Answer(codec.ResponseSubscriptionGroupNotExist, "Group "+group+" not exist!")
 		return
 	}
 	if !b.topics.Contains(topic) {
-		b.ReplyError(rc, codec.ResponseTopicNotExist, "Topic "+topic+" not exist!")
+		rc.Reply.Answer(codec.ResponseTopicNotExist, "Topic "+topic+" not exist!")
 		return
 	}
 	if err != nil {
 		switch {
 		case errors.Is(err, codec.ErrBadField):
-			b.ReplyError(rc, codec.ResponseInvalidParameter, headerErrorRemark(err))
+			rc.Reply.Answer(codec.ResponseInvalidParameter, headerErrorRemark(err))
 		case fe.Field == "queueId":
-			b.ReplyError(rc, codec.ResponseInvalidParameter, "QueueId is null, topic is "+topic)
+			rc.Reply.Answer(codec.ResponseInvalidParameter, "QueueId is null, topic is "+topic)
 		default:
-			b.ReplyError(rc, codec.ResponseInvalidParameter, "Offset is null, topic is "+topic)
+			rc.Reply.Answer(codec.ResponseInvalidParameter, "Offset is null, topic is "+topic)
 		}
 		return
 	}
 	b.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
-	b.ReplyError(rc, codec.ResponseSuccess, "")
+	rc.Reply.OK()
 }

@@ -274,7 +274,7 @@ func TestPooledCopiesCountAgainstTheRequestBudget(t *testing.T) {
 			b.register(code, b.adminPool, func(rc *RequestContext) {
 				running.Add(1)
 				<-release
-				b.ReplyError(rc, codec.ResponseSuccess, "")
+				rc.Reply.OK()
 			})
 		},
 	})

@@ -60,7 +60,7 @@ const defaultPullBatchSize = 32
 // while parked, and for the re-run after a wake-up.
 type pullRequest struct {
 	b      *Broker
-	to     replyTo
+	to     Reply
 	header codec.PullMessageRequestHeader
 	filter tagFilter
 
@@ -104,7 +104,7 @@ func (b *Broker) submitPull(pr *pullRequest, received time.Time) bool {
 	rc := pr.to.requestContext(&pr.cmd, received)
 	if err := b.pullPool.submit(rc, pr.run); err != nil {
 		b.metrics.busy.WithLabelValues("overload").Inc()
-		b.respond(pr.to, codec.ResponseSystemBusy, err.Error(), nil)
+		pr.to.Answer(codec.ResponseSystemBusy, err.Error())
 		pr.release()
 		return false
 	}
@@ -114,14 +114,14 @@ func (b *Broker) submitPull(pr *pullRequest, received time.Time) bool {
 // processPullMessage serves 11 and 361 on the event loop.
 func (b *Broker) processPullMessage(rc *RequestContext) {
 	pr := b.data.pulls.Get().(*pullRequest)
-	pr.to = replyToOf(rc)
+	pr.to = rc.Reply
 	if err := pr.header.Decode(rc.Cmd.ExtFields); err != nil {
-		b.respond(pr.to, codec.ResponseSystemError, headerErrorRemark(err), nil)
+		pr.to.Answer(codec.ResponseSystemError, headerErrorRemark(err))
 		pr.release()
 		return
 	}
 	if code, remark := b.checkPull(pr); code != codec.ResponseSuccess {
-		b.respond(pr.to, code, remark, nil)
+		pr.to.Answer(code, remark)
 		pr.release()
 		return
 	}
@@ -257,7 +257,7 @@ func (b *Broker) runPull(pr *pullRequest) {
 		b.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
 	}
 	if err != nil {
-		b.respond(pr.to, codec.ResponseSystemError, "store getMessage failed: "+err.Error(), nil)
+		pr.to.Answer(codec.ResponseSystemError, "store getMessage failed: "+err.Error())
 		pr.release()
 		return
 	}
@@ -271,7 +271,7 @@ func (b *Broker) runPull(pr *pullRequest) {
 		}
 		// The hold table is full: tell the client to back off rather than spin.
 		b.metrics.busy.WithLabelValues("pull_hold_full").Inc()
-		b.respond(pr.to, codec.ResponseSystemBusy, remarkHoldFull, nil)
+		pr.to.Answer(codec.ResponseSystemBusy, remarkHoldFull)
 		pr.release()
 		return
 	}
@@ -289,13 +289,13 @@ func (b *Broker) runPull(pr *pullRequest) {
 		// broker (PROTOCOL.md §13.5).
 		code, nextBegin, suggest = codec.ResponsePullRetryImmediately, h.QueueOffset, pr.groupBrokerID
 	}
-	fields := [...]extField{
-		numField("maxOffset", res.MaxOffset),
-		numField("minOffset", res.MinOffset),
-		numField("nextBeginOffset", nextBegin),
-		numField("suggestWhichBrokerId", suggest),
+	fields := [...]codec.Field{
+		codec.NumField("maxOffset", res.MaxOffset),
+		codec.NumField("minOffset", res.MinOffset),
+		codec.NumField("nextBeginOffset", nextBegin),
+		codec.NumField("suggestWhichBrokerId", suggest),
 	}
-	f := b.data.getFrame()
+	f := b.replies.frame()
 	var bodies [][]byte
 	if code == codec.ResponseSuccess {
 		f.get = res // released with the frame, once netio wrote the mapped slices
@@ -303,7 +303,7 @@ func (b *Broker) runPull(pr *pullRequest) {
 	} else {
 		res.Release()
 	}
-	b.writeFrame(pr.to, f, code, status.String(), fields[:], bodies)
+	pr.to.Frame(f, code, status.String(), fields[:], bodies)
 	pr.release()
 }
 

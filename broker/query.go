@@ -29,20 +29,20 @@ import (
 const remarkQueryNotFound = "can not find message, maybe time range not correct"
 
 // submitQuery runs fn on the query pool; a refused submission is answered SYSTEM_BUSY.
-func (b *Broker) submitQuery(to replyTo, received time.Time, fn func()) {
+func (b *Broker) submitQuery(to Reply, received time.Time, fn func()) {
 	rc := to.requestContext(&codec.RemotingCommand{}, received)
 	if err := b.queryPool.submit(rc, func(*RequestContext) { fn() }); err != nil {
 		b.metrics.busy.WithLabelValues("overload").Inc()
-		b.respond(to, codec.ResponseSystemBusy, err.Error(), nil)
+		to.Answer(codec.ResponseSystemBusy, err.Error())
 	}
 }
 
 // processQueryMessage decodes on the event loop and queries on the query pool.
 func (b *Broker) processQueryMessage(rc *RequestContext) {
-	to := replyToOf(rc)
+	to := rc.Reply
 	var h codec.QueryMessageRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
-		b.respond(to, codec.ResponseSystemError, headerErrorRemark(err), nil)
+		to.Answer(codec.ResponseSystemError, headerErrorRemark(err))
 		return
 	}
 	maxNum := int(h.MaxNum)
@@ -57,21 +57,21 @@ func (b *Broker) processQueryMessage(rc *RequestContext) {
 // the key, a hash collision — must not use up a small maxNum before the real matches.
 const queryCandidates = 64
 
-func (b *Broker) queryMessage(to replyTo, h *codec.QueryMessageRequestHeader, maxNum int) {
+func (b *Broker) queryMessage(to Reply, h *codec.QueryMessageRequestHeader, maxNum int) {
 	candidates := maxNum
 	if maxNum > 0 {
 		candidates = max(maxNum, queryCandidates)
 	}
 	res, err := b.store.QueryMessage(h.Topic, h.Key, candidates, h.BeginTimestamp, h.EndTimestamp)
 	if err != nil {
-		b.respond(to, codec.ResponseSystemError, "query message failed: "+err.Error(), nil)
+		to.Answer(codec.ResponseSystemError, "query message failed: "+err.Error())
 		return
 	}
-	fields := [...]extField{
-		numField("indexLastUpdatePhyoffset", res.IndexLastUpdatePhyOffset),
-		numField("indexLastUpdateTimestamp", res.IndexLastUpdateTimestamp),
+	fields := [...]codec.Field{
+		codec.NumField("indexLastUpdatePhyoffset", res.IndexLastUpdatePhyOffset),
+		codec.NumField("indexLastUpdateTimestamp", res.IndexLastUpdateTimestamp),
 	}
-	f := b.data.getFrame()
+	f := b.replies.frame()
 	for _, rec := range res.Buffers {
 		if maxNum > 0 && len(f.bodies) == maxNum {
 			break
@@ -82,11 +82,11 @@ func (b *Broker) queryMessage(to replyTo, h *codec.QueryMessageRequestHeader, ma
 	}
 	if len(f.bodies) == 0 {
 		res.Release()
-		b.writeFrame(to, f, codec.ResponseQueryNotFound, remarkQueryNotFound, fields[:], nil)
+		to.Frame(f, codec.ResponseQueryNotFound, remarkQueryNotFound, fields[:], nil)
 		return
 	}
 	f.query = res
-	b.writeFrame(to, f, codec.ResponseSuccess, "", fields[:], f.bodies)
+	to.Frame(f, codec.ResponseSuccess, "", fields[:], f.bodies)
 }
 
 // recordMatchesQuery reports whether a record found through the index really is one the
@@ -114,23 +114,23 @@ func recordMatchesQuery(rec []byte, topic, key string, unique bool) bool {
 
 // processViewMessageByID decodes on the event loop and reads the record on the query pool.
 func (b *Broker) processViewMessageByID(rc *RequestContext) {
-	to := replyToOf(rc)
+	to := rc.Reply
 	var h codec.ViewMessageByIDRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
-		b.respond(to, codec.ResponseSystemError, headerErrorRemark(err), nil)
+		to.Answer(codec.ResponseSystemError, headerErrorRemark(err))
 		return
 	}
 	offset := h.Offset
 	b.submitQuery(to, rc.Received, func() {
 		rec, release, err := b.store.LookMessageByOffset(offset)
 		if err != nil {
-			b.respond(to, codec.ResponseSystemError,
-				"can not find message by the offset, "+strconv.FormatInt(offset, 10), nil)
+			to.Answer(codec.ResponseSystemError,
+				"can not find message by the offset, "+strconv.FormatInt(offset, 10))
 			return
 		}
-		f := b.data.getFrame()
+		f := b.replies.frame()
 		f.release = release
 		f.bodies = append(f.bodies, rec)
-		b.writeFrame(to, f, codec.ResponseSuccess, "", nil, f.bodies)
+		to.Frame(f, codec.ResponseSuccess, "", nil, f.bodies)
 	})
 }

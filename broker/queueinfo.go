@@ -21,46 +21,46 @@ import (
 // holds only committed (dispatched) entries, so both answers are the same.
 
 func (b *Broker) processGetMaxOffset(rc *RequestContext) {
-	to := replyToOf(rc)
+	to := rc.Reply
 	var h codec.GetMaxOffsetRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
-		b.respond(to, codec.ResponseSystemError, headerErrorRemark(err), nil)
+		to.Answer(codec.ResponseSystemError, headerErrorRemark(err))
 		return
 	}
-	fields := [...]extField{numField("offset", b.store.GetMaxOffsetInQueue(h.Topic, h.QueueID))}
-	b.respond(to, codec.ResponseSuccess, "", fields[:])
+	fields := [...]codec.Field{codec.NumField("offset", b.store.GetMaxOffsetInQueue(h.Topic, h.QueueID))}
+	to.Answer(codec.ResponseSuccess, "", fields[:]...)
 }
 
 func (b *Broker) processGetMinOffset(rc *RequestContext) {
-	to := replyToOf(rc)
+	to := rc.Reply
 	var h codec.GetMinOffsetRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
-		b.respond(to, codec.ResponseSystemError, headerErrorRemark(err), nil)
+		to.Answer(codec.ResponseSystemError, headerErrorRemark(err))
 		return
 	}
-	fields := [...]extField{numField("offset", b.store.GetMinOffsetInQueue(h.Topic, h.QueueID))}
-	b.respond(to, codec.ResponseSuccess, "", fields[:])
+	fields := [...]codec.Field{codec.NumField("offset", b.store.GetMinOffsetInQueue(h.Topic, h.QueueID))}
+	to.Answer(codec.ResponseSuccess, "", fields[:]...)
 }
 
 func (b *Broker) processSearchOffsetByTimestamp(rc *RequestContext) {
-	to := replyToOf(rc)
+	to := rc.Reply
 	var h codec.SearchOffsetRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
-		b.respond(to, codec.ResponseSystemError, headerErrorRemark(err), nil)
+		to.Answer(codec.ResponseSystemError, headerErrorRemark(err))
 		return
 	}
 	b.submitQuery(to, rc.Received, func() {
 		offset := b.store.GetOffsetInQueueByTime(h.Topic, h.QueueID, h.Timestamp, h.BoundaryType == codec.BoundaryUpper)
-		fields := [...]extField{numField("offset", offset)}
-		b.respond(to, codec.ResponseSuccess, "", fields[:])
+		fields := [...]codec.Field{codec.NumField("offset", offset)}
+		to.Answer(codec.ResponseSuccess, "", fields[:]...)
 	})
 }
 
 func (b *Broker) processGetEarliestMsgStoretime(rc *RequestContext) {
-	to := replyToOf(rc)
+	to := rc.Reply
 	var h codec.GetEarliestMsgStoretimeRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
-		b.respond(to, codec.ResponseSystemError, headerErrorRemark(err), nil)
+		to.Answer(codec.ResponseSystemError, headerErrorRemark(err))
 		return
 	}
 	b.submitQuery(to, rc.Received, func() {
@@ -68,7 +68,7 @@ func (b *Broker) processGetEarliestMsgStoretime(rc *RequestContext) {
 		if err != nil {
 			ts = -1 // the Java store's answer for an empty or unknown queue
 		}
-		fields := [...]extField{numField("timestamp", ts)}
-		b.respond(to, codec.ResponseSuccess, "", fields[:])
+		fields := [...]codec.Field{codec.NumField("timestamp", ts)}
+		to.Answer(codec.ResponseSuccess, "", fields[:]...)
 	})
 }

@@ -43,8 +43,8 @@ const propertyPushReplyTime = "PUSH_REPLY_TIME"
 
 // processSendReplyMessage serves 324 and 325.
 func (b *Broker) processSendReplyMessage(rc *RequestContext) {
-	to := replyToOf(rc)
-	region := [...]extField{strField("MSG_REGION", defaultRegionID), strField("TRACE_ON", traceOnText)}
+	to := rc.Reply
+	region := [...]codec.Field{codec.StrField("MSG_REGION", defaultRegionID), codec.StrField("TRACE_ON", traceOnText)}
 	var h codec.SendMessageRequestHeader
 	var err error
 	if rc.Cmd.Code == int32(codec.RequestSendReplyMessageV2) {
@@ -53,31 +53,31 @@ func (b *Broker) processSendReplyMessage(rc *RequestContext) {
 		err = h.Decode(rc.Cmd.ExtFields)
 	}
 	if err != nil {
-		b.respond(to, codec.ResponseSystemError, headerErrorRemark(err), nil)
+		to.Answer(codec.ResponseSystemError, headerErrorRemark(err))
 		return
 	}
 	tc, code, remark := b.checkSend(rc, &h)
 	if code != codec.ResponseSuccess {
-		b.respond(to, code, remark, region[:])
+		to.Answer(code, remark, region[:]...)
 		return
 	}
 	queueID := h.QueueID
 	if queueID < 0 {
 		if tc.WriteQueueNums <= 0 {
-			b.respond(to, codec.ResponseNoPermission, "the topic["+tc.TopicName+"] has no write queue", region[:])
+			to.Answer(codec.ResponseNoPermission, "the topic["+tc.TopicName+"] has no write queue", region[:]...)
 			return
 		}
 		queueID = rand.Int32N(tc.WriteQueueNums)
 	}
 	body := rc.Cmd.Body
 	if len(body) > b.data.maxMessageSize || len(h.Properties) > propertiesBytesLimit {
-		b.respond(to, codec.ResponseMessageIllegal, b.messageIllegalRemark(), region[:])
+		to.Answer(codec.ResponseMessageIllegal, b.messageIllegalRemark(), region[:]...)
 		return
 	}
 	// Checked as for sends (send.go clientProperties), before they are stored or pushed.
 	props, err := clientProperties(nil, stringBytes(h.Properties))
 	if err != nil {
-		b.respond(to, codec.ResponseMessageIllegal, malformedPropertiesRemark("properties", err), region[:])
+		to.Answer(codec.ResponseMessageIllegal, malformedPropertiesRemark("properties", err), region[:]...)
 		return
 	}
 	born := bornHost(rc)
@@ -115,9 +115,9 @@ func (b *Broker) processSendReplyMessage(rc *RequestContext) {
 		msgID = codec.OffsetMsgID(b.storeHost, stored.WroteOffset)
 		queueOffset = stored.QueueOffset
 	}
-	fields := [...]extField{region[0], region[1], strField("msgId", msgID), numField("queueId", int64(queueID)),
-		numField("queueOffset", queueOffset)}
-	answer := func(code codec.ResponseCode, remark string) { b.respond(to, code, remark, fields[:]) }
+	fields := [...]codec.Field{region[0], region[1], codec.StrField("msgId", msgID), codec.NumField("queueId", int64(queueID)),
+		codec.NumField("queueOffset", queueOffset)}
+	answer := func(code codec.ResponseCode, remark string) { to.Answer(code, remark, fields[:]...) }
 
 	// Push to the requester.
 	sender, ok := codec.LookupProperty(props, codec.PropertyReplyToClient)

@@ -110,7 +110,7 @@ const dlqQueueNums = 1
 // (durable) wrote it.
 type sendRequest struct {
 	b      *Broker
-	to     replyTo
+	to     Reply
 	header codec.SendMessageRequestHeader
 
 	msg        codec.Message
@@ -149,7 +149,7 @@ func newSendRequest(b *Broker) *sendRequest {
 const maxPooledSendBytes = 256 << 10
 
 func (r *sendRequest) release() {
-	r.to = replyTo{}
+	r.to = Reply{}
 	r.header = codec.SendMessageRequestHeader{}
 	r.msg = codec.Message{}
 	clear(r.batch.Messages)
@@ -168,7 +168,7 @@ func (r *sendRequest) release() {
 // processSendMessage serves 10, 310 and 320 on the event loop.
 func (b *Broker) processSendMessage(rc *RequestContext) {
 	r := b.data.sendRequests.Get().(*sendRequest)
-	r.to = replyToOf(rc)
+	r.to = rc.Reply
 	cmd := rc.Cmd
 	var err error
 	if cmd.Code == int32(codec.RequestSendMessage) {
@@ -778,13 +778,13 @@ func (r *sendRequest) answerStored(code codec.ResponseCode, remark string) {
 		ids = codec.AppendOffsetMsgID(ids, b.storeHost, r.result.WroteOffset)
 	}
 	r.msgIDs = ids
-	fields := [...]extField{
-		strField("MSG_REGION", defaultRegionID),
-		strField("TRACE_ON", traceOnText),
-		bytesField("msgId", ids),
-		numField("queueId", int64(r.queueID)),
-		numField("queueOffset", r.result.QueueOffset),
-		bytesField("transactionId", r.uniqKey),
+	fields := [...]codec.Field{
+		codec.StrField("MSG_REGION", defaultRegionID),
+		codec.StrField("TRACE_ON", traceOnText),
+		codec.BytesField("msgId", ids),
+		codec.NumField("queueId", int64(r.queueID)),
+		codec.NumField("queueOffset", r.result.QueueOffset),
+		codec.BytesField("transactionId", r.uniqKey),
 	}
 	n := len(fields)
 	if len(r.uniqKey) == 0 {
@@ -800,22 +800,11 @@ func (r *sendRequest) answer(code codec.ResponseCode, remark string, withRegion 
 		r.write(code, remark, nil)
 		return
 	}
-	fields := [...]extField{strField("MSG_REGION", defaultRegionID), strField("TRACE_ON", traceOnText)}
+	fields := [...]codec.Field{codec.StrField("MSG_REGION", defaultRegionID), codec.StrField("TRACE_ON", traceOnText)}
 	r.write(code, remark, fields[:])
 }
 
-func (r *sendRequest) write(code codec.ResponseCode, remark string, fields []extField) {
-	b := r.b
-	buf, err := appendResponseHeader(r.resp[:0], r.to, code, remark, fields, 0)
-	if err != nil {
-		b.logger.Warn("broker: cannot encode send response", "code", code, "err", err)
-		to := r.to
-		r.release()
-		b.respond(to, codec.ResponseSystemError, "response encoding failed: "+err.Error(), nil)
-		return
-	}
-	r.resp = buf
-	if err := r.to.conn.WriteFrame(r.resp, nil, r.done); err != nil {
-		b.metrics.replyErrors.Inc()
-	}
+func (r *sendRequest) write(code codec.ResponseCode, remark string, fields []codec.Field) {
+	to := r.to // r may be back in its pool once Send returns
+	to.Send(&r.resp, code, remark, fields, nil, r.done)
 }

@@ -115,7 +115,7 @@ func FuzzSendToStoredRecord(f *testing.F) {
 
 		before := db.b.store.MaxPhyOffset()
 		conn := &fakeConn{}
-		db.b.processSendMessage(&RequestContext{Conn: conn, Cmd: cmd})
+		db.b.processSendMessage(db.b.newRequestContext(conn, cmd))
 		resps := conn.responses(t)
 		require.Len(t, resps, 1, "one answer, at once (ASYNC_FLUSH)")
 		resp := resps[0]

@@ -53,10 +53,10 @@ const remarkSubscriptionGroupNotExist = "subscription group not exist, "
 func (b *Broker) processConsumerSendMsgBack(rc *RequestContext) {
 	var h codec.ConsumerSendMsgBackRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
-		b.ReplyError(rc, codec.ResponseSystemError, headerErrorRemark(err))
+		rc.Reply.Answer(codec.ResponseSystemError, headerErrorRemark(err))
 		return
 	}
-	to := replyToOf(rc)
+	to := rc.Reply
 	version := rc.Cmd.Version
 	if b.isHotOffset(h.Offset) {
 		b.sendMessageBack(to, &h, version)
@@ -73,24 +73,24 @@ func (b *Broker) isHotOffset(phys int64) bool {
 }
 
 // sendMessageBack does the work of 36 and answers.
-func (b *Broker) sendMessageBack(to replyTo, h *codec.ConsumerSendMsgBackRequestHeader, version int32) {
+func (b *Broker) sendMessageBack(to Reply, h *codec.ConsumerSendMsgBackRequestHeader, version int32) {
 	if b.cfg.IsSlave() {
 		// The store refuses every put on a slave; answer as RocketMQ does then, before the
 		// group or retry topic is auto-created here (a slave takes both from its master).
-		b.respond(to, codec.ResponseSystemError, remarkSendBackServiceNotAvailable, nil)
+		to.Answer(codec.ResponseSystemError, remarkSendBackServiceNotAvailable)
 		return
 	}
 	gc, ok := b.subscriptions.FindOrCreate(h.Group)
 	if !ok {
-		b.respond(to, codec.ResponseSubscriptionGroupNotExist, remarkSubscriptionGroupNotExist+h.Group, nil)
+		to.Answer(codec.ResponseSubscriptionGroupNotExist, remarkSubscriptionGroupNotExist+h.Group)
 		return
 	}
 	if !IsWriteable(int32(b.cfg.BrokerPermission)) {
-		b.respond(to, codec.ResponseNoPermission, "the broker["+b.data.brokerIP+"] sending message is forbidden", nil)
+		to.Answer(codec.ResponseNoPermission, "the broker["+b.data.brokerIP+"] sending message is forbidden")
 		return
 	}
 	if gc.RetryQueueNums <= 0 {
-		b.respond(to, codec.ResponseSuccess, "", nil)
+		to.OK()
 		return
 	}
 	topic := RetryTopic(h.Group)
@@ -101,22 +101,22 @@ func (b *Broker) sendMessageBack(to replyTo, h *codec.ConsumerSendMsgBackRequest
 	}
 	tc := b.topics.CreateInSendMessageBack(topic, gc.RetryQueueNums, PermRead|PermWrite, topicSysFlag)
 	if tc.TopicName == "" {
-		b.respond(to, codec.ResponseSystemError, "topic["+topic+"] not exist", nil)
+		to.Answer(codec.ResponseSystemError, "topic["+topic+"] not exist")
 		return
 	}
 	if !IsWriteable(tc.Perm) {
-		b.respond(to, codec.ResponseNoPermission, "the topic["+topic+"] sending message is forbidden", nil)
+		to.Answer(codec.ResponseNoPermission, "the topic["+topic+"] sending message is forbidden")
 		return
 	}
 	rec, release, err := b.store.LookMessageByOffset(h.Offset)
 	if err != nil {
-		b.respond(to, codec.ResponseSystemError, "look message by offset failed, "+strconv.FormatInt(h.Offset, 10), nil)
+		to.Answer(codec.ResponseSystemError, "look message by offset failed, "+strconv.FormatInt(h.Offset, 10))
 		return
 	}
 	defer release()
 	r, err := codec.DecodeRecord(rec, false)
 	if err != nil {
-		b.respond(to, codec.ResponseSystemError, "look message by offset failed, "+strconv.FormatInt(h.Offset, 10), nil)
+		to.Answer(codec.ResponseSystemError, "look message by offset failed, "+strconv.FormatInt(h.Offset, 10))
 		return
 	}
 
@@ -130,11 +130,11 @@ func (b *Broker) sendMessageBack(to replyTo, h *codec.ConsumerSendMsgBackRequest
 		topic, queueID = DLQTopic(h.Group), 0
 		tc = b.topics.CreateInSendMessageBack(topic, dlqQueueNums, PermRead|PermWrite, 0)
 		if tc.TopicName == "" {
-			b.respond(to, codec.ResponseSystemError, "topic["+topic+"] not exist", nil)
+			to.Answer(codec.ResponseSystemError, "topic["+topic+"] not exist")
 			return
 		}
 		if !IsWriteable(tc.Perm) {
-			b.respond(to, codec.ResponseNoPermission, "the topic["+topic+"] sending message is forbidden", nil)
+			to.Answer(codec.ResponseNoPermission, "the topic["+topic+"] sending message is forbidden")
 			return
 		}
 	} else if delayLevel == 0 {
@@ -163,7 +163,7 @@ func (b *Broker) sendMessageBack(to replyTo, h *codec.ConsumerSendMsgBackRequest
 		storeTopic = ScheduleTopic
 	}
 	if len(p) > propertiesBytesLimit {
-		b.respond(to, codec.ResponseMessageIllegal, b.messageIllegalRemark(), nil)
+		to.Answer(codec.ResponseMessageIllegal, b.messageIllegalRemark())
 		return
 	}
 	msg := codec.Message{
@@ -181,12 +181,12 @@ func (b *Broker) sendMessageBack(to replyTo, h *codec.ConsumerSendMsgBackRequest
 	res, err := b.store.PutMessage(&msg)
 	if errors.Is(err, store.ErrServiceNotAvailable) || (err == nil && res.Status == store.ServiceNotAvailable) {
 		// RocketMQ answers a refused send-back with SYSTEM_ERROR and the status name.
-		b.respond(to, codec.ResponseSystemError, remarkSendBackServiceNotAvailable, nil)
+		to.Answer(codec.ResponseSystemError, remarkSendBackServiceNotAvailable)
 		return
 	}
 	if code, remark := b.putOutcome(res, err); code != codec.ResponseSuccess {
-		b.respond(to, code, remark, nil)
+		to.Answer(code, remark)
 		return
 	}
-	b.respond(to, codec.ResponseSuccess, "", nil)
+	to.OK()
 }

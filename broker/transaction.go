@@ -602,24 +602,24 @@ func (t *transactionService) sendCheck(msg *codec.Message, res store.PutResult) 
 func (b *Broker) processEndTransaction(rc *RequestContext) {
 	var h codec.EndTransactionRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
-		b.ReplyError(rc, codec.ResponseSystemError, headerErrorRemark(err))
+		rc.Reply.Answer(codec.ResponseSystemError, headerErrorRemark(err))
 		return
 	}
 	if b.cfg.IsSlave() {
-		b.ReplyError(rc, codec.ResponseSlaveNotAvailable, "Message store is slave mode, so end transaction is forbidden.")
+		rc.Reply.Answer(codec.ResponseSlaveNotAvailable, "Message store is slave mode, so end transaction is forbidden.")
 		return
 	}
 	switch h.CommitOrRollback {
 	case codec.SysFlagTransactionNot:
-		b.ReplyError(rc, codec.ResponseSuccess, "")
+		rc.Reply.OK()
 		return
 	case codec.SysFlagTransactionCommit, codec.SysFlagTransactionRollback:
 	default:
-		b.ReplyError(rc, codec.ResponseSystemError,
+		rc.Reply.Answer(codec.ResponseSystemError,
 			"the custom field <commitOrRollback> has a bad value: "+strconv.Quote(rc.Cmd.ExtFields["commitOrRollback"]))
 		return
 	}
-	to := replyToOf(rc)
+	to := rc.Reply
 	if b.isHotOffset(h.CommitLogOffset) {
 		b.tx.end(to, &h)
 		return
@@ -628,27 +628,27 @@ func (b *Broker) processEndTransaction(rc *RequestContext) {
 }
 
 // end applies an END_TRANSACTION and answers.
-func (t *transactionService) end(to replyTo, h *codec.EndTransactionRequestHeader) {
+func (t *transactionService) end(to Reply, h *codec.EndTransactionRequestHeader) {
 	b := t.b
 	rec, release, err := b.store.LookMessageByOffset(h.CommitLogOffset)
 	if err != nil {
-		b.respond(to, codec.ResponseSystemError, remarkHalfNotFound, nil)
+		to.Answer(codec.ResponseSystemError, remarkHalfNotFound)
 		return
 	}
 	defer release()
 	r, err := codec.DecodeRecord(rec, false)
 	switch {
 	case err != nil || string(r.Topic) != TransHalfTopic:
-		b.respond(to, codec.ResponseSystemError, remarkHalfNotFound, nil)
+		to.Answer(codec.ResponseSystemError, remarkHalfNotFound)
 		return
 	case string(lookupOr(r.Properties, codec.PropertyProducerGroup)) != h.ProducerGroup:
-		b.respond(to, codec.ResponseSystemError, remarkProducerGroupWrong, nil)
+		to.Answer(codec.ResponseSystemError, remarkProducerGroupWrong)
 		return
 	case r.QueueOffset != h.TranStateTableOffset:
-		b.respond(to, codec.ResponseSystemError, remarkTranStateWrong, nil)
+		to.Answer(codec.ResponseSystemError, remarkTranStateWrong)
 		return
 	case r.PhysicalOffset != h.CommitLogOffset:
-		b.respond(to, codec.ResponseSystemError, remarkCommitLogWrong, nil)
+		to.Answer(codec.ResponseSystemError, remarkCommitLogWrong)
 		return
 	}
 
@@ -660,13 +660,13 @@ func (t *transactionService) end(to replyTo, h *codec.EndTransactionRequestHeade
 	if t.retiredLocked(half) {
 		if !hadLatest || ref.queueOffset == half || t.retiredLocked(ref.queueOffset) || t.mu.done[ref.queueOffset] == endClaimed {
 			t.mu.Unlock()
-			b.respond(to, codec.ResponseSuccess, "", nil) // already ended (or being ended)
+			to.OK() // already ended (or being ended)
 			return
 		}
 		half = ref.queueOffset
 	} else if v, ok := t.mu.done[half]; ok && v == endClaimed {
 		t.mu.Unlock()
-		b.respond(to, codec.ResponseSuccess, "", nil)
+		to.OK()
 		return
 	}
 	t.mu.done[half] = endClaimed
@@ -690,14 +690,14 @@ func (t *transactionService) end(to replyTo, h *codec.EndTransactionRequestHeade
 		copyRec, copyRelease, err := b.store.LookMessageByOffset(ref.phys)
 		if err != nil {
 			unclaim()
-			b.respond(to, codec.ResponseSystemError, remarkHalfNotFound, nil)
+			to.Answer(codec.ResponseSystemError, remarkHalfNotFound)
 			return
 		}
 		defer copyRelease()
 		cr, err := codec.DecodeRecord(copyRec, false)
 		if err != nil || string(cr.Topic) != TransHalfTopic || cr.QueueOffset != half {
 			unclaim()
-			b.respond(to, codec.ResponseSystemError, remarkHalfNotFound, nil)
+			to.Answer(codec.ResponseSystemError, remarkHalfNotFound)
 			return
 		}
 		target = &cr
@@ -706,7 +706,7 @@ func (t *transactionService) end(to replyTo, h *codec.EndTransactionRequestHeade
 	if h.CommitOrRollback == codec.SysFlagTransactionCommit {
 		if code, remark := t.commit(target); code != codec.ResponseSuccess {
 			unclaim()
-			b.respond(to, code, remark, nil)
+			to.Answer(code, remark)
 			return
 		}
 	}
@@ -717,7 +717,7 @@ func (t *transactionService) end(to replyTo, h *codec.EndTransactionRequestHeade
 	}
 	t.mu.Unlock()
 	t.writeOp(half)
-	b.respond(to, codec.ResponseSuccess, "", nil)
+	to.OK()
 }
 
 // commit writes the real message of the half r (EndTransactionProcessor.endMessageTransaction).

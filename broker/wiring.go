@@ -221,7 +221,7 @@ func (h *brokerHandler) OnRequest(c netio.Conn, cmd *codec.RemotingCommand) {
 	if h.acl != nil {
 		if remark := h.acl.check(c.RemoteAddr().Addr(), cmd); remark != "" {
 			// NO_PERMISSION, where Apache RocketMQ answers SYSTEM_ERROR (acl.go).
-			h.b.ReplyError(&RequestContext{Conn: c, Cmd: cmd, Received: h.b.clock()}, codec.ResponseNoPermission, remark)
+			h.b.replies.replyTo(c, cmd).Answer(codec.ResponseNoPermission, remark)
 			return
 		}
 	}
