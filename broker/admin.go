@@ -16,9 +16,9 @@ import (
 	"github.com/ringmq/ringmq/store"
 )
 
-// Admin processors (mqadmin, the Go client's admin package, dashboards). They run on
-// adminPool: they write config files, walk whole tables, read records from the store, or
-// wait for a registration round.
+// Admin processors (mqadmin, the Go client's admin package, dashboards). They run on the
+// admin pool (routes.go): they write config files, walk whole tables, read records from the
+// store, or wait for a registration round.
 //
 //	17  UPDATE_AND_CREATE_TOPIC            215 DELETE_TOPIC_IN_BROKER
 //	21  GET_ALL_TOPIC_CONFIG               351 GET_TOPIC_CONFIG
@@ -36,27 +36,6 @@ const adminRegisterWait = 5 * time.Second
 
 // brokerVersionDesc is MQVersion.getVersionDesc(codec.ServerVersion) (479 = V5_3_3).
 const brokerVersionDesc = "V5_3_3"
-
-func (b *Broker) registerAdminProcessors() {
-	p := b.adminPool
-	b.register(codec.RequestUpdateAndCreateTopic, p, b.processUpdateAndCreateTopic)
-	b.register(codec.RequestDeleteTopicInBroker, p, b.processDeleteTopicInBroker)
-	b.register(codec.RequestGetAllTopicConfig, p, b.processGetAllTopicConfig)
-	b.register(codec.RequestGetTopicConfig, p, b.processGetTopicConfig)
-	b.register(codec.RequestUpdateAndCreateSubscriptionGroup, p, b.processUpdateAndCreateSubscriptionGroup)
-	b.register(codec.RequestGetAllSubscriptionGroupConfig, p, b.processGetAllSubscriptionGroupConfig)
-	b.register(codec.RequestDeleteSubscriptionGroup, p, b.processDeleteSubscriptionGroup)
-	b.register(codec.RequestGetSubscriptionGroupConfig, p, b.processGetSubscriptionGroupConfig)
-	b.register(codec.RequestGetBrokerRuntimeInfo, p, b.processGetBrokerRuntimeInfo)
-	b.register(codec.RequestGetBrokerConfig, p, b.processGetBrokerConfig)
-	b.register(codec.RequestGetTopicStatsInfo, p, b.processGetTopicStatsInfo)
-	b.register(codec.RequestGetConsumeStats, p, b.processGetConsumeStats)
-	b.register(codec.RequestGetConsumerConnectionList, p, b.processGetConsumerConnectionList)
-	b.register(codec.RequestGetProducerConnectionList, p, b.processGetProducerConnectionList)
-	b.register(codec.RequestGetAllConsumerOffset, p, b.processGetAllConsumerOffset)
-	b.register(codec.RequestGetAllDelayOffset, p, b.processGetAllDelayOffset)
-	b.register(codec.RequestQueryTopicConsumeByWho, p, b.processQueryTopicConsumeByWho)
-}
 
 // adminExt reads a required custom-header field; it answers SYSTEM_ERROR naming the field
 // (as Java's header decoding does) and returns ok=false when it is missing.

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"runtime"
 	"sync"
@@ -106,9 +107,9 @@ type Broker struct {
 	// a time, and must not block.
 	onMasterLearned func(masterAddr, haServerAddr string)
 
-	replies    *responder // the pooled frames every Reply writes with (respond.go)
-	processors map[int32]processor
-	server     netio.Server
+	replies *responder       // the pooled frames every Reply writes with (respond.go)
+	routes  map[int32]*route // routeByCode (routes.go); read without locks once New returns
+	server  netio.Server
 	// fastServer serves the same handler on fastListenPort (RocketMQ's fast/VIP port); nil
 	// when it is off. fastPortDefaulted: fastListenPort was not set (listenPort − 2), so a
 	// port already in use costs a warning, not the start.
@@ -156,7 +157,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		// batch sizes sooner (PROTOCOL.md §13.1).
 		cfg.AccessMessageInMemoryMaxRate = max(cfg.AccessMessageInMemoryMaxRate-10, 0)
 	}
-	b := &Broker{cfg: cfg, logger: logger, clock: deps.Clock, processors: map[int32]processor{}}
+	b := &Broker{cfg: cfg, logger: logger, clock: deps.Clock}
 	if b.clock == nil {
 		b.clock = time.Now
 	}
@@ -167,6 +168,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	}
 	b.metrics = newMetrics(reg)
 	b.replies = newResponder(b.metrics.replyErrors, b.logger)
+	b.routes = maps.Clone(routeByCode)
 	b.ctl.registerer = reg
 	host, err := resolveBrokerIP(cfg.BrokerIP1)
 	if err != nil {

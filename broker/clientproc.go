@@ -9,14 +9,6 @@ import (
 // (PROTOCOL.md §3.7, §4.3–4.5). All run inline: they touch memory only; a retry topic or
 // group they create is written to disk by the config flusher.
 
-func (b *Broker) registerClientProcessors() {
-	b.register(codec.RequestHeartBeat, nil, b.processHeartbeat)
-	b.register(codec.RequestUnregisterClient, nil, b.processUnregisterClient)
-	b.register(codec.RequestGetConsumerListByGroup, nil, b.processGetConsumerListByGroup)
-	b.register(codec.RequestLockBatchMQ, nil, b.processLockBatchMQ)
-	b.register(codec.RequestUnlockBatchMQ, nil, b.processUnlockBatchMQ)
-}
-
 // processHeartbeat registers the client's producer and consumer groups. For each consumer
 // group it finds (or auto-creates) the subscription group and creates %RETRY%<group> with
 // the group's retryQueueNums, which is then registered with the name servers.

@@ -20,13 +20,7 @@ import (
 // files, client registries (heartbeats), orderly-consumption locks, the admin processors,
 // the embedded name server and registration with name servers.
 //
-// Where its processors run (see dispatch.go):
-//
-//	inline (event loop): HEART_BEAT, UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP,
-//	                     LOCK/UNLOCK_BATCH_MQ, QUERY/UPDATE_CONSUMER_OFFSET — memory only;
-//	                     a topic or group they create is written by the config flusher.
-//	adminPool:           everything in admin.go — they write files, scan tables, read
-//	                     the store, or wait for a registration round.
+// Where its processors run: routes.go.
 //
 // Services, in start order (stopped in reverse, after the remoting server has stopped):
 //
@@ -96,10 +90,6 @@ func (b *Broker) initControlPlane() error {
 	b.producers = newProducerManager(b.clock, cfg.ChannelExpiredTimeout, b.logger)
 	b.ctl.locks = newRebalanceLockManager(b.clock, DefaultLockMaxLiveTime)
 	b.ctl.runtime = newRuntimeStats(b.store.Stats, b.clock)
-
-	b.registerClientProcessors()
-	b.registerOffsetProcessors()
-	b.registerAdminProcessors()
 
 	// Services.
 	flusher := newControlFlusher(b)

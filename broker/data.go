@@ -16,29 +16,8 @@ import (
 // and view (query.go), queue offsets and times (queueinfo.go), delayed delivery (delay.go),
 // retry and DLQ (sendback.go), transactions (transaction.go), request-reply (reply.go).
 //
-// # Where each request runs
-//
-//	SEND_MESSAGE 10, SEND_MESSAGE_V2 310,    event loop: the put copies into mapped memory;
-//	SEND_BATCH_MESSAGE 320                   SYNC_FLUSH answers from the group-commit callback
-//	PULL_MESSAGE 11, LITE_PULL_MESSAGE 361   event loop when the data is hot, else pull pool
-//	                                         (pull.go explains the rule); long polling parks
-//	                                         the request in the hold service, never a goroutine
-//	QUERY_MESSAGE 12, VIEW_MESSAGE_BY_ID 33, query pool (index walks and record reads may
-//	SEARCH_OFFSET_BY_TIMESTAMP 29,           fault pages in from disk)
-//	GET_EARLIEST_MSG_STORETIME 32
-//	GET_MAX_OFFSET 30, GET_MIN_OFFSET 31     event loop (in-memory counters)
-//	CONSUMER_SEND_MSG_BACK 36,               event loop when the record named is in the hot
-//	END_TRANSACTION 37                       part of the CommitLog, else query pool
-//	                                         (sendback.go, transaction.go)
-//	SEND_REPLY_MESSAGE 324, _V2 325          event loop; answered when the push to the
-//	                                         requester is answered (reply.go)
-//
-// Delayed delivery (delay.go) and the transaction check service (transaction.go) run on
-// their own goroutines.
-//
-// Processors that go to a pool decode their header on the event loop and hand the pool
-// only owned values: netio reuses a connection's command (and its ExtFields map) for the
-// next frame as soon as the inline call returns.
+// Where each request runs is in routes.go. Delayed delivery (delay.go) and the transaction
+// check service (transaction.go) run on their own goroutines.
 //
 // Every processor answers through its request's Reply (respond.go).
 
@@ -112,21 +91,6 @@ func (b *Broker) initDataPlane() error {
 	}
 	b.store.SetArrivingListener(b.onMessageArriving)
 
-	b.register(codec.RequestSendMessage, nil, b.processSendMessage)
-	b.register(codec.RequestSendMessageV2, nil, b.processSendMessage)
-	b.register(codec.RequestSendBatchMessage, nil, b.processSendMessage)
-	b.register(codec.RequestPullMessage, nil, b.processPullMessage)
-	b.register(codec.RequestLitePullMessage, nil, b.processPullMessage)
-	b.register(codec.RequestQueryMessage, nil, b.processQueryMessage)
-	b.register(codec.RequestViewMessageByID, nil, b.processViewMessageByID)
-	b.register(codec.RequestGetMaxOffset, nil, b.processGetMaxOffset)
-	b.register(codec.RequestGetMinOffset, nil, b.processGetMinOffset)
-	b.register(codec.RequestSearchOffsetByTimestamp, nil, b.processSearchOffsetByTimestamp)
-	b.register(codec.RequestGetEarliestMsgStoretime, nil, b.processGetEarliestMsgStoretime)
-	b.register(codec.RequestConsumerSendMsgBack, nil, b.processConsumerSendMsgBack)
-	b.register(codec.RequestEndTransaction, nil, b.processEndTransaction)
-	b.register(codec.RequestSendReplyMessage, nil, b.processSendReplyMessage)
-	b.register(codec.RequestSendReplyMessageV2, nil, b.processSendReplyMessage)
 	return nil
 }
 

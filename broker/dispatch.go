@@ -13,19 +13,7 @@ import (
 	"github.com/ringmq/ringmq/netio"
 )
 
-// Request dispatch.
-//
-// Every request code maps to one processor and one place to run it:
-//
-//   - runInline: on the connection's event loop, for work that touches memory only
-//     (sends into the mapped CommitLog, hot pulls, heartbeats, offsets). Such a
-//     processor must not block; a durability wait is a callback (store.WaitDurable),
-//     and its reply goes out through netio's any-goroutine writes.
-//   - a named bounded pool: for work that can block on disk (cold pulls, query by key,
-//     view by id, admin scans) — RocketMQ's per-kind thread pools. A full pool answers
-//     SYSTEM_BUSY at once, and a request that waited in the queue longer than its
-//     kind's limit (waitTimeMillsInSendQueue, waitTimeMillsInPullQueue) answers
-//     SYSTEM_BUSY [TIMEOUT_CLEAN_QUEUE] instead of running late (BrokerFastFailure).
+// Request dispatch: routes.go says where each request code runs; dispatch does it.
 
 // RequestContext carries one request to its processor. Cmd (and its Body) is valid
 // only until the processor returns when it runs inline; a processor that answers later
@@ -45,33 +33,52 @@ func (b *Broker) newRequestContext(conn netio.Conn, cmd *codec.RemotingCommand) 
 
 type processorFunc func(rc *RequestContext)
 
-type processor struct {
-	fn   processorFunc
-	pool *workerPool // nil: run inline on the event loop
-}
-
-// register binds a request code to a processor; pool nil runs it inline. Called during
-// New only (the table is read without locks afterwards).
-func (b *Broker) register(code codec.RequestCode, pool *workerPool, fn processorFunc) {
-	if _, dup := b.processors[int32(code)]; dup {
-		panic(fmt.Sprintf("broker: processor for %v registered twice", code))
+// pool is the named pool's workers.
+func (b *Broker) pool(name poolName) *workerPool {
+	switch name {
+	case poolPull:
+		return b.pullPool
+	case poolQuery:
+		return b.queryPool
+	case poolAdmin:
+		return b.adminPool
 	}
-	b.processors[int32(code)] = processor{fn: fn, pool: pool}
+	panic(fmt.Sprintf("broker: no pool %d", name))
 }
 
 // dispatch runs on the event loop for every request frame.
 func (b *Broker) dispatch(conn netio.Conn, cmd *codec.RemotingCommand) {
 	rc := b.newRequestContext(conn, cmd)
-	p, ok := b.processors[cmd.Code]
-	if !ok {
-		rc.Reply.Answer(codec.ResponseRequestCodeNotSupported,
-			fmt.Sprintf(" request type %d not supported", cmd.Code))
+	r := b.routes[cmd.Code]
+	if r == nil || r.where == notServed {
+		rc.Reply.Answer(codec.ResponseRequestCodeNotSupported, fmt.Sprintf(" request type %d not supported", cmd.Code))
 		return
 	}
-	if p.pool == nil {
-		p.fn(rc)
-		return
+	switch r.where {
+	case onLoop:
+		r.handle(b, rc)
+	case onLoopThenPool:
+		if rest := r.split(b, rc); rest != nil {
+			b.submitRest(r.pool, rc.Reply, rc.Received, rest)
+		}
+	case onPool:
+		b.submitOwned(r, rc)
 	}
+}
+
+// submitRest queues the pool part of an onLoopThenPool request; a refused submission is
+// answered SYSTEM_BUSY. rest holds only owned values (its handler copied what it needs).
+func (b *Broker) submitRest(name poolName, to Reply, received time.Time, rest func()) {
+	rc := to.requestContext(&codec.RemotingCommand{}, received)
+	if err := b.pool(name).submitTask(poolTask{rc: rc, rest: rest}); err != nil {
+		b.metrics.busy.WithLabelValues("overload").Inc()
+		to.Answer(codec.ResponseSystemBusy, err.Error())
+	}
+}
+
+// submitOwned queues an onPool request with a private copy of its command.
+func (b *Broker) submitOwned(r *route, rc *RequestContext) {
+	cmd := rc.Cmd
 	// The command escapes the event loop: give it a private copy of the body and of the
 	// header map (the engine recycles both for the connection's next frame).
 	// The copies count against requestBudgetBytes until the processor returns: netio's budget
@@ -91,7 +98,8 @@ func (b *Broker) dispatch(conn netio.Conn, cmd *codec.RemotingCommand) {
 		owned.Body = append([]byte(nil), cmd.Body...)
 	}
 	rc.Cmd = &owned
-	if err := p.pool.submitHolding(rc, p.fn, cost); err != nil {
+	handle := r.handle
+	if err := b.pool(r.pool).submitTask(poolTask{rc: rc, fn: func(rc *RequestContext) { handle(b, rc) }, cost: cost}); err != nil {
 		b.pooledBytes.Add(-cost)
 		rc.Reply.Answer(codec.ResponseSystemBusy, err.Error())
 	}
@@ -132,9 +140,11 @@ type workerPool struct {
 	closed bool
 }
 
+// poolTask is fn(rc), or rest() with rc for the fast-failure answer.
 type poolTask struct {
 	rc   *RequestContext
 	fn   processorFunc
+	rest func()
 	cost int64 // bytes counted in held until the task has run
 }
 
@@ -150,19 +160,19 @@ func newWorkerPool(name string, workers, queue int, maxWait time.Duration, clock
 }
 
 func (p *workerPool) submit(rc *RequestContext, fn processorFunc) error {
-	return p.submitHolding(rc, fn, 0)
+	return p.submitTask(poolTask{rc: rc, fn: fn})
 }
 
-// submitHolding queues fn(rc), which holds cost bytes of held until it has run. On error nothing is
-// queued and the caller still owns cost.
-func (p *workerPool) submitHolding(rc *RequestContext, fn processorFunc, cost int64) error {
+// submitTask queues t, which holds t.cost bytes of held until it has run. On error nothing is
+// queued and the caller still owns the cost.
+func (p *workerPool) submitTask(t poolTask) error {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.closed {
 		return fmt.Errorf("[OVERLOAD]broker is shutting down, %s pool closed", p.name)
 	}
 	select {
-	case p.queue <- poolTask{rc: rc, fn: fn, cost: cost}:
+	case p.queue <- t:
 		p.depth.Add(1)
 		return nil
 	default:
@@ -187,6 +197,10 @@ func (p *workerPool) runTask(t poolTask) {
 			p.onExpired(p, t.rc, waited)
 			return
 		}
+	}
+	if t.rest != nil {
+		t.rest()
+		return
 	}
 	t.fn(t.rc)
 }

@@ -9,11 +9,6 @@ import (
 // Consumer offset processors: QUERY_CONSUMER_OFFSET (14) and UPDATE_CONSUMER_OFFSET (15),
 // PROTOCOL.md §3.3. Both run inline (memory only).
 
-func (b *Broker) registerOffsetProcessors() {
-	b.register(codec.RequestQueryConsumerOffset, nil, b.processQueryConsumerOffset)
-	b.register(codec.RequestUpdateConsumerOffset, nil, b.processUpdateConsumerOffset)
-}
-
 // Remarks of QUERY_NOT_FOUND, as the Java broker words them.
 const (
 	remarkOffsetNotFoundNoZero = "Not found, do not set to zero, maybe this group boot first"

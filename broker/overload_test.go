@@ -271,11 +271,11 @@ func TestPooledCopiesCountAgainstTheRequestBudget(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{
 		mutate: func(c *Config) { c.RequestBudgetBytes = 1 << 20 },
 		beforeRun: func(b *Broker) {
-			b.register(code, b.adminPool, func(rc *RequestContext) {
+			b.routes[int32(code)] = &route{code: code, where: onPool, pool: poolAdmin, handle: func(_ *Broker, rc *RequestContext) {
 				running.Add(1)
 				<-release
 				rc.Reply.OK()
-			})
+			}}
 		},
 	})
 	c := dialRaw(t, db.addr)

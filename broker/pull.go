@@ -78,52 +78,42 @@ type pullRequest struct {
 
 	// Pool submission without allocating: the pool's fast-failure answer needs a command
 	// with the opaque; run is bound once.
-	cmd codec.RemotingCommand
-	run processorFunc
+	cmd       codec.RemotingCommand
+	run       processorFunc
+	runOnPool func() // the first pass of a cold pull, handed to the dispatcher; bound once
 }
 
 func newPullRequest(b *Broker) *pullRequest {
 	pr := &pullRequest{b: b, heapIndex: -1}
 	pr.run = pr.runFromPool
+	pr.runOnPool = func() { b.runPull(pr) }
 	return pr
 }
 
 func (pr *pullRequest) release() {
 	f := pr.filter.more[:0]
-	*pr = pullRequest{b: pr.b, run: pr.run, heapIndex: -1}
+	*pr = pullRequest{b: pr.b, run: pr.run, runOnPool: pr.runOnPool, heapIndex: -1}
 	pr.filter.more = f
 	pr.b.data.pulls.Put(pr)
 }
 
-// runFromPool is the pull pool's entry point (first pass of a cold pull, or a re-run).
+// runFromPool is the pull pool's entry point for a pull the hold service woke (longpoll.go).
 func (pr *pullRequest) runFromPool(*RequestContext) { pr.b.runPull(pr) }
 
-// submitPull hands pr to the pull pool; false (after answering SYSTEM_BUSY) when the
-// pool refuses it.
-func (b *Broker) submitPull(pr *pullRequest, received time.Time) bool {
-	rc := pr.to.requestContext(&pr.cmd, received)
-	if err := b.pullPool.submit(rc, pr.run); err != nil {
-		b.metrics.busy.WithLabelValues("overload").Inc()
-		pr.to.Answer(codec.ResponseSystemBusy, err.Error())
-		pr.release()
-		return false
-	}
-	return true
-}
-
-// processPullMessage serves 11 and 361 on the event loop.
-func (b *Broker) processPullMessage(rc *RequestContext) {
+// processPullMessage serves 11 and 361: decoded and checked on the event loop; a pull whose
+// data is hot (pullIsHot) runs there, a cold one continues on the pull pool (routes.go).
+func (b *Broker) processPullMessage(rc *RequestContext) (rest func()) {
 	pr := b.data.pulls.Get().(*pullRequest)
 	pr.to = rc.Reply
 	if err := pr.header.Decode(rc.Cmd.ExtFields); err != nil {
 		pr.to.Answer(codec.ResponseSystemError, headerErrorRemark(err))
 		pr.release()
-		return
+		return nil
 	}
 	if code, remark := b.checkPull(pr); code != codec.ResponseSuccess {
 		pr.to.Answer(code, remark)
 		pr.release()
-		return
+		return nil
 	}
 	h := &pr.header
 	pr.firstPass = true
@@ -139,10 +129,10 @@ func (b *Broker) processPullMessage(rc *RequestContext) {
 	if b.pullIsHot(h) {
 		b.data.pullsOnLoop.Inc()
 		b.runPull(pr)
-		return
+		return nil
 	}
 	b.data.pullsOnPool.Inc()
-	b.submitPull(pr, rc.Received)
+	return pr.runOnPool
 }
 
 // checkPull runs the checks before the store is read and fills pr's filter and group

@@ -3,7 +3,6 @@ package broker
 import (
 	"bytes"
 	"strconv"
-	"time"
 
 	"github.com/ringmq/ringmq/codec"
 )
@@ -28,28 +27,19 @@ import (
 // remarkQueryNotFound is the Java broker's QUERY_NOT_FOUND remark.
 const remarkQueryNotFound = "can not find message, maybe time range not correct"
 
-// submitQuery runs fn on the query pool; a refused submission is answered SYSTEM_BUSY.
-func (b *Broker) submitQuery(to Reply, received time.Time, fn func()) {
-	rc := to.requestContext(&codec.RemotingCommand{}, received)
-	if err := b.queryPool.submit(rc, func(*RequestContext) { fn() }); err != nil {
-		b.metrics.busy.WithLabelValues("overload").Inc()
-		to.Answer(codec.ResponseSystemBusy, err.Error())
-	}
-}
-
 // processQueryMessage decodes on the event loop and queries on the query pool.
-func (b *Broker) processQueryMessage(rc *RequestContext) {
+func (b *Broker) processQueryMessage(rc *RequestContext) (rest func()) {
 	to := rc.Reply
 	var h codec.QueryMessageRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
 		to.Answer(codec.ResponseSystemError, headerErrorRemark(err))
-		return
+		return nil
 	}
 	maxNum := int(h.MaxNum)
 	if h.UniqueKeyQuery {
 		maxNum = b.cfg.DefaultQueryMaxNum
 	}
-	b.submitQuery(to, rc.Received, func() { b.queryMessage(to, &h, maxNum) })
+	return func() { b.queryMessage(to, &h, maxNum) }
 }
 
 // queryCandidates is how many index hits a query asks the store for (the store caps it at
@@ -113,15 +103,15 @@ func recordMatchesQuery(rec []byte, topic, key string, unique bool) bool {
 }
 
 // processViewMessageByID decodes on the event loop and reads the record on the query pool.
-func (b *Broker) processViewMessageByID(rc *RequestContext) {
+func (b *Broker) processViewMessageByID(rc *RequestContext) (rest func()) {
 	to := rc.Reply
 	var h codec.ViewMessageByIDRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
 		to.Answer(codec.ResponseSystemError, headerErrorRemark(err))
-		return
+		return nil
 	}
 	offset := h.Offset
-	b.submitQuery(to, rc.Received, func() {
+	return func() {
 		rec, release, err := b.store.LookMessageByOffset(offset)
 		if err != nil {
 			to.Answer(codec.ResponseSystemError,
@@ -132,5 +122,5 @@ func (b *Broker) processViewMessageByID(rc *RequestContext) {
 		f.release = release
 		f.bodies = append(f.bodies, rec)
 		to.Frame(f, codec.ResponseSuccess, "", nil, f.bodies)
-	})
+	}
 }

@@ -42,33 +42,33 @@ func (b *Broker) processGetMinOffset(rc *RequestContext) {
 	to.Answer(codec.ResponseSuccess, "", fields[:]...)
 }
 
-func (b *Broker) processSearchOffsetByTimestamp(rc *RequestContext) {
+func (b *Broker) processSearchOffsetByTimestamp(rc *RequestContext) (rest func()) {
 	to := rc.Reply
 	var h codec.SearchOffsetRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
 		to.Answer(codec.ResponseSystemError, headerErrorRemark(err))
-		return
+		return nil
 	}
-	b.submitQuery(to, rc.Received, func() {
+	return func() {
 		offset := b.store.GetOffsetInQueueByTime(h.Topic, h.QueueID, h.Timestamp, h.BoundaryType == codec.BoundaryUpper)
 		fields := [...]codec.Field{codec.NumField("offset", offset)}
 		to.Answer(codec.ResponseSuccess, "", fields[:]...)
-	})
+	}
 }
 
-func (b *Broker) processGetEarliestMsgStoretime(rc *RequestContext) {
+func (b *Broker) processGetEarliestMsgStoretime(rc *RequestContext) (rest func()) {
 	to := rc.Reply
 	var h codec.GetEarliestMsgStoretimeRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
 		to.Answer(codec.ResponseSystemError, headerErrorRemark(err))
-		return
+		return nil
 	}
-	b.submitQuery(to, rc.Received, func() {
+	return func() {
 		ts, err := b.store.GetEarliestMessageTime(h.Topic, h.QueueID)
 		if err != nil {
 			ts = -1 // the Java store's answer for an empty or unknown queue
 		}
 		fields := [...]codec.Field{codec.NumField("timestamp", ts)}
 		to.Answer(codec.ResponseSuccess, "", fields[:]...)
-	})
+	}
 }

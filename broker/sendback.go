@@ -50,19 +50,19 @@ const defaultRetryDelayLevelBase = 3
 const remarkSubscriptionGroupNotExist = "subscription group not exist, "
 
 // processConsumerSendMsgBack serves 36.
-func (b *Broker) processConsumerSendMsgBack(rc *RequestContext) {
+func (b *Broker) processConsumerSendMsgBack(rc *RequestContext) (rest func()) {
 	var h codec.ConsumerSendMsgBackRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
 		rc.Reply.Answer(codec.ResponseSystemError, headerErrorRemark(err))
-		return
+		return nil
 	}
 	to := rc.Reply
 	version := rc.Cmd.Version
 	if b.isHotOffset(h.Offset) {
 		b.sendMessageBack(to, &h, version)
-		return
+		return nil
 	}
-	b.submitQuery(to, rc.Received, func() { b.sendMessageBack(to, &h, version) })
+	return func() { b.sendMessageBack(to, &h, version) }
 }
 
 // isHotOffset reports whether a CommitLog offset lies in the part of the log that the page

@@ -599,32 +599,32 @@ func (t *transactionService) sendCheck(msg *codec.Message, res store.PutResult) 
 }
 
 // processEndTransaction serves 37.
-func (b *Broker) processEndTransaction(rc *RequestContext) {
+func (b *Broker) processEndTransaction(rc *RequestContext) (rest func()) {
 	var h codec.EndTransactionRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
 		rc.Reply.Answer(codec.ResponseSystemError, headerErrorRemark(err))
-		return
+		return nil
 	}
 	if b.cfg.IsSlave() {
 		rc.Reply.Answer(codec.ResponseSlaveNotAvailable, "Message store is slave mode, so end transaction is forbidden.")
-		return
+		return nil
 	}
 	switch h.CommitOrRollback {
 	case codec.SysFlagTransactionNot:
 		rc.Reply.OK()
-		return
+		return nil
 	case codec.SysFlagTransactionCommit, codec.SysFlagTransactionRollback:
 	default:
 		rc.Reply.Answer(codec.ResponseSystemError,
 			"the custom field <commitOrRollback> has a bad value: "+strconv.Quote(rc.Cmd.ExtFields["commitOrRollback"]))
-		return
+		return nil
 	}
 	to := rc.Reply
 	if b.isHotOffset(h.CommitLogOffset) {
 		b.tx.end(to, &h)
-		return
+		return nil
 	}
-	b.submitQuery(to, rc.Received, func() { b.tx.end(to, &h) })
+	return func() { b.tx.end(to, &h) }
 }
 
 // end applies an END_TRANSACTION and answers.

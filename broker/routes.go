@@ -1,0 +1,187 @@
+package broker
+
+import (
+	"fmt"
+
+	"github.com/ringmq/ringmq/codec"
+)
+
+// The dispatch table: every request code the broker knows, in one place, with where it
+// runs, what runs it and what the ACL requires of it. Adding a request code is one line
+// here, its handler and its header type (codec).
+//
+// Where a request runs:
+//
+//   - onLoop: on the connection's event loop, for work that touches memory only (sends
+//     into the mapped CommitLog, heartbeats, offsets, counters). The handler must not
+//     block: a durability wait is a callback (store.WaitDurable), and it answers through
+//     its Reply from whichever goroutine finishes the work.
+//   - onPool: on a named bounded pool (poolAdmin, poolQuery), for work that can block on
+//     disk or take long (admin scans and file writes, index walks). The dispatcher gives
+//     the handler a private copy of the command and counts it against requestBudgetBytes.
+//   - onLoopThenPool: the handler decodes and checks on the event loop, then either
+//     answers there (returns nil) or returns the rest of its work, which the dispatcher
+//     queues on the route's pool. Each such handler documents its decision: a pull or a
+//     send-back / END_TRANSACTION whose record lies in the hot part of the CommitLog
+//     stays on the loop (pull.go); a query, a view by id, a search by time always
+//     continues on the pool after decoding on the loop (the header is decoded once, and
+//     the pool gets only owned values).
+//
+// A full pool answers SYSTEM_BUSY at once, and a request that waited longer than its
+// pool's limit (waitTimeMillsInPullQueue) answers SYSTEM_BUSY [TIMEOUT_CLEAN_QUEUE]
+// instead of running late (RocketMQ's BrokerFastFailure). Handlers never submit
+// themselves; the only other pool submission is the long-polling hold service handing a
+// woken pull back to poolPull (longpoll.go).
+var routes = []route{
+	// Sends (send.go, batch.go, reply.go): the put copies into mapped memory; SYNC_FLUSH and
+	// SYNC_MASTER answer from the group-commit callbacks.
+	{code: codec.RequestSendMessage, where: onLoop, handle: (*Broker).processSendMessage, acl: aclSendTo("topic")},
+	{code: codec.RequestSendMessageV2, where: onLoop, handle: (*Broker).processSendMessage, acl: aclSendTo("b")},
+	{code: codec.RequestSendBatchMessage, where: onLoop, handle: (*Broker).processSendMessage, acl: aclSendTo("b")},
+	{code: codec.RequestSendReplyMessage, where: onLoop, handle: (*Broker).processSendReplyMessage, acl: aclSendTo("topic")},
+	{code: codec.RequestSendReplyMessageV2, where: onLoop, handle: (*Broker).processSendReplyMessage, acl: aclSendTo("b")},
+	{code: codec.RequestConsumerSendMsgBack, where: onLoopThenPool, pool: poolQuery,
+		split: (*Broker).processConsumerSendMsgBack, acl: aclGroupOnly("group")},
+	{code: codec.RequestEndTransaction, where: onLoopThenPool, pool: poolQuery, split: (*Broker).processEndTransaction},
+
+	// Reads (pull.go, longpoll.go, query.go, queueinfo.go).
+	{code: codec.RequestPullMessage, where: onLoopThenPool, pool: poolPull, split: (*Broker).processPullMessage,
+		acl: aclTopicThenGroup},
+	{code: codec.RequestLitePullMessage, where: onLoopThenPool, pool: poolPull, split: (*Broker).processPullMessage,
+		acl: aclTopicThenGroup},
+	{code: codec.RequestQueryMessage, where: onLoopThenPool, pool: poolQuery, split: (*Broker).processQueryMessage,
+		acl: aclTopicOnly("topic")},
+	{code: codec.RequestViewMessageByID, where: onLoopThenPool, pool: poolQuery, split: (*Broker).processViewMessageByID},
+	{code: codec.RequestSearchOffsetByTimestamp, where: onLoopThenPool, pool: poolQuery,
+		split: (*Broker).processSearchOffsetByTimestamp},
+	{code: codec.RequestGetEarliestMsgStoretime, where: onLoopThenPool, pool: poolQuery,
+		split: (*Broker).processGetEarliestMsgStoretime},
+	{code: codec.RequestGetMaxOffset, where: onLoop, handle: (*Broker).processGetMaxOffset},
+	{code: codec.RequestGetMinOffset, where: onLoop, handle: (*Broker).processGetMinOffset},
+
+	// Clients and consumer offsets (clientproc.go, offsetproc.go, locks.go): memory only; a
+	// topic or group they create is written by the config flusher.
+	{code: codec.RequestHeartBeat, where: onLoop, handle: (*Broker).processHeartbeat, acl: aclRule{heartbeat: true}},
+	{code: codec.RequestUnregisterClient, where: onLoop, handle: (*Broker).processUnregisterClient,
+		acl: aclGroupOnly("consumerGroup")},
+	{code: codec.RequestGetConsumerListByGroup, where: onLoop, handle: (*Broker).processGetConsumerListByGroup,
+		acl: aclGroupOnly("consumerGroup")},
+	{code: codec.RequestLockBatchMQ, where: onLoop, handle: (*Broker).processLockBatchMQ},
+	{code: codec.RequestUnlockBatchMQ, where: onLoop, handle: (*Broker).processUnlockBatchMQ},
+	{code: codec.RequestQueryConsumerOffset, where: onLoop, handle: (*Broker).processQueryConsumerOffset},
+	{code: codec.RequestUpdateConsumerOffset, where: onLoop, handle: (*Broker).processUpdateConsumerOffset,
+		acl: aclGroupThenTopic},
+
+	// Admin (admin.go): they write config files, walk whole tables, read records from the
+	// store, or wait for a registration round.
+	{code: codec.RequestUpdateAndCreateTopic, where: onPool, pool: poolAdmin, handle: (*Broker).processUpdateAndCreateTopic,
+		acl: aclAdmin},
+	{code: codec.RequestDeleteTopicInBroker, where: onPool, pool: poolAdmin, handle: (*Broker).processDeleteTopicInBroker,
+		acl: aclAdmin},
+	{code: codec.RequestGetAllTopicConfig, where: onPool, pool: poolAdmin, handle: (*Broker).processGetAllTopicConfig},
+	{code: codec.RequestGetTopicConfig, where: onPool, pool: poolAdmin, handle: (*Broker).processGetTopicConfig},
+	{code: codec.RequestUpdateAndCreateSubscriptionGroup, where: onPool, pool: poolAdmin,
+		handle: (*Broker).processUpdateAndCreateSubscriptionGroup, acl: aclAdmin},
+	{code: codec.RequestGetAllSubscriptionGroupConfig, where: onPool, pool: poolAdmin,
+		handle: (*Broker).processGetAllSubscriptionGroupConfig},
+	{code: codec.RequestDeleteSubscriptionGroup, where: onPool, pool: poolAdmin,
+		handle: (*Broker).processDeleteSubscriptionGroup, acl: aclAdmin},
+	{code: codec.RequestGetSubscriptionGroupConfig, where: onPool, pool: poolAdmin,
+		handle: (*Broker).processGetSubscriptionGroupConfig},
+	{code: codec.RequestGetBrokerRuntimeInfo, where: onPool, pool: poolAdmin, handle: (*Broker).processGetBrokerRuntimeInfo},
+	{code: codec.RequestGetBrokerConfig, where: onPool, pool: poolAdmin, handle: (*Broker).processGetBrokerConfig},
+	{code: codec.RequestGetTopicStatsInfo, where: onPool, pool: poolAdmin, handle: (*Broker).processGetTopicStatsInfo},
+	{code: codec.RequestGetConsumeStats, where: onPool, pool: poolAdmin, handle: (*Broker).processGetConsumeStats},
+	{code: codec.RequestGetConsumerConnectionList, where: onPool, pool: poolAdmin,
+		handle: (*Broker).processGetConsumerConnectionList},
+	{code: codec.RequestGetProducerConnectionList, where: onPool, pool: poolAdmin,
+		handle: (*Broker).processGetProducerConnectionList},
+	{code: codec.RequestGetAllConsumerOffset, where: onPool, pool: poolAdmin, handle: (*Broker).processGetAllConsumerOffset},
+	{code: codec.RequestGetAllDelayOffset, where: onPool, pool: poolAdmin, handle: (*Broker).processGetAllDelayOffset},
+	{code: codec.RequestQueryTopicConsumeByWho, where: onPool, pool: poolAdmin,
+		handle: (*Broker).processQueryTopicConsumeByWho},
+
+	// Not served (answered REQUEST_CODE_NOT_SUPPORTED), but an ACL-enabled broker refuses them
+	// to non-admin accounts first, as Java's Permission.ADMIN_CODE (plus 5.x's 513) does.
+	{code: codec.RequestUpdateBrokerConfig, acl: aclAdmin},
+	{code: requestUpdateAndCreateStaticTopic, acl: aclAdmin},
+}
+
+// requestUpdateAndCreateStaticTopic is RocketMQ 5.x's UPDATE_AND_CREATE_STATIC_TOPIC.
+const requestUpdateAndCreateStaticTopic codec.RequestCode = 513
+
+// placement says where a route's handler runs (see above).
+type placement uint8
+
+const (
+	notServed placement = iota
+	onLoop
+	onPool
+	onLoopThenPool
+)
+
+func (p placement) String() string {
+	switch p {
+	case onLoop:
+		return "event loop"
+	case onPool:
+		return "pool"
+	case onLoopThenPool:
+		return "event loop, then pool"
+	}
+	return "not served"
+}
+
+// poolName names one of the broker's bounded pools (Broker.pools).
+type poolName uint8
+
+const (
+	poolNone poolName = iota
+	poolPull
+	poolQuery
+	poolAdmin
+	poolCount
+)
+
+// route is one row of the table.
+type route struct {
+	code  codec.RequestCode
+	where placement
+	pool  poolName
+	// handle serves onLoop and onPool routes.
+	handle func(b *Broker, rc *RequestContext)
+	// split serves onLoopThenPool routes: it runs on the event loop and returns nil when it
+	// has answered, else the rest of the work for the route's pool.
+	split func(b *Broker, rc *RequestContext) (rest func())
+	acl   aclRule
+}
+
+// routeByCode indexes routes; read-only after package initialisation.
+var routeByCode = func() map[int32]*route {
+	m, err := indexRoutes(routes)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}()
+
+// indexRoutes indexes rs by code and checks each route's placement against its handler and
+// pool.
+func indexRoutes(rs []route) (map[int32]*route, error) {
+	m := make(map[int32]*route, len(rs))
+	for i := range rs {
+		r := &rs[i]
+		if _, dup := m[int32(r.code)]; dup {
+			return nil, fmt.Errorf("broker: request code %v routed twice", r.code)
+		}
+		switch {
+		case r.where == notServed && (r.handle != nil || r.split != nil),
+			(r.where == onLoop || r.where == onPool) && (r.handle == nil || r.split != nil),
+			r.where == onLoopThenPool && (r.split == nil || r.handle != nil),
+			(r.where == onPool || r.where == onLoopThenPool) != (r.pool != poolNone):
+			return nil, fmt.Errorf("broker: route for %v: placement %v does not match its handler and pool", r.code, r.where)
+		}
+		m[int32(r.code)] = r
+	}
+	return m, nil
+}
