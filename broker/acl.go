@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
 )
 
@@ -262,7 +263,7 @@ func buildACLAccount(a *plainACLAccount) (*aclAccount, error) {
 		if err != nil {
 			return nil, fmt.Errorf("topicPerms[%d]: %w", i, err)
 		}
-		if group, ok := strings.CutPrefix(name, RetryGroupTopicPrefix); ok {
+		if group, ok := strings.CutPrefix(name, metadata.RetryGroupTopicPrefix); ok {
 			acct.groups[group] = perm // Java keeps both in one map, keyed by the retry topic
 		} else {
 			acct.topics[name] = perm
@@ -297,7 +298,7 @@ func parseResourcePerm(entry string) (string, aclPerm, error) {
 
 // topicPerm is the account's permission on a topic (a %RETRY% topic is its group).
 func (a *aclAccount) topicPerm(topic string) (aclPerm, bool) {
-	if group, ok := strings.CutPrefix(topic, RetryGroupTopicPrefix); ok {
+	if group, ok := strings.CutPrefix(topic, metadata.RetryGroupTopicPrefix); ok {
 		return a.groupPerm(group), true
 	}
 	if p, ok := a.topics[topic]; ok {
@@ -581,7 +582,7 @@ func (v *aclValidator) checkHeartbeat(acct *aclAccount, cmd *codec.RemotingComma
 // needSend: PUB on the topic, or SUB on the group for a %RETRY% topic (a consumer sending a
 // message back by itself).
 func (v *aclValidator) needSend(cmd *codec.RemotingCommand, acct *aclAccount, topic string) string {
-	if strings.HasPrefix(topic, RetryGroupTopicPrefix) {
+	if strings.HasPrefix(topic, metadata.RetryGroupTopicPrefix) {
 		return v.needTopic(cmd, acct, topic, aclSub)
 	}
 	return v.needTopic(cmd, acct, topic, aclPub)
@@ -598,7 +599,7 @@ func (v *aclValidator) needTopic(cmd *codec.RemotingCommand, acct *aclAccount, t
 	}
 	kind, name := "topic", topic
 	if isGroup {
-		kind, name = "group", strings.TrimPrefix(topic, RetryGroupTopicPrefix)
+		kind, name = "group", strings.TrimPrefix(topic, metadata.RetryGroupTopicPrefix)
 	}
 	return v.denyResource(cmd, acct, kind, name, need, owned)
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/store"
 )
@@ -75,7 +76,7 @@ func (b *Broker) processUpdateAndCreateTopic(rc *RequestContext) {
 		rc.Reply.Answer(codec.ResponseSystemError, headerErrorRemark(err))
 		return
 	}
-	if remark := ValidateTopicName(h.Topic); remark != "" {
+	if remark := metadata.ValidateTopicName(h.Topic); remark != "" {
 		rc.Reply.Answer(codec.ResponseSystemError, remark)
 		return
 	}
@@ -171,7 +172,7 @@ func (b *Broker) processDeleteTopicInBroker(rc *RequestContext) {
 		rc.Reply.Answer(codec.ResponseSystemError, headerErrorRemark(err))
 		return
 	}
-	if remark := ValidateTopicName(h.Topic); remark != "" {
+	if remark := metadata.ValidateTopicName(h.Topic); remark != "" {
 		rc.Reply.Answer(codec.ResponseSystemError, remark)
 		return
 	}
@@ -226,10 +227,10 @@ func (b *Broker) processUpdateAndCreateSubscriptionGroup(rc *RequestContext) {
 		rc.Reply.Answer(codec.ResponseSystemError, err.Error())
 		return
 	}
-	if !validGroupName(c.GroupName) {
+	if !metadata.ValidGroupName(c.GroupName) {
 		rc.Reply.Answer(codec.ResponseSystemError, fmt.Sprintf(
 			"the specified group[%s] is blank, longer than %d or contains illegal characters, allowing only %s",
-			c.GroupName, retryOrDLQTopicNameMaxLen, topicNameAllowedCharacters))
+			c.GroupName, metadata.RetryOrDLQTopicNameMaxLen, metadata.TopicNameAllowedCharacters))
 		return
 	}
 	if err := b.subscriptions.Update(*c); err != nil {

@@ -33,6 +33,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/ha"
 	"github.com/ringmq/ringmq/netio"
@@ -65,9 +66,9 @@ type Broker struct {
 	store store.MessageStore
 
 	// Control plane (control*.go, topics.go, subscriptions.go, offsets.go, clients.go, register.go).
-	topics        *TopicConfigManager
-	subscriptions *SubscriptionGroupManager
-	offsets       *ConsumerOffsetManager
+	topics        *metadata.TopicConfigManager
+	subscriptions *metadata.SubscriptionGroupManager
+	offsets       *metadata.ConsumerOffsetManager
 	consumers     *ConsumerManager
 	producers     *ProducerManager
 	ctl           controlPlane // control.go: locks, registration, embedded name server, runtime stats

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
 )
 
@@ -28,9 +29,9 @@ func (b *Broker) processHeartbeat(rc *RequestContext) {
 		if g, ok := b.subscriptions.FindOrCreate(data.GroupName); ok {
 			var sysFlag int32
 			if data.UnitMode {
-				sysFlag = TopicSysFlagUnitSub
+				sysFlag = metadata.TopicSysFlagUnitSub
 			}
-			b.topics.CreateInSendMessageBack(RetryTopic(data.GroupName), g.RetryQueueNums, PermRead|PermWrite, sysFlag)
+			b.topics.CreateInSendMessageBack(metadata.RetryTopic(data.GroupName), g.RetryQueueNums, metadata.PermRead|metadata.PermWrite, sysFlag)
 		}
 		b.consumers.Register(data.GroupName, ch, data)
 	}

@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/logtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/netio"
 )
 
@@ -83,8 +85,8 @@ func sub(topic string, version int64, tags ...string) codec.SubscriptionData {
 }
 
 func TestConsumerManagerMembershipAndNotify(t *testing.T) {
-	clock := newManualClock()
-	m := newConsumerManager(clock.Now, 120*time.Second, discardLogger())
+	clock := testutil.NewManualClock()
+	m := newConsumerManager(clock.Now, 120*time.Second, logtest.Discard())
 	var log notifyLog
 	m.notify = log.record
 	c1, c2, c1b := &ctlConn{id: 1}, &ctlConn{id: 2}, &ctlConn{id: 3}
@@ -119,7 +121,7 @@ func TestConsumerManagerMembershipAndNotify(t *testing.T) {
 }
 
 func TestConsumerManagerSubscriptions(t *testing.T) {
-	m := newConsumerManager(time.Now, time.Minute, discardLogger())
+	m := newConsumerManager(time.Now, time.Minute, logtest.Discard())
 	var log notifyLog
 	m.notify = log.record
 	c := &ctlConn{id: 1}
@@ -154,9 +156,9 @@ func TestConsumerManagerSubscriptions(t *testing.T) {
 }
 
 func TestClientExpiryWithInjectedClock(t *testing.T) {
-	clock := newManualClock()
-	cm := newConsumerManager(clock.Now, 120*time.Second, discardLogger())
-	pm := newProducerManager(clock.Now, 120*time.Second, discardLogger())
+	clock := testutil.NewManualClock()
+	cm := newConsumerManager(clock.Now, 120*time.Second, logtest.Discard())
+	pm := newProducerManager(clock.Now, 120*time.Second, logtest.Discard())
 	var log notifyLog
 	cm.notify = log.record
 	old, fresh := &ctlConn{id: 1}, &ctlConn{id: 2}
@@ -184,8 +186,8 @@ func TestClientExpiryWithInjectedClock(t *testing.T) {
 }
 
 func TestProducerManager(t *testing.T) {
-	clock := newManualClock()
-	pm := newProducerManager(clock.Now, time.Minute, discardLogger())
+	clock := testutil.NewManualClock()
+	pm := newProducerManager(clock.Now, time.Minute, logtest.Discard())
 	a, b := &ctlConn{id: 1}, &ctlConn{id: 2}
 	pm.Register("PG", ClientChannelInfo{Conn: a, ClientID: "ip@1", Language: codec.LanguageGo, Version: 317})
 	clock.Advance(time.Second)
@@ -208,7 +210,7 @@ func TestProducerManager(t *testing.T) {
 }
 
 func TestRebalanceLockExpiry(t *testing.T) {
-	clock := newManualClock()
+	clock := testutil.NewManualClock()
 	m := newRebalanceLockManager(clock.Now, DefaultLockMaxLiveTime)
 	q0 := codec.MessageQueue{Topic: "T", BrokerName: "b", QueueID: 0}
 	q1 := codec.MessageQueue{Topic: "T", BrokerName: "b", QueueID: 1}

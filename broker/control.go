@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/namesrv"
 	"github.com/ringmq/ringmq/netio"
@@ -63,28 +63,27 @@ func (b *Broker) initControlPlane() error {
 		b.ctl.registerer = b.registry
 	}
 
-	b.topics = newTopicConfigManager(topicOptionsFrom(cfg), cfg.StorePathRootDir, b.clock, b.logger)
-	b.subscriptions = newSubscriptionGroupManager(cfg.AutoCreateSubscriptionGroup, cfg.StorePathRootDir, b.clock, b.logger)
-	b.offsets = newConsumerOffsetManager(cfg.StorePathRootDir, b.logger)
-	for _, load := range []func() error{b.topics.Load, b.subscriptions.Load, b.offsets.Load} {
-		if err := load(); err != nil {
-			return err
-		}
+	tables, err := metadata.Open(metadata.Options{
+		StorePathRootDir:            cfg.StorePathRootDir,
+		Topics:                      topicOptionsFrom(cfg),
+		AutoCreateSubscriptionGroup: cfg.AutoCreateSubscriptionGroup,
+		FlushConsumerOffsetInterval: cfg.FlushConsumerOffsetInterval,
+		Clock:                       b.clock,
+		Logger:                      b.logger,
+		ObserveWrite: func(file string, err error) {
+			outcome := "ok"
+			if err != nil {
+				outcome = "error"
+			}
+			b.metrics.configWrites.WithLabelValues(file, outcome).Inc()
+		},
+	})
+	if err != nil {
+		return err
 	}
+	b.topics, b.subscriptions, b.offsets = tables.Topics, tables.Groups, tables.Offsets
 	// A forced deletion (cleanFileForciblyEnable) logs what each group loses.
 	b.store.SetConsumerOffsets(b.offsets.All)
-	for name, f := range map[string]*configFile{topicsFileName: b.topics.file,
-		subscriptionGroupFileName: b.subscriptions.file, consumerOffsetFileName: b.offsets.file} {
-		ok := b.metrics.configWrites.WithLabelValues(name, "ok")
-		failed := b.metrics.configWrites.WithLabelValues(name, "error")
-		f.observe = func(err error) {
-			if err != nil {
-				failed.Inc()
-			} else {
-				ok.Inc()
-			}
-		}
-	}
 	b.consumers = newConsumerManager(b.clock, cfg.ChannelExpiredTimeout, b.logger)
 	b.consumers.notify = b.notifyConsumerIdsChanged
 	b.producers = newProducerManager(b.clock, cfg.ChannelExpiredTimeout, b.logger)
@@ -92,8 +91,7 @@ func (b *Broker) initControlPlane() error {
 	b.ctl.runtime = newRuntimeStats(b.store.Stats, b.clock)
 
 	// Services.
-	flusher := newControlFlusher(b)
-	b.addGuardedService("config flusher", flusher.start, flusher.shutdown)
+	b.addGuardedService("config flusher", tables.StartWriter, tables.StopWriter)
 	housekeeping := newTicking(clientHousekeepingInterval, b.scanExpiredClients)
 	b.addGuardedService("client housekeeping", housekeeping.start, housekeeping.shutdown)
 	sampler := newTicking(time.Second, b.ctl.runtime.sample)
@@ -111,7 +109,7 @@ func (b *Broker) initControlPlane() error {
 		return err
 	}
 	b.ctl.registrar = reg
-	b.topics.onChange = reg.trigger
+	b.topics.SetOnChange(reg.trigger)
 	// New adds the registration service after the remoting server.
 	return nil
 }
@@ -204,62 +202,6 @@ func (b *Broker) notifyConsumerIdsChanged(group string, members []netio.Conn) {
 	}
 }
 
-// controlFlusher writes the control plane's files in the background (see the file comment).
-type controlFlusher struct {
-	b    *Broker
-	stop chan struct{}
-	done chan struct{}
-}
-
-func newControlFlusher(b *Broker) *controlFlusher {
-	return &controlFlusher{b: b, stop: make(chan struct{}), done: make(chan struct{})}
-}
-
-func (f *controlFlusher) start() error {
-	go f.run()
-	return nil
-}
-
-func (f *controlFlusher) run() {
-	defer close(f.done)
-	b := f.b
-	interval := b.cfg.FlushConsumerOffsetInterval
-	if interval <= 0 {
-		interval = 5 * time.Second
-	}
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
-	logErr := func(what string, err error) {
-		if err != nil {
-			b.logger.Error("broker: writing config file failed; will retry", "file", what, "err", err)
-		}
-	}
-	for {
-		select {
-		case <-f.stop:
-			return
-		case <-b.topics.file.kick:
-			logErr(topicsFileName, b.topics.file.persistIfDirty())
-		case <-b.subscriptions.file.kick:
-			logErr(subscriptionGroupFileName, b.subscriptions.file.persistIfDirty())
-		case <-ticker.C:
-			logErr(consumerOffsetFileName, b.offsets.file.persistIfDirty())
-			// Retry writes that failed before.
-			logErr(topicsFileName, b.topics.file.persistIfDirty())
-			logErr(subscriptionGroupFileName, b.subscriptions.file.persistIfDirty())
-		}
-	}
-}
-
-// shutdown stops the loop and writes every pending change.
-func (f *controlFlusher) shutdown(context.Context) error {
-	close(f.stop)
-	<-f.done
-	b := f.b
-	return errors.Join(b.topics.file.persistIfDirty(), b.subscriptions.file.persistIfDirty(),
-		b.offsets.file.persistIfDirty())
-}
-
 // ticking runs fn every interval on its own goroutine until shutdown.
 type ticking struct {
 	interval time.Duration
@@ -315,4 +257,18 @@ func pickListenPort(host string) (int, error) {
 		return 0, fmt.Errorf("%w: key listenPort: picking a free port: %w", ErrConfig, err)
 	}
 	return port, nil
+}
+
+// topicOptionsFrom picks the topic table's settings from cfg.
+func topicOptionsFrom(cfg *Config) metadata.TopicOptions {
+	return metadata.TopicOptions{
+		ClusterName:           cfg.BrokerClusterName,
+		BrokerName:            cfg.BrokerName,
+		AutoCreateTopicEnable: cfg.AutoCreateTopicEnable,
+		DefaultTopicQueueNums: int32(cfg.DefaultTopicQueueNums),
+		ClusterTopicEnable:    cfg.ClusterTopicEnable,
+		BrokerTopicEnable:     cfg.BrokerTopicEnable,
+		TraceTopicEnable:      cfg.TraceTopicEnable,
+		TraceTopicName:        cfg.MsgTraceTopicName,
+	}
 }

@@ -4,18 +4,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringmq/ringmq/broker/metadata"
+	"github.com/ringmq/ringmq/internal/logtest"
 	"github.com/stretchr/testify/require"
 )
 
 // The control-plane lookups on the send and pull paths allocate nothing.
 func TestControlLookupsDoNotAllocate(t *testing.T) {
-	topics := newTopicConfigManager(testTopicOptions(), t.TempDir(), time.Now, discardLogger())
+	topics := metadata.NewTopicConfigManager(metadata.TopicOptions{ClusterName: "C1", BrokerName: "b1", DefaultTopicQueueNums: 8}, t.TempDir(), time.Now, logtest.Discard())
 	topics.CreateInSendMessageBack("T", 4, 6, 0)
-	offsets := newConsumerOffsetManager(t.TempDir(), discardLogger())
+	offsets := metadata.NewConsumerOffsetManager(t.TempDir(), logtest.Discard())
 	offsets.Commit("G", "T", 1, 5)
-	consumers := newConsumerManager(time.Now, time.Minute, discardLogger())
+	consumers := newConsumerManager(time.Now, time.Minute, logtest.Discard())
 	consumers.Register("G", ClientChannelInfo{Conn: &ctlConn{id: 1}, ClientID: "c"}, consumerData("G", sub("T", 1, "TagA")))
-	groups := newSubscriptionGroupManager(true, t.TempDir(), time.Now, discardLogger())
+	groups := metadata.NewSubscriptionGroupManager(true, t.TempDir(), time.Now, logtest.Discard())
 	groups.FindOrCreate("G")
 	var sink int64
 	allocs := testing.AllocsPerRun(1000, func() {
@@ -34,7 +36,7 @@ func TestControlLookupsDoNotAllocate(t *testing.T) {
 }
 
 func BenchmarkTopicGet(b *testing.B) {
-	m := newTopicConfigManager(testTopicOptions(), b.TempDir(), time.Now, discardLogger())
+	m := metadata.NewTopicConfigManager(metadata.TopicOptions{ClusterName: "C1", BrokerName: "b1", DefaultTopicQueueNums: 8}, b.TempDir(), time.Now, logtest.Discard())
 	for i := range 1000 {
 		m.CreateInSendMessageBack("T"+string(rune('a'+i%26))+string(rune('a'+i/26)), 4, 6, 0)
 	}
@@ -51,7 +53,7 @@ func BenchmarkTopicGet(b *testing.B) {
 }
 
 func BenchmarkConsumerOffsetCommit(b *testing.B) {
-	m := newConsumerOffsetManager(b.TempDir(), discardLogger())
+	m := metadata.NewConsumerOffsetManager(b.TempDir(), logtest.Discard())
 	b.ReportAllocs()
 	var i int64
 	for b.Loop() {

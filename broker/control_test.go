@@ -17,7 +17,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/logtest"
 	"github.com/ringmq/ringmq/netio"
 	"github.com/ringmq/ringmq/store"
 )
@@ -44,7 +46,7 @@ func dialCtl(t testing.TB, addr string) *ctlClient {
 	c := &ctlClient{t: t, addr: addr}
 	cfg := netio.DefaultClientConfig()
 	cfg.Handler = c
-	cl, err := netio.NewClient(cfg, discardLogger())
+	cl, err := netio.NewClient(cfg, logtest.Discard())
 	require.NoError(t, err)
 	c.cl = cl
 	t.Cleanup(func() { _ = cl.Close() })
@@ -172,7 +174,7 @@ func TestHeartbeatConsumerListAndNotify(t *testing.T) {
 	retry, ok := tb.b.topics.Get("%RETRY%G1")
 	require.True(t, ok)
 	require.Equal(t, g.RetryQueueNums, retry.WriteQueueNums)
-	require.Equal(t, PermRead|PermWrite, retry.Perm)
+	require.Equal(t, metadata.PermRead|metadata.PermWrite, retry.Perm)
 	require.Eventually(t, func() bool {
 		_, ok := tb.b.EmbeddedNamesrv().TopicRoute("%RETRY%G1")
 		return ok
@@ -593,7 +595,7 @@ func TestPeriodicRegistration(t *testing.T) {
 		c.BrokerName = "broker-two"
 	})
 	for _, ns := range []*testBroker{tb, other} {
-		route, ok := ns.b.EmbeddedNamesrv().TopicRoute(AutoCreateTopicKeyTopic)
+		route, ok := ns.b.EmbeddedNamesrv().TopicRoute(metadata.AutoCreateTopicKeyTopic)
 		require.True(t, ok)
 		var names []string
 		for _, bd := range route.BrokerDatas {

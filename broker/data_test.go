@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/netio"
 	"github.com/ringmq/ringmq/store"
@@ -181,7 +182,7 @@ func (c *rawClient) call(cmd *codec.RemotingCommand) *codec.RemotingCommand {
 
 // sendV1 builds a SEND_MESSAGE (10) request as the Go client does (full key names).
 func sendV1(topic string, queueID int32, body []byte, props string) *codec.RemotingCommand {
-	h := codec.SendMessageRequestHeader{ProducerGroup: "PG", Topic: topic, DefaultTopic: AutoCreateTopicKeyTopic,
+	h := codec.SendMessageRequestHeader{ProducerGroup: "PG", Topic: topic, DefaultTopic: metadata.AutoCreateTopicKeyTopic,
 		DefaultTopicQueueNums: 4, QueueID: queueID, BornTimestamp: 1700000000000, Properties: props}
 	ext := map[string]string{}
 	h.Encode(ext)
@@ -190,7 +191,7 @@ func sendV1(topic string, queueID int32, body []byte, props string) *codec.Remot
 
 // sendV2 builds a SEND_MESSAGE_V2 (310) request (letter keys).
 func sendV2(topic string, queueID int32, body []byte, props string) *codec.RemotingCommand {
-	h := codec.SendMessageRequestHeader{ProducerGroup: "PG", Topic: topic, DefaultTopic: AutoCreateTopicKeyTopic,
+	h := codec.SendMessageRequestHeader{ProducerGroup: "PG", Topic: topic, DefaultTopic: metadata.AutoCreateTopicKeyTopic,
 		DefaultTopicQueueNums: 4, QueueID: queueID, BornTimestamp: 1700000000000, Properties: props}
 	ext := map[string]string{}
 	h.EncodeV2(ext)
@@ -199,7 +200,7 @@ func sendV2(topic string, queueID int32, body []byte, props string) *codec.Remot
 
 // sendBatch builds a SEND_BATCH_MESSAGE (320) request from (body, properties) items.
 func sendBatch(topic string, queueID int32, items ...[2]string) *codec.RemotingCommand {
-	h := codec.SendMessageRequestHeader{ProducerGroup: "PG", Topic: topic, DefaultTopic: AutoCreateTopicKeyTopic,
+	h := codec.SendMessageRequestHeader{ProducerGroup: "PG", Topic: topic, DefaultTopic: metadata.AutoCreateTopicKeyTopic,
 		DefaultTopicQueueNums: 4, QueueID: queueID, BornTimestamp: 1700000000000, Batch: true}
 	ext := map[string]string{}
 	h.EncodeV2(ext)

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/store"
 )
@@ -198,7 +199,7 @@ func newScheduleMessageService(deps scheduleDeps) (*ScheduleMessageService, erro
 		l.nextDue.Store(0) // unknown: read at the first pass
 	}
 	s.extra.Store(&map[int32]int64{})
-	if _, err := loadConfigFile(deps.path, func(data []byte) error {
+	if _, err := metadata.LoadConfigFile(deps.path, func(data []byte) error {
 		w, err := codec.DecodeDelayOffsetSerializeWrapper(data)
 		if err != nil {
 			return err
@@ -251,7 +252,7 @@ func (s *ScheduleMessageService) ReplaceFromMaster(body []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := writeConfigFile(s.deps.path, body); err != nil {
+	if err := metadata.WriteConfigFile(s.deps.path, body); err != nil {
 		return err
 	}
 	s.loadTable(w.OffsetTable)
@@ -351,7 +352,7 @@ func (s *ScheduleMessageService) cursors() []int64 {
 // write replaces delayOffset.json with these cursors (and the kept extra levels).
 func (s *ScheduleMessageService) write(offsets []int64) error {
 	w := codec.DelayOffsetSerializeWrapper{OffsetTable: s.table(offsets)}
-	if err := writeConfigFile(s.deps.path, w.Encode(true)); err != nil {
+	if err := metadata.WriteConfigFile(s.deps.path, w.Encode(true)); err != nil {
 		return err
 	}
 	s.written = offsets
@@ -456,7 +457,7 @@ func (s *ScheduleMessageService) deliverLevel(l *delayLevel, nowMs int64) int64 
 	}()
 	for range maxBatchesPerScan {
 		s.filter = dueFilter{nowMs: nowMs, delayMs: l.delayMs}
-		res, err := s.deps.store.GetMessage("", ScheduleTopic, queueID, cursor, deliverBatch, 0, &s.filter)
+		res, err := s.deps.store.GetMessage("", metadata.ScheduleTopic, queueID, cursor, deliverBatch, 0, &s.filter)
 		if err != nil {
 			s.logFailure("reading the schedule queue", l.level, err)
 			return nowMs + s.retryInterval.Milliseconds()
@@ -607,7 +608,7 @@ func (b *Broker) initSchedule(delays []time.Duration) error {
 		delays:    delays,
 		storeHost: b.storeHost,
 		clock:     b.clock,
-		path:      filepath.Join(configDir(b.cfg.StorePathRootDir), delayOffsetFileName),
+		path:      filepath.Join(metadata.ConfigDir(b.cfg.StorePathRootDir), metadata.DelayOffsetFileName),
 		logger:    b.logger,
 	})
 	if err != nil {
@@ -625,7 +626,7 @@ func (b *Broker) initSchedule(delays []time.Duration) error {
 func (b *Broker) onMessageArriving(topic string, queueID int32, logicOffset, tagsCode, storeTimestamp int64,
 	properties []byte) {
 	b.pullHold.NotifyMessageArriving(topic, queueID, logicOffset, tagsCode, storeTimestamp, properties)
-	if topic == ScheduleTopic && b.schedule != nil {
+	if topic == metadata.ScheduleTopic && b.schedule != nil {
 		b.schedule.NotifyMessageArriving(queueID, tagsCode)
 	}
 }

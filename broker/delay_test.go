@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/store"
 )
@@ -38,7 +39,7 @@ func newScheduleEnv(t *testing.T, delays []time.Duration, wrap func(store.Messag
 	sc.StoreHost = netipLoopback()
 	mem := store.NewMemStore(sc, nil)
 	mem.SetDelayLevelTable(delays)
-	e := &scheduleEnv{mem: mem, st: mem, path: filepath.Join(t.TempDir(), "config", delayOffsetFileName)}
+	e := &scheduleEnv{mem: mem, st: mem, path: filepath.Join(t.TempDir(), "config", metadata.DelayOffsetFileName)}
 	if wrap != nil {
 		e.st = wrap(mem)
 	}
@@ -48,7 +49,7 @@ func newScheduleEnv(t *testing.T, delays []time.Duration, wrap func(store.Messag
 	// The MemStore calls the listener synchronously: for SCHEDULE_TOPIC_XXXX entries that is
 	// the test's goroutine (the one that replaces e.svc), for delivered copies the service's.
 	mem.SetArrivingListener(func(topic string, queueID int32, _, tagsCode, _ int64, _ []byte) {
-		if topic == ScheduleTopic {
+		if topic == metadata.ScheduleTopic {
 			e.svc.NotifyMessageArriving(queueID, tagsCode)
 		}
 	})
@@ -68,7 +69,7 @@ func (e *scheduleEnv) schedule(t *testing.T, level int, topic string, queueID in
 	t.Helper()
 	p := []byte(props("KEYS", "k-"+body, "TAGS", "T", "UNIQ_KEY", "U-"+body, "CLUSTER", "C"))
 	p, q := appendScheduleProperties(p, level, topic, queueID)
-	m := codec.Message{Topic: ScheduleTopic, QueueID: q, Flag: 7, SysFlag: codec.SysFlagMultiTags,
+	m := codec.Message{Topic: metadata.ScheduleTopic, QueueID: q, Flag: 7, SysFlag: codec.SysFlagMultiTags,
 		BornTimestamp: 1234, BornHost: scheduleBornHost, StoreHost: netipLoopback(), ReconsumeTimes: 2,
 		Body: []byte(body), Properties: p}
 	res, err := e.st.PutMessage(&m)
@@ -217,7 +218,7 @@ func (g *flushGate) Stats() store.Stats {
 }
 
 func (g *flushGate) PutMessage(m *codec.Message) (store.PutResult, error) {
-	if g.failPuts.Load() && m.Topic != ScheduleTopic {
+	if g.failPuts.Load() && m.Topic != metadata.ScheduleTopic {
 		return store.PutResult{Status: store.ServiceNotAvailable}, store.ErrDiskFull
 	}
 	return g.MessageStore.PutMessage(m)
@@ -280,7 +281,7 @@ func TestScheduleCursorPastTheQueueEndIsSetBack(t *testing.T) {
 		e := newScheduleEnv(t, []time.Duration{time.Second}, nil)
 		e.schedule(t, 1, "TopicE", 0, "old")
 		// A stale file from a store that had more: the cursor lies past the queue's end.
-		require.NoError(t, writeConfigFile(e.path, []byte(`{"offsetTable":{1:100,7:5}}`)))
+		require.NoError(t, metadata.WriteConfigFile(e.path, []byte(`{"offsetTable":{1:100,7:5}}`)))
 		e.svc = e.newService(t)
 		require.Equal(t, map[int32]int64{1: 100, 7: 5}, e.svc.Offsets(), "unknown levels are kept")
 		require.NoError(t, e.svc.Start())
@@ -298,7 +299,7 @@ func TestScheduleCursorPastTheQueueEndIsSetBack(t *testing.T) {
 func TestScheduleSkipsRecordsWithoutRealTopic(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newScheduleEnv(t, []time.Duration{time.Second}, nil)
-		bad := codec.Message{Topic: ScheduleTopic, QueueID: 0, BornHost: scheduleBornHost, StoreHost: netipLoopback(),
+		bad := codec.Message{Topic: metadata.ScheduleTopic, QueueID: 0, BornHost: scheduleBornHost, StoreHost: netipLoopback(),
 			Body: []byte("lost"), Properties: []byte(props("DELAY", "1"))}
 		_, err := e.st.PutMessage(&bad)
 		require.NoError(t, err)
@@ -362,7 +363,7 @@ func TestScheduleDeliverDoesNotAllocate(t *testing.T) {
 		storeHost: netipLoopback(), path: filepath.Join(t.TempDir(), "d.json")})
 	require.NoError(t, err)
 	p, q := appendScheduleProperties([]byte(props("UNIQ_KEY", "U1", "TAGS", "t")), 1, "TopicA", 0)
-	m := codec.Message{Topic: ScheduleTopic, QueueID: q, BornHost: scheduleBornHost, StoreHost: netipLoopback(),
+	m := codec.Message{Topic: metadata.ScheduleTopic, QueueID: q, BornHost: scheduleBornHost, StoreHost: netipLoopback(),
 		Body: make([]byte, 256), Properties: p}
 	rec, err := m.AppendRecord(nil)
 	require.NoError(t, err)

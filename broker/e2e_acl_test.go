@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/netio"
 )
@@ -228,8 +229,8 @@ func TestACLGoClientEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	resp := aclRawBody(t, tb.BrokerAddr, codec.RequestHeartBeat, nil, hbBody, aclE2EKey, aclE2ESecret)
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
-	e.waitRoute(t, RetryTopic(aclE2EGroup))
-	pullLoops := readQueues(t, tb.b, aclE2ETopic) + readQueues(t, tb.b, RetryTopic(aclE2EGroup))
+	e.waitRoute(t, metadata.RetryTopic(aclE2EGroup))
+	pullLoops := readQueues(t, tb.b, aclE2ETopic) + readQueues(t, tb.b, metadata.RetryTopic(aclE2EGroup))
 	rec := newReceived()
 	e.pushConsumer(t, aclE2EGroup, aclE2ETopic, "*", rec, consumer.WithCredentials(creds(aclE2EKey, aclE2ESecret)))
 	require.Eventually(t, func() bool { return rec.distinct() == 4 }, e2eWait, 10*time.Millisecond, "consumed with credentials")
@@ -284,7 +285,7 @@ func TestACLGoClientEndToEnd(t *testing.T) {
 	}, e2eWait, 20*time.Millisecond, "the reloaded file refuses pulls")
 	resp = aclRaw(t, tb.BrokerAddr, codec.RequestLitePullMessage, pull, aclE2EKey, aclE2ESecret)
 	require.Contains(t, resp.Remark, "No permission for topic:"+aclE2ETopic+": needs SUB, accessKey="+aclE2EKey+" has PUB")
-	resp = aclRaw(t, tb.BrokerAddr, codec.RequestLitePullMessage, aclPullExt(RetryTopic(aclE2EGroup), aclE2EGroup), aclE2EKey, aclE2ESecret)
+	resp = aclRaw(t, tb.BrokerAddr, codec.RequestLitePullMessage, aclPullExt(metadata.RetryTopic(aclE2EGroup), aclE2EGroup), aclE2EKey, aclE2ESecret)
 	require.Contains(t, resp.Remark, "No permission for group:"+aclE2EGroup+": needs SUB, accessKey="+aclE2EKey+" has DENY")
 	sendSync(t, p, primitive.NewMessage(aclE2ETopic, []byte("still PUB"))) // PUB kept
 	// Each of the consumer's pull loops is refused once, then sleeps 3 s before it looks at

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
 )
 
@@ -169,8 +170,8 @@ func (e *msgEnv) prepareGroup(t *testing.T, group string) {
 	t.Helper()
 	g, ok := e.tb.b.subscriptions.FindOrCreate(group)
 	require.True(t, ok)
-	e.tb.b.topics.CreateInSendMessageBack(RetryTopic(group), g.RetryQueueNums, PermRead|PermWrite, 0)
-	e.waitRoute(t, RetryTopic(group))
+	e.tb.b.topics.CreateInSendMessageBack(metadata.RetryTopic(group), g.RetryQueueNums, metadata.PermRead|metadata.PermWrite, 0)
+	e.waitRoute(t, metadata.RetryTopic(group))
 }
 
 func TestGoClientMessaging(t *testing.T) {
@@ -257,7 +258,7 @@ func testE2EDelay(t *testing.T, e *msgEnv) {
 	require.NoError(t, p1.Shutdown())
 
 	e.tb.restart(t)
-	require.Equal(t, int64(1), e.tb.b.store.GetMaxOffsetInQueue(ScheduleTopic, 1), "still scheduled after the restart")
+	require.Equal(t, int64(1), e.tb.b.store.GetMaxOffsetInQueue(metadata.ScheduleTopic, 1), "still scheduled after the restart")
 	p2 := e.producer(t, "PG-delay2")
 	sendSync(t, p2, primitive.NewMessage(topic, []byte("undelayed")))
 	e.waitRoute(t, topic)
@@ -313,7 +314,7 @@ func testE2ERetry(t *testing.T, e *msgEnv) {
 	require.Equal(t, sent.MsgID, again.msg.MsgId)
 	require.Equal(t, sent.OffsetMsgID, again.msg.GetProperty("ORIGIN_MESSAGE_ID"))
 	require.GreaterOrEqual(t, again.at.Sub(first.at), time.Second-50*time.Millisecond, "level 3 is 1 s here")
-	require.Equal(t, int64(1), e.tb.b.store.GetMaxOffsetInQueue(RetryTopic(group), 0))
+	require.Equal(t, int64(1), e.tb.b.store.GetMaxOffsetInQueue(metadata.RetryTopic(group), 0))
 	require.Never(t, func() bool { return got.len() > 2 }, 1500*time.Millisecond, 50*time.Millisecond,
 		"consumed: not delivered again")
 }
@@ -331,11 +332,11 @@ func testE2EDLQ(t *testing.T, e *msgEnv) {
 		failed.add(msgs...)
 		return consumer.ConsumeRetryLater, nil
 	}, consumer.WithMaxReconsumeTimes(1))
-	dlq := DLQTopic(group)
+	dlq := metadata.DLQTopic(group)
 	require.Eventually(t, func() bool { return e.tb.b.store.GetMaxOffsetInQueue(dlq, 0) == 1 }, e2eWait, 5*time.Millisecond)
 	tc, ok := e.tb.b.topics.Get(dlq)
 	require.True(t, ok)
-	require.Equal(t, PermRead|PermWrite, tc.Perm)
+	require.Equal(t, metadata.PermRead|metadata.PermWrite, tc.Perm)
 	require.Equal(t, 2, failed.len(), "the first delivery and one retry")
 
 	e.waitRoute(t, dlq)
@@ -415,13 +416,13 @@ func testE2ETransactions(t *testing.T, e *msgEnv) {
 	t.Cleanup(func() { _ = tp.Shutdown() })
 	ctx, cancel := context.WithTimeout(context.Background(), e2eWait)
 	defer cancel()
-	halvesBefore := b.store.GetMaxOffsetInQueue(TransHalfTopic, 0)
+	halvesBefore := b.store.GetMaxOffsetInQueue(metadata.TransHalfTopic, 0)
 	for _, body := range []string{"commit", "rollback", "unknown"} {
 		res, err := tp.SendMessageInTransaction(ctx, primitive.NewMessage(topic, []byte(body)))
 		require.NoError(t, err)
 		require.Equal(t, primitive.SendOK, res.Status, body)
 	}
-	require.Eventually(t, func() bool { return b.store.GetMaxOffsetInQueue(TransHalfTopic, 0)-halvesBefore >= 3 },
+	require.Eventually(t, func() bool { return b.store.GetMaxOffsetInQueue(metadata.TransHalfTopic, 0)-halvesBefore >= 3 },
 		e2eWait, time.Millisecond, "three halves stored")
 
 	e.waitRoute(t, topic)
@@ -436,7 +437,7 @@ func testE2ETransactions(t *testing.T, e *msgEnv) {
 	require.Eventually(t, func() bool {
 		b.tx.mu.Lock()
 		defer b.tx.mu.Unlock()
-		return b.tx.mu.halfOffset == b.store.GetMaxOffsetInQueue(TransHalfTopic, 0)
+		return b.tx.mu.halfOffset == b.store.GetMaxOffsetInQueue(metadata.TransHalfTopic, 0)
 	}, e2eWait, 5*time.Millisecond)
 	var bodies []string
 	for _, d := range got.snapshot() {
@@ -495,7 +496,7 @@ func testE2ERequestReply(t *testing.T, e *msgEnv) {
 	require.Equal(t, "re:question", string(resp.Body))
 	require.Equal(t, req.GetProperty(primitive.PropertyCorrelationID), resp.GetProperty(primitive.PropertyCorrelationID))
 	require.Equal(t, "reply", resp.GetProperty(primitive.PropertyMsgType))
-	require.True(t, strings.HasSuffix(resp.Topic, ReplyTopicSuffix), resp.Topic)
+	require.True(t, strings.HasSuffix(resp.Topic, metadata.ReplyTopicSuffix), resp.Topic)
 	// The replier's send is answered once the push was answered.
 	select {
 	case err := <-replied:
@@ -503,6 +504,6 @@ func testE2ERequestReply(t *testing.T, e *msgEnv) {
 	case <-time.After(e2eWait):
 		t.Fatal("the replier's SEND_REPLY_MESSAGE was not answered")
 	}
-	require.Eventually(t, func() bool { return e.tb.b.store.GetMaxOffsetInQueue("TestCluster"+ReplyTopicSuffix, 0) == 1 },
+	require.Eventually(t, func() bool { return e.tb.b.store.GetMaxOffsetInQueue("TestCluster"+metadata.ReplyTopicSuffix, 0) == 1 },
 		e2eWait, time.Millisecond, "the reply is stored")
 }

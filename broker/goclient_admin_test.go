@@ -10,6 +10,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
+	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/stretchr/testify/require"
 )
 
@@ -45,7 +46,7 @@ func TestGoClientAdminTopicLifecycle(t *testing.T) {
 	require.Contains(t, topics.TopicList, topic)
 	groups, err := adm.GetAllSubscriptionGroup(ctx, tb.BrokerAddr, 3*time.Second)
 	require.NoError(t, err)
-	require.Contains(t, groups.SubscriptionGroupTable, ToolsConsumerGroup)
+	require.Contains(t, groups.SubscriptionGroupTable, metadata.ToolsConsumerGroup)
 
 	// A producer finds the broker through the name server and stores into the topic.
 	p, err := producer.NewDefaultProducer(

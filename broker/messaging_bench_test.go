@@ -13,6 +13,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/store"
 )
@@ -49,7 +50,7 @@ func benchScheduleStore(b *testing.B, delays []time.Duration) *store.Store {
 // scheduleMessage is a level-1 message for BenchTopicReal with UNIQ_KEY = id.
 func scheduleMessage(id int, body []byte) codec.Message {
 	p, q := appendScheduleProperties([]byte(props("UNIQ_KEY", strconv.Itoa(id), "TAGS", "t")), 1, "BenchTopicReal", 0)
-	return codec.Message{Topic: ScheduleTopic, QueueID: q, BornHost: scheduleBornHost, StoreHost: netipLoopback(),
+	return codec.Message{Topic: metadata.ScheduleTopic, QueueID: q, BornHost: scheduleBornHost, StoreHost: netipLoopback(),
 		BornTimestamp: time.Now().UnixMilli(), Body: body, Properties: p}
 }
 
@@ -88,13 +89,13 @@ func BenchmarkScheduleServiceThroughput(b *testing.B) {
 		clock: func() time.Time { return time.Now().Add(2 * time.Second) }})
 	require.NoError(b, err)
 	st.SetArrivingListener(func(topic string, queueID int32, _, tagsCode, _ int64, _ []byte) {
-		if topic == ScheduleTopic {
+		if topic == metadata.ScheduleTopic {
 			s.NotifyMessageArriving(queueID, tagsCode)
 		} else if delivered.Add(1) == n {
 			close(done)
 		}
 	})
-	require.Eventually(b, func() bool { return st.GetMaxOffsetInQueue(ScheduleTopic, 0) == n }, time.Minute, time.Millisecond)
+	require.Eventually(b, func() bool { return st.GetMaxOffsetInQueue(metadata.ScheduleTopic, 0) == n }, time.Minute, time.Millisecond)
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := time.Now()
@@ -140,7 +141,7 @@ func scheduleLateness(b *testing.B, rate int, duration time.Duration) *hdrhistog
 		return id
 	}
 	st.SetArrivingListener(func(topic string, queueID int32, _, tagsCode, _ int64, p []byte) {
-		if topic == ScheduleTopic {
+		if topic == metadata.ScheduleTopic {
 			due[idOf(p)].Store(tagsCode)
 			s.NotifyMessageArriving(queueID, tagsCode)
 			return

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/store"
 )
@@ -193,7 +194,7 @@ func TestSendBackOfALegacyRecordIsCanonical(t *testing.T) {
 		StoreHost: db.b.storeHost, Properties: []byte(legacyProperties)})
 
 	requireResponse(t, c.call(sendBackCmd(off, "GL", 0, nil)), codec.ResponseSuccess, "")
-	r := onlyRecord(t, db, ScheduleTopic, 2)
+	r := onlyRecord(t, db, metadata.ScheduleTopic, 2)
 	require.Equal(t, "legacy", string(r.Body))
 	require.NoError(t, codec.ValidateProperties(r.Properties))
 	require.Equal(t, map[string]string{"KEYS": "k", "UNIQ_KEY": "U1", "RETRY_TOPIC": "TopicL",
@@ -212,7 +213,7 @@ func TestSendBackOfALegacyRecordIsCanonical(t *testing.T) {
 
 func TestEndTransactionCommitOfALegacyHalfIsCanonical(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{mutate: noChecks})
-	half := codec.Record{Topic: []byte(TransHalfTopic), Body: []byte("half"), BornHost: scheduleBornHost,
+	half := codec.Record{Topic: []byte(metadata.TransHalfTopic), Body: []byte("half"), BornHost: scheduleBornHost,
 		StoreHost: db.b.storeHost, Properties: []byte("\x02\x02" + props("REAL_TOPIC", "TopicTx", "REAL_QID", "1",
 			"PGROUP", "PG") + "TRAN_MSG\x01true\x02\x01x\x02KEYS\x01k\x01j")}
 	code, remark := db.b.tx.commit(&half)
@@ -226,7 +227,7 @@ func TestEndTransactionCommitOfALegacyHalfIsCanonical(t *testing.T) {
 func TestScheduleDeliveryOfALegacyRecordIsCanonical(t *testing.T) {
 	e := newScheduleEnv(t, []time.Duration{time.Second}, nil)
 	p, q := appendScheduleProperties([]byte(legacyProperties+"\x02"), 1, "TopicS", 0)
-	m := codec.Message{Topic: ScheduleTopic, QueueID: q, BornHost: scheduleBornHost, StoreHost: netipLoopback(),
+	m := codec.Message{Topic: metadata.ScheduleTopic, QueueID: q, BornHost: scheduleBornHost, StoreHost: netipLoopback(),
 		Body: []byte("later"), Properties: p}
 	rec, err := m.AppendRecord(nil)
 	require.NoError(t, err)
@@ -242,10 +243,10 @@ func TestScheduleDeliveryOfALegacyRecordIsCanonical(t *testing.T) {
 
 func TestTransactionDiscardOfALegacyHalfIsCanonical(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{mutate: noChecks})
-	half := codec.Record{Topic: []byte(TransHalfTopic), Body: []byte("half"), BornHost: scheduleBornHost,
+	half := codec.Record{Topic: []byte(metadata.TransHalfTopic), Body: []byte("half"), BornHost: scheduleBornHost,
 		StoreHost: db.b.storeHost, Properties: []byte(legacyProperties)}
 	require.True(t, db.b.tx.discard(&half, true), "moved, not left to be retried for ever")
-	kept := queueRecords(t, db.b.store, TransCheckMaxTimeTopic, 0)
+	kept := queueRecords(t, db.b.store, metadata.TransCheckMaxTimeTopic, 0)
 	require.Len(t, kept, 1)
 	require.Equal(t, "half", string(kept[0].Body))
 	require.NoError(t, codec.ValidateProperties(kept[0].Properties))

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/store"
 )
@@ -139,7 +140,7 @@ func (b *Broker) processPullMessage(rc *RequestContext) (rest func()) {
 // settings. It returns SUCCESS or the error to answer.
 func (b *Broker) checkPull(pr *pullRequest) (codec.ResponseCode, string) {
 	h := &pr.header
-	if !IsReadable(int32(b.cfg.BrokerPermission)) {
+	if !metadata.IsReadable(int32(b.cfg.BrokerPermission)) {
 		return codec.ResponseNoPermission, "the broker[" + b.data.brokerIP + "] pulling message is forbidden"
 	}
 	gc, ok := b.subscriptions.FindOrCreate(h.ConsumerGroup)
@@ -155,7 +156,7 @@ func (b *Broker) checkPull(pr *pullRequest) (codec.ResponseCode, string) {
 	if !ok {
 		return codec.ResponseTopicNotExist, "topic[" + h.Topic + "] not exist, apply first please!"
 	}
-	if !IsReadable(tc.Perm) {
+	if !metadata.IsReadable(tc.Perm) {
 		return codec.ResponseNoPermission, "the topic[" + h.Topic + "] pulling message is forbidden"
 	}
 	if h.QueueID < 0 || h.QueueID >= tc.ReadQueueNums {

@@ -11,6 +11,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/store"
 )
@@ -189,7 +190,7 @@ func TestPullChecks(t *testing.T) {
 	require.Equal(t, "subscription group no permission, Disabled", resp.Remark)
 
 	tc := codec.NewTopicConfig("WriteOnly")
-	tc.ReadQueueNums, tc.WriteQueueNums, tc.Perm = 1, 1, PermWrite
+	tc.ReadQueueNums, tc.WriteQueueNums, tc.Perm = 1, 1, metadata.PermWrite
 	require.NoError(t, db.b.topics.Update(tc))
 	resp = c.call(pullCmd("G", "WriteOnly", 0, 0, 32, subFlag, 0, "*"))
 	require.Equal(t, int32(codec.ResponseNoPermission), resp.Code)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/namesrv"
 	"github.com/ringmq/ringmq/netio"
@@ -285,7 +286,7 @@ func (r *registrar) unregisterAll(ctx context.Context) {
 func (b *Broker) buildRegisterRequest() ([]byte, codec.RegisterBrokerRequestHeader, error) {
 	w := b.topics.Snapshot()
 	brokerPerm := int32(b.cfg.BrokerPermission)
-	if !IsReadable(brokerPerm) || !IsWriteable(brokerPerm) {
+	if !metadata.IsReadable(brokerPerm) || !metadata.IsWriteable(brokerPerm) {
 		for name, tc := range w.TopicConfigTable {
 			tc.Perm &= brokerPerm
 			w.TopicConfigTable[name] = tc

@@ -7,16 +7,17 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
 )
 
-const replyTopic = "TestCluster" + ReplyTopicSuffix
+const replyTopic = "TestCluster" + metadata.ReplyTopicSuffix
 
 // replyCmd is SEND_REPLY_MESSAGE (324) as the Go client sends a reply built by
 // consumer.CreateReplyMessage.
 func replyCmd(replyTo, correlationID string, body []byte, v2 bool) *codec.RemotingCommand {
 	h := codec.SendMessageRequestHeader{ProducerGroup: "PG-replier", Topic: replyTopic,
-		DefaultTopic: AutoCreateTopicKeyTopic, DefaultTopicQueueNums: 4, QueueID: 0, BornTimestamp: 1700000000123,
+		DefaultTopic: metadata.AutoCreateTopicKeyTopic, DefaultTopicQueueNums: 4, QueueID: 0, BornTimestamp: 1700000000123,
 		Flag: 3, Properties: props("MSG_TYPE", "reply", "CORRELATION_ID", correlationID,
 			"REPLY_TO_CLIENT", replyTo, "TTL", "3")}
 	ext := map[string]string{}
@@ -104,7 +105,7 @@ func TestReplyFailures(t *testing.T) {
 
 	// The send checks apply.
 	cmd = replyCmd("x", "c4", []byte("b"), false)
-	cmd.ExtFields["topic"] = ScheduleTopic
+	cmd.ExtFields["topic"] = metadata.ScheduleTopic
 	requireResponse(t, replier.call(cmd), codec.ResponseNoPermission, "Sending message to topic[SCHEDULE_TOPIC_XXXX] is forbidden.")
 	cmd = replyCmd("x", "c5", []byte("b"), false)
 	delete(cmd.ExtFields, "bornTimestamp")

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/stretchr/testify/require"
 )
 
@@ -60,7 +61,7 @@ func TestSlaveRegistrationLearnsMaster(t *testing.T) {
 	require.Regexp(t, `^127\.0\.0\.2:\d+$`, h.HAServerAddr, "brokerIP2:haListenPort")
 
 	ci := ns.b.EmbeddedNamesrv()
-	route, ok := ci.TopicRoute(AutoCreateTopicKeyTopic)
+	route, ok := ci.TopicRoute(metadata.AutoCreateTopicKeyTopic)
 	require.True(t, ok)
 	var addrs map[int64]string
 	for _, bd := range route.BrokerDatas {

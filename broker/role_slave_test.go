@@ -27,7 +27,7 @@ func TestSlaveRefusesWrites(t *testing.T) {
 	require.False(t, s.topics.Contains("SlaveT"))
 	requireResponse(t, c.call(codec.RequestDeleteTopicInBroker, map[string]string{"topic": "TBW102"}, nil),
 		codec.ResponseSystemError, slaveAdminRemark)
-	body, err := ptr(codec.NewSubscriptionGroupConfig("SlaveG")).Encode()
+	body, err := new(codec.NewSubscriptionGroupConfig("SlaveG")).Encode()
 	require.NoError(t, err)
 	requireResponse(t, c.call(codec.RequestUpdateAndCreateSubscriptionGroup, nil, body),
 		codec.ResponseSystemError, slaveAdminRemark)

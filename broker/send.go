@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/flush"
 	"github.com/ringmq/ringmq/ha"
@@ -92,12 +93,12 @@ const (
 // notAllowedSendTopics are topics only the broker itself writes (TopicValidator
 // NOT_ALLOWED_SEND_TOPIC_SET).
 var notAllowedSendTopics = map[string]bool{
-	ScheduleTopic:          true,
-	TransHalfTopic:         true,
-	TransOpHalfTopic:       true,
-	TransCheckMaxTimeTopic: true,
-	SelfTestTopic:          true,
-	OffsetMovedEventTopic:  true,
+	metadata.ScheduleTopic:          true,
+	metadata.TransHalfTopic:         true,
+	metadata.TransOpHalfTopic:       true,
+	metadata.TransCheckMaxTimeTopic: true,
+	metadata.SelfTestTopic:          true,
+	metadata.OffsetMovedEventTopic:  true,
 }
 
 // dlqQueueNums is DLQ_NUMS_PER_GROUP.
@@ -210,11 +211,11 @@ func (b *Broker) processSendMessage(rc *RequestContext) {
 // checkSend is the Java broker's msgCheck, plus the topic permission check. It returns the
 // topic's config, auto-creating the topic when allowed.
 func (b *Broker) checkSend(rc *RequestContext, h *codec.SendMessageRequestHeader) (codec.TopicConfig, codec.ResponseCode, string) {
-	if !IsWriteable(int32(b.cfg.BrokerPermission)) {
+	if !metadata.IsWriteable(int32(b.cfg.BrokerPermission)) {
 		return codec.TopicConfig{}, codec.ResponseNoPermission,
 			"the broker[" + b.data.brokerIP + "] sending message is forbidden"
 	}
-	if remark := ValidateTopicName(h.Topic); remark != "" {
+	if remark := metadata.ValidateTopicName(h.Topic); remark != "" {
 		return codec.TopicConfig{}, codec.ResponseSystemError, remark
 	}
 	if notAllowedSendTopics[h.Topic] {
@@ -224,22 +225,22 @@ func (b *Broker) checkSend(rc *RequestContext, h *codec.SendMessageRequestHeader
 	if !ok && !b.cfg.IsSlave() { // a slave's topics come from its master only
 		var topicSysFlag int32
 		if h.UnitMode {
-			if strings.HasPrefix(h.Topic, RetryGroupTopicPrefix) {
-				topicSysFlag = TopicSysFlagUnitSub
+			if strings.HasPrefix(h.Topic, metadata.RetryGroupTopicPrefix) {
+				topicSysFlag = metadata.TopicSysFlagUnitSub
 			} else {
-				topicSysFlag = TopicSysFlagUnit
+				topicSysFlag = metadata.TopicSysFlagUnit
 			}
 		}
 		tc, ok = b.topics.CreateInSendMessage(h.Topic, h.DefaultTopic, h.DefaultTopicQueueNums, topicSysFlag)
-		if !ok && strings.HasPrefix(h.Topic, RetryGroupTopicPrefix) {
-			tc = b.topics.CreateInSendMessageBack(h.Topic, 1, PermRead|PermWrite, topicSysFlag)
+		if !ok && strings.HasPrefix(h.Topic, metadata.RetryGroupTopicPrefix) {
+			tc = b.topics.CreateInSendMessageBack(h.Topic, 1, metadata.PermRead|metadata.PermWrite, topicSysFlag)
 			ok = tc.TopicName != ""
 		}
 	}
 	if !ok {
 		return tc, codec.ResponseTopicNotExist, "topic[" + h.Topic + "] not exist, apply first please!"
 	}
-	if !IsWriteable(tc.Perm) {
+	if !metadata.IsWriteable(tc.Perm) {
 		return tc, codec.ResponseNoPermission, "the topic[" + h.Topic + "] sending message is forbidden"
 	}
 	if limit := max(tc.WriteQueueNums, tc.ReadQueueNums); h.QueueID >= limit {
@@ -287,7 +288,7 @@ func (b *Broker) prepareMessage(r *sendRequest, rc *RequestContext, tc *codec.To
 
 	// Retry topic past its reconsume limit → the group's DLQ (handleRetryAndDLQ).
 	toDLQ := false
-	if group, ok := strings.CutPrefix(topic, RetryGroupTopicPrefix); ok {
+	if group, ok := strings.CutPrefix(topic, metadata.RetryGroupTopicPrefix); ok {
 		gc, found := b.subscriptions.FindOrCreate(group)
 		if !found {
 			return codec.ResponseSubscriptionGroupNotExist, "subscription group not exist, " + group
@@ -298,9 +299,9 @@ func (b *Broker) prepareMessage(r *sendRequest, rc *RequestContext, tc *codec.To
 		}
 		if h.ReconsumeTimes >= maxReconsume {
 			toDLQ = true
-			topic = DLQTopic(group)
+			topic = metadata.DLQTopic(group)
 			queueID = 0
-			*tc = b.topics.CreateInSendMessageBack(topic, dlqQueueNums, PermRead|PermWrite, 0)
+			*tc = b.topics.CreateInSendMessageBack(topic, dlqQueueNums, metadata.PermRead|metadata.PermWrite, 0)
 			if tc.TopicName == "" {
 				return codec.ResponseSystemError, "topic[" + topic + "] not exist"
 			}
@@ -360,10 +361,10 @@ func (b *Broker) prepareMessage(r *sendRequest, rc *RequestContext, tc *codec.To
 		p = appendPropertyInt(p, codec.PropertyRealQueueID, int64(queueID))
 		p = appendPropertyBytes(p, codec.PropertyTransactionID, r.uniqKey)
 		sysFlag = codec.ResetTransactionType(sysFlag, codec.SysFlagTransactionNot)
-		topic, queueID = TransHalfTopic, 0
+		topic, queueID = metadata.TransHalfTopic, 0
 	case delayed:
 		p, queueID = appendScheduleProperties(p, delayLevel, topic, queueID)
-		topic = ScheduleTopic
+		topic = metadata.ScheduleTopic
 	}
 	r.props = p
 	if len(p) > propertiesBytesLimit {
@@ -398,7 +399,7 @@ func (b *Broker) prepareBatch(r *sendRequest, rc *RequestContext, tc *codec.Topi
 	switch {
 	case len(h.Topic) > codec.V1MaxTopicBytes:
 		return codec.ResponseMessageIllegal, "message topic length too long " + strconv.Itoa(len(h.Topic))
-	case strings.HasPrefix(h.Topic, RetryGroupTopicPrefix):
+	case strings.HasPrefix(h.Topic, metadata.RetryGroupTopicPrefix):
 		return codec.ResponseMessageIllegal, "batch request does not support retry group " + h.Topic
 	case codec.TransactionType(h.SysFlag) != codec.SysFlagTransactionNot:
 		return codec.ResponseMessageIllegal, "batch message does not support transaction"

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
 )
 
@@ -67,12 +68,12 @@ func FuzzSendToStoredRecord(f *testing.F) {
 	multi := codec.NewTopicConfig("FuzzMulti")
 	multi.ReadQueueNums, multi.WriteQueueNums, multi.TopicFilterType = 1, 1, codec.TopicFilterMultiTag
 	require.NoError(f, db.b.topics.Update(multi))
-	topics := []string{"FuzzTopic", "FuzzMulti", "%RETRY%FuzzGroup", ScheduleTopic}
+	topics := []string{"FuzzTopic", "FuzzMulti", "%RETRY%FuzzGroup", metadata.ScheduleTopic}
 
 	f.Fuzz(func(t *testing.T, mode, topicIndex uint8, properties string, sysFlag int32, reconsume uint8,
 		body []byte, itemProperties string) {
 		h := codec.SendMessageRequestHeader{ProducerGroup: "PG", Topic: topics[int(topicIndex)%len(topics)],
-			DefaultTopic: AutoCreateTopicKeyTopic, DefaultTopicQueueNums: 1, QueueID: 0, SysFlag: sysFlag,
+			DefaultTopic: metadata.AutoCreateTopicKeyTopic, DefaultTopicQueueNums: 1, QueueID: 0, SysFlag: sysFlag,
 			BornTimestamp: 1700000000000, Flag: 5, Properties: properties, ReconsumeTimes: int32(reconsume)}
 		ext := map[string]string{}
 		var cmd *codec.RemotingCommand

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/flush"
 	"github.com/ringmq/ringmq/store"
@@ -63,19 +64,19 @@ func TestSendTopicChecks(t *testing.T) {
 
 	resp := c.call(sendV1("bad topic!", 0, []byte("x"), ""))
 	require.Equal(t, int32(codec.ResponseSystemError), resp.Code)
-	require.Equal(t, ValidateTopicName("bad topic!"), resp.Remark)
+	require.Equal(t, metadata.ValidateTopicName("bad topic!"), resp.Remark)
 
 	resp = c.call(sendV1(strings.Repeat("t", 128), 0, []byte("x"), ""))
 	require.Equal(t, int32(codec.ResponseSystemError), resp.Code)
 	require.Equal(t, "The specified topic is longer than topic max length.", resp.Remark)
 
-	resp = c.call(sendV1(ScheduleTopic, 0, []byte("x"), ""))
+	resp = c.call(sendV1(metadata.ScheduleTopic, 0, []byte("x"), ""))
 	require.Equal(t, int32(codec.ResponseNoPermission), resp.Code)
 	require.Equal(t, "Sending message to topic[SCHEDULE_TOPIC_XXXX] is forbidden.", resp.Remark)
 
 	// A read-only topic refuses sends.
 	tc := codec.NewTopicConfig("ReadOnly")
-	tc.ReadQueueNums, tc.WriteQueueNums, tc.Perm = 2, 2, PermRead
+	tc.ReadQueueNums, tc.WriteQueueNums, tc.Perm = 2, 2, metadata.PermRead
 	require.NoError(t, db.b.topics.Update(tc))
 	resp = c.call(sendV1("ReadOnly", 0, []byte("x"), ""))
 	require.Equal(t, int32(codec.ResponseNoPermission), resp.Code)
@@ -83,7 +84,7 @@ func TestSendTopicChecks(t *testing.T) {
 }
 
 func TestSendBrokerNotWritable(t *testing.T) {
-	db := startDataBroker(t, dataBrokerOptions{mutate: func(c *Config) { c.BrokerPermission = int(PermRead) }})
+	db := startDataBroker(t, dataBrokerOptions{mutate: func(c *Config) { c.BrokerPermission = int(metadata.PermRead) }})
 	c := dialRaw(t, db.addr)
 	resp := c.call(sendV1("TopicA", 0, []byte("x"), ""))
 	require.Equal(t, int32(codec.ResponseNoPermission), resp.Code)
@@ -243,7 +244,7 @@ func TestSendDelayLevelGoesToScheduleTopic(t *testing.T) {
 	h := sendOK(t, c, sendV1("TopicD", 1, []byte("later"), props("DELAY", "3", "TAGS", "t")))
 	require.Equal(t, int32(1), h.QueueID, "the answer names the addressed queue")
 	rec := viewRecord(t, c, offsetOf(t, h.MsgID))
-	require.Equal(t, ScheduleTopic, string(rec.Topic))
+	require.Equal(t, metadata.ScheduleTopic, string(rec.Topic))
 	require.Equal(t, int32(2), rec.QueueID)
 	p := codec.DecodeProperties(rec.Properties)
 	require.Equal(t, "TopicD", p["REAL_TOPIC"])
@@ -251,7 +252,7 @@ func TestSendDelayLevelGoesToScheduleTopic(t *testing.T) {
 	require.Equal(t, "3", p["DELAY"])
 	require.Equal(t, "t", p["TAGS"])
 	require.Equal(t, int64(0), db.b.store.GetMaxOffsetInQueue("TopicD", 1), "nothing delivered yet")
-	require.Equal(t, int64(1), db.b.store.GetMaxOffsetInQueue(ScheduleTopic, 2))
+	require.Equal(t, int64(1), db.b.store.GetMaxOffsetInQueue(metadata.ScheduleTopic, 2))
 
 	// A level above the table is clamped to the last level (18 by default).
 	h = sendOK(t, c, sendV1("TopicD", 0, []byte("much later"), props("DELAY", "99")))
@@ -272,7 +273,7 @@ func TestSendTransactionHalfMessage(t *testing.T) {
 	require.Equal(t, "ABCDEF", h.TransactionID)
 	require.Equal(t, int64(0), h.QueueOffset)
 	rec := viewRecord(t, c, offsetOf(t, h.MsgID))
-	require.Equal(t, TransHalfTopic, string(rec.Topic))
+	require.Equal(t, metadata.TransHalfTopic, string(rec.Topic))
 	require.Equal(t, int32(0), rec.QueueID)
 	require.Equal(t, codec.SysFlagTransactionNot, codec.TransactionType(rec.SysFlag))
 	p := codec.DecodeProperties(rec.Properties)
@@ -306,7 +307,7 @@ func TestSendRetryTopicPastMaxGoesToDLQ(t *testing.T) {
 	require.NotContains(t, codec.DecodeProperties(rec.Properties), "DELAY")
 	tc, ok := db.b.topics.Get("%DLQ%G1")
 	require.True(t, ok)
-	require.Equal(t, PermRead|PermWrite, tc.Perm)
+	require.Equal(t, metadata.PermRead|metadata.PermWrite, tc.Perm)
 
 	// The header's maxReconsumeTimes wins over the group's 16.
 	cmd = sendV1("%RETRY%G1", 0, []byte("dead early"), "")

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 
+	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/store"
 )
@@ -85,7 +86,7 @@ func (b *Broker) sendMessageBack(to Reply, h *codec.ConsumerSendMsgBackRequestHe
 		to.Answer(codec.ResponseSubscriptionGroupNotExist, remarkSubscriptionGroupNotExist+h.Group)
 		return
 	}
-	if !IsWriteable(int32(b.cfg.BrokerPermission)) {
+	if !metadata.IsWriteable(int32(b.cfg.BrokerPermission)) {
 		to.Answer(codec.ResponseNoPermission, "the broker["+b.data.brokerIP+"] sending message is forbidden")
 		return
 	}
@@ -93,18 +94,18 @@ func (b *Broker) sendMessageBack(to Reply, h *codec.ConsumerSendMsgBackRequestHe
 		to.OK()
 		return
 	}
-	topic := RetryTopic(h.Group)
+	topic := metadata.RetryTopic(h.Group)
 	queueID := rand.Int32N(gc.RetryQueueNums)
 	var topicSysFlag int32
 	if h.UnitMode {
-		topicSysFlag = TopicSysFlagUnitSub
+		topicSysFlag = metadata.TopicSysFlagUnitSub
 	}
-	tc := b.topics.CreateInSendMessageBack(topic, gc.RetryQueueNums, PermRead|PermWrite, topicSysFlag)
+	tc := b.topics.CreateInSendMessageBack(topic, gc.RetryQueueNums, metadata.PermRead|metadata.PermWrite, topicSysFlag)
 	if tc.TopicName == "" {
 		to.Answer(codec.ResponseSystemError, "topic["+topic+"] not exist")
 		return
 	}
-	if !IsWriteable(tc.Perm) {
+	if !metadata.IsWriteable(tc.Perm) {
 		to.Answer(codec.ResponseNoPermission, "the topic["+topic+"] sending message is forbidden")
 		return
 	}
@@ -127,13 +128,13 @@ func (b *Broker) sendMessageBack(to Reply, h *codec.ConsumerSendMsgBackRequestHe
 	delayLevel := int(h.DelayLevel)
 	toDLQ := r.ReconsumeTimes >= maxReconsume || delayLevel < 0
 	if toDLQ {
-		topic, queueID = DLQTopic(h.Group), 0
-		tc = b.topics.CreateInSendMessageBack(topic, dlqQueueNums, PermRead|PermWrite, 0)
+		topic, queueID = metadata.DLQTopic(h.Group), 0
+		tc = b.topics.CreateInSendMessageBack(topic, dlqQueueNums, metadata.PermRead|metadata.PermWrite, 0)
 		if tc.TopicName == "" {
 			to.Answer(codec.ResponseSystemError, "topic["+topic+"] not exist")
 			return
 		}
-		if !IsWriteable(tc.Perm) {
+		if !metadata.IsWriteable(tc.Perm) {
 			to.Answer(codec.ResponseNoPermission, "the topic["+topic+"] sending message is forbidden")
 			return
 		}
@@ -160,7 +161,7 @@ func (b *Broker) sendMessageBack(to Reply, h *codec.ConsumerSendMsgBackRequestHe
 	storeTopic, storeQueueID := topic, queueID
 	if !toDLQ {
 		p, storeQueueID = appendScheduleProperties(p, b.clampDelayLevel(delayLevel), topic, queueID)
-		storeTopic = ScheduleTopic
+		storeTopic = metadata.ScheduleTopic
 	}
 	if len(p) > propertiesBytesLimit {
 		to.Answer(codec.ResponseMessageIllegal, b.messageIllegalRemark())

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
 )
 
@@ -50,9 +51,9 @@ func TestSendBackRetriesThroughTheScheduleQueue(t *testing.T) {
 	tc, ok := db.b.topics.Get("%RETRY%GB")
 	require.True(t, ok, "the retry topic is created on demand")
 	require.Equal(t, int32(1), tc.WriteQueueNums)
-	require.Equal(t, PermRead|PermWrite, tc.Perm)
+	require.Equal(t, metadata.PermRead|metadata.PermWrite, tc.Perm)
 	// Broker-chosen level: 3 + reconsumeTimes (0) → schedule queue 2.
-	r := onlyRecord(t, db, ScheduleTopic, 2)
+	r := onlyRecord(t, db, metadata.ScheduleTopic, 2)
 	require.Equal(t, "fails", string(r.Body))
 	require.Equal(t, int32(1), r.ReconsumeTimes)
 	require.Equal(t, int64(1700000000000), r.BornTimestamp)
@@ -67,7 +68,7 @@ func TestSendBackRetriesThroughTheScheduleQueue(t *testing.T) {
 	cmd.ExtFields["reconsumeTimes"] = "1"
 	retry := sendOK(t, c, cmd)
 	requireResponse(t, c.call(sendBackCmd(offsetOf(t, retry.MsgID), "GB", 1, nil)), codec.ResponseSuccess, "")
-	r = onlyRecord(t, db, ScheduleTopic, 0)
+	r = onlyRecord(t, db, metadata.ScheduleTopic, 0)
 	p := codec.DecodeProperties(r.Properties)
 	require.Equal(t, int32(2), r.ReconsumeTimes)
 	require.Equal(t, "TopicB", p["RETRY_TOPIC"], "the original topic, not the retry topic")
@@ -76,7 +77,7 @@ func TestSendBackRetriesThroughTheScheduleQueue(t *testing.T) {
 
 	// A level past the table is clamped to its last level (18).
 	requireResponse(t, c.call(sendBackCmd(orig, "GB", 99, nil)), codec.ResponseSuccess, "")
-	require.Equal(t, "18", codec.DecodeProperties(onlyRecord(t, db, ScheduleTopic, 17).Properties)["DELAY"])
+	require.Equal(t, "18", codec.DecodeProperties(onlyRecord(t, db, metadata.ScheduleTopic, 17).Properties)["DELAY"])
 }
 
 func TestSendBackToDeadLetterQueue(t *testing.T) {
@@ -91,7 +92,7 @@ func TestSendBackToDeadLetterQueue(t *testing.T) {
 	requireResponse(t, c.call(sendBackCmd(off, "GD", 0, int32p(1))), codec.ResponseSuccess, "")
 	tc, ok := db.b.topics.Get("%DLQ%GD")
 	require.True(t, ok)
-	require.Equal(t, PermRead|PermWrite, tc.Perm, "readable: operators drain it")
+	require.Equal(t, metadata.PermRead|metadata.PermWrite, tc.Perm, "readable: operators drain it")
 	require.Equal(t, int32(1), tc.ReadQueueNums)
 	r := onlyRecord(t, db, "%DLQ%GD", 0)
 	require.Equal(t, int32(2), r.ReconsumeTimes)
@@ -100,7 +101,7 @@ func TestSendBackToDeadLetterQueue(t *testing.T) {
 	require.Equal(t, "FIRST", p["ORIGIN_MESSAGE_ID"])
 	require.NotContains(t, p, "DELAY")
 	require.NotContains(t, p, "REAL_TOPIC")
-	require.Zero(t, db.b.store.GetMaxOffsetInQueue(ScheduleTopic, 2))
+	require.Zero(t, db.b.store.GetMaxOffsetInQueue(metadata.ScheduleTopic, 2))
 
 	// delayLevel < 0: straight to the DLQ whatever the count.
 	h2 := sendOK(t, c, sendV1("TopicD", 0, []byte("now"), ""))
@@ -138,9 +139,9 @@ func TestSendBackErrors(t *testing.T) {
 	cmd := sendBackCmd(off, "G1", 0, nil)
 	delete(cmd.ExtFields, "offset")
 	requireResponse(t, c.call(cmd), codec.ResponseSystemError, "the custom field <offset> is null")
-	require.Zero(t, db.b.store.GetMaxOffsetInQueue(ScheduleTopic, 2))
+	require.Zero(t, db.b.store.GetMaxOffsetInQueue(metadata.ScheduleTopic, 2))
 	requireResponse(t, c.call(sendBackCmd(off, "G1", 0, nil)), codec.ResponseSuccess, "")
-	require.Equal(t, int64(1), db.b.store.GetMaxOffsetInQueue(ScheduleTopic, 2))
+	require.Equal(t, int64(1), db.b.store.GetMaxOffsetInQueue(metadata.ScheduleTopic, 2))
 }
 
 // A record outside the hot part of the CommitLog is read on the query pool.
@@ -152,8 +153,8 @@ func TestSendBackColdRecordRunsOnThePool(t *testing.T) {
 	h := sendOK(t, c, sendV1("TopicCold", 0, []byte("cold"), ""))
 	require.False(t, db.b.isHotOffset(offsetOf(t, h.MsgID)))
 	requireResponse(t, c.call(sendBackCmd(offsetOf(t, h.MsgID), "GC", 2, nil)), codec.ResponseSuccess, "")
-	waitQueue(t, db.b, ScheduleTopic, 1, 1) // the file store dispatches in the background
-	require.Equal(t, "cold", string(onlyRecord(t, db, ScheduleTopic, 1).Body))
+	waitQueue(t, db.b, metadata.ScheduleTopic, 1, 1) // the file store dispatches in the background
+	require.Equal(t, "cold", string(onlyRecord(t, db, metadata.ScheduleTopic, 1).Body))
 	// END_TRANSACTION takes the same path.
 	resp := c.call(sendHalfCmd("TopicCold", 0, "half", "PG", "UH"))
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
 )
 
@@ -99,23 +100,23 @@ func TestSlaveSynchronizeCopiesTheMastersMetadata(t *testing.T) {
 	require.Equal(t, 1, master.b.fastServer.ConnectionCount(), "the slave asked the fast port")
 
 	// The files: written by the sync, not only in memory.
-	dir := configDir(slave.b.cfg.StorePathRootDir)
-	data, err := os.ReadFile(filepath.Join(dir, topicsFileName))
+	dir := metadata.ConfigDir(slave.b.cfg.StorePathRootDir)
+	data, err := os.ReadFile(filepath.Join(dir, metadata.TopicsFileName))
 	require.NoError(t, err)
 	tw, err := codec.DecodeTopicConfigSerializeWrapper(data)
 	require.NoError(t, err)
 	require.Equal(t, wantTopic.ReadQueueNums, tw.TopicConfigTable["TopicSync"].ReadQueueNums)
-	data, err = os.ReadFile(filepath.Join(dir, subscriptionGroupFileName))
+	data, err = os.ReadFile(filepath.Join(dir, metadata.SubscriptionGroupFileName))
 	require.NoError(t, err)
 	sw, err := codec.DecodeSubscriptionGroupWrapper(data)
 	require.NoError(t, err)
 	require.Equal(t, int32(5), sw.SubscriptionGroupTable["GroupSync"].RetryMaxTimes)
-	data, err = os.ReadFile(filepath.Join(dir, consumerOffsetFileName))
+	data, err = os.ReadFile(filepath.Join(dir, metadata.ConsumerOffsetFileName))
 	require.NoError(t, err)
 	ow, err := codec.DecodeConsumerOffsetSerializeWrapper(data)
 	require.NoError(t, err)
 	require.Equal(t, map[int32]int64{1: 42}, ow.OffsetTable["TopicSync@GroupSync"])
-	data, err = os.ReadFile(filepath.Join(dir, delayOffsetFileName))
+	data, err = os.ReadFile(filepath.Join(dir, metadata.DelayOffsetFileName))
 	require.NoError(t, err)
 	require.Equal(t, string(master.b.schedule.Encode(false)), string(data), "the master's answer, as it is")
 
@@ -156,27 +157,27 @@ func TestSlaveSynchronizeRoundByRound(t *testing.T) {
 	require.True(t, slave.b.topics.Contains("TopicGone"))
 	require.True(t, slave.b.subscriptions.Contains("GroupRound"))
 
-	dir := configDir(slave.b.cfg.StorePathRootDir)
+	dir := metadata.ConfigDir(slave.b.cfg.StorePathRootDir)
 	stat := func(name string) os.FileInfo {
 		fi, err := os.Stat(filepath.Join(dir, name))
 		require.NoError(t, err)
 		return fi
 	}
-	topicsBefore, groupsBefore := stat(topicsFileName), stat(subscriptionGroupFileName)
-	offsetsBefore := stat(consumerOffsetFileName)
+	topicsBefore, groupsBefore := stat(metadata.TopicsFileName), stat(metadata.SubscriptionGroupFileName)
+	offsetsBefore := stat(metadata.ConsumerOffsetFileName)
 	require.True(t, sync.syncAll(ctx))
-	require.True(t, os.SameFile(topicsBefore, stat(topicsFileName)), "same dataVersion: topics.json not rewritten")
-	require.True(t, os.SameFile(groupsBefore, stat(subscriptionGroupFileName)), "same dataVersion: not rewritten")
-	require.False(t, os.SameFile(offsetsBefore, stat(consumerOffsetFileName)), "offsets are merged every round")
+	require.True(t, os.SameFile(topicsBefore, stat(metadata.TopicsFileName)), "same dataVersion: topics.json not rewritten")
+	require.True(t, os.SameFile(groupsBefore, stat(metadata.SubscriptionGroupFileName)), "same dataVersion: not rewritten")
+	require.False(t, os.SameFile(offsetsBefore, stat(metadata.ConsumerOffsetFileName)), "offsets are merged every round")
 
 	_, err := master.b.topics.Delete("TopicGone")
 	require.NoError(t, err)
 	require.True(t, sync.syncAll(ctx))
-	require.False(t, os.SameFile(topicsBefore, stat(topicsFileName)), "new dataVersion: rewritten")
+	require.False(t, os.SameFile(topicsBefore, stat(metadata.TopicsFileName)), "new dataVersion: rewritten")
 	require.False(t, slave.b.topics.Contains("TopicGone"))
 	require.True(t, slave.b.topics.Contains("TopicKept"))
 	require.Equal(t, master.b.topics.DataVersion(), slave.b.topics.DataVersion())
-	require.True(t, os.SameFile(groupsBefore, stat(subscriptionGroupFileName)), "groups unchanged")
+	require.True(t, os.SameFile(groupsBefore, stat(metadata.SubscriptionGroupFileName)), "groups unchanged")
 	require.Nil(t, master.b.fastServer, "listenPort 0: no fast port")
 }
 

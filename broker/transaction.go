@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/store"
 )
@@ -127,8 +128,8 @@ func (b *Broker) initTransactions() error {
 	}
 	t.mu.done = map[int64]int64{}
 	t.mu.latest = map[int64]halfRef{}
-	t.mu.halfOffset = max(b.offsets.Query(SysTransCheckGroup, TransHalfTopic, 0), 0)
-	t.mu.opRead = max(b.offsets.Query(SysTransCheckGroup, TransOpHalfTopic, 0), 0)
+	t.mu.halfOffset = max(b.offsets.Query(metadata.SysTransCheckGroup, metadata.TransHalfTopic, 0), 0)
+	t.mu.opRead = max(b.offsets.Query(metadata.SysTransCheckGroup, metadata.TransOpHalfTopic, 0), 0)
 	b.tx = t
 	runChecks := b.cfg.CheckTransactionMessage && !b.cfg.IsSlave()
 	b.addGuardedService("transaction check service", func() error { return t.start(runChecks) }, t.shutdown)
@@ -234,8 +235,8 @@ func (t *transactionService) commitOffsets() {
 		}
 	}
 	t.mu.Unlock()
-	t.b.offsets.Commit(SysTransCheckGroup, TransHalfTopic, 0, h)
-	t.b.offsets.Commit(SysTransCheckGroup, TransOpHalfTopic, 0, o)
+	t.b.offsets.Commit(metadata.SysTransCheckGroup, metadata.TransHalfTopic, 0, h)
+	t.b.offsets.Commit(metadata.SysTransCheckGroup, metadata.TransOpHalfTopic, 0, o)
 }
 
 // readOps reads the op records not seen yet and marks their halves retired.
@@ -250,7 +251,7 @@ func (t *transactionService) readOps() {
 		t.mu.Unlock()
 	}()
 	for {
-		res, err := st.GetMessage(SysTransCheckGroup, TransOpHalfTopic, 0, cursor, deliverBatch, 0, nil)
+		res, err := st.GetMessage(metadata.SysTransCheckGroup, metadata.TransOpHalfTopic, 0, cursor, deliverBatch, 0, nil)
 		if err != nil {
 			t.b.logger.Warn("broker: reading transaction op records failed", "err", err)
 			return
@@ -312,7 +313,7 @@ func (t *transactionService) scanHalves(now time.Time) {
 		t.mu.Lock()
 		cursor := t.mu.halfOffset
 		t.mu.Unlock()
-		res, err := st.GetMessage(SysTransCheckGroup, TransHalfTopic, 0, cursor, deliverBatch, 0, nil)
+		res, err := st.GetMessage(metadata.SysTransCheckGroup, metadata.TransHalfTopic, 0, cursor, deliverBatch, 0, nil)
 		if err != nil {
 			t.b.logger.Warn("broker: reading half messages failed", "err", err)
 			return
@@ -431,7 +432,7 @@ func (t *transactionService) renew(r *codec.Record, checkTimes int, check bool) 
 	p = appendPropertyInt(p, codec.PropertyTransactionCheckTimes, int64(checkTimes))
 	p = appendPropertyInt(p, codec.PropertyTransactionPreparedQueue, origin)
 	msg := codec.Message{
-		Topic:          TransHalfTopic,
+		Topic:          metadata.TransHalfTopic,
 		QueueID:        0,
 		Flag:           r.Flag,
 		SysFlag:        r.SysFlag,
@@ -483,7 +484,7 @@ func (t *transactionService) discard(r *codec.Record, toCheckMax bool) bool {
 		return !ok || v != endClaimed
 	}
 	if toCheckMax {
-		b.topics.CreateInSendMessageBack(TransCheckMaxTimeTopic, 1, PermRead|PermWrite, 0)
+		b.topics.CreateInSendMessageBack(metadata.TransCheckMaxTimeTopic, 1, metadata.PermRead|metadata.PermWrite, 0)
 		props := r.Properties
 		if codec.ValidateProperties(props) != nil {
 			// A half stored before properties were checked: the store would refuse it as is,
@@ -491,12 +492,12 @@ func (t *transactionService) discard(r *codec.Record, toCheckMax bool) bool {
 			props = codec.AppendPropertiesWithout(nil, props)
 		}
 		msg := codec.Message{
-			Topic: TransCheckMaxTimeTopic, QueueID: 0, Flag: r.Flag, SysFlag: r.SysFlag,
+			Topic: metadata.TransCheckMaxTimeTopic, QueueID: 0, Flag: r.Flag, SysFlag: r.SysFlag,
 			BornTimestamp: r.BornTimestamp, BornHost: r.BornHost, StoreHost: b.storeHost,
 			ReconsumeTimes: r.ReconsumeTimes, Body: r.Body, Properties: props,
 		}
 		if _, err := b.store.PutMessage(&msg); err != nil {
-			b.logger.Warn("broker: moving a half message to "+TransCheckMaxTimeTopic+" failed; will retry", "err", err)
+			b.logger.Warn("broker: moving a half message to "+metadata.TransCheckMaxTimeTopic+" failed; will retry", "err", err)
 			return false
 		}
 		b.logger.Info("broker: transaction discarded after its last check", "halfOffset", h,
@@ -541,7 +542,7 @@ func (t *transactionService) putOp(h int64) (int64, error) {
 	props = codec.AppendProperty(props, codec.PropertyTags, transOpRemoveTag)
 	props = codec.AppendProperty(props, codec.PropertyWaitStoreMsgOK, "false")
 	msg := codec.Message{
-		Topic:         TransOpHalfTopic,
+		Topic:         metadata.TransOpHalfTopic,
 		BornTimestamp: b.clock().UnixMilli(),
 		BornHost:      b.storeHost,
 		StoreHost:     b.storeHost,
@@ -569,7 +570,7 @@ func (t *transactionService) sendCheck(msg *codec.Message, res store.PutResult) 
 	body.Topic, body.QueueID = realTopic, int32(realQID)
 	body.QueueOffset, body.PhysicalOffset, body.StoreTimestamp = res.QueueOffset, res.WroteOffset, res.StoreTimestamp
 	if body.Topic == "" {
-		body.Topic = TransHalfTopic
+		body.Topic = metadata.TransHalfTopic
 	}
 	rec, err := body.AppendRecord(nil)
 	if err != nil {
@@ -638,7 +639,7 @@ func (t *transactionService) end(to Reply, h *codec.EndTransactionRequestHeader)
 	defer release()
 	r, err := codec.DecodeRecord(rec, false)
 	switch {
-	case err != nil || string(r.Topic) != TransHalfTopic:
+	case err != nil || string(r.Topic) != metadata.TransHalfTopic:
 		to.Answer(codec.ResponseSystemError, remarkHalfNotFound)
 		return
 	case string(lookupOr(r.Properties, codec.PropertyProducerGroup)) != h.ProducerGroup:
@@ -695,7 +696,7 @@ func (t *transactionService) end(to Reply, h *codec.EndTransactionRequestHeader)
 		}
 		defer copyRelease()
 		cr, err := codec.DecodeRecord(copyRec, false)
-		if err != nil || string(cr.Topic) != TransHalfTopic || cr.QueueOffset != half {
+		if err != nil || string(cr.Topic) != metadata.TransHalfTopic || cr.QueueOffset != half {
 			unclaim()
 			to.Answer(codec.ResponseSystemError, remarkHalfNotFound)
 			return
@@ -741,7 +742,7 @@ func (t *transactionService) commit(r *codec.Record) (codec.ResponseCode, string
 	topic, queueID := string(realTopic), int32(max(qid, 0))
 	if delayLevel > 0 {
 		p, queueID = appendScheduleProperties(p, b.clampDelayLevel(delayLevel), topic, queueID)
-		topic = ScheduleTopic
+		topic = metadata.ScheduleTopic
 	}
 	msg := codec.Message{
 		Topic:                     topic,

@@ -11,7 +11,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/logtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/netio"
 	"github.com/ringmq/ringmq/store"
 )
@@ -62,7 +65,7 @@ func dialPeer(t testing.TB, addr string, answer func(*codec.RemotingCommand) *co
 	c := &peerClient{t: t, addr: addr, answer: answer}
 	cfg := netio.DefaultClientConfig()
 	cfg.Handler = c
-	cl, err := netio.NewClient(cfg, discardLogger())
+	cl, err := netio.NewClient(cfg, logtest.Discard())
 	require.NoError(t, err)
 	c.cl = cl
 	t.Cleanup(func() { _ = cl.Close() })
@@ -170,7 +173,7 @@ func queueRecords(t testing.TB, st store.MessageStore, topic string, queueID int
 func opBodies(t testing.TB, st store.MessageStore) []string {
 	t.Helper()
 	var out []string
-	for _, r := range queueRecords(t, st, TransOpHalfTopic, 0) {
+	for _, r := range queueRecords(t, st, metadata.TransOpHalfTopic, 0) {
 		require.Equal(t, "d", codec.DecodeProperties(r.Properties)["TAGS"])
 		out = append(out, string(r.Body))
 	}
@@ -205,8 +208,8 @@ func TestEndTransactionCommitDeliversOnce(t *testing.T) {
 	require.Len(t, queueRecords(t, db.b.store, "TopicTx", 2), 1)
 	require.Equal(t, []string{"0,"}, opBodies(t, db.b.store))
 	db.b.tx.checkOnce()
-	require.Equal(t, int64(1), db.b.offsets.Query(SysTransCheckGroup, TransHalfTopic, 0))
-	require.Equal(t, int64(1), db.b.offsets.Query(SysTransCheckGroup, TransOpHalfTopic, 0))
+	require.Equal(t, int64(1), db.b.offsets.Query(metadata.SysTransCheckGroup, metadata.TransHalfTopic, 0))
+	require.Equal(t, int64(1), db.b.offsets.Query(metadata.SysTransCheckGroup, metadata.TransOpHalfTopic, 0))
 }
 
 func TestEndTransactionRollbackAndUnknown(t *testing.T) {
@@ -219,12 +222,12 @@ func TestEndTransactionRollbackAndUnknown(t *testing.T) {
 	require.Zero(t, db.b.store.GetMaxOffsetInQueue("TopicTx", 0))
 	require.Equal(t, []string{"0,"}, opBodies(t, db.b.store), "only the rollback is recorded")
 	db.b.tx.checkOnce()
-	require.Equal(t, int64(1), db.b.offsets.Query(SysTransCheckGroup, TransHalfTopic, 0), "the unknown one stays pending")
+	require.Equal(t, int64(1), db.b.offsets.Query(metadata.SysTransCheckGroup, metadata.TransHalfTopic, 0), "the unknown one stays pending")
 
 	// A committed half with DELAY goes through the schedule queue.
 	h3 := sendHalf(t, c, "TopicTx", 0, "later", "PG", "U3", "DELAY", "2")
 	endTx(t, c, "PG", h3, codec.SysFlagTransactionCommit)
-	recs := queueRecords(t, db.b.store, ScheduleTopic, 1)
+	recs := queueRecords(t, db.b.store, metadata.ScheduleTopic, 1)
 	require.Len(t, recs, 1)
 	p := codec.DecodeProperties(recs[0].Properties)
 	require.Equal(t, "TopicTx", p["REAL_TOPIC"])
@@ -272,7 +275,7 @@ func checkHeader(t testing.TB, cmd *codec.RemotingCommand) codec.CheckTransactio
 }
 
 func TestTransactionCheckBackAndCommitFromCheck(t *testing.T) {
-	clock := newManualClock()
+	clock := testutil.NewManualClock()
 	db := startClockBroker(t, clock.Now, noChecks)
 	tx := db.b.tx
 	c := dialPeer(t, db.addr, nil)
@@ -289,7 +292,7 @@ func TestTransactionCheckBackAndCommitFromCheck(t *testing.T) {
 		5*time.Second, time.Millisecond)
 	check := c.requests(codec.RequestCheckTransactionState)[0]
 	ch := checkHeader(t, check)
-	halves := queueRecords(t, db.b.store, TransHalfTopic, 0)
+	halves := queueRecords(t, db.b.store, metadata.TransHalfTopic, 0)
 	require.Len(t, halves, 2, "the checked half was appended again")
 	cp := halves[1]
 	require.Equal(t, "1", codec.DecodeProperties(cp.Properties)["TRANSACTION_CHECK_TIMES"])
@@ -312,7 +315,7 @@ func TestTransactionCheckBackAndCommitFromCheck(t *testing.T) {
 		5*time.Second, time.Millisecond)
 	ch = checkHeader(t, c.requests(codec.RequestCheckTransactionState)[1])
 	require.Equal(t, int64(2), ch.TranStateTableOffset)
-	halves = queueRecords(t, db.b.store, TransHalfTopic, 0)
+	halves = queueRecords(t, db.b.store, metadata.TransHalfTopic, 0)
 	require.Equal(t, "2", codec.DecodeProperties(halves[2].Properties)["TRANSACTION_CHECK_TIMES"])
 	require.Equal(t, "0", codec.DecodeProperties(halves[2].Properties)["TRAN_PREPARED_QUEUE_OFFSET"])
 
@@ -326,11 +329,11 @@ func TestTransactionCheckBackAndCommitFromCheck(t *testing.T) {
 	clock.Advance(time.Hour)
 	tx.checkOnce()
 	require.Len(t, c.requests(codec.RequestCheckTransactionState), 2, "nothing left to check")
-	require.Equal(t, int64(3), db.b.offsets.Query(SysTransCheckGroup, TransHalfTopic, 0))
+	require.Equal(t, int64(3), db.b.offsets.Query(metadata.SysTransCheckGroup, metadata.TransHalfTopic, 0))
 }
 
 func TestTransactionLateEndGoesToTheNewestCopy(t *testing.T) {
-	clock := newManualClock()
+	clock := testutil.NewManualClock()
 	db := startClockBroker(t, clock.Now, noChecks)
 	c := dialPeer(t, db.addr, nil)
 	c.heartbeatProducer("10.0.0.1@p1", "PG")
@@ -355,7 +358,7 @@ func TestTransactionLateEndGoesToTheNewestCopy(t *testing.T) {
 }
 
 func TestTransactionDiscardedAfterCheckMax(t *testing.T) {
-	clock := newManualClock()
+	clock := testutil.NewManualClock()
 	db := startClockBroker(t, clock.Now, func(c *Config) {
 		c.CheckTransactionMessage = false
 		c.TransactionCheckMax = 2
@@ -369,11 +372,11 @@ func TestTransactionDiscardedAfterCheckMax(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return len(c.requests(codec.RequestCheckTransactionState)) == 2 },
 		5*time.Second, time.Millisecond)
-	kept := queueRecords(t, db.b.store, TransCheckMaxTimeTopic, 0)
+	kept := queueRecords(t, db.b.store, metadata.TransCheckMaxTimeTopic, 0)
 	require.Len(t, kept, 1)
 	require.Equal(t, "never answered", string(kept[0].Body))
 	require.Equal(t, "2", codec.DecodeProperties(kept[0].Properties)["TRANSACTION_CHECK_TIMES"])
-	_, ok := db.b.topics.Get(TransCheckMaxTimeTopic)
+	_, ok := db.b.topics.Get(metadata.TransCheckMaxTimeTopic)
 	require.True(t, ok)
 	require.Equal(t, []string{"0,", "1,", "2,"}, opBodies(t, db.b.store))
 	clock.Advance(time.Hour)
@@ -383,20 +386,20 @@ func TestTransactionDiscardedAfterCheckMax(t *testing.T) {
 }
 
 func TestTransactionCheckWithoutProducerStillCounts(t *testing.T) {
-	clock := newManualClock()
+	clock := testutil.NewManualClock()
 	db := startClockBroker(t, clock.Now, noChecks)
 	c := dialPeer(t, db.addr, nil)
 	sendHalf(t, c, "TopicNoP", 0, "x", "PG", "UN")
 	clock.Advance(db.b.cfg.TransactionTimeOut)
 	db.b.tx.checkOnce()
 	require.Zero(t, db.b.tx.Checks(), "no producer of PG is connected")
-	halves := queueRecords(t, db.b.store, TransHalfTopic, 0)
+	halves := queueRecords(t, db.b.store, metadata.TransHalfTopic, 0)
 	require.Len(t, halves, 2)
 	require.Equal(t, "1", codec.DecodeProperties(halves[1].Properties)["TRANSACTION_CHECK_TIMES"])
 }
 
 func TestTransactionCheckImmunity(t *testing.T) {
-	clock := newManualClock()
+	clock := testutil.NewManualClock()
 	db := startClockBroker(t, clock.Now, noChecks)
 	c := dialPeer(t, db.addr, nil)
 	c.heartbeatProducer("10.0.0.1@p1", "PG")
@@ -441,7 +444,7 @@ func TestTransactionStateSurvivesRestart(t *testing.T) {
 	c.heartbeatProducer("10.0.0.1@p1", "PG")
 	endTx(t, c, "PG", hA, codec.SysFlagTransactionCommit) // a repeat after the restart
 	require.Equal(t, int64(1), tb.b.store.GetMaxOffsetInQueue("TopicRs", 0))
-	require.Eventually(t, func() bool { return tb.b.store.GetMaxOffsetInQueue(TransOpHalfTopic, 0) == 2 },
+	require.Eventually(t, func() bool { return tb.b.store.GetMaxOffsetInQueue(metadata.TransOpHalfTopic, 0) == 2 },
 		5*time.Second, time.Millisecond)
 	tb.b.tx.checkOnce()
 	require.Eventually(t, func() bool { return len(c.requests(codec.RequestCheckTransactionState)) == 1 },
@@ -452,7 +455,7 @@ func TestTransactionStateSurvivesRestart(t *testing.T) {
 	require.NoError(t, c.cl.Close())
 
 	tb.restart(t)
-	require.Equal(t, int64(3), tb.b.offsets.Query(SysTransCheckGroup, TransHalfTopic, 0))
+	require.Equal(t, int64(3), tb.b.offsets.Query(metadata.SysTransCheckGroup, metadata.TransHalfTopic, 0))
 	c = dialPeer(t, tb.BrokerAddr, nil)
 	requireResponse(t, c.call(endTxCmd("PG", ch.TranStateTableOffset, ch.CommitLogOffset, "UC",
 		codec.SysFlagTransactionCommit, true)), codec.ResponseSuccess, "")

@@ -63,3 +63,6 @@ func Attr(r slog.Record, key string) string {
 	})
 	return v
 }
+
+// Discard is a logger that drops everything.
+func Discard() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -1,4 +1,4 @@
-package broker
+package metadata
 
 import (
 	"log/slog"
@@ -29,15 +29,15 @@ type ConsumerOffsetManager struct {
 	table map[offsetKey]map[int32]int64
 }
 
-func newConsumerOffsetManager(storePathRootDir string, logger *slog.Logger) *ConsumerOffsetManager {
+func NewConsumerOffsetManager(storePathRootDir string, logger *slog.Logger) *ConsumerOffsetManager {
 	m := &ConsumerOffsetManager{logger: logger, table: map[offsetKey]map[int32]int64{}}
-	m.file = newConfigFile(filepath.Join(configDir(storePathRootDir), consumerOffsetFileName), m.encodeFile, logger)
+	m.file = newConfigFile(filepath.Join(ConfigDir(storePathRootDir), ConsumerOffsetFileName), m.encodeFile, logger)
 	return m
 }
 
 // Load reads consumerOffset.json (or its .bak). Keys without '@' are skipped.
 func (m *ConsumerOffsetManager) Load() error {
-	_, err := loadConfigFile(m.file.path, func(data []byte) error {
+	_, err := LoadConfigFile(m.file.path, func(data []byte) error {
 		w, err := codec.DecodeConsumerOffsetSerializeWrapper(data)
 		if err != nil {
 			return err

@@ -1,4 +1,4 @@
-package broker
+package metadata
 
 import (
 	"log/slog"
@@ -44,7 +44,7 @@ type SubscriptionGroupManager struct {
 	version   codec.DataVersion
 }
 
-func newSubscriptionGroupManager(autoCreate bool, storePathRootDir string, clock func() time.Time,
+func NewSubscriptionGroupManager(autoCreate bool, storePathRootDir string, clock func() time.Time,
 	logger *slog.Logger) *SubscriptionGroupManager {
 	m := &SubscriptionGroupManager{
 		autoCreate: autoCreate, clock: clock, logger: logger,
@@ -52,7 +52,7 @@ func newSubscriptionGroupManager(autoCreate bool, storePathRootDir string, clock
 		forbidden: map[string]map[string]int32{},
 		version:   codec.DataVersion{Timestamp: clock().UnixMilli()},
 	}
-	m.file = newConfigFile(filepath.Join(configDir(storePathRootDir), subscriptionGroupFileName), m.encodeFile, logger)
+	m.file = newConfigFile(filepath.Join(ConfigDir(storePathRootDir), SubscriptionGroupFileName), m.encodeFile, logger)
 	// The built-ins RocketMQ's SubscriptionGroupManager creates.
 	for _, g := range []string{ToolsConsumerGroup, FiltersrvConsumerGroup, SelfTestConsumerGroup,
 		OnsHTTPProxyGroup, OnsAPIPullGroup, OnsAPIPermissionGroup, OnsAPIOwnerGroup, SysTransCheckGroup} {
@@ -63,7 +63,7 @@ func newSubscriptionGroupManager(autoCreate bool, storePathRootDir string, clock
 
 // Load merges subscriptionGroup.json (or its .bak) over the built-in groups.
 func (m *SubscriptionGroupManager) Load() error {
-	_, err := loadConfigFile(m.file.path, func(data []byte) error {
+	_, err := LoadConfigFile(m.file.path, func(data []byte) error {
 		w, err := codec.DecodeSubscriptionGroupWrapper(data)
 		if err != nil {
 			return err
@@ -115,7 +115,7 @@ func (m *SubscriptionGroupManager) FindOrCreate(group string) (codec.Subscriptio
 	if !m.autoCreate && !strings.HasPrefix(group, sysConsumerGroupPrefix) {
 		return codec.SubscriptionGroupConfig{}, false
 	}
-	if !validGroupName(group) {
+	if !ValidGroupName(group) {
 		return codec.SubscriptionGroupConfig{}, false
 	}
 	m.mu.Lock()

@@ -1,4 +1,4 @@
-package broker
+package metadata
 
 import (
 	"bytes"
@@ -26,24 +26,24 @@ import (
 //     which load falls back to);
 //  3. rename <file>.tmp over <file> and fsync the directory so both renames are durable.
 //
-// Reading (loadConfigFile): <file>; when it is missing, empty or does not decode, <file>.bak
+// Reading (LoadConfigFile): <file>; when it is missing, empty or does not decode, <file>.bak
 // (RocketMQ's ConfigManager.load/loadBak). Neither present is a fresh start; a damaged file
 // with no usable .bak is an error: starting with an empty table would silently forget
 // topics, groups or offsets.
 
 // Config file names (RocketMQ's BrokerPathConfigHelper).
 const (
-	topicsFileName            = "topics.json"
-	subscriptionGroupFileName = "subscriptionGroup.json"
-	consumerOffsetFileName    = "consumerOffset.json"
-	delayOffsetFileName       = "delayOffset.json"
+	TopicsFileName            = "topics.json"
+	SubscriptionGroupFileName = "subscriptionGroup.json"
+	ConsumerOffsetFileName    = "consumerOffset.json"
+	DelayOffsetFileName       = "delayOffset.json"
 )
 
 // ErrConfigFile wraps failures to read or write a config file; the message names the file.
 var ErrConfigFile = errors.New("broker: config file")
 
-// configDir is <storePathRootDir>/config.
-func configDir(storePathRootDir string) string { return filepath.Join(storePathRootDir, "config") }
+// ConfigDir is <storePathRootDir>/config.
+func ConfigDir(storePathRootDir string) string { return filepath.Join(storePathRootDir, "config") }
 
 // configFile is one JSON file a manager persists. persist may be called from any goroutine;
 // writes of one file are serialized. markDirty/takeDirty let event-loop code request a write
@@ -91,7 +91,7 @@ func (f *configFile) persist() error {
 	f.dirty.Store(false)
 	data, err := f.encode()
 	if err == nil {
-		err = writeConfigFile(f.path, data)
+		err = WriteConfigFile(f.path, data)
 	}
 	if f.observe != nil {
 		f.observe(err)
@@ -103,9 +103,9 @@ func (f *configFile) persist() error {
 	return nil
 }
 
-// writeConfigFile replaces path with data atomically, keeping the previous version as
+// WriteConfigFile replaces path with data atomically, keeping the previous version as
 // path.bak (see the file comment).
-func writeConfigFile(path string, data []byte) error {
+func WriteConfigFile(path string, data []byte) error {
 	if err := fsutil.WriteFileAtomic(path, data, func() error {
 		if err := keepBackup(path); err != nil {
 			return fmt.Errorf("keep .bak: %w", err)
@@ -135,12 +135,12 @@ func keepBackup(path string) error {
 	return os.Rename(path, bak)
 }
 
-// loadConfigFile reads path (or its .bak) and hands the bytes to decode. It returns which
+// LoadConfigFile reads path (or its .bak) and hands the bytes to decode. It returns which
 // file was used ("" for a fresh start: neither file exists, or they are empty, as RocketMQ
 // treats them). A file that exists but cannot be read or decoded, with no usable .bak, is
 // an error. decode must leave its target untouched when it fails, since the .bak is tried
 // next.
-func loadConfigFile(path string, decode func([]byte) error, logger *slog.Logger) (string, error) {
+func LoadConfigFile(path string, decode func([]byte) error, logger *slog.Logger) (string, error) {
 	var damaged, empty []error
 	for _, name := range []string{path, path + ".bak"} {
 		data, err := os.ReadFile(name)

@@ -1,4 +1,4 @@
-package broker
+package metadata
 
 import (
 	"os"
@@ -9,12 +9,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/logtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/store"
 )
 
 func TestConsumerOffsetFileFormatAndRoundTrip(t *testing.T) {
 	dir := t.TempDir()
-	m := newConsumerOffsetManager(dir, discardLogger())
+	m := NewConsumerOffsetManager(dir, logtest.Discard())
 	require.Equal(t, int64(-1), m.Query("G1", "TopicTest", 0))
 	m.Commit("G1", "TopicTest", 0, 250)
 	m.Commit("G1", "TopicTest", 1, 248)
@@ -33,7 +35,7 @@ func TestConsumerOffsetFileFormatAndRoundTrip(t *testing.T) {
 	require.Equal(t, `{"offsetTable":{"%RETRY%G1@G1":{0:0},"TopicTest@G1":{0:250,1:249},"TopicTest@G2":{10:7}}}`,
 		string(m.Snapshot().Encode(false)))
 
-	m2 := newConsumerOffsetManager(dir, discardLogger())
+	m2 := NewConsumerOffsetManager(dir, logtest.Discard())
 	require.NoError(t, m2.Load())
 	require.Equal(t, m.Snapshot(), m2.Snapshot())
 	require.Equal(t, []string{"G1", "G2"}, m2.GroupsByTopic("TopicTest"))
@@ -68,7 +70,7 @@ func TestConsumerOffsetLoadsJavaFile(t *testing.T) {
 	}
 }`
 	require.NoError(t, os.WriteFile(path, []byte(java), 0o644))
-	m := newConsumerOffsetManager(dir, discardLogger())
+	m := NewConsumerOffsetManager(dir, logtest.Discard())
 	require.NoError(t, m.Load())
 	require.Equal(t, int64(6), m.Query("G1", "TopicTest", 1))
 	require.Len(t, m.Snapshot().OffsetTable, 1)
@@ -76,8 +78,8 @@ func TestConsumerOffsetLoadsJavaFile(t *testing.T) {
 
 func TestSubscriptionGroupManager(t *testing.T) {
 	dir := t.TempDir()
-	clock := newManualClock()
-	m := newSubscriptionGroupManager(true, dir, clock.Now, discardLogger())
+	clock := testutil.NewManualClock()
+	m := NewSubscriptionGroupManager(true, dir, clock.Now, logtest.Discard())
 	for _, g := range []string{"TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY",
 		"CID_ONSAPI_PULL", "CID_ONSAPI_PERMISSION", "CID_ONSAPI_OWNER", "CID_RMQ_SYS_TRANS"} {
 		require.True(t, m.Contains(g), g)
@@ -92,7 +94,7 @@ func TestSubscriptionGroupManager(t *testing.T) {
 	_, ok = m.FindOrCreate("bad group")
 	require.False(t, ok, "an illegal name is never created")
 
-	off := newSubscriptionGroupManager(false, t.TempDir(), clock.Now, discardLogger())
+	off := NewSubscriptionGroupManager(false, t.TempDir(), clock.Now, logtest.Discard())
 	_, ok = off.FindOrCreate("G1")
 	require.False(t, ok)
 	_, ok = off.FindOrCreate("CID_RMQ_SYS_X")
@@ -101,7 +103,7 @@ func TestSubscriptionGroupManager(t *testing.T) {
 	custom := codec.NewSubscriptionGroupConfig("G2")
 	custom.RetryQueueNums, custom.NotifyConsumerIdsChangedEnable = 3, false
 	require.NoError(t, m.Update(custom))
-	m2 := newSubscriptionGroupManager(true, dir, time.Now, discardLogger())
+	m2 := NewSubscriptionGroupManager(true, dir, time.Now, logtest.Discard())
 	require.NoError(t, m2.Load())
 	require.Equal(t, m.Snapshot(), m2.Snapshot())
 	got, ok := m2.Get("G2")
@@ -112,7 +114,7 @@ func TestSubscriptionGroupManager(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, deleted)
 	require.False(t, m2.Contains("G2"))
-	m3 := newSubscriptionGroupManager(true, dir, time.Now, discardLogger())
+	m3 := NewSubscriptionGroupManager(true, dir, time.Now, logtest.Discard())
 	require.NoError(t, m3.Load())
 	require.False(t, m3.Contains("G2"))
 	require.True(t, m3.Contains("G1"), "G1 was in the file written by Update")

@@ -1,9 +1,8 @@
-package broker
+package metadata
 
 import (
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,40 +10,20 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/logtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
-// manualClock is a clock tests move by hand. Safe for concurrent use.
-type manualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newManualClock() *manualClock {
-	return &manualClock{now: time.UnixMilli(1_700_000_000_000)}
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
-func testTopicOptions() topicManagerOptions {
-	return topicManagerOptions{
-		clusterName: "C1", brokerName: "b1", autoCreateTopicEnable: true, defaultTopicQueueNums: 8,
-		clusterTopicEnable: true, brokerTopicEnable: true, traceTopicName: DefaultTraceTopic,
+func testTopicOptions() TopicOptions {
+	return TopicOptions{
+		ClusterName: "C1", BrokerName: "b1", AutoCreateTopicEnable: true, DefaultTopicQueueNums: 8,
+		ClusterTopicEnable: true, BrokerTopicEnable: true, TraceTopicName: DefaultTraceTopic,
 	}
 }
 
 func TestTopicManagerBuiltIns(t *testing.T) {
-	clock := newManualClock()
-	m := newTopicConfigManager(testTopicOptions(), t.TempDir(), clock.Now, discardLogger())
+	clock := testutil.NewManualClock()
+	m := NewTopicConfigManager(testTopicOptions(), t.TempDir(), clock.Now, logtest.Discard())
 	type want struct {
 		queues int32
 		perm   int32
@@ -75,9 +54,9 @@ func TestTopicManagerBuiltIns(t *testing.T) {
 
 	// Switches off: no TBW102; cluster and broker topics keep only INHERIT; trace topic on.
 	opts := testTopicOptions()
-	opts.autoCreateTopicEnable, opts.clusterTopicEnable, opts.brokerTopicEnable = false, false, false
-	opts.traceTopicEnable = true
-	m = newTopicConfigManager(opts, t.TempDir(), clock.Now, discardLogger())
+	opts.AutoCreateTopicEnable, opts.ClusterTopicEnable, opts.BrokerTopicEnable = false, false, false
+	opts.TraceTopicEnable = true
+	m = NewTopicConfigManager(opts, t.TempDir(), clock.Now, logtest.Discard())
 	require.False(t, m.Contains("TBW102"))
 	c1, _ := m.Get("C1")
 	require.Equal(t, PermInherit, c1.Perm)
@@ -99,9 +78,9 @@ func mapKeys[V any](m map[string]V) []string {
 }
 
 func TestCreateInSendMessageRules(t *testing.T) {
-	clock := newManualClock()
-	newManager := func(opts topicManagerOptions) (*TopicConfigManager, *atomic.Int32) {
-		m := newTopicConfigManager(opts, t.TempDir(), clock.Now, discardLogger())
+	clock := testutil.NewManualClock()
+	newManager := func(opts TopicOptions) (*TopicConfigManager, *atomic.Int32) {
+		m := NewTopicConfigManager(opts, t.TempDir(), clock.Now, logtest.Discard())
 		var changes atomic.Int32
 		m.onChange = func() { changes.Add(1) }
 		return m, &changes
@@ -164,7 +143,7 @@ func TestCreateInSendMessageRules(t *testing.T) {
 
 	// autoCreateTopicEnable=false: a TBW102 left in topics.json does not allow it.
 	opts := testTopicOptions()
-	opts.autoCreateTopicEnable = false
+	opts.AutoCreateTopicEnable = false
 	m2, _ := newManager(opts)
 	require.NoError(t, m2.Update(func() codec.TopicConfig {
 		tc := codec.NewTopicConfig("TBW102")
@@ -176,7 +155,7 @@ func TestCreateInSendMessageRules(t *testing.T) {
 }
 
 func TestCreateInSendMessageBack(t *testing.T) {
-	m := newTopicConfigManager(testTopicOptions(), t.TempDir(), time.Now, discardLogger())
+	m := NewTopicConfigManager(testTopicOptions(), t.TempDir(), time.Now, logtest.Discard())
 	var changes atomic.Int32
 	m.onChange = func() { changes.Add(1) }
 	tc := m.CreateInSendMessageBack("%RETRY%G1", 1, PermRead|PermWrite, TopicSysFlagUnitSub)
@@ -191,8 +170,8 @@ func TestCreateInSendMessageBack(t *testing.T) {
 
 func TestTopicManagerPersistenceRoundTrip(t *testing.T) {
 	dir := t.TempDir()
-	clock := newManualClock()
-	m := newTopicConfigManager(testTopicOptions(), dir, clock.Now, discardLogger())
+	clock := testutil.NewManualClock()
+	m := NewTopicConfigManager(testTopicOptions(), dir, clock.Now, logtest.Discard())
 	clock.Advance(time.Second)
 	tc := codec.NewTopicConfig("Orders")
 	tc.ReadQueueNums, tc.WriteQueueNums, tc.Order = 4, 4, true
@@ -209,7 +188,7 @@ func TestTopicManagerPersistenceRoundTrip(t *testing.T) {
 		"\t\t\t\"topicName\": \"Orders\",\n\t\t\t\"topicSysFlag\": 0,\n\t\t\t\"writeQueueNums\": 4\n\t\t}")
 
 	// A new manager sees the same table and version; the file's entries win over built-ins.
-	m2 := newTopicConfigManager(testTopicOptions(), dir, time.Now, discardLogger())
+	m2 := NewTopicConfigManager(testTopicOptions(), dir, time.Now, logtest.Discard())
 	require.NoError(t, m2.Load())
 	require.Equal(t, m.Snapshot(), m2.Snapshot())
 
@@ -226,13 +205,13 @@ func TestTopicManagerPersistenceRoundTrip(t *testing.T) {
 
 	// A damaged topics.json loads from the .bak (which still has Orders).
 	require.NoError(t, os.WriteFile(path, []byte(`{"topicConfigTable":{`), 0o644))
-	m3 := newTopicConfigManager(testTopicOptions(), dir, time.Now, discardLogger())
+	m3 := NewTopicConfigManager(testTopicOptions(), dir, time.Now, logtest.Discard())
 	require.NoError(t, m3.Load())
 	require.True(t, m3.Contains("Orders"))
 
 	// Both damaged: an error naming the file, never an empty table.
 	require.NoError(t, os.WriteFile(path+".bak", []byte(`nope`), 0o644))
-	m4 := newTopicConfigManager(testTopicOptions(), dir, time.Now, discardLogger())
+	m4 := NewTopicConfigManager(testTopicOptions(), dir, time.Now, logtest.Discard())
 	err = m4.Load()
 	require.ErrorIs(t, err, ErrConfigFile)
 	require.Contains(t, err.Error(), "topics.json")

@@ -1,4 +1,4 @@
-package broker
+package metadata
 
 import (
 	"fmt"
@@ -56,8 +56,8 @@ const (
 	scheduleTopicQueueNums     = 18
 	benchmarkTopicQueueNums    = 1024
 	topicNameMaxLength         = 127
-	retryOrDLQTopicNameMaxLen  = 255
-	topicNameAllowedCharacters = "^[%|a-zA-Z0-9_-]+$"
+	RetryOrDLQTopicNameMaxLen  = 255
+	TopicNameAllowedCharacters = "^[%|a-zA-Z0-9_-]+$"
 )
 
 // RetryTopic is a consumer group's retry topic, %RETRY%<group>.
@@ -82,12 +82,12 @@ func ValidateTopicName(topic string) string {
 	for i := 0; i < len(topic); i++ {
 		if !validTopicOrGroupChar(topic[i]) {
 			return fmt.Sprintf("The specified topic[%s] contains illegal characters, allowing only %s",
-				topic, topicNameAllowedCharacters)
+				topic, TopicNameAllowedCharacters)
 		}
 	}
 	limit := topicNameMaxLength
 	if strings.HasPrefix(topic, RetryGroupTopicPrefix) || strings.HasPrefix(topic, DLQGroupTopicPrefix) {
-		limit = retryOrDLQTopicNameMaxLen
+		limit = RetryOrDLQTopicNameMaxLen
 	}
 	if len(topic) > limit {
 		return "The specified topic is longer than topic max length."
@@ -95,10 +95,10 @@ func ValidateTopicName(topic string) string {
 	return ""
 }
 
-// validGroupName reports whether a consumer group name is acceptable (RocketMQ: at most 255
+// ValidGroupName reports whether a consumer group name is acceptable (RocketMQ: at most 255
 // characters of the topic character set).
-func validGroupName(group string) bool {
-	if group == "" || len(group) > retryOrDLQTopicNameMaxLen {
+func ValidGroupName(group string) bool {
+	if group == "" || len(group) > RetryOrDLQTopicNameMaxLen {
 		return false
 	}
 	for i := 0; i < len(group); i++ {
@@ -117,29 +117,18 @@ type topicState struct {
 	version codec.DataVersion
 }
 
-// topicManagerOptions are the broker settings the topic table depends on.
-type topicManagerOptions struct {
-	clusterName           string
-	brokerName            string
-	autoCreateTopicEnable bool
-	defaultTopicQueueNums int32
-	clusterTopicEnable    bool
-	brokerTopicEnable     bool
-	traceTopicEnable      bool
-	traceTopicName        string
-}
-
-func topicOptionsFrom(cfg *Config) topicManagerOptions {
-	return topicManagerOptions{
-		clusterName:           cfg.BrokerClusterName,
-		brokerName:            cfg.BrokerName,
-		autoCreateTopicEnable: cfg.AutoCreateTopicEnable,
-		defaultTopicQueueNums: int32(cfg.DefaultTopicQueueNums),
-		clusterTopicEnable:    cfg.ClusterTopicEnable,
-		brokerTopicEnable:     cfg.BrokerTopicEnable,
-		traceTopicEnable:      cfg.TraceTopicEnable,
-		traceTopicName:        cfg.MsgTraceTopicName,
-	}
+// TopicOptions are the broker settings the topic table depends on (brokerClusterName,
+// brokerName, autoCreateTopicEnable, defaultTopicQueueNums, clusterTopicEnable,
+// brokerTopicEnable, traceTopicEnable, msgTraceTopicName).
+type TopicOptions struct {
+	ClusterName           string
+	BrokerName            string
+	AutoCreateTopicEnable bool
+	DefaultTopicQueueNums int32
+	ClusterTopicEnable    bool
+	BrokerTopicEnable     bool
+	TraceTopicEnable      bool
+	TraceTopicName        string
 }
 
 // TopicConfigManager holds topics.json: every topic this broker serves, with its queue
@@ -153,7 +142,7 @@ func topicOptionsFrom(cfg *Config) topicManagerOptions {
 // TopicConfig values returned share their Attributes map with the table: treat them as
 // read-only.
 type TopicConfigManager struct {
-	opts     topicManagerOptions
+	opts     TopicOptions
 	clock    func() time.Time
 	logger   *slog.Logger
 	file     *configFile
@@ -165,11 +154,15 @@ type TopicConfigManager struct {
 	state atomic.Pointer[topicState]
 }
 
-// newTopicConfigManager builds the table with the built-in topics; Load reads the file.
-func newTopicConfigManager(opts topicManagerOptions, storePathRootDir string, clock func() time.Time,
+// SetOnChange sets what a change of the table asks for (a registration with the name
+// servers). Call before the table is shared.
+func (m *TopicConfigManager) SetOnChange(fn func()) { m.onChange = fn }
+
+// NewTopicConfigManager builds the table with the built-in topics; Load reads the file.
+func NewTopicConfigManager(opts TopicOptions, storePathRootDir string, clock func() time.Time,
 	logger *slog.Logger) *TopicConfigManager {
 	m := &TopicConfigManager{opts: opts, clock: clock, logger: logger, system: map[string]bool{}}
-	m.file = newConfigFile(filepath.Join(configDir(storePathRootDir), topicsFileName), m.encodeFile, logger)
+	m.file = newConfigFile(filepath.Join(ConfigDir(storePathRootDir), TopicsFileName), m.encodeFile, logger)
 	table := map[string]codec.TopicConfig{}
 	add := func(tc codec.TopicConfig) {
 		table[tc.TopicName] = tc
@@ -182,34 +175,34 @@ func newTopicConfigManager(opts topicManagerOptions, storePathRootDir string, cl
 	}
 	// The same built-ins, with the same settings, as RocketMQ's TopicConfigManager.
 	add(withQueues(SelfTestTopic, 1))
-	if opts.autoCreateTopicEnable {
-		tc := withQueues(AutoCreateTopicKeyTopic, opts.defaultTopicQueueNums)
+	if opts.AutoCreateTopicEnable {
+		tc := withQueues(AutoCreateTopicKeyTopic, opts.DefaultTopicQueueNums)
 		tc.Perm = PermInherit | PermRead | PermWrite
 		add(tc)
 	}
 	add(withQueues(BenchmarkTopic, benchmarkTopicQueueNums))
 	{
-		tc := codec.NewTopicConfig(opts.clusterName)
+		tc := codec.NewTopicConfig(opts.ClusterName)
 		tc.Perm = PermInherit
-		if opts.clusterTopicEnable {
+		if opts.ClusterTopicEnable {
 			tc.Perm |= PermRead | PermWrite
 		}
 		add(tc)
 	}
 	{
-		tc := withQueues(opts.brokerName, 1)
+		tc := withQueues(opts.BrokerName, 1)
 		tc.Perm = PermInherit
-		if opts.brokerTopicEnable {
+		if opts.BrokerTopicEnable {
 			tc.Perm |= PermRead | PermWrite
 		}
 		add(tc)
 	}
 	add(withQueues(OffsetMovedEventTopic, 1))
 	add(withQueues(ScheduleTopic, scheduleTopicQueueNums))
-	if opts.traceTopicEnable && opts.traceTopicName != "" {
-		add(withQueues(opts.traceTopicName, 1))
+	if opts.TraceTopicEnable && opts.TraceTopicName != "" {
+		add(withQueues(opts.TraceTopicName, 1))
 	}
-	add(withQueues(opts.clusterName+ReplyTopicSuffix, 1))
+	add(withQueues(opts.ClusterName+ReplyTopicSuffix, 1))
 	add(withQueues(TransHalfTopic, 1))
 	add(withQueues(TransOpHalfTopic, 1))
 	m.state.Store(&topicState{table: table, version: codec.DataVersion{Timestamp: clock().UnixMilli()}})
@@ -219,7 +212,7 @@ func newTopicConfigManager(opts topicManagerOptions, storePathRootDir string, cl
 // Load merges topics.json (or its .bak) over the built-in topics and takes its DataVersion.
 // Call before the broker serves requests.
 func (m *TopicConfigManager) Load() error {
-	_, err := loadConfigFile(m.file.path, func(data []byte) error {
+	_, err := LoadConfigFile(m.file.path, func(data []byte) error {
 		w, err := codec.DecodeTopicConfigSerializeWrapper(data)
 		if err != nil {
 			return err
@@ -333,7 +326,7 @@ func (m *TopicConfigManager) CreateInSendMessage(topic, defaultTopic string, cli
 	}
 	template, ok := m.Get(defaultTopic)
 	inherit := ok && IsInherited(template.Perm) &&
-		(defaultTopic != AutoCreateTopicKeyTopic || m.opts.autoCreateTopicEnable)
+		(defaultTopic != AutoCreateTopicKeyTopic || m.opts.AutoCreateTopicEnable)
 	if !inherit {
 		m.mu.Unlock()
 		m.logger.Debug("broker: topic not auto-created: template missing or not inheritable",

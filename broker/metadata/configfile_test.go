@@ -1,26 +1,24 @@
-package broker
+package metadata
 
 import (
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/ringmq/ringmq/internal/logtest"
 	"github.com/stretchr/testify/require"
 )
 
-func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
-
 func TestWriteConfigFileKeepsPreviousAsBak(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "config", "x.json")
-	require.NoError(t, writeConfigFile(path, []byte(`{"v":1}`)))
+	require.NoError(t, WriteConfigFile(path, []byte(`{"v":1}`)))
 	_, err := os.Stat(path + ".bak")
 	require.ErrorIs(t, err, os.ErrNotExist, "no .bak after the first write")
 
-	require.NoError(t, writeConfigFile(path, []byte(`{"v":2}`)))
-	require.NoError(t, writeConfigFile(path, []byte(`{"v":3}`)))
+	require.NoError(t, WriteConfigFile(path, []byte(`{"v":2}`)))
+	require.NoError(t, WriteConfigFile(path, []byte(`{"v":3}`)))
 	got, err := os.ReadFile(path)
 	require.NoError(t, err)
 	require.Equal(t, `{"v":3}`, string(got))
@@ -61,14 +59,14 @@ func TestLoadConfigFileFallsBackToBak(t *testing.T) {
 		wantErr  bool
 	}{
 		{name: "neither", wantFrom: ""},
-		{name: "main ok", main: ptr(`{"V":1}`), bak: ptr(`{"V":2}`), wantV: 1, wantFrom: "main"},
-		{name: "main missing", bak: ptr(`{"V":2}`), wantV: 2, wantFrom: "bak"},
-		{name: "main empty", main: ptr(""), bak: ptr(`{"V":2}`), wantV: 2, wantFrom: "bak"},
-		{name: "main blank", main: ptr(" \n"), bak: ptr(`{"V":2}`), wantV: 2, wantFrom: "bak"},
-		{name: "main damaged", main: ptr(`{"V":1`), bak: ptr(`{"V":2}`), wantV: 2, wantFrom: "bak"},
-		{name: "main empty, no bak", main: ptr(""), wantFrom: ""},
-		{name: "main damaged, no bak", main: ptr(`{"V":`), wantErr: true},
-		{name: "both damaged", main: ptr(`x`), bak: ptr(`y`), wantErr: true},
+		{name: "main ok", main: new(`{"V":1}`), bak: new(`{"V":2}`), wantV: 1, wantFrom: "main"},
+		{name: "main missing", bak: new(`{"V":2}`), wantV: 2, wantFrom: "bak"},
+		{name: "main empty", main: new(""), bak: new(`{"V":2}`), wantV: 2, wantFrom: "bak"},
+		{name: "main blank", main: new(" \n"), bak: new(`{"V":2}`), wantV: 2, wantFrom: "bak"},
+		{name: "main damaged", main: new(`{"V":1`), bak: new(`{"V":2}`), wantV: 2, wantFrom: "bak"},
+		{name: "main empty, no bak", main: new(""), wantFrom: ""},
+		{name: "main damaged, no bak", main: new(`{"V":`), wantErr: true},
+		{name: "both damaged", main: new(`x`), bak: new(`y`), wantErr: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -80,7 +78,7 @@ func TestLoadConfigFileFallsBackToBak(t *testing.T) {
 				require.NoError(t, os.WriteFile(path+".bak", []byte(*tc.bak), 0o644))
 			}
 			v := -1
-			from, err := loadConfigFile(path, decodeV(&v), discardLogger())
+			from, err := LoadConfigFile(path, decodeV(&v), logtest.Discard())
 			if tc.wantErr {
 				require.ErrorIs(t, err, ErrConfigFile)
 				require.Contains(t, err.Error(), path)
@@ -102,19 +100,17 @@ func TestLoadConfigFileFallsBackToBak(t *testing.T) {
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
-
 func TestConfigFilePersistFailureStaysDirty(t *testing.T) {
 	dir := t.TempDir()
 	blocker := filepath.Join(dir, "blocker")
 	require.NoError(t, os.WriteFile(blocker, nil, 0o644))
 	// The parent "directory" is a file: every write fails.
-	f := newConfigFile(filepath.Join(blocker, "x.json"), func() ([]byte, error) { return []byte("{}"), nil }, discardLogger())
+	f := newConfigFile(filepath.Join(blocker, "x.json"), func() ([]byte, error) { return []byte("{}"), nil }, logtest.Discard())
 	f.markDirty()
 	require.ErrorIs(t, f.persistIfDirty(), ErrConfigFile)
 	require.True(t, f.dirty.Load(), "a failed write stays pending")
 
-	ok := newConfigFile(filepath.Join(dir, "ok.json"), func() ([]byte, error) { return []byte("{}"), nil }, discardLogger())
+	ok := newConfigFile(filepath.Join(dir, "ok.json"), func() ([]byte, error) { return []byte("{}"), nil }, logtest.Discard())
 	require.NoError(t, ok.persistIfDirty())
 	_, err := os.Stat(ok.path)
 	require.ErrorIs(t, err, os.ErrNotExist, "nothing written while clean")
