@@ -7,7 +7,6 @@ import (
 	"net"
 	"strconv"
 
-	"github.com/ringmq/ringmq/flush"
 	"github.com/ringmq/ringmq/ha"
 )
 
@@ -61,7 +60,7 @@ func (b *Broker) initReplication() error {
 	}
 	b.haServer = srv
 	if b.cfg.IsSyncMaster() {
-		metrics, merr := flush.NewMetrics(b.ctl.registerer, "replica")
+		metrics, merr := ha.NewMetrics(b.ctl.registerer)
 		if merr != nil {
 			metrics = nil
 		}

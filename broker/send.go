@@ -12,7 +12,6 @@ import (
 	"unsafe"
 
 	"github.com/ringmq/ringmq/codec"
-	"github.com/ringmq/ringmq/flush"
 	"github.com/ringmq/ringmq/ha"
 	"github.com/ringmq/ringmq/store"
 )
@@ -127,7 +126,7 @@ type sendRequest struct {
 	resp       []byte // response frame
 	done       func() // = release, bound once
 	durable    func(error)
-	replicated flush.WaiterFunc // = onReplicated, bound once
+	replicated ha.WaiterFunc // = onReplicated, bound once
 
 	// The durability and replica waits of one put run side by side; the last to finish answers.
 	waits       atomic.Int32
@@ -668,7 +667,7 @@ func (b *Broker) putOutcome(res store.PutResult, err error) (codec.ResponseCode,
 		case errors.Is(err, store.ErrOSPageCacheBusy):
 			b.metrics.busy.WithLabelValues("pc_synchronized").Inc()
 			return codec.ResponseSystemBusy, remarkPCBusy
-		case errors.Is(err, flush.ErrQueueFull):
+		case errors.Is(err, store.ErrFlushQueueFull):
 			b.metrics.busy.WithLabelValues("flush_queue_full").Inc()
 			return codec.ResponseSystemBusy, remarkFlushQueueFull
 		case errors.Is(err, store.ErrCreateMappedFile):
@@ -716,10 +715,10 @@ func storedCode(st store.PutMessageStatus) codec.ResponseCode {
 func (r *sendRequest) onDurable(err error) {
 	switch {
 	case err == nil:
-	case errors.Is(err, flush.ErrQueueFull):
+	case errors.Is(err, store.ErrFlushQueueFull):
 		r.b.metrics.busy.WithLabelValues("flush_queue_full").Inc()
 		r.flushCode, r.flushRemark, r.flushStored = codec.ResponseSystemBusy, remarkFlushQueueFull, false
-	case errors.Is(err, flush.ErrFlushTimeout):
+	case errors.Is(err, store.ErrFlushTimeout):
 		r.flushCode = codec.ResponseFlushDiskTimeout
 	default:
 		// Stored in the page cache, not known durable (I/O error, shutdown): the Java

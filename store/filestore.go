@@ -240,6 +240,7 @@ func (s *Store) Start() error {
 	if s.cfg.FlushDiskType == SyncFlush {
 		gc := flush.DefaultGroupCommitConfig()
 		gc.SyncFlushTimeout = s.cfg.SyncFlushTimeout
+		gc.TimeoutErr = ErrFlushTimeout
 		s.groupCommit, err = flush.NewGroupCommit(gc, cl.mfq.flushedWhere.Load(), s.durable,
 			metrics("commitlog_sync"), s.logger)
 		if err != nil {
@@ -732,8 +733,9 @@ func (s *Store) putMessages(batch *BatchPut) (PutResult, error) {
 }
 
 // WaitDurable calls done once every byte below endOffset is durable: at once under ASYNC_FLUSH (and when
-// already durable), else from the group commit goroutine, with flush.ErrFlushTimeout after
-// syncFlushTimeout (FLUSH_DISK_TIMEOUT) or the flush error. done must not block. Safe for concurrent use.
+// already durable), else from the group commit goroutine, with ErrFlushTimeout after syncFlushTimeout
+// (FLUSH_DISK_TIMEOUT), ErrFlushQueueFull at once when the group commit is full, or the flush error.
+// done must not block. Safe for concurrent use.
 func (s *Store) WaitDurable(endOffset int64, done func(error)) {
 	if s.cfg.FlushDiskType == AsyncFlush || s.commitLog.mfq.flushedWhere.Load() >= endOffset {
 		done(nil)
@@ -745,12 +747,15 @@ func (s *Store) WaitDurable(endOffset int64, done func(error)) {
 		return
 	}
 	if err := gc.Submit(endOffset, flush.WaiterFunc(done)); err != nil {
+		if errors.Is(err, flush.ErrQueueFull) {
+			err = ErrFlushQueueFull
+		}
 		done(err)
 	}
 }
 
 // SyncFlushQueueFull reports whether the SYNC_FLUSH group commit holds its maximum of waiters, so that
-// WaitDurable for a put made now would fail with flush.ErrQueueFull. The broker asks before a put, to
+// WaitDurable for a put made now would fail with ErrFlushQueueFull. The broker asks before a put, to
 // refuse the send with SYSTEM_BUSY without storing it: a message stored and then refused would reach
 // consumers although its producer was told it failed (and a retrying producer would store it twice).
 // Always false under ASYNC_FLUSH. Safe for concurrent use; reads one counter.

@@ -92,6 +92,12 @@ var (
 	ErrNotFound = errors.New("store: not found")
 	// ErrClosed: the store is shut down.
 	ErrClosed = errors.New("store: closed")
+	// ErrFlushTimeout: under SYNC_FLUSH, the bytes were not durable within syncFlushTimeout (WaitDurable;
+	// the message is stored: FLUSH_DISK_TIMEOUT). It wraps flush.ErrFlushTimeout.
+	ErrFlushTimeout = fmt.Errorf("store: flush disk timeout: %w", flush.ErrFlushTimeout)
+	// ErrFlushQueueFull: under SYNC_FLUSH, the group commit already holds its maximum of waiters
+	// (WaitDurable; see SyncFlushQueueFull). It wraps flush.ErrQueueFull.
+	ErrFlushQueueFull = fmt.Errorf("store: %w", flush.ErrQueueFull)
 )
 
 // FlushDiskType selects when a put counts as stored (flushDiskType).
@@ -125,6 +131,18 @@ func ParseFlushDiskType(s string) (FlushDiskType, error) {
 		return SyncFlush, nil
 	}
 	return 0, fmt.Errorf("%w: flushDiskType=%q, want ASYNC_FLUSH or SYNC_FLUSH", ErrConfig, s)
+}
+
+// FlushBackend is how the CommitLog makes bytes durable (flushBackend): iouring, msync or fdatasync.
+type FlushBackend = flush.Kind
+
+// ParseFlushBackend reads iouring (or io_uring), msync or fdatasync (case-insensitive).
+func ParseFlushBackend(s string) (FlushBackend, error) {
+	k, err := flush.ParseKind(s)
+	if err != nil {
+		return 0, fmt.Errorf("%w: flushBackend=%q, want iouring, msync or fdatasync", ErrConfig, s)
+	}
+	return k, nil
 }
 
 // PutMessageStatus is RocketMQ's PutMessageStatus.
@@ -251,7 +269,7 @@ type Config struct {
 	FlushDiskType FlushDiskType
 	// FlushBackend (flushBackend): iouring, msync or fdatasync. Zero picks by mode (see
 	// DefaultFlushBackend): msync for mmap'ed appends, fdatasync for the transient pool.
-	FlushBackend flush.Kind
+	FlushBackend FlushBackend
 	// FlushIntervalCommitLog (flushIntervalCommitLog): async flush period, default 500 ms.
 	FlushIntervalCommitLog time.Duration
 	// FlushCommitLogLeastPages (flushCommitLogLeastPages): pages dirty before an async flush, default 4.
@@ -519,7 +537,7 @@ func (c *Config) Validate() error {
 // the zero pages the prefault window dirtied ahead of the writer; written back, they
 // are write-protected again and fault a second time in the puts' copies. msync of the
 // written range leaves them alone.
-func DefaultFlushBackend(transientStorePool bool) flush.Kind {
+func DefaultFlushBackend(transientStorePool bool) FlushBackend {
 	if transientStorePool {
 		return flush.DefaultKind
 	}
