@@ -623,7 +623,19 @@ type ConsumerOffsetsFunc func() []ConsumerOffset
 // it must not block and must not call back into Put/Shutdown.
 type ArrivingListener func(topic string, queueID int32, logicOffset int64, tagsCode int64, storeTimestamp int64, properties []byte)
 
-// PutResult describes a stored message or batch.
+// PutResult describes a put's outcome. Status reports every outcome, as RocketMQ's PutMessageResult
+// does, and callers decide on it alone: PutOK (stored), or why nothing was stored. The error returned
+// beside it is nil exactly when Status is PutOK; otherwise it explains the status (for logs and remarks)
+// and wraps its sentinel:
+//
+//	MessageIllegal           ErrMessageIllegal (with a *codec.PropertiesError for malformed properties)
+//	PropertiesSizeExceeded   ErrPropertiesSizeExceeded
+//	ServiceNotAvailable      ErrServiceNotAvailable (ErrSlave, ErrFlushFailed) or ErrDiskFull
+//	CreateMappedFileFailed   ErrCreateMappedFile (with ErrDiskFull when the disk is full)
+//	OSPageCacheBusy          ErrOSPageCacheBusy
+//
+// A put never reports FlushDiskTimeout, FlushSlaveTimeout or SlaveNotAvailable: those are outcomes of
+// the waits after a put (WaitDurable: ErrFlushTimeout; the broker's SYNC_MASTER wait).
 type PutResult struct {
 	Status PutMessageStatus
 	// WroteOffset is the CommitLog offset of the (first) record: the offsetMsgId's offset.
@@ -712,9 +724,11 @@ type MessageStore interface {
 	Start() error
 	// Shutdown stops the store once (a second call returns ErrClosed).
 	Shutdown() error
-	// PutMessage stores one message and assigns its queue offset, physical offset and store time.
+	// PutMessage stores one message and assigns its queue offset, physical offset and store time. The
+	// outcome is PutResult.Status; the error is nil exactly when it is PutOK (see PutResult).
 	PutMessage(m *codec.Message) (PutResult, error)
-	// PutMessages stores a batch for one topic/queue with consecutive queue offsets.
+	// PutMessages stores a batch for one topic/queue with consecutive queue offsets; outcome as
+	// PutMessage's.
 	PutMessages(batch *BatchPut) (PutResult, error)
 	// WaitDurable calls done when every byte below endOffset is durable (SYNC_FLUSH), at once otherwise.
 	WaitDurable(endOffset int64, done func(error))
