@@ -129,6 +129,7 @@ func startCtlBroker(t testing.TB, st store.MessageStore, mutate func(*Config), b
 	if st == nil {
 		sc := store.DefaultConfig(cfg.StorePathRootDir)
 		sc.StoreHost = netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))
+		sc.Slave = cfg.IsSlave() // as storeConfig sets it: a slave's store takes replicated bytes
 		st = store.NewMemStore(sc, nil)
 	}
 	b, err := New(cfg, Deps{Logger: testLogger(t), Store: st})

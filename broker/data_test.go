@@ -56,6 +56,7 @@ func startDataBroker(t testing.TB, opts dataBrokerOptions) *dataBroker {
 		sc := store.DefaultConfig(cfg.StorePathRootDir)
 		sc.StoreHost = netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(cfg.ListenPort))
 		sc.MaxMessageSize = cfg.MaxMessageSize
+		sc.Slave = cfg.IsSlave() // as storeConfig sets it: a slave's store takes replicated bytes
 		db.mem = store.NewMemStore(sc, nil)
 		st = db.mem
 	} else if opts.wrap != nil {

@@ -598,7 +598,7 @@ func (b *Broker) put(r *sendRequest) {
 	waitOK := waitStoreMsgOK(r.header.Properties)
 	wait := b.data.syncFlush && waitOK
 	replicate := b.replicas != nil && waitOK // SYNC_MASTER: ASYNC_MASTER never waits
-	if q, ok := b.store.(syncFlushQueue); wait && ok && q.SyncFlushQueueFull() {
+	if wait && b.store.SyncFlushQueueFull() {
 		// Refused before storing: SYSTEM_BUSY must mean "not stored", as RocketMQ's fast failure
 		// does. (Between event loops a put can still meet a queue filled since this check; that one
 		// is stored and gets the same answer from onDurable.)
@@ -647,10 +647,6 @@ func btoi(v bool) int {
 	}
 	return 0
 }
-
-// syncFlushQueue is implemented by stores whose SYNC_FLUSH waiters queue up to a bound
-// (*store.Store): put asks before storing whether the queue is full.
-type syncFlushQueue interface{ SyncFlushQueueFull() bool }
 
 // putOutcome maps a put's status to the response code and remark (SendMessageProcessor
 // handlePutMessageResult). SUCCESS means the message is stored. The error only explains a

@@ -33,6 +33,7 @@ func startClockBroker(t testing.TB, clock func() time.Time, mutate func(*Config)
 	sc := store.DefaultConfig(cfg.StorePathRootDir)
 	sc.StoreHost = netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(cfg.ListenPort))
 	sc.MaxMessageSize = cfg.MaxMessageSize
+	sc.Slave = cfg.IsSlave() // as storeConfig sets it: a slave's store takes replicated bytes
 	mem := store.NewMemStore(sc, clock)
 	b, err := New(cfg, Deps{Logger: testLogger(t), Store: mem, Clock: clock})
 	require.NoError(t, err)

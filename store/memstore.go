@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -13,19 +14,25 @@ import (
 // beside its interface). Records are encoded exactly as the file store encodes them, queue and physical
 // offsets follow the same rules (one endless CommitLog, no files, no retention), GetMessage answers with
 // the same statuses and batch limits, and the arriving listener is called synchronously after each put.
-// Nothing is durable: WaitDurable completes at once. Safe for concurrent use.
+// Nothing is durable: WaitDurable completes at once. It replicates like the file store (a master's
+// MemStore to a slave's MemStore: its one CommitLog "file" never ends). Safe for concurrent use.
 type MemStore struct {
 	cfg Config
 
-	mu       sync.Mutex
-	log      []byte // the CommitLog; records are never changed once appended, so slices stay valid
-	queues   map[string]map[int32]*memQueue
-	listener ArrivingListener
-	delays   []int64
-	clock    func() time.Time
-	shut     bool
-	stats    Stats
+	mu         sync.Mutex
+	log        []byte // the CommitLog; records are never changed once appended, so slices stay valid
+	dispatched int64  // a slave's log end up to which records are indexed (a record may be partial)
+	queues     map[string]map[int32]*memQueue
+	listener   ArrivingListener
+	published  func()
+	delays     []int64
+	clock      func() time.Time
+	shut       bool
+	stats      Stats
 }
+
+// memFileSize is the MemStore's FileSize: its one CommitLog file never ends.
+const memFileSize = 1 << 62
 
 type memQueue struct {
 	next    int64 // queue offset counter
@@ -128,6 +135,10 @@ func (m *MemStore) put(batch *BatchPut, isBatch bool) (PutResult, error) {
 		m.mu.Unlock()
 		return PutResult{Status: ServiceNotAvailable}, ErrServiceNotAvailable
 	}
+	if m.cfg.Slave {
+		m.mu.Unlock()
+		return PutResult{Status: ServiceNotAvailable}, ErrSlave
+	}
 	storeTs := m.clock().UnixMilli()
 	tt := codec.TransactionType(first.SysFlag)
 	assign := tt == codec.SysFlagTransactionNot || tt == codec.SysFlagTransactionCommit
@@ -165,29 +176,45 @@ func (m *MemStore) put(batch *BatchPut, isBatch bool) (PutResult, error) {
 		m.stats.PutMessageSizeTotal += int64(size)
 		if assign {
 			rec := m.log[start:len(m.log):len(m.log)]
-			p := scanProps(msg.Properties)
-			tags := codec.TagsHashCode(p.tags)
-			if msg.Topic == ScheduleTopic && len(p.delay) > 0 {
-				if level, ok := parseSmallInt(p.delay); ok && level > 0 {
-					tags = storeTs + 1000
-					if len(m.delays) > 0 {
-						tags = storeTs + m.delays[min(level, len(m.delays))-1]
-					}
-				}
-			}
+			tags := m.tagsCode(msg.Topic, msg.Properties, storeTs)
 			q.entries = append(q.entries, memEntry{phys: msg.PhysicalOffset, size: size, tagsCode: tags})
 			arrivals = append(arrivals, memArrival{msg.Topic, msg.QueueID, q.next, tags, storeTs, recordProperties(rec)})
 			q.next++
 		}
 	}
-	l := m.listener
+	m.dispatched = int64(len(m.log))
+	l, published := m.listener, m.published
 	m.mu.Unlock()
-	if l != nil {
-		for _, a := range arrivals {
-			l(a.topic, a.queueID, a.offset, a.tagsCode, a.storeTs, a.props)
+	if published != nil {
+		published()
+	}
+	notify(l, arrivals)
+	return res, nil
+}
+
+func notify(l ArrivingListener, arrivals []memArrival) {
+	if l == nil {
+		return
+	}
+	for _, a := range arrivals {
+		l(a.topic, a.queueID, a.offset, a.tagsCode, a.storeTs, a.props)
+	}
+}
+
+// tagsCode is a ConsumeQueue entry's tag code: the TAGS hash, or for SCHEDULE_TOPIC_XXXX the delivery
+// time. Caller holds mu.
+func (m *MemStore) tagsCode(topic string, props []byte, storeTs int64) int64 {
+	p := scanProps(props)
+	tags := codec.TagsHashCode(p.tags)
+	if topic == ScheduleTopic && len(p.delay) > 0 {
+		if level, ok := parseSmallInt(p.delay); ok && level > 0 {
+			tags = storeTs + 1000
+			if len(m.delays) > 0 {
+				tags = storeTs + m.delays[min(level, len(m.delays))-1]
+			}
 		}
 	}
-	return res, nil
+	return tags
 }
 
 func recordProperties(rec []byte) []byte {
@@ -200,6 +227,101 @@ func recordProperties(rec []byte) []byte {
 
 // WaitDurable completes at once: nothing in a MemStore is durable, and nothing waits.
 func (m *MemStore) WaitDurable(_ int64, done func(error)) { done(nil) }
+
+// SyncFlushQueueFull is always false: nothing waits.
+func (m *MemStore) SyncFlushQueueFull() bool { return false }
+
+// FileSize is 1<<62: the MemStore's CommitLog is one file that never ends, so no frame is cut short.
+func (m *MemStore) FileSize() int64 { return memFileSize }
+
+// SetPublishListener sets fn, called after each put (outside the lock).
+func (m *MemStore) SetPublishListener(fn func()) {
+	m.mu.Lock()
+	m.published = fn
+	m.mu.Unlock()
+}
+
+// ReadReplica returns a view of up to max log bytes from offset; release does nothing.
+func (m *MemStore) ReadReplica(offset int64, max int) ([]byte, func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	end := min(int64(len(m.log)), offset+int64(max))
+	if max <= 0 || offset < 0 || offset >= end {
+		return nil, nil
+	}
+	return m.log[offset:end:end], func() {}
+}
+
+// AppendReplica appends n bytes of a master's log at offset, which must be the log's end (a MemStore
+// slave replicates from offset 0), and indexes every record they complete, as the file store's
+// dispatcher does on a slave. Only a slave's MemStore (Config.Slave) takes replicated bytes.
+func (m *MemStore) AppendReplica(offset int64, n int, r io.Reader) error {
+	if !m.cfg.Slave {
+		return fmt.Errorf("%w: AppendReplica on a master's store", ErrServiceNotAvailable)
+	}
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	if m.shut {
+		m.mu.Unlock()
+		return ErrServiceNotAvailable
+	}
+	if offset != int64(len(m.log)) {
+		m.mu.Unlock()
+		return fmt.Errorf("store: replica bytes at %d, but the CommitLog ends at %d", offset, len(m.log))
+	}
+	m.log = append(m.log, buf...)
+	arrivals, err := m.dispatchReplicaLocked()
+	l := m.listener
+	m.mu.Unlock()
+	notify(l, arrivals)
+	return err
+}
+
+// dispatchReplicaLocked indexes the complete records past m.dispatched at the queue offsets they carry.
+// Caller holds mu.
+func (m *MemStore) dispatchReplicaLocked() ([]memArrival, error) {
+	var arrivals []memArrival
+	for int64(len(m.log))-m.dispatched >= 8 {
+		rest := m.log[m.dispatched:]
+		size, magic, ok := codec.PeekRecordHeader(rest)
+		if ok && magic == codec.BlankMagicCode { // a file store master's END_OF_FILE padding
+			if int64(len(rest)) < int64(size) {
+				break
+			}
+			m.dispatched += int64(size)
+			continue
+		}
+		if !ok || size <= 0 || int64(len(rest)) < int64(size) {
+			break
+		}
+		rec, err := codec.DecodeRecord(rest[:size:size], false)
+		if err != nil {
+			return arrivals, fmt.Errorf("%w: replicated record at %d: %w", ErrCorruption, m.dispatched, err)
+		}
+		phys := m.dispatched
+		m.dispatched += int64(size)
+		m.stats.PutMessageTimesTotal++
+		m.stats.PutMessageSizeTotal += int64(size)
+		switch codec.TransactionType(rec.SysFlag) {
+		case codec.SysFlagTransactionPrepare, codec.SysFlagTransactionRollback:
+			continue
+		}
+		topic := string(rec.Topic)
+		q := m.queue(topic, rec.QueueID, true)
+		if q.min+int64(len(q.entries)) != rec.QueueOffset {
+			return arrivals, fmt.Errorf("%w: replicated record at %d has queue offset %d, %s/%d expects %d",
+				ErrCorruption, phys, rec.QueueOffset, topic, rec.QueueID, q.min+int64(len(q.entries)))
+		}
+		tags := m.tagsCode(topic, rec.Properties, rec.StoreTimestamp)
+		q.entries = append(q.entries, memEntry{phys: phys, size: int32(size), tagsCode: tags})
+		q.next = rec.QueueOffset + 1
+		arrivals = append(arrivals, memArrival{topic, rec.QueueID, rec.QueueOffset, tags, rec.StoreTimestamp, rec.Properties})
+	}
+	return arrivals, nil
+}
 
 // GetMessage reads a queue with the file store's statuses and limits (no file boundaries, so never
 // OFFSET_FOUND_NULL or MESSAGE_WAS_REMOVING). Buffers are views of the in-memory log.

@@ -1,12 +1,13 @@
 package store
 
 import (
-	dto "github.com/prometheus/client_model/go"
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
@@ -144,4 +145,47 @@ func TestMemStoreBasics(t *testing.T) {
 	require.NoError(t, m.Shutdown())
 	_, err = m.PutMessage(testMessage("T", 1, []byte("x")))
 	require.ErrorIs(t, err, ErrServiceNotAvailable)
+}
+
+// A MemStore replicates as the file store does: the master's log read with ReadReplica and appended
+// to a slave's MemStore in pieces that cut records gives the slave the same queues.
+func TestMemStoreReplication(t *testing.T) {
+	master := NewMemStore(testConfig("mem"), nil)
+	slaveCfg := testConfig("mem")
+	slaveCfg.Slave = true
+	slave := NewMemStore(slaveCfg, nil)
+	var published int
+	master.SetPublishListener(func() { published++ })
+	for i := 0; i < 5; i++ {
+		mustPut(t, master, testMessage("T", 1, bodyf("m%d", i), codec.PropertyTags, "a"))
+	}
+	require.Equal(t, 5, published)
+	prep := testMessage("T", 1, []byte("half"))
+	prep.SysFlag = codec.SysFlagTransactionPrepare
+	mustPut(t, master, prep)
+
+	require.ErrorIs(t, master.AppendReplica(0, 1, bytes.NewReader([]byte{0})), ErrServiceNotAvailable)
+	res, err := slave.PutMessage(testMessage("T", 1, []byte("x")))
+	require.ErrorIs(t, err, ErrSlave)
+	require.Equal(t, ServiceNotAvailable, res.Status)
+
+	var arrived []int64
+	slave.SetArrivingListener(func(_ string, _ int32, off, _, _ int64, _ []byte) { arrived = append(arrived, off) })
+	end := master.MaxPhyOffset()
+	for off := int64(0); off < end; {
+		data, release := master.ReadReplica(off, 37) // 37 bytes: records arrive cut
+		require.NotEmpty(t, data)
+		require.NoError(t, slave.AppendReplica(off, len(data), bytes.NewReader(data)))
+		release()
+		off += int64(len(data))
+	}
+	data, release := master.ReadReplica(end, 37)
+	require.Nil(t, data)
+	require.Nil(t, release)
+	require.Equal(t, end, slave.MaxPhyOffset())
+	require.Equal(t, []int64{0, 1, 2, 3, 4}, arrived, "the prepared half takes no queue offset")
+	require.Equal(t, getAll(t, master, "T", 1), getAll(t, slave, "T", 1))
+	require.Error(t, slave.AppendReplica(end+1, 0, bytes.NewReader(nil)), "not at the end")
+	require.Equal(t, int64(1)<<62, slave.FileSize())
+	require.False(t, slave.SyncFlushQueueFull())
 }

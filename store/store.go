@@ -46,6 +46,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/netip"
 	"path/filepath"
@@ -730,8 +731,12 @@ type MessageStore interface {
 	// PutMessages stores a batch for one topic/queue with consecutive queue offsets; outcome as
 	// PutMessage's.
 	PutMessages(batch *BatchPut) (PutResult, error)
-	// WaitDurable calls done when every byte below endOffset is durable (SYNC_FLUSH), at once otherwise.
+	// WaitDurable calls done when every byte below endOffset is durable (SYNC_FLUSH), at once otherwise;
+	// ErrFlushTimeout, ErrFlushQueueFull or the flush error when they are not.
 	WaitDurable(endOffset int64, done func(error))
+	// SyncFlushQueueFull reports whether WaitDurable for a put made now would fail with
+	// ErrFlushQueueFull, so that a send can be refused before it is stored. False under ASYNC_FLUSH.
+	SyncFlushQueueFull() bool
 	// GetMessage reads a queue for a pull (PROTOCOL.md §9 statuses); Release the result.
 	GetMessage(group, topic string, queueID int32, offset int64, maxMsgNums, maxBytes int, filter MessageFilter) (*GetMessageResult, error)
 	// LookMessageByOffset returns the record starting at a CommitLog offset (VIEW_MESSAGE_BY_ID).
@@ -770,4 +775,19 @@ type MessageStore interface {
 	RunningFlags() RunningFlags
 	// Stats returns counters for GET_BROKER_RUNTIME_INFO.
 	Stats() Stats
+
+	// Replication (package ha, which knows these methods as ha.MasterLog and ha.SlaveLog): a master's
+	// HA server reads the CommitLog, a slave's HA client appends the master's bytes at the same offsets.
+
+	// FileSize is mappedFileSizeCommitLog: replication frames never cross a multiple of it.
+	FileSize() int64
+	// ReadReplica returns up to max published CommitLog bytes from offset, within one file, held until
+	// release is called; nothing there yet: nil and a nil release. It never takes the put lock.
+	ReadReplica(offset int64, max int) (data []byte, release func())
+	// AppendReplica reads n bytes from r into a slave's CommitLog at offset, its end, and publishes them
+	// for dispatch; on a master's store it fails (ErrServiceNotAvailable). One caller at a time.
+	AppendReplica(offset int64, n int, r io.Reader) error
+	// SetPublishListener sets fn to run after every put has published its records (the HA server's
+	// wake-up); nil removes it.
+	SetPublishListener(fn func())
 }
