@@ -44,7 +44,7 @@ type Deps struct {
 	Logger *slog.Logger
 	// Registerer receives metrics. nil = a private registry (see Broker.Registry).
 	Registerer prometheus.Registerer
-	// Store replaces the file store (tests pass store.NewMemStore()). nil = store.Open
+	// Store replaces the file store (tests pass storetest.NewMemStore()). nil = store.Open
 	// on the configured directory.
 	Store store.MessageStore
 	// Clock, nil = time.Now.

@@ -20,6 +20,7 @@ import (
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/netio"
 	"github.com/ringmq/ringmq/store"
+	"github.com/ringmq/ringmq/store/storetest"
 )
 
 // Control-plane tests over the wire: real brokers (harness or MemStore-backed), requests as
@@ -130,7 +131,7 @@ func startCtlBroker(t testing.TB, st store.MessageStore, mutate func(*Config), b
 		sc := store.DefaultConfig(cfg.StorePathRootDir)
 		sc.StoreHost = netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))
 		sc.Slave = cfg.IsSlave() // as storeConfig sets it: a slave's store takes replicated bytes
-		st = store.NewMemStore(sc, nil)
+		st = storetest.NewMemStore(sc, nil)
 	}
 	b, err := New(cfg, Deps{Logger: testLogger(t), Store: st})
 	require.NoError(t, err)
@@ -296,7 +297,7 @@ func TestQueryConsumerOffsetRules(t *testing.T) {
 			require.NoError(t, err)
 			sc := store.DefaultConfig(t.TempDir())
 			sc.StoreHost = netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))
-			st := &offsetRulesStore{MessageStore: store.NewMemStore(sc, nil), minOffset: tc.minOffset,
+			st := &offsetRulesStore{MessageStore: storetest.NewMemStore(sc, nil), minOffset: tc.minOffset,
 				maxOffset: tc.maxOffset, phyOfFirst: 5000, maxPhy: 5000 + tc.behind}
 			b := startCtlBroker(t, st, func(c *Config) { c.ListenPort, c.HAListenPort = port, pickPort(t, port) }, func(b *Broker) { b.ctl.totalMemoryBytes = memory })
 			if tc.stored >= 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/netio"
 	"github.com/ringmq/ringmq/store"
+	"github.com/ringmq/ringmq/store/storetest"
 )
 
 // END_TRANSACTION and the check service over the wire, on a MemStore broker whose clock the
@@ -34,7 +35,7 @@ func startClockBroker(t testing.TB, clock func() time.Time, mutate func(*Config)
 	sc.StoreHost = netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(cfg.ListenPort))
 	sc.MaxMessageSize = cfg.MaxMessageSize
 	sc.Slave = cfg.IsSlave() // as storeConfig sets it: a slave's store takes replicated bytes
-	mem := store.NewMemStore(sc, clock)
+	mem := storetest.NewMemStore(sc, clock)
 	b, err := New(cfg, Deps{Logger: testLogger(t), Store: mem, Clock: clock})
 	require.NoError(t, err)
 	require.NoError(t, b.Start())

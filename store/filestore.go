@@ -94,6 +94,8 @@ func (f *flagSet) clear(b RunningFlags) {
 	}
 }
 
+var _ MessageStore = (*Store)(nil)
+
 // Open opens (creating when absent) the store under cfg.StorePathRootDir and recovers it: normally after
 // a clean shutdown (trusting the checkpoint), abnormally after a crash (re-scanning the CommitLog from the
 // checkpoint, truncating a torn tail, rebuilding ConsumeQueue and IndexFile entries). The store accepts
@@ -573,14 +575,16 @@ func (s *Store) checkWriteable() (PutMessageStatus, error) {
 }
 
 func (s *Store) checkMessage(m *codec.Message) (PutMessageStatus, error) {
-	return checkMessage(&s.cfg, m)
+	return s.cfg.CheckMessage(m)
 }
 
-// checkMessage validates what the record format and maxMessageSize limit, and the properties: a
+// CheckMessage validates what the record format and maxMessageSize limit, and the properties: a
 // record whose properties do not parse is never written, whoever builds it (PROTOCOL.md §5.4; the
-// broker checks a client's properties before, to answer with a precise remark). It runs before the
-// put lock and allocates nothing unless it fails.
-func checkMessage(cfg *Config, m *codec.Message) (PutMessageStatus, error) {
+// broker checks a client's properties before, to answer with a precise remark). A put runs it before
+// the put lock; another MessageStore (storetest.MemStore) runs it too, so that both refuse the same
+// messages. It returns PutOK and nil, or the put's status and error (see PutResult), and allocates
+// nothing unless it fails. Safe for concurrent use.
+func (cfg *Config) CheckMessage(m *codec.Message) (PutMessageStatus, error) {
 	switch {
 	case m.Body == nil:
 		return MessageIllegal, fmt.Errorf("%w: body is null", ErrMessageIllegal)

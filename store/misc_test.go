@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -9,8 +8,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
-
-	"github.com/ringmq/ringmq/codec"
 )
 
 func TestStoreDirectoryLock(t *testing.T) {
@@ -117,75 +114,4 @@ func gatheredHistogram(t *testing.T, reg *prometheus.Registry, name string) *dto
 	}
 	t.Fatalf("histogram %s not registered", name)
 	return nil
-}
-
-func TestMemStoreBasics(t *testing.T) {
-	m := NewMemStore(testConfig("mem"), nil)
-	require.NoError(t, m.Start())
-	b := &BatchPut{}
-	for i := 0; i < 3; i++ {
-		b.Messages = append(b.Messages, *testMessage("T", 1, bodyf("b%d", i), codec.PropertyKeys, "k"))
-	}
-	res, err := m.PutMessages(b)
-	require.NoError(t, err)
-	require.Equal(t, int32(3), res.MsgNum)
-	require.Len(t, b.PhysicalOffsets, 3)
-	rec, release, err := m.LookMessageByOffset(b.PhysicalOffsets[2])
-	require.NoError(t, err)
-	d, err := codec.DecodeRecord(rec, true)
-	require.NoError(t, err)
-	require.Equal(t, "b2", string(d.Body))
-	require.Equal(t, int64(2), d.QueueOffset)
-	release()
-	q, err := m.QueryMessage("T", "k", 2, 0, 1<<62)
-	require.NoError(t, err)
-	require.Len(t, q.Buffers, 2)
-	q.Release()
-	require.Equal(t, int64(3), m.GetMaxOffsetInQueue("T", 1))
-	require.NoError(t, m.Shutdown())
-	_, err = m.PutMessage(testMessage("T", 1, []byte("x")))
-	require.ErrorIs(t, err, ErrServiceNotAvailable)
-}
-
-// A MemStore replicates as the file store does: the master's log read with ReadReplica and appended
-// to a slave's MemStore in pieces that cut records gives the slave the same queues.
-func TestMemStoreReplication(t *testing.T) {
-	master := NewMemStore(testConfig("mem"), nil)
-	slaveCfg := testConfig("mem")
-	slaveCfg.Slave = true
-	slave := NewMemStore(slaveCfg, nil)
-	var published int
-	master.SetPublishListener(func() { published++ })
-	for i := 0; i < 5; i++ {
-		mustPut(t, master, testMessage("T", 1, bodyf("m%d", i), codec.PropertyTags, "a"))
-	}
-	require.Equal(t, 5, published)
-	prep := testMessage("T", 1, []byte("half"))
-	prep.SysFlag = codec.SysFlagTransactionPrepare
-	mustPut(t, master, prep)
-
-	require.ErrorIs(t, master.AppendReplica(0, 1, bytes.NewReader([]byte{0})), ErrServiceNotAvailable)
-	res, err := slave.PutMessage(testMessage("T", 1, []byte("x")))
-	require.ErrorIs(t, err, ErrSlave)
-	require.Equal(t, ServiceNotAvailable, res.Status)
-
-	var arrived []int64
-	slave.SetArrivingListener(func(_ string, _ int32, off, _, _ int64, _ []byte) { arrived = append(arrived, off) })
-	end := master.MaxPhyOffset()
-	for off := int64(0); off < end; {
-		data, release := master.ReadReplica(off, 37) // 37 bytes: records arrive cut
-		require.NotEmpty(t, data)
-		require.NoError(t, slave.AppendReplica(off, len(data), bytes.NewReader(data)))
-		release()
-		off += int64(len(data))
-	}
-	data, release := master.ReadReplica(end, 37)
-	require.Nil(t, data)
-	require.Nil(t, release)
-	require.Equal(t, end, slave.MaxPhyOffset())
-	require.Equal(t, []int64{0, 1, 2, 3, 4}, arrived, "the prepared half takes no queue offset")
-	require.Equal(t, getAll(t, master, "T", 1), getAll(t, slave, "T", 1))
-	require.Error(t, slave.AppendReplica(end+1, 0, bytes.NewReader(nil)), "not at the end")
-	require.Equal(t, int64(1)<<62, slave.FileSize())
-	require.False(t, slave.SyncFlushQueueFull())
 }

@@ -311,8 +311,9 @@ type Stats struct {
 	PutLockMax               time.Duration
 }
 
-// MessageStore is what the broker needs from a store. *Store implements it over files; *MemStore is an
-// in-memory fake for broker unit tests. Every method is safe for concurrent use.
+// MessageStore is what the broker needs from a store: every capability it uses, none reached by type
+// assertion. *Store implements it over files; storetest.MemStore is an in-memory fake for broker unit
+// tests. Every method is safe for concurrent use.
 type MessageStore interface {
 	// Start runs the store's services; puts are refused before.
 	Start() error

@@ -1,6 +1,9 @@
-package store
+// Package storetest is test support for users of package store: MemStore, an in-memory
+// store.MessageStore for broker unit tests. Production code never imports it.
+package storetest
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -8,27 +11,28 @@ import (
 	"time"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/store"
 )
 
-// MemStore is an in-memory MessageStore for broker unit tests (the way NSQ keeps a dummy backend queue
-// beside its interface). Records are encoded exactly as the file store encodes them, queue and physical
+// MemStore is an in-memory store.MessageStore for broker unit tests (the way NSQ keeps a dummy backend
+// queue beside its interface). Records are encoded exactly as the file store encodes them, queue and physical
 // offsets follow the same rules (one endless CommitLog, no files, no retention), GetMessage answers with
 // the same statuses and batch limits, and the arriving listener is called synchronously after each put.
 // Nothing is durable: WaitDurable completes at once. It replicates like the file store (a master's
 // MemStore to a slave's MemStore: its one CommitLog "file" never ends). Safe for concurrent use.
 type MemStore struct {
-	cfg Config
+	cfg store.Config
 
 	mu         sync.Mutex
 	log        []byte // the CommitLog; records are never changed once appended, so slices stay valid
 	dispatched int64  // a slave's log end up to which records are indexed (a record may be partial)
 	queues     map[string]map[int32]*memQueue
-	listener   ArrivingListener
+	listener   store.ArrivingListener
 	published  func()
 	delays     []int64
 	clock      func() time.Time
 	shut       bool
-	stats      Stats
+	stats      store.Stats
 }
 
 // memFileSize is the MemStore's FileSize: its one CommitLog file never ends.
@@ -46,12 +50,11 @@ type memEntry struct {
 	tagsCode int64
 }
 
-var _ MessageStore = (*MemStore)(nil)
-var _ MessageStore = (*Store)(nil)
+var _ store.MessageStore = (*MemStore)(nil)
 
 // NewMemStore returns an empty MemStore. cfg supplies StoreHost, MaxMessageSize and the pull batch limits
-// (start from DefaultConfig); clock may be nil (time.Now).
-func NewMemStore(cfg Config, clock func() time.Time) *MemStore {
+// (start from store.DefaultConfig); clock may be nil (time.Now).
+func NewMemStore(cfg store.Config, clock func() time.Time) *MemStore {
 	if clock == nil {
 		clock = time.Now
 	}
@@ -66,7 +69,7 @@ func (m *MemStore) Shutdown() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.shut {
-		return ErrClosed
+		return store.ErrClosed
 	}
 	m.shut = true
 	return nil
@@ -98,9 +101,9 @@ type memArrival struct {
 	props    []byte
 }
 
-// PutMessage appends one message (see Store.PutMessage).
-func (m *MemStore) PutMessage(msg *codec.Message) (PutResult, error) {
-	b := BatchPut{Messages: []codec.Message{*msg}}
+// PutMessage appends one message (see store.Store.PutMessage).
+func (m *MemStore) PutMessage(msg *codec.Message) (store.PutResult, error) {
+	b := store.BatchPut{Messages: []codec.Message{*msg}}
 	res, err := m.put(&b, false)
 	if err == nil {
 		*msg = b.Messages[0]
@@ -108,42 +111,44 @@ func (m *MemStore) PutMessage(msg *codec.Message) (PutResult, error) {
 	return res, err
 }
 
-// PutMessages appends a batch (see Store.PutMessages).
-func (m *MemStore) PutMessages(batch *BatchPut) (PutResult, error) { return m.put(batch, true) }
+// PutMessages appends a batch (see store.Store.PutMessages).
+func (m *MemStore) PutMessages(batch *store.BatchPut) (store.PutResult, error) {
+	return m.put(batch, true)
+}
 
-func (m *MemStore) put(batch *BatchPut, isBatch bool) (PutResult, error) {
+func (m *MemStore) put(batch *store.BatchPut, isBatch bool) (store.PutResult, error) {
 	if len(batch.Messages) == 0 {
-		return PutResult{Status: MessageIllegal}, fmt.Errorf("%w: empty batch", ErrMessageIllegal)
+		return store.PutResult{Status: store.MessageIllegal}, fmt.Errorf("%w: empty batch", store.ErrMessageIllegal)
 	}
 	first := &batch.Messages[0]
 	for i := range batch.Messages {
 		msg := &batch.Messages[i]
-		if st, err := checkMessage(&m.cfg, msg); err != nil {
-			return PutResult{Status: st}, err
+		if st, err := m.cfg.CheckMessage(msg); err != nil {
+			return store.PutResult{Status: st}, err
 		}
 		if msg.Topic != first.Topic || msg.QueueID != first.QueueID {
-			return PutResult{Status: MessageIllegal}, fmt.Errorf("%w: batch mixes queues", ErrMessageIllegal)
+			return store.PutResult{Status: store.MessageIllegal}, fmt.Errorf("%w: batch mixes queues", store.ErrMessageIllegal)
 		}
 		tt := codec.TransactionType(msg.SysFlag)
 		if isBatch && (tt == codec.SysFlagTransactionPrepare || tt == codec.SysFlagTransactionRollback) {
-			return PutResult{Status: MessageIllegal}, fmt.Errorf("%w: batch item %d is a transaction half", ErrMessageIllegal, i)
+			return store.PutResult{Status: store.MessageIllegal}, fmt.Errorf("%w: batch item %d is a transaction half", store.ErrMessageIllegal, i)
 		}
 		msg.StoreHost = m.cfg.StoreHost
 	}
 	m.mu.Lock()
 	if m.shut {
 		m.mu.Unlock()
-		return PutResult{Status: ServiceNotAvailable}, ErrServiceNotAvailable
+		return store.PutResult{Status: store.ServiceNotAvailable}, store.ErrServiceNotAvailable
 	}
 	if m.cfg.Slave {
 		m.mu.Unlock()
-		return PutResult{Status: ServiceNotAvailable}, ErrSlave
+		return store.PutResult{Status: store.ServiceNotAvailable}, store.ErrSlave
 	}
 	storeTs := m.clock().UnixMilli()
 	tt := codec.TransactionType(first.SysFlag)
 	assign := tt == codec.SysFlagTransactionNot || tt == codec.SysFlagTransactionCommit
 	q := m.queue(first.Topic, first.QueueID, true)
-	res := PutResult{Status: PutOK, WroteOffset: int64(len(m.log)), MsgNum: int32(len(batch.Messages)), StoreTimestamp: storeTs}
+	res := store.PutResult{Status: store.PutOK, WroteOffset: int64(len(m.log)), MsgNum: int32(len(batch.Messages)), StoreTimestamp: storeTs}
 	if assign {
 		res.QueueOffset = q.next
 	}
@@ -167,7 +172,7 @@ func (m *MemStore) put(batch *BatchPut, isBatch bool) (PutResult, error) {
 		if err != nil {
 			m.log = m.log[:res.WroteOffset]
 			m.mu.Unlock()
-			return PutResult{Status: MessageIllegal}, fmt.Errorf("%w: %w", ErrMessageIllegal, err)
+			return store.PutResult{Status: store.MessageIllegal}, fmt.Errorf("%w: %w", store.ErrMessageIllegal, err)
 		}
 		size := int32(len(m.log) - start)
 		batch.PhysicalOffsets[i] = msg.PhysicalOffset
@@ -192,7 +197,7 @@ func (m *MemStore) put(batch *BatchPut, isBatch bool) (PutResult, error) {
 	return res, nil
 }
 
-func notify(l ArrivingListener, arrivals []memArrival) {
+func notify(l store.ArrivingListener, arrivals []memArrival) {
 	if l == nil {
 		return
 	}
@@ -206,7 +211,7 @@ func notify(l ArrivingListener, arrivals []memArrival) {
 func (m *MemStore) tagsCode(topic string, props []byte, storeTs int64) int64 {
 	p := scanProps(props)
 	tags := codec.TagsHashCode(p.tags)
-	if topic == ScheduleTopic && len(p.delay) > 0 {
+	if topic == store.ScheduleTopic && len(p.delay) > 0 {
 		if level, ok := parseSmallInt(p.delay); ok && level > 0 {
 			tags = storeTs + 1000
 			if len(m.delays) > 0 {
@@ -254,10 +259,10 @@ func (m *MemStore) ReadReplica(offset int64, max int) ([]byte, func()) {
 
 // AppendReplica appends n bytes of a master's log at offset, which must be the log's end (a MemStore
 // slave replicates from offset 0), and indexes every record they complete, as the file store's
-// dispatcher does on a slave. Only a slave's MemStore (Config.Slave) takes replicated bytes.
+// dispatcher does on a slave. Only a slave's MemStore (store.Config.Slave) takes replicated bytes.
 func (m *MemStore) AppendReplica(offset int64, n int, r io.Reader) error {
 	if !m.cfg.Slave {
-		return fmt.Errorf("%w: AppendReplica on a master's store", ErrServiceNotAvailable)
+		return fmt.Errorf("%w: AppendReplica on a master's store", store.ErrServiceNotAvailable)
 	}
 	buf := make([]byte, n)
 	if _, err := io.ReadFull(r, buf); err != nil {
@@ -266,7 +271,7 @@ func (m *MemStore) AppendReplica(offset int64, n int, r io.Reader) error {
 	m.mu.Lock()
 	if m.shut {
 		m.mu.Unlock()
-		return ErrServiceNotAvailable
+		return store.ErrServiceNotAvailable
 	}
 	if offset != int64(len(m.log)) {
 		m.mu.Unlock()
@@ -299,7 +304,7 @@ func (m *MemStore) dispatchReplicaLocked() ([]memArrival, error) {
 		}
 		rec, err := codec.DecodeRecord(rest[:size:size], false)
 		if err != nil {
-			return arrivals, fmt.Errorf("%w: replicated record at %d: %w", ErrCorruption, m.dispatched, err)
+			return arrivals, fmt.Errorf("%w: replicated record at %d: %w", store.ErrCorruption, m.dispatched, err)
 		}
 		phys := m.dispatched
 		m.dispatched += int64(size)
@@ -313,7 +318,7 @@ func (m *MemStore) dispatchReplicaLocked() ([]memArrival, error) {
 		q := m.queue(topic, rec.QueueID, true)
 		if q.min+int64(len(q.entries)) != rec.QueueOffset {
 			return arrivals, fmt.Errorf("%w: replicated record at %d has queue offset %d, %s/%d expects %d",
-				ErrCorruption, phys, rec.QueueOffset, topic, rec.QueueID, q.min+int64(len(q.entries)))
+				store.ErrCorruption, phys, rec.QueueOffset, topic, rec.QueueID, q.min+int64(len(q.entries)))
 		}
 		tags := m.tagsCode(topic, rec.Properties, rec.StoreTimestamp)
 		q.entries = append(q.entries, memEntry{phys: phys, size: int32(size), tagsCode: tags})
@@ -325,43 +330,43 @@ func (m *MemStore) dispatchReplicaLocked() ([]memArrival, error) {
 
 // GetMessage reads a queue with the file store's statuses and limits (no file boundaries, so never
 // OFFSET_FOUND_NULL or MESSAGE_WAS_REMOVING). Buffers are views of the in-memory log.
-func (m *MemStore) GetMessage(_, topic string, queueID int32, offset int64, maxMsgNums, maxBytes int, filter MessageFilter) (*GetMessageResult, error) {
+func (m *MemStore) GetMessage(_, topic string, queueID int32, offset int64, maxMsgNums, maxBytes int, filter store.MessageFilter) (*store.GetMessageResult, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.shut {
-		return nil, ErrClosed
+		return nil, store.ErrClosed
 	}
 	m.stats.GetMessageTimesTotal++
-	r := &GetMessageResult{}
+	r := &store.GetMessageResult{}
 	if maxMsgNums <= 0 {
 		maxMsgNums = defaultPullBatch
 	}
 	q := m.queue(topic, queueID, false)
 	if q == nil {
-		r.Status = NoMatchedLogicQueue
+		r.Status = store.NoMatchedLogicQueue
 		return r, nil
 	}
 	minOff, maxOff := q.min, q.min+int64(len(q.entries))
 	r.MinOffset, r.MaxOffset = minOff, maxOff
 	switch {
 	case maxOff == 0:
-		r.Status = NoMessageInQueue
+		r.Status = store.NoMessageInQueue
 		return r, nil
 	case offset < minOff:
-		r.Status, r.NextBeginOffset = OffsetTooSmall, minOff
+		r.Status, r.NextBeginOffset = store.OffsetTooSmall, minOff
 		return r, nil
 	case offset == maxOff:
-		r.Status, r.NextBeginOffset = OffsetOverflowOne, offset
+		r.Status, r.NextBeginOffset = store.OffsetOverflowOne, offset
 		return r, nil
 	case offset > maxOff:
-		r.Status, r.NextBeginOffset = OffsetOverflowBadly, maxOff
+		r.Status, r.NextBeginOffset = store.OffsetOverflowBadly, maxOff
 		if minOff == 0 {
 			r.NextBeginOffset = 0
 		}
 		return r, nil
 	}
-	r.Status = NoMatchedMessage
-	maxScan := max(16000, maxMsgNums*ConsumeQueueEntryBytes) / ConsumeQueueEntryBytes
+	r.Status = store.NoMatchedMessage
+	maxScan := max(16000, maxMsgNums*store.ConsumeQueueEntryBytes) / store.ConsumeQueueEntryBytes
 	i := int(offset - minOff)
 	scanned := 0
 	for ; i < len(q.entries) && scanned < maxScan; i, scanned = i+1, scanned+1 {
@@ -380,7 +385,7 @@ func (m *MemStore) GetMessage(_, topic string, queueID int32, offset int64, maxM
 		r.Buffers = append(r.Buffers, rec)
 		r.MessageCount++
 		r.BufferTotalSize += len(rec)
-		r.Status = Found
+		r.Status = store.Found
 	}
 	r.NextBeginOffset = offset + int64(scanned)
 	m.stats.GetMessageTransferredMsg += int64(r.MessageCount)
@@ -392,22 +397,22 @@ func (m *MemStore) LookMessageByOffset(phyOffset int64) ([]byte, func(), error) 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if phyOffset < 0 || phyOffset+8 > int64(len(m.log)) {
-		return nil, nil, fmt.Errorf("%w: CommitLog offset %d", ErrNotFound, phyOffset)
+		return nil, nil, fmt.Errorf("%w: CommitLog offset %d", store.ErrNotFound, phyOffset)
 	}
 	size := int64(binary.BigEndian.Uint32(m.log[phyOffset:]))
 	if !isMessageMagic(m.log[phyOffset:]) || phyOffset+size > int64(len(m.log)) {
-		return nil, nil, fmt.Errorf("%w: no record at CommitLog offset %d", ErrNotFound, phyOffset)
+		return nil, nil, fmt.Errorf("%w: no record at CommitLog offset %d", store.ErrNotFound, phyOffset)
 	}
 	return m.log[phyOffset : phyOffset+size : phyOffset+size], func() {}, nil
 }
 
 // QueryMessage scans the whole log for topic's records with key (UNIQ_KEY or a KEYS word) stored within
 // [begin, end], newest first. Rollback records are skipped, as the index skips them.
-func (m *MemStore) QueryMessage(topic, key string, maxNum int, begin, end int64) (*QueryMessageResult, error) {
+func (m *MemStore) QueryMessage(topic, key string, maxNum int, begin, end int64) (*store.QueryMessageResult, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.shut {
-		return nil, ErrClosed
+		return nil, store.ErrClosed
 	}
 	if maxNum <= 0 || maxNum > m.cfg.MaxMsgsNumBatch {
 		maxNum = m.cfg.MaxMsgsNumBatch
@@ -425,7 +430,7 @@ func (m *MemStore) QueryMessage(topic, key string, maxNum int, begin, end int64)
 		}
 		off += int(rec.TotalSize)
 	}
-	res := &QueryMessageResult{IndexLastUpdatePhyOffset: int64(len(m.log)), IndexLastUpdateTimestamp: m.clock().UnixMilli()}
+	res := &store.QueryMessageResult{IndexLastUpdatePhyOffset: int64(len(m.log)), IndexLastUpdateTimestamp: m.clock().UnixMilli()}
 	for i := len(offsets) - 1; i >= 0 && len(res.Buffers) < maxNum; i-- {
 		o := offsets[i]
 		size := int64(binary.BigEndian.Uint32(m.log[o:]))
@@ -463,7 +468,7 @@ func (m *MemStore) storeTime(e memEntry) int64 {
 	return r.StoreTimestamp
 }
 
-// GetOffsetInQueueByTime: see Store.GetOffsetInQueueByTime.
+// GetOffsetInQueueByTime: see store.Store.GetOffsetInQueueByTime.
 func (m *MemStore) GetOffsetInQueueByTime(topic string, queueID int32, timestamp int64, upper bool) int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -493,7 +498,7 @@ func (m *MemStore) GetEarliestMessageTime(topic string, queueID int32) (int64, e
 	defer m.mu.Unlock()
 	q := m.queue(topic, queueID, false)
 	if q == nil || len(q.entries) == 0 {
-		return -1, fmt.Errorf("%w: no message in %s/%d", ErrNotFound, topic, queueID)
+		return -1, fmt.Errorf("%w: no message in %s/%d", store.ErrNotFound, topic, queueID)
 	}
 	return m.storeTime(q.entries[0]), nil
 }
@@ -523,7 +528,7 @@ func (m *MemStore) MinPhyOffset() int64 { return 0 }
 func (m *MemStore) DispatchBehindBytes() int64 { return 0 }
 
 // SetArrivingListener sets the listener, called synchronously after each put (outside the lock).
-func (m *MemStore) SetArrivingListener(l ArrivingListener) {
+func (m *MemStore) SetArrivingListener(l store.ArrivingListener) {
 	m.mu.Lock()
 	m.listener = l
 	m.mu.Unlock()
@@ -541,7 +546,7 @@ func (m *MemStore) SetDelayLevelTable(delays []time.Duration) {
 }
 
 // SetConsumerOffsets does nothing: the in-memory store never deletes messages.
-func (m *MemStore) SetConsumerOffsets(ConsumerOffsetsFunc) {}
+func (m *MemStore) SetConsumerOffsets(store.ConsumerOffsetsFunc) {}
 
 // IsOSPageCacheBusy is always false.
 func (m *MemStore) IsOSPageCacheBusy() bool { return false }
@@ -559,15 +564,79 @@ func (m *MemStore) DeleteTopics(topics ...string) error {
 	return nil
 }
 
-// RunningFlags is always OK.
-func (m *MemStore) RunningFlags() RunningFlags { return 0 }
+// store.RunningFlags is always OK.
+func (m *MemStore) RunningFlags() store.RunningFlags { return 0 }
 
-// Stats returns the counters.
-func (m *MemStore) Stats() Stats {
+// store.Stats returns the counters.
+func (m *MemStore) Stats() store.Stats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.stats
 	s.CommitLogMaxOffset = int64(len(m.log))
 	s.CommitLogFlushedOffset = int64(len(m.log))
 	return s
+}
+
+// The file store's record helpers, for the MemStore's own use (package store keeps its own unexported).
+
+// defaultPullBatch is GetMessage's batch when maxMsgNums <= 0, the file store's.
+const defaultPullBatch = 32
+
+type recordProps struct {
+	tags, keys, uniq, delay []byte
+}
+
+func scanProps(props []byte) (p recordProps) {
+	codec.RangeProperties(props, func(k, v []byte) bool {
+		switch string(k) {
+		case codec.PropertyTags:
+			p.tags = v
+		case codec.PropertyKeys:
+			p.keys = v
+		case codec.PropertyUniqClientMessageIDKey:
+			p.uniq = v
+		case codec.PropertyDelayTimeLevel:
+			p.delay = v
+		}
+		return true
+	})
+	return p
+}
+
+// parseSmallInt reads a non-negative decimal of at most 9 digits (DELAY).
+func parseSmallInt(b []byte) (int, bool) {
+	if len(b) == 0 || len(b) > 9 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
+
+func isMessageMagic(b []byte) bool {
+	_, magic, ok := codec.PeekRecordHeader(b)
+	return ok && (magic == codec.MagicCodeV1 || magic == codec.MagicCodeV2)
+}
+
+// recordHasKey reports whether the record is topic's and has key as UNIQ_KEY or a KEYS word.
+func recordHasKey(b []byte, topic, key string) bool {
+	rec, err := codec.DecodeRecord(b, false)
+	if err != nil || string(rec.Topic) != topic {
+		return false
+	}
+	p := scanProps(rec.Properties)
+	if string(p.uniq) == key {
+		return true
+	}
+	for _, w := range bytes.Split(p.keys, []byte{' '}) {
+		if string(w) == key {
+			return true
+		}
+	}
+	return false
 }
