@@ -49,6 +49,9 @@ type Deps struct {
 	Store store.MessageStore
 	// Clock, nil = time.Now.
 	Clock func() time.Time
+	// Namesrv builds the embedded name server; required when namesrvEmbedded=true (New fails
+	// with ErrConfig without it). launch.New sets it.
+	Namesrv NewEmbeddedNamesrvFunc
 }
 
 // Broker is one running broker. Create with New, then Start; Shutdown once.
@@ -143,6 +146,9 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.NamesrvEmbedded && deps.Namesrv == nil {
+		return nil, fmt.Errorf("%w: key namesrvEmbedded: true, but Deps.Namesrv is nil (launch.New sets it)", ErrConfig)
+	}
 	logger := deps.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -156,6 +162,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		cfg.AccessMessageInMemoryMaxRate = max(cfg.AccessMessageInMemoryMaxRate-10, 0)
 	}
 	b := &Broker{cfg: cfg, logger: logger, clock: deps.Clock, processors: map[int32]processor{}}
+	b.ctl.newNamesrv = deps.Namesrv
 	if b.clock == nil {
 		b.clock = time.Now
 	}

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"net/netip"
 	"os"
@@ -176,7 +177,7 @@ func TestHeartbeatConsumerListAndNotify(t *testing.T) {
 	require.Equal(t, g.RetryQueueNums, retry.WriteQueueNums)
 	require.Equal(t, PermRead|PermWrite, retry.Perm)
 	require.Eventually(t, func() bool {
-		_, ok := tb.b.EmbeddedNamesrv().TopicRoute("%RETRY%G1")
+		_, ok := embeddedNamesrv(tb.b).TopicRoute("%RETRY%G1")
 		return ok
 	}, ctlWait, 10*time.Millisecond, "retry topic registered")
 	require.Eventually(t, func() bool { return a.notifies("G1") == 1 }, ctlWait, 5*time.Millisecond)
@@ -377,7 +378,7 @@ func TestAdminTopicLifecycleOverTheWire(t *testing.T) {
 
 	c.adminOK(codec.RequestUpdateAndCreateTopic, createTopicExt("AdminT", 4), nil)
 	// The name server knows the route when the call returns.
-	route, ok := b.EmbeddedNamesrv().TopicRoute("AdminT")
+	route, ok := embeddedNamesrv(b).TopicRoute("AdminT")
 	require.True(t, ok)
 	require.Equal(t, []codec.QueueData{{BrokerName: "broker-test", Perm: 6, ReadQueueNums: 4, WriteQueueNums: 4}}, route.QueueDatas)
 	require.Equal(t, tb.BrokerAddr, route.BrokerDatas[0].BrokerAddrs[0])
@@ -563,7 +564,7 @@ func TestControlStateSurvivesRestart(t *testing.T) {
 	require.True(t, b.topics.Contains("%RETRY%DG"), "retry topic created by a heartbeat, written by the flusher")
 	require.True(t, b.subscriptions.Contains("DG"), "auto-created group, written by the flusher")
 	require.Equal(t, int64(17), b.offsets.Query("DG", "Durable", 1), "offsets written at shutdown")
-	route, ok := b.EmbeddedNamesrv().TopicRoute("Durable")
+	route, ok := embeddedNamesrv(b).TopicRoute("Durable")
 	require.True(t, ok, "registered again on start")
 	require.Equal(t, tb.BrokerAddr, route.BrokerDatas[0].BrokerAddrs[0])
 }
@@ -595,7 +596,7 @@ func TestPeriodicRegistration(t *testing.T) {
 		c.BrokerName = "broker-two"
 	})
 	for _, ns := range []*testBroker{tb, other} {
-		route, ok := ns.b.EmbeddedNamesrv().TopicRoute(AutoCreateTopicKeyTopic)
+		route, ok := embeddedNamesrv(ns.b).TopicRoute(AutoCreateTopicKeyTopic)
 		require.True(t, ok)
 		var names []string
 		for _, bd := range route.BrokerDatas {
@@ -604,6 +605,26 @@ func TestPeriodicRegistration(t *testing.T) {
 		require.Contains(t, names, "broker-two")
 	}
 	require.Empty(t, tb2.NamesrvAddr)
+}
+
+// The embedded name server comes from Deps.Namesrv (package launch in production): without it a
+// broker with namesrvEmbedded=true is not built.
+func TestEmbeddedNamesrvNeedsDepsNamesrv(t *testing.T) {
+	cfg := testBrokerConfig(t)
+	_, err := New(cfg, Deps{Logger: testLogger(t)})
+	require.ErrorIs(t, err, ErrConfig)
+	require.ErrorContains(t, err, "namesrvEmbedded")
+	var asked []EmbeddedNamesrvSpec
+	cfg.NamesrvListenPort = 19876
+	_, err = New(cfg, Deps{Logger: testLogger(t), Namesrv: func(spec EmbeddedNamesrvSpec) (EmbeddedNamesrv, error) {
+		asked = append(asked, spec)
+		return nil, errors.New("no name server here")
+	}})
+	require.ErrorContains(t, err, "embedded name server: no name server here")
+	require.Len(t, asked, 1)
+	require.Equal(t, "127.0.0.1:19876", asked[0].ListenAddr, "bindHost: the loopback brokerIP1")
+	require.Equal(t, filepath.Join(cfg.StorePathRootDir, "namesrv", "kvConfig.json"), asked[0].KVConfigPath)
+	require.Equal(t, cfg.NetEngine, asked[0].NetEngine)
 }
 
 // ctlCounterValue reads a counter's current value.

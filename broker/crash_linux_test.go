@@ -90,7 +90,7 @@ func crashChildMain(conf string) int {
 		}
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	b, err := New(cfg, Deps{Logger: logger})
+	b, err := New(cfg, Deps{Logger: logger, Namesrv: testNamesrv})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "crash child: New:", err)
 		return 1
