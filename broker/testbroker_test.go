@@ -166,6 +166,22 @@ func pickPort(t testing.TB, avoid ...int) int {
 	}
 }
 
+// pickPortBeforeFree is a free loopback port whose next port is free too: for a broker that derives
+// haListenPort (listenPort + 1) and binds it. Up to 100 tries, or the test fails.
+func pickPortBeforeFree(t testing.TB) int {
+	t.Helper()
+	for range 100 {
+		port := pickPort(t)
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port+1)))
+		if err == nil {
+			require.NoError(t, ln.Close())
+			return port
+		}
+	}
+	t.Fatal("no free loopback port with a free next port")
+	return 0
+}
+
 // splitHostPortNumber splits "host:port" and parses the port.
 func splitHostPortNumber(addr string) (string, int, error) {
 	host, port, err := net.SplitHostPort(addr)
