@@ -72,7 +72,7 @@ cluster: build
 
 # Crash test, long form (issue 8): CRASH_ROUNDS rounds of each TestCrash* test — the broker
 # as a child process killed with SIGKILL under SYNC_FLUSH and ASYNC_FLUSH load, power loss
-# through store.FaultFS, a SYNC_MASTER killed under load with its slave (issue 16), and the
+# through faultfs.FS, a SYNC_MASTER killed under load with its slave (issue 16), and the
 # store's own crash tests — each checking every acknowledged message afterwards. The short form (2-4 rounds) runs inside `make test`. A failing round
 # logs its seed: RINGMQ_CRASH_SEED=<seed> replays it.
 CRASH_ROUNDS ?= 20

@@ -569,13 +569,13 @@ func TestBrokerWithACLNeedsTheFile(t *testing.T) {
 	cfg := testBrokerConfig(t)
 	cfg.AclEnable = true
 	cfg.AclFile = filepath.Join(t.TempDir(), "absent.yml")
-	_, err := New(cfg, Deps{Logger: testLogger(t)})
+	_, err := New(cfg, Deps{Logger: testLogger(t), Namesrv: testNamesrv})
 	require.ErrorIs(t, err, ErrACL)
 	require.ErrorContains(t, err, "absent.yml")
 
 	cfg.StorePathRootDir = t.TempDir()
 	cfg.AclFile = ""
-	_, err = New(cfg, Deps{Logger: testLogger(t)})
+	_, err = New(cfg, Deps{Logger: testLogger(t), Namesrv: testNamesrv})
 	require.ErrorIs(t, err, ErrACL)
 	require.ErrorContains(t, err, DefaultAclFile)
 }

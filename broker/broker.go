@@ -46,11 +46,14 @@ type Deps struct {
 	Logger *slog.Logger
 	// Registerer receives metrics. nil = a private registry (see Broker.Registry).
 	Registerer prometheus.Registerer
-	// Store replaces the file store (tests pass store.NewMemStore()). nil = store.Open
+	// Store replaces the file store (tests pass storetest.NewMemStore()). nil = store.Open
 	// on the configured directory.
 	Store store.MessageStore
 	// Clock, nil = time.Now.
 	Clock func() time.Time
+	// Namesrv builds the embedded name server; required when namesrvEmbedded=true (New fails
+	// with ErrConfig without it). launch.New sets it.
+	Namesrv NewEmbeddedNamesrvFunc
 }
 
 // Broker is one running broker. Create with New, then Start; Shutdown once.
@@ -146,6 +149,9 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.NamesrvEmbedded && deps.Namesrv == nil {
+		return nil, fmt.Errorf("%w: key namesrvEmbedded: true, but Deps.Namesrv is nil (launch.New sets it)", ErrConfig)
+	}
 	logger := deps.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -159,6 +165,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		cfg.AccessMessageInMemoryMaxRate = max(cfg.AccessMessageInMemoryMaxRate-10, 0)
 	}
 	b := &Broker{cfg: cfg, logger: logger, clock: deps.Clock}
+	b.ctl.newNamesrv = deps.Namesrv
 	if b.clock == nil {
 		b.clock = time.Now
 	}

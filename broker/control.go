@@ -12,7 +12,6 @@ import (
 
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
-	"github.com/ringmq/ringmq/namesrv"
 	"github.com/ringmq/ringmq/netio"
 )
 
@@ -43,7 +42,8 @@ type controlPlane struct {
 	runtime    *runtimeStats
 	registerer prometheus.Registerer // where the embedded name server registers its metrics
 
-	embedded           *namesrv.Namesrv
+	newNamesrv         NewEmbeddedNamesrvFunc // Deps.Namesrv
+	embedded           EmbeddedNamesrv
 	embeddedDialAddr   string // how the broker itself reaches the embedded name server
 	embeddedAdvertised string // how clients reach it (brokerIP1:port)
 
@@ -154,8 +154,9 @@ func (b *Broker) startEmbeddedNamesrv() error {
 	return nil
 }
 
-// EmbeddedNamesrv returns the embedded name server, or nil when namesrvEmbedded=false.
-func (b *Broker) EmbeddedNamesrv() *namesrv.Namesrv { return b.ctl.embedded }
+// EmbeddedNamesrv returns the embedded name server (built by Deps.Namesrv), or nil when
+// namesrvEmbedded=false.
+func (b *Broker) EmbeddedNamesrv() EmbeddedNamesrv { return b.ctl.embedded }
 
 // onConnClosed forgets a closed connection's producer and consumer registrations
 // (and notifies the groups that lost a member).

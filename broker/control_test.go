@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"net/netip"
 	"os"
@@ -22,6 +23,7 @@ import (
 	"github.com/ringmq/ringmq/internal/logtest"
 	"github.com/ringmq/ringmq/netio"
 	"github.com/ringmq/ringmq/store"
+	"github.com/ringmq/ringmq/store/storetest"
 )
 
 // Control-plane tests over the wire: real brokers (harness or MemStore-backed), requests as
@@ -131,7 +133,8 @@ func startCtlBroker(t testing.TB, st store.MessageStore, mutate func(*Config), b
 	if st == nil {
 		sc := store.DefaultConfig(cfg.StorePathRootDir)
 		sc.StoreHost = netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))
-		st = store.NewMemStore(sc, nil)
+		sc.Slave = cfg.IsSlave() // as storeConfig sets it: a slave's store takes replicated bytes
+		st = storetest.NewMemStore(sc, nil)
 	}
 	b, err := New(cfg, Deps{Logger: testLogger(t), Store: st})
 	require.NoError(t, err)
@@ -176,7 +179,7 @@ func TestHeartbeatConsumerListAndNotify(t *testing.T) {
 	require.Equal(t, g.RetryQueueNums, retry.WriteQueueNums)
 	require.Equal(t, metadata.PermRead|metadata.PermWrite, retry.Perm)
 	require.Eventually(t, func() bool {
-		_, ok := tb.b.EmbeddedNamesrv().TopicRoute("%RETRY%G1")
+		_, ok := embeddedNamesrv(tb.b).TopicRoute("%RETRY%G1")
 		return ok
 	}, ctlWait, 10*time.Millisecond, "retry topic registered")
 	require.Eventually(t, func() bool { return a.notifies("G1") == 1 }, ctlWait, 5*time.Millisecond)
@@ -297,7 +300,7 @@ func TestQueryConsumerOffsetRules(t *testing.T) {
 			require.NoError(t, err)
 			sc := store.DefaultConfig(t.TempDir())
 			sc.StoreHost = netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))
-			st := &offsetRulesStore{MessageStore: store.NewMemStore(sc, nil), minOffset: tc.minOffset,
+			st := &offsetRulesStore{MessageStore: storetest.NewMemStore(sc, nil), minOffset: tc.minOffset,
 				maxOffset: tc.maxOffset, phyOfFirst: 5000, maxPhy: 5000 + tc.behind}
 			b := startCtlBroker(t, st, func(c *Config) { c.ListenPort, c.HAListenPort = port, pickPort(t, port) }, func(b *Broker) { b.ctl.totalMemoryBytes = memory })
 			if tc.stored >= 0 {
@@ -377,7 +380,7 @@ func TestAdminTopicLifecycleOverTheWire(t *testing.T) {
 
 	c.adminOK(codec.RequestUpdateAndCreateTopic, createTopicExt("AdminT", 4), nil)
 	// The name server knows the route when the call returns.
-	route, ok := b.EmbeddedNamesrv().TopicRoute("AdminT")
+	route, ok := embeddedNamesrv(b).TopicRoute("AdminT")
 	require.True(t, ok)
 	require.Equal(t, []codec.QueueData{{BrokerName: "broker-test", Perm: 6, ReadQueueNums: 4, WriteQueueNums: 4}}, route.QueueDatas)
 	require.Equal(t, tb.BrokerAddr, route.BrokerDatas[0].BrokerAddrs[0])
@@ -563,7 +566,7 @@ func TestControlStateSurvivesRestart(t *testing.T) {
 	require.True(t, b.topics.Contains("%RETRY%DG"), "retry topic created by a heartbeat, written by the flusher")
 	require.True(t, b.subscriptions.Contains("DG"), "auto-created group, written by the flusher")
 	require.Equal(t, int64(17), b.offsets.Query("DG", "Durable", 1), "offsets written at shutdown")
-	route, ok := b.EmbeddedNamesrv().TopicRoute("Durable")
+	route, ok := embeddedNamesrv(b).TopicRoute("Durable")
 	require.True(t, ok, "registered again on start")
 	require.Equal(t, tb.BrokerAddr, route.BrokerDatas[0].BrokerAddrs[0])
 }
@@ -595,7 +598,7 @@ func TestPeriodicRegistration(t *testing.T) {
 		c.BrokerName = "broker-two"
 	})
 	for _, ns := range []*testBroker{tb, other} {
-		route, ok := ns.b.EmbeddedNamesrv().TopicRoute(metadata.AutoCreateTopicKeyTopic)
+		route, ok := embeddedNamesrv(ns.b).TopicRoute(metadata.AutoCreateTopicKeyTopic)
 		require.True(t, ok)
 		var names []string
 		for _, bd := range route.BrokerDatas {
@@ -604,6 +607,26 @@ func TestPeriodicRegistration(t *testing.T) {
 		require.Contains(t, names, "broker-two")
 	}
 	require.Empty(t, tb2.NamesrvAddr)
+}
+
+// The embedded name server comes from Deps.Namesrv (package launch in production): without it a
+// broker with namesrvEmbedded=true is not built.
+func TestEmbeddedNamesrvNeedsDepsNamesrv(t *testing.T) {
+	cfg := testBrokerConfig(t)
+	_, err := New(cfg, Deps{Logger: testLogger(t)})
+	require.ErrorIs(t, err, ErrConfig)
+	require.ErrorContains(t, err, "namesrvEmbedded")
+	var asked []EmbeddedNamesrvSpec
+	cfg.NamesrvListenPort = 19876
+	_, err = New(cfg, Deps{Logger: testLogger(t), Namesrv: func(spec EmbeddedNamesrvSpec) (EmbeddedNamesrv, error) {
+		asked = append(asked, spec)
+		return nil, errors.New("no name server here")
+	}})
+	require.ErrorContains(t, err, "embedded name server: no name server here")
+	require.Len(t, asked, 1)
+	require.Equal(t, "127.0.0.1:19876", asked[0].ListenAddr, "bindHost: the loopback brokerIP1")
+	require.Equal(t, filepath.Join(cfg.StorePathRootDir, "namesrv", "kvConfig.json"), asked[0].KVConfigPath)
+	require.Equal(t, cfg.NetEngine, asked[0].NetEngine)
 }
 
 // ctlCounterValue reads a counter's current value.

@@ -18,7 +18,7 @@ package broker
 //     kill -9 keeps the page cache, so ASYNC_FLUSH must not lose anything acknowledged here
 //     either.
 //   - TestCrashBrokerPowerLoss: the same load on an in-process broker whose store runs on
-//     store.FaultFS. At a random moment CrashClone keeps only what was synced (on odd rounds
+//     faultfs.FS. At a random moment CrashClone keeps only what was synced (on odd rounds
 //     also a random half of the unsynced pages, as a kernel may have written them back), and
 //     a broker started on the clone must hold every message acknowledged before the clone
 //     under SYNC_FLUSH — under ASYNC_FLUSH every one that ended below the CommitLog's flushed
@@ -51,6 +51,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/store"
+	"github.com/ringmq/ringmq/store/vfs/faultfs"
 )
 
 const (
@@ -89,7 +90,7 @@ func crashChildMain(conf string) int {
 		}
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	b, err := New(cfg, Deps{Logger: logger})
+	b, err := New(cfg, Deps{Logger: logger, Namesrv: testNamesrv})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "crash child: New:", err)
 		return 1
@@ -395,7 +396,7 @@ func testCrashPowerLoss(t *testing.T, flushDiskType string, rounds int) {
 	var mayBeLost []relAck // acknowledged after the last flush before the latest power loss
 	pastFlush, lost, records := 0, 0, 0
 	for round := 0; round <= rounds; round++ {
-		ffs := store.NewFaultFS(store.NewOSFS(nil))
+		ffs := faultfs.New(store.NewOSFS(nil))
 		rb := startRelBroker(t, mutate(dir), ffs)
 		c := mustDialRel(t, rb.addr)
 		if round == 0 {
@@ -429,7 +430,7 @@ func testCrashPowerLoss(t *testing.T, flushDiskType string, rounds int) {
 		acks := load.snapshotAcks()
 		flushed := rb.st.FlushedPhyOffset()
 		next := t.TempDir()
-		opts := store.CrashOptions{}
+		opts := faultfs.CrashOptions{}
 		if round%2 == 1 {
 			keep := rand.New(rand.NewPCG(seed, uint64(round)))
 			var mu sync.Mutex

@@ -17,6 +17,7 @@ import (
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/netio"
 	"github.com/ringmq/ringmq/store"
+	"github.com/ringmq/ringmq/store/storetest"
 )
 
 // Helpers of the data-plane tests: a broker on 127.0.0.1 (in-memory or file store, no name
@@ -27,7 +28,7 @@ import (
 type dataBroker struct {
 	b    *Broker
 	addr string
-	mem  *store.MemStore // nil with the file store
+	mem  *storetest.MemStore // nil with the file store
 }
 
 type dataBrokerOptions struct {
@@ -57,7 +58,8 @@ func startDataBroker(t testing.TB, opts dataBrokerOptions) *dataBroker {
 		sc := store.DefaultConfig(cfg.StorePathRootDir)
 		sc.StoreHost = netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(cfg.ListenPort))
 		sc.MaxMessageSize = cfg.MaxMessageSize
-		db.mem = store.NewMemStore(sc, nil)
+		sc.Slave = cfg.IsSlave() // as storeConfig sets it: a slave's store takes replicated bytes
+		db.mem = storetest.NewMemStore(sc, nil)
 		st = db.mem
 	} else if opts.wrap != nil {
 		sc, err := storeConfig(&cfg, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(cfg.ListenPort)))

@@ -551,10 +551,10 @@ func (s *ScheduleMessageService) deliver(rec []byte) (int64, error) {
 		Body:           r.Body,
 		Properties:     p,
 	}
-	_, err = s.deps.store.PutMessage(&s.msg)
+	res, err := s.deps.store.PutMessage(&s.msg)
 	s.msg.Body = nil // a view of mapped memory
 	if err != nil {
-		if errors.Is(err, store.ErrMessageIllegal) || errors.Is(err, store.ErrPropertiesSizeExceeded) {
+		if res.Status == store.MessageIllegal || res.Status == store.PropertiesSizeExceeded {
 			return r.QueueOffset, fmt.Errorf("%w: %w", errSkipRecord, err)
 		}
 		return r.QueueOffset, err

@@ -16,6 +16,7 @@ import (
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/store"
+	"github.com/ringmq/ringmq/store/storetest"
 )
 
 // The schedule service on a MemStore inside a synctest bubble: the store's timestamps, the
@@ -27,7 +28,7 @@ var scheduleBornHost = netip.MustParseAddrPort("10.0.0.7:5555")
 // scheduleEnv is a MemStore with a schedule service reading it.
 type scheduleEnv struct {
 	st   store.MessageStore
-	mem  *store.MemStore
+	mem  *storetest.MemStore
 	svc  *ScheduleMessageService
 	path string
 	deps scheduleDeps
@@ -37,7 +38,7 @@ func newScheduleEnv(t *testing.T, delays []time.Duration, wrap func(store.Messag
 	t.Helper()
 	sc := store.DefaultConfig(t.TempDir())
 	sc.StoreHost = netipLoopback()
-	mem := store.NewMemStore(sc, nil)
+	mem := storetest.NewMemStore(sc, nil)
 	mem.SetDelayLevelTable(delays)
 	e := &scheduleEnv{mem: mem, st: mem, path: filepath.Join(t.TempDir(), "config", metadata.DelayOffsetFileName)}
 	if wrap != nil {

@@ -173,7 +173,7 @@ func aclDenied(t *testing.T, b *Broker, code codec.RequestCode) float64 {
 // readQueues is the number of readable queues the name server routes for topic.
 func readQueues(t *testing.T, b *Broker, topic string) int {
 	t.Helper()
-	route, ok := b.EmbeddedNamesrv().TopicRoute(topic)
+	route, ok := embeddedNamesrv(b).TopicRoute(topic)
 	require.True(t, ok, topic)
 	n := 0
 	for _, q := range route.QueueDatas {

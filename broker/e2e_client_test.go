@@ -178,7 +178,7 @@ func sendSync(t *testing.T, p rocketmq.Producer, msg *primitive.Message) *primit
 func (e *e2eEnv) waitRoute(t *testing.T, topic string) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		_, ok := e.tb.b.EmbeddedNamesrv().TopicRoute(topic)
+		_, ok := embeddedNamesrv(e.tb.b).TopicRoute(topic)
 		return ok
 	}, e2eWait, 5*time.Millisecond, "route of %s registered", topic)
 }

@@ -55,7 +55,7 @@ func TestGoClientCluster(t *testing.T) {
 			}
 		}
 	})
-	ns := masterA.b.EmbeddedNamesrv()
+	ns := embeddedNamesrv(masterA.b)
 	masters := func() map[string]bool {
 		out := map[string]bool{}
 		if r, ok := ns.TopicRoute(topic); ok {

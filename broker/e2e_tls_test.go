@@ -209,7 +209,7 @@ func TestTLSConfigErrors(t *testing.T) {
 	require.ErrorContains(t, err, "tlsCertFile")
 
 	cfg.TLSCertFile, cfg.TLSKeyFile = filepath.Join(t.TempDir(), "missing.crt"), filepath.Join(t.TempDir(), "missing.key")
-	_, err = New(cfg, Deps{Logger: testLogger(t)})
+	_, err = New(cfg, Deps{Logger: testLogger(t), Namesrv: testNamesrv})
 	require.ErrorIs(t, err, ErrConfig)
 	require.ErrorContains(t, err, "tlsCertFile")
 	require.ErrorContains(t, err, "missing.crt")

@@ -1,7 +1,7 @@
 package broker
 
 // Storage faults under the whole broker (issue 8 item 2), through the store's file-system
-// seam (store.FaultFS); fault_linux_test.go fills a real (tmpfs) file system.
+// seam (faultfs.FS); fault_linux_test.go fills a real (tmpfs) file system.
 //
 //   - Disk full, by the usage ratio and by ENOSPC from file allocation: sends are refused
 //     with SERVICE_NOT_AVAILABLE and a remark that says the disk is full; everything stored
@@ -31,6 +31,7 @@ import (
 
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/store"
+	"github.com/ringmq/ringmq/store/vfs/faultfs"
 )
 
 // faultSender sends numbered messages to one topic and remembers the acknowledged ones.
@@ -106,7 +107,7 @@ func faultBrokerConfig(dir, flushDiskType string) func(*Config) {
 
 func TestFaultDiskFullThroughSeam(t *testing.T) {
 	dir := t.TempDir()
-	ffs := store.NewFaultFS(store.NewOSFS(nil))
+	ffs := faultfs.New(store.NewOSFS(nil))
 	rb := startRelBroker(t, faultBrokerConfig(dir, "SYNC_FLUSH"), ffs)
 	c := mustDialRel(t, rb.addr)
 	relCreateTopic(t, c, "FullT", 2)
@@ -128,7 +129,7 @@ func TestFaultDiskFullThroughSeam(t *testing.T) {
 
 	// 2. ENOSPC creating the next CommitLog file. The standby file is ready, so the put that
 	// rolls into it succeeds; preparing the one after it fails, and puts stop until it works.
-	remove := ffs.Inject(store.FaultRule{Ops: store.OpCreate | store.OpAllocate, PathContains: "commitlog", Err: syscall.ENOSPC})
+	remove := ffs.Inject(faultfs.Rule{Ops: faultfs.OpCreate | faultfs.OpAllocate, PathContains: "commitlog", Err: syscall.ENOSPC})
 	requireDiskFullAnswer(t, s.sendUntil(codec.ResponseServiceNotAvailable, 60<<10))
 	requireDiskFullAnswer(t, s.send(100))
 	s.verify()
@@ -137,7 +138,7 @@ func TestFaultDiskFullThroughSeam(t *testing.T) {
 
 	// 3. ENOSPC creating a ConsumeQueue file (a queue's first): sends go on; the dispatcher
 	// retries and the messages become readable once the file can be made.
-	remove = ffs.Inject(store.FaultRule{Ops: store.OpCreate | store.OpAllocate, PathContains: "consumequeue", Err: syscall.ENOSPC})
+	remove = ffs.Inject(faultfs.Rule{Ops: faultfs.OpCreate | faultfs.OpAllocate, PathContains: "consumequeue", Err: syscall.ENOSPC})
 	relCreateTopic(t, c, "FullNewT", 2)
 	s2 := &faultSender{t: t, c: c, st: rb.st, topic: "FullNewT"}
 	for range 5 {
@@ -169,7 +170,7 @@ func TestFaultFsyncFailureIsNeverSuccess(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			ffs := store.NewFaultFS(store.NewOSFS(nil))
+			ffs := faultfs.New(store.NewOSFS(nil))
 			mutate := func(c *Config) {
 				faultBrokerConfig(dir, tc.flushDiskType)(c)
 				c.TransientStorePoolEnable = tc.transientPool
@@ -184,7 +185,7 @@ func TestFaultFsyncFailureIsNeverSuccess(t *testing.T) {
 			for range 10 {
 				require.Equal(t, int32(codec.ResponseSuccess), s.send(100).Code)
 			}
-			remove := ffs.Inject(store.FaultRule{Ops: store.OpSync, PathContains: "commitlog", Err: syscall.EIO})
+			remove := ffs.Inject(faultfs.Rule{Ops: faultfs.OpSync, PathContains: "commitlog", Err: syscall.EIO})
 			if tc.flushDiskType == "SYNC_FLUSH" {
 				// The send whose durability depends on the failing fsync.
 				resp := s.send(100)

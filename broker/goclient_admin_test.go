@@ -68,12 +68,12 @@ func TestGoClientAdminTopicLifecycle(t *testing.T) {
 	// Delete in the broker and in the name server.
 	require.NoError(t, adm.DeleteTopic(ctx, admin.WithTopicDelete(topic), admin.WithBrokerAddrDelete(tb.BrokerAddr)))
 	require.False(t, tb.b.topics.Contains(topic))
-	_, ok = tb.b.EmbeddedNamesrv().TopicRoute(topic)
+	_, ok = embeddedNamesrv(tb.b).TopicRoute(topic)
 	require.False(t, ok)
 	require.Equal(t, int64(0), tb.b.store.GetMaxOffsetInQueue(topic, int32(res.MessageQueue.QueueId)))
 
 	// A later registration round does not bring the deleted topic back.
 	require.NoError(t, tb.b.ctl.registrar.registerAndWait(ctx))
-	_, ok = tb.b.EmbeddedNamesrv().TopicRoute(topic)
+	_, ok = embeddedNamesrv(tb.b).TopicRoute(topic)
 	require.False(t, ok)
 }

@@ -7,21 +7,18 @@ import (
 	"net"
 	"strconv"
 
-	"github.com/ringmq/ringmq/flush"
 	"github.com/ringmq/ringmq/ha"
+	"github.com/ringmq/ringmq/store"
 )
 
 // Replication wiring (package ha, PROTOCOL.md §13): a master listens on haListenPort and streams its
 // CommitLog to slaves, a SYNC_MASTER also waits for a slave's acknowledgement before answering a send
-// (send.go put); a slave follows its master's CommitLog through an HA client. The store plugs in through
-// ha's small interfaces, which a store without files (the tests' MemStore) does not have: then there is
-// no replication.
-
-// replicaMasterLog is what a master's store offers the HA server.
-type replicaMasterLog interface {
-	ha.MasterLog
-	SetPublishListener(fn func())
-}
+// (send.go put); a slave follows its master's CommitLog through an HA client. Every store.MessageStore
+// is both of ha's small interfaces.
+var (
+	_ ha.MasterLog = store.MessageStore(nil)
+	_ ha.SlaveLog  = store.MessageStore(nil)
+)
 
 // initReplication builds the HA server (masters) or client (slaves) as services. Called from New after
 // the data plane, before the remoting server.
@@ -35,12 +32,7 @@ func (b *Broker) initReplication() error {
 		b.slaveSync = syncer
 		b.onMasterLearned = b.learnMaster
 		b.addGuardedService("slave synchronize", syncer.start, syncer.shutdown)
-		log, ok := b.store.(ha.SlaveLog)
-		if !ok {
-			b.logger.Warn("broker: the store cannot take replicated bytes; this slave will not replicate")
-			return nil
-		}
-		c, err := ha.NewClient(b.cfg.HAClientConfig(), log, b.logger)
+		c, err := ha.NewClient(b.cfg.HAClientConfig(), b.store, b.logger)
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrConfig, err)
 		}
@@ -50,10 +42,7 @@ func (b *Broker) initReplication() error {
 		})
 		return nil
 	}
-	log, ok := b.store.(replicaMasterLog)
-	if !ok {
-		return nil
-	}
+	log := b.store
 	addr := net.JoinHostPort(b.bindHost(), strconv.Itoa(b.cfg.HAListenPort))
 	srv, err := ha.NewServer(b.cfg.HAServerConfig(addr), log, b.logger)
 	if err != nil {
@@ -61,7 +50,7 @@ func (b *Broker) initReplication() error {
 	}
 	b.haServer = srv
 	if b.cfg.IsSyncMaster() {
-		metrics, merr := flush.NewMetrics(b.ctl.registerer, "replica")
+		metrics, merr := ha.NewMetrics(b.ctl.registerer)
 		if merr != nil {
 			metrics = nil
 		}

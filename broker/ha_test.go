@@ -147,7 +147,7 @@ func TestNewThatFailsReleasesReplication(t *testing.T) {
 	cfg.AclEnable = true
 	cfg.AclFile = t.TempDir() + "/absent.yml"
 	for range 2 {
-		_, err := New(cfg, Deps{Logger: testLogger(t)})
+		_, err := New(cfg, Deps{Logger: testLogger(t), Namesrv: testNamesrv})
 		require.ErrorIs(t, err, ErrACL, "not: address already in use on haListenPort")
 		cfg.StorePathRootDir = t.TempDir()
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
-	"github.com/ringmq/ringmq/namesrv"
 	"github.com/ringmq/ringmq/netio"
 )
 
@@ -348,15 +347,17 @@ func (b *Broker) isLocalHost(host string) bool {
 	return err == nil && (ip.IsLoopback() || ip.IsUnspecified())
 }
 
-// newEmbeddedNamesrv builds the in-process name server (namesrvEmbedded=true). Its KV
-// config lives under the store directory, so that a broker's whole state is in one place.
-func (b *Broker) newEmbeddedNamesrv() (*namesrv.Namesrv, error) {
-	nc := namesrv.DefaultConfig()
-	nc.ListenAddr = net.JoinHostPort(b.bindHost(), strconv.Itoa(b.cfg.NamesrvListenPort))
-	nc.NetEngine = b.cfg.NetEngine
-	nc.NetEventLoops = 1 // its load is a few requests per client per 30 s
-	nc.KVConfigPath = namesrvKVConfigPath(b.cfg.StorePathRootDir)
-	return namesrv.New(nc, b.logger, b.ctl.registerer)
+// newEmbeddedNamesrv builds the in-process name server (namesrvEmbedded=true) through
+// Deps.Namesrv. Its KV config lives under the store directory, so that a broker's whole state
+// is in one place.
+func (b *Broker) newEmbeddedNamesrv() (EmbeddedNamesrv, error) {
+	return b.ctl.newNamesrv(EmbeddedNamesrvSpec{
+		ListenAddr:   net.JoinHostPort(b.bindHost(), strconv.Itoa(b.cfg.NamesrvListenPort)),
+		NetEngine:    b.cfg.NetEngine,
+		KVConfigPath: namesrvKVConfigPath(b.cfg.StorePathRootDir),
+		Logger:       b.logger,
+		Registerer:   b.ctl.registerer,
+	})
 }
 
 // bindHost is the host the broker's listeners bind: all interfaces, except when brokerIP1

@@ -60,7 +60,7 @@ func TestSlaveRegistrationLearnsMaster(t *testing.T) {
 	require.Equal(t, slave.HAServerAddr(), h.HAServerAddr)
 	require.Regexp(t, `^127\.0\.0\.2:\d+$`, h.HAServerAddr, "brokerIP2:haListenPort")
 
-	ci := ns.b.EmbeddedNamesrv()
+	ci := embeddedNamesrv(ns.b)
 	route, ok := ci.TopicRoute(metadata.AutoCreateTopicKeyTopic)
 	require.True(t, ok)
 	var addrs map[int64]string

@@ -102,8 +102,7 @@ func TestHAConfigErrorsNameTheKey(t *testing.T) {
 // A master's brokerId is forced to 0 at start, as RocketMQ's BrokerStartup does; a slave
 // keeps its id. haListenPort 0 becomes listenPort + 1, or a free port when listenPort was 0.
 func TestRoleStartupIDsAndHAPort(t *testing.T) {
-	port, err := pickListenPort("127.0.0.1")
-	require.NoError(t, err)
+	port := pickPortBeforeFree(t) // the master binds its HA port, listenPort + 1, in New
 	b := startCtlBroker(t, nil, func(c *Config) {
 		c.ListenPort = port
 		c.HAListenPort = 0 // derived: listenPort + 1

@@ -13,7 +13,6 @@ import (
 
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
-	"github.com/ringmq/ringmq/flush"
 	"github.com/ringmq/ringmq/ha"
 	"github.com/ringmq/ringmq/store"
 )
@@ -128,7 +127,7 @@ type sendRequest struct {
 	resp       []byte // response frame
 	done       func() // = release, bound once
 	durable    func(error)
-	replicated flush.WaiterFunc // = onReplicated, bound once
+	replicated ha.WaiterFunc // = onReplicated, bound once
 
 	// The durability and replica waits of one put run side by side; the last to finish answers.
 	waits       atomic.Int32
@@ -600,7 +599,7 @@ func (b *Broker) put(r *sendRequest) {
 	waitOK := waitStoreMsgOK(r.header.Properties)
 	wait := b.data.syncFlush && waitOK
 	replicate := b.replicas != nil && waitOK // SYNC_MASTER: ASYNC_MASTER never waits
-	if q, ok := b.store.(syncFlushQueue); wait && ok && q.SyncFlushQueueFull() {
+	if wait && b.store.SyncFlushQueueFull() {
 		// Refused before storing: SYSTEM_BUSY must mean "not stored", as RocketMQ's fast failure
 		// does. (Between event loops a put can still meet a queue filled since this check; that one
 		// is stored and gets the same answer from onDurable.)
@@ -650,65 +649,38 @@ func btoi(v bool) int {
 	return 0
 }
 
-// syncFlushQueue is implemented by stores whose SYNC_FLUSH waiters queue up to a bound
-// (*store.Store): put asks before storing whether the queue is full.
-type syncFlushQueue interface{ SyncFlushQueueFull() bool }
-
-// putOutcome maps a put's error or status to the response code (SendMessageProcessor
-// handlePutMessageResult). Success codes mean the message is stored: SUCCESS and the
-// "stored, but" codes FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE.
+// putOutcome maps a put's status to the response code and remark (SendMessageProcessor
+// handlePutMessageResult). SUCCESS means the message is stored. The error only explains a
+// failed status in the remark; an error beside PUT_OK (a broken store) is UNKNOWN_ERROR, never
+// a success.
 func (b *Broker) putOutcome(res store.PutResult, err error) (codec.ResponseCode, string) {
-	if err != nil {
-		switch {
-		case errors.Is(err, codec.ErrMalformedProperties):
+	switch res.Status {
+	case store.PutOK:
+		if err == nil {
+			return codec.ResponseSuccess, ""
+		}
+	case store.MessageIllegal, store.PropertiesSizeExceeded:
+		if errors.Is(err, codec.ErrMalformedProperties) {
 			// The store's own check (the send paths check a client's properties first): a record
 			// re-encoded by the broker, e.g. a send-back of a record an older broker stored.
 			return codec.ResponseMessageIllegal, malformedPropertiesRemark("properties", err)
-		case errors.Is(err, store.ErrMessageIllegal), errors.Is(err, store.ErrPropertiesSizeExceeded):
-			return codec.ResponseMessageIllegal, b.messageIllegalRemark()
-		case errors.Is(err, store.ErrOSPageCacheBusy):
-			b.metrics.busy.WithLabelValues("pc_synchronized").Inc()
-			return codec.ResponseSystemBusy, remarkPCBusy
-		case errors.Is(err, flush.ErrQueueFull):
-			b.metrics.busy.WithLabelValues("flush_queue_full").Inc()
-			return codec.ResponseSystemBusy, remarkFlushQueueFull
-		case errors.Is(err, store.ErrCreateMappedFile):
-			return codec.ResponseSystemError, remarkCreateMappedFileFailed
-		case errors.Is(err, store.ErrServiceNotAvailable), errors.Is(err, store.ErrDiskFull),
-			errors.Is(err, store.ErrClosed), errors.Is(err, store.ErrFlushFailed):
-			return codec.ResponseServiceNotAvailable, remarkServiceNotAvailable + " (" + err.Error() + ")"
 		}
-		return codec.ResponseSystemError, "UNKNOWN_ERROR: " + err.Error()
-	}
-	switch res.Status {
-	case store.PutOK:
-		return codec.ResponseSuccess, ""
-	case store.FlushDiskTimeout, store.FlushSlaveTimeout, store.SlaveNotAvailable:
-		return codec.ResponseSuccess, "" // stored: answerStored picks the code from the status
-	case store.ServiceNotAvailable:
-		return codec.ResponseServiceNotAvailable, remarkServiceNotAvailable
-	case store.CreateMappedFileFailed:
-		return codec.ResponseSystemError, remarkCreateMappedFileFailed
-	case store.MessageIllegal, store.PropertiesSizeExceeded:
 		return codec.ResponseMessageIllegal, b.messageIllegalRemark()
 	case store.OSPageCacheBusy:
 		b.metrics.busy.WithLabelValues("pc_synchronized").Inc()
 		return codec.ResponseSystemBusy, remarkPCBusy
+	case store.CreateMappedFileFailed:
+		return codec.ResponseSystemError, remarkCreateMappedFileFailed
+	case store.ServiceNotAvailable:
+		if err == nil {
+			return codec.ResponseServiceNotAvailable, remarkServiceNotAvailable
+		}
+		return codec.ResponseServiceNotAvailable, remarkServiceNotAvailable + " (" + err.Error() + ")"
 	}
-	return codec.ResponseSystemError, "UNKNOWN_ERROR"
-}
-
-// storedCode is the response code of a stored message whose put status is st.
-func storedCode(st store.PutMessageStatus) codec.ResponseCode {
-	switch st {
-	case store.FlushDiskTimeout:
-		return codec.ResponseFlushDiskTimeout
-	case store.FlushSlaveTimeout:
-		return codec.ResponseFlushSlaveTimeout
-	case store.SlaveNotAvailable:
-		return codec.ResponseSlaveNotAvailable
+	if err == nil {
+		return codec.ResponseSystemError, "UNKNOWN_ERROR"
 	}
-	return codec.ResponseSuccess
+	return codec.ResponseSystemError, "UNKNOWN_ERROR: " + err.Error()
 }
 
 // onDurable is the SYNC_FLUSH callback: the message is stored; err says whether it is
@@ -717,10 +689,10 @@ func storedCode(st store.PutMessageStatus) codec.ResponseCode {
 func (r *sendRequest) onDurable(err error) {
 	switch {
 	case err == nil:
-	case errors.Is(err, flush.ErrQueueFull):
+	case errors.Is(err, store.ErrFlushQueueFull):
 		r.b.metrics.busy.WithLabelValues("flush_queue_full").Inc()
 		r.flushCode, r.flushRemark, r.flushStored = codec.ResponseSystemBusy, remarkFlushQueueFull, false
-	case errors.Is(err, flush.ErrFlushTimeout):
+	case errors.Is(err, store.ErrFlushTimeout):
 		r.flushCode = codec.ResponseFlushDiskTimeout
 	default:
 		// Stored in the page cache, not known durable (I/O error, shutdown): the Java
@@ -760,12 +732,9 @@ func (r *sendRequest) waitDone() {
 }
 
 // answerStored writes the full send response for a stored message or batch. code is
-// SUCCESS unless the durability wait said otherwise; the put status may still turn it
-// into another "stored, but" code.
+// SUCCESS unless a wait (durability, replica) said otherwise: FLUSH_DISK_TIMEOUT,
+// FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE.
 func (r *sendRequest) answerStored(code codec.ResponseCode, remark string) {
-	if code == codec.ResponseSuccess {
-		code = storedCode(r.result.Status)
-	}
 	b := r.b
 	ids := r.msgIDs[:0] // the offsetMsgId of each record
 	if r.isBatch {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
-	"github.com/ringmq/ringmq/flush"
 	"github.com/ringmq/ringmq/store"
 )
 
@@ -383,7 +382,7 @@ func TestSendSyncFlushRepliesOnlyAfterDurable(t *testing.T) {
 	// A flush timeout answers FLUSH_DISK_TIMEOUT with the full header (stored, not durable).
 	_, sent = c.send(sendV1("TopicS", 0, []byte("late"), ""))
 	require.Eventually(t, func() bool { return gate.waiting() == 1 }, 5*time.Second, time.Millisecond)
-	gate.release(fmt.Errorf("group commit: %w", flush.ErrFlushTimeout))
+	gate.release(fmt.Errorf("group commit: %w", store.ErrFlushTimeout))
 	resp = c.await(sent, 5*time.Second)
 	require.Equal(t, int32(codec.ResponseFlushDiskTimeout), resp.Code)
 	var h codec.SendMessageResponseHeader
@@ -393,7 +392,7 @@ func TestSendSyncFlushRepliesOnlyAfterDurable(t *testing.T) {
 	// A full group-commit queue answers SYSTEM_BUSY.
 	_, sent = c.send(sendV1("TopicS", 0, []byte("busy"), ""))
 	require.Eventually(t, func() bool { return gate.waiting() == 1 }, 5*time.Second, time.Millisecond)
-	gate.release(flush.ErrQueueFull)
+	gate.release(store.ErrFlushQueueFull)
 	resp = c.await(sent, 5*time.Second)
 	require.Equal(t, int32(codec.ResponseSystemBusy), resp.Code)
 	require.Equal(t, remarkFlushQueueFull, resp.Remark)

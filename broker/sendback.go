@@ -180,8 +180,9 @@ func (b *Broker) sendMessageBack(to Reply, h *codec.ConsumerSendMsgBackRequestHe
 		Properties:     p,
 	}
 	res, err := b.store.PutMessage(&msg)
-	if errors.Is(err, store.ErrServiceNotAvailable) || (err == nil && res.Status == store.ServiceNotAvailable) {
-		// RocketMQ answers a refused send-back with SYSTEM_ERROR and the status name.
+	if res.Status == store.ServiceNotAvailable && !errors.Is(err, store.ErrDiskFull) {
+		// RocketMQ answers a refused send-back with SYSTEM_ERROR and the status name. A full
+		// disk gets the send path's SERVICE_NOT_AVAILABLE answer, which names the reason.
 		to.Answer(codec.ResponseSystemError, remarkSendBackServiceNotAvailable)
 		return
 	}

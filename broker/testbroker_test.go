@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ringmq/ringmq/namesrv"
 )
 
 // The shared end-to-end harness: a real broker (file store on t.TempDir(), gnet server,
@@ -113,7 +115,7 @@ func startTestBroker(t testing.TB, mutate func(*Config)) *testBroker {
 
 func (tb *testBroker) start(t testing.TB) {
 	t.Helper()
-	b, err := New(tb.cfg, Deps{Logger: testLogger(t)})
+	b, err := New(tb.cfg, Deps{Logger: testLogger(t), Namesrv: testNamesrv})
 	require.NoError(t, err, "broker.New")
 	require.NoError(t, b.Start(), "broker.Start")
 	tb.b = b
@@ -164,6 +166,22 @@ func pickPort(t testing.TB, avoid ...int) int {
 	}
 }
 
+// pickPortBeforeFree is a free loopback port whose next port is free too: for a broker that derives
+// haListenPort (listenPort + 1) and binds it. Up to 100 tries, or the test fails.
+func pickPortBeforeFree(t testing.TB) int {
+	t.Helper()
+	for range 100 {
+		port := pickPort(t)
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port+1)))
+		if err == nil {
+			require.NoError(t, ln.Close())
+			return port
+		}
+	}
+	t.Fatal("no free loopback port with a free next port")
+	return 0
+}
+
 // splitHostPortNumber splits "host:port" and parses the port.
 func splitHostPortNumber(addr string) (string, int, error) {
 	host, port, err := net.SplitHostPort(addr)
@@ -173,3 +191,21 @@ func splitHostPortNumber(addr string) (string, int, error) {
 	n, err := strconv.Atoi(port)
 	return host, n, err
 }
+
+// testNamesrv builds the embedded name server as launch.Namesrv does (package broker's tests cannot
+// import package launch, which imports broker).
+func testNamesrv(spec EmbeddedNamesrvSpec) (EmbeddedNamesrv, error) {
+	nc := namesrv.DefaultConfig()
+	nc.ListenAddr = spec.ListenAddr
+	nc.NetEngine = spec.NetEngine
+	nc.NetEventLoops = 1
+	nc.KVConfigPath = spec.KVConfigPath
+	ns, err := namesrv.New(nc, spec.Logger, spec.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return ns, nil
+}
+
+// embeddedNamesrv is b's embedded name server as testNamesrv built it.
+func embeddedNamesrv(b *Broker) *namesrv.Namesrv { return b.EmbeddedNamesrv().(*namesrv.Namesrv) }

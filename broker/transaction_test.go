@@ -17,6 +17,7 @@ import (
 	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/netio"
 	"github.com/ringmq/ringmq/store"
+	"github.com/ringmq/ringmq/store/storetest"
 )
 
 // END_TRANSACTION and the check service over the wire, on a MemStore broker whose clock the
@@ -36,7 +37,8 @@ func startClockBroker(t testing.TB, clock func() time.Time, mutate func(*Config)
 	sc := store.DefaultConfig(cfg.StorePathRootDir)
 	sc.StoreHost = netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(cfg.ListenPort))
 	sc.MaxMessageSize = cfg.MaxMessageSize
-	mem := store.NewMemStore(sc, clock)
+	sc.Slave = cfg.IsSlave() // as storeConfig sets it: a slave's store takes replicated bytes
+	mem := storetest.NewMemStore(sc, clock)
 	b, err := New(cfg, Deps{Logger: testLogger(t), Store: mem, Clock: clock})
 	require.NoError(t, err)
 	require.NoError(t, b.Start())

@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ringmq/ringmq/codec"
-	"github.com/ringmq/ringmq/flush"
 	"github.com/ringmq/ringmq/netio"
 	"github.com/ringmq/ringmq/store"
 )
@@ -34,7 +33,7 @@ func storeConfig(cfg *Config, storeHost netip.AddrPort) (store.Config, error) {
 	}
 	sc.FlushDiskType = fdt
 	if cfg.FlushBackend != "" {
-		kind, err := flush.ParseKind(cfg.FlushBackend)
+		kind, err := store.ParseFlushBackend(cfg.FlushBackend)
 		if err != nil {
 			return sc, fmt.Errorf("%w: key flushBackend: %w", ErrConfig, err)
 		}

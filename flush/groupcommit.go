@@ -13,7 +13,7 @@ import (
 // Waiter learns the outcome of a SYNC_FLUSH put: whether its offset became durable.
 type Waiter interface {
 	// FlushDone is called exactly once per Submit: nil when the target offset is durable; ErrFlushTimeout
-	// when SyncFlushTimeout passed first; ErrClosed when the GroupCommit closed before the offset could be
+	// (or GroupCommitConfig.TimeoutErr) when SyncFlushTimeout passed first; ErrClosed when the GroupCommit closed before the offset could be
 	// made durable; otherwise the durable operation's error (ErrNoSpace, ErrIO, ...). It runs on the
 	// GroupCommit's loop goroutine and must not block; it may call Submit, never Close.
 	FlushDone(err error)
@@ -41,6 +41,10 @@ type GroupCommitConfig struct {
 	// WaiterQueueMax bounds the waiters queued or in flight; Submit beyond it returns ErrQueueFull at once
 	// (answer SYSTEM_BUSY). Both waiter slices are allocated at this capacity up front.
 	WaiterQueueMax int
+	// TimeoutErr is what waiters past SyncFlushTimeout complete with; nil = ErrFlushTimeout. A user of the
+	// group commit sets its own error here (it should wrap ErrFlushTimeout), so that its callers need not
+	// know package flush and no waiter is wrapped per Submit to translate the error.
+	TimeoutErr error
 }
 
 // DefaultGroupCommitConfig: 5 s timeout (RocketMQ's syncFlushTimeout), 16,384 waiters (1,000 producers
@@ -80,11 +84,12 @@ type syncResult struct {
 // DurableFunc. Keeping the (possibly slow) durable call off the loop is what lets timeouts fire while
 // the disk is stuck. Submit and Close are safe for concurrent use.
 type GroupCommit struct {
-	cfg     GroupCommitConfig
-	durable DurableFunc
-	metrics *Metrics
-	logger  *slog.Logger
-	epoch   time.Time
+	cfg        GroupCommitConfig
+	timeoutErr error // cfg.TimeoutErr, or ErrFlushTimeout
+	durable    DurableFunc
+	metrics    *Metrics
+	logger     *slog.Logger
+	epoch      time.Time
 
 	mu struct {
 		sync.Mutex
@@ -126,6 +131,7 @@ func NewGroupCommit(cfg GroupCommitConfig, durableOffset int64, durable DurableF
 	}
 	g := &GroupCommit{
 		cfg:           cfg,
+		timeoutErr:    cmp.Or(cfg.TimeoutErr, ErrFlushTimeout),
 		durable:       durable,
 		metrics:       metrics,
 		logger:        logger,
@@ -427,7 +433,7 @@ func (g *GroupCommit) expire() {
 	expired := 0
 	for i := range g.batch {
 		if g.batch[i].deadline <= now {
-			g.batch[i].w.FlushDone(ErrFlushTimeout)
+			g.batch[i].w.FlushDone(g.timeoutErr)
 			expired++
 			continue
 		}

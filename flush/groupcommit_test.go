@@ -170,6 +170,29 @@ func TestGroupCommitTimeout(t *testing.T) {
 	})
 }
 
+// TimeoutErr replaces ErrFlushTimeout for a user with its own error (the store's, ha's).
+func TestGroupCommitTimeoutErr(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := newScriptedDurable()
+		cfg := testGroupCommitConfig()
+		own := fmt.Errorf("user: not durable in time: %w", ErrFlushTimeout)
+		cfg.TimeoutErr = own
+		g, err := NewGroupCommit(cfg, 0, d.durable, nil, nil)
+		require.NoError(t, err)
+		var rec recorder
+		require.NoError(t, g.Submit(10, rec.waiter(10)))
+		require.Equal(t, int64(10), <-d.calls)
+		time.Sleep(cfg.SyncFlushTimeout)
+		synctest.Wait()
+		got := rec.get()
+		require.Len(t, got, 1)
+		require.Same(t, own, got[0].err)
+		require.ErrorIs(t, got[0].err, ErrFlushTimeout)
+		d.answers <- syncAnswer{durable: 10}
+		require.NoError(t, g.Close())
+	})
+}
+
 func TestGroupCommitDurableErrors(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := newScriptedDurable()

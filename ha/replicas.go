@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/ringmq/ringmq/flush"
 )
 
@@ -19,6 +21,22 @@ var (
 	// wrapping it in one more allocation per put.
 	ErrSlaveTimeout = flush.ErrFlushTimeout
 )
+
+// The SYNC_MASTER wait is a flush group commit; these re-export what its users need, so that they
+// (the broker) do not import package flush.
+type (
+	// Waiter learns the outcome of a Replicas.Wait (flush.Waiter).
+	Waiter = flush.Waiter
+	// WaiterFunc adapts a function to Waiter (flush.WaiterFunc). Bind it once: a method value made
+	// per Wait allocates.
+	WaiterFunc = flush.WaiterFunc
+	// Metrics are the wait's group commit metrics (flush.Metrics).
+	Metrics = flush.Metrics
+)
+
+// NewMetrics creates the SYNC_MASTER wait's collectors (service "replica") and registers them on reg,
+// which may be nil.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) { return flush.NewMetrics(reg, "replica") }
 
 // ReplicasConfig configures the SYNC_MASTER wait.
 type ReplicasConfig struct {
@@ -49,7 +67,7 @@ type Replicas struct {
 }
 
 // NewReplicas waits on srv's acknowledgements. metrics may be nil.
-func NewReplicas(cfg ReplicasConfig, srv *Server, metrics *flush.Metrics, logger *slog.Logger) (*Replicas, error) {
+func NewReplicas(cfg ReplicasConfig, srv *Server, metrics *Metrics, logger *slog.Logger) (*Replicas, error) {
 	r := &Replicas{cfg: cfg, srv: srv, ack: make(chan struct{}, 1), quit: make(chan struct{})}
 	gc, err := flush.NewGroupCommit(flush.GroupCommitConfig{SyncFlushTimeout: cfg.SlaveTimeout,
 		WaiterQueueMax: cfg.WaiterQueueMax}, srv.AckedOffset(), r.awaitAck, metrics, logger)
@@ -76,7 +94,7 @@ func (r *Replicas) SlaveOK(msgEnd int64) bool {
 // once (no slave, or too far behind), ErrSlaveTimeout after SlaveTimeout, flush.ErrClosed at Close. done runs on the
 // waiter's goroutine and must not block. It returns an error instead of calling done only when the queue
 // is full (flush.ErrQueueFull) or closed.
-func (r *Replicas) Wait(msgEnd int64, done flush.Waiter) error {
+func (r *Replicas) Wait(msgEnd int64, done Waiter) error {
 	if !r.SlaveOK(msgEnd) {
 		done.FlushDone(ErrSlaveNotAvailable)
 		return nil

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ringmq/ringmq/store/vfs/faultfs"
 )
 
 // gatedFS holds the opening of one file until released, telling when it gets there.
@@ -83,12 +85,12 @@ func TestRollWaitsForTheAllocatorsFile(t *testing.T) {
 // TestNoSpaceWithAStandbyLeft: ENOSPC while preparing a file refuses puts only once no prepared file is
 // left (the next roll would have none); while one is, puts go on into it.
 func TestNoSpaceWithAStandbyLeft(t *testing.T) {
-	ffs := NewFaultFS(NewOSFS(nil))
+	ffs := faultfs.New(NewOSFS(nil))
 	cfg := testConfig(t.TempDir())
 	s := openStarted(t, cfg, Deps{FS: ffs})
 	mustPut(t, s, testMessage("T", 0, body(100, "a")))
 	waitFor(t, "two standby files", func() bool { return s.commitLog.standbyCount() == standbyFiles })
-	remove := ffs.Inject(FaultRule{Ops: OpAllocate, PathContains: "commitlog", Err: syscall.ENOSPC})
+	remove := ffs.Inject(faultfs.Rule{Ops: faultfs.OpAllocate, PathContains: "commitlog", Err: syscall.ENOSPC})
 	defer remove()
 	for s.MaxPhyOffset() < testFileSize { // into file 1: the allocator fails to make file 3
 		mustPut(t, s, testMessage("T", 0, body(1000, "b")))

@@ -10,7 +10,7 @@ package store
 //     round writes into the same store. kill -9 keeps the page cache, so this covers the process crash:
 //     abnormal recovery, torn tails of half-done puts, a kill inside recovery, recovery of recovered
 //     stores, and the acknowledgement protocol as far as the page cache can show it.
-//   - TestCrashPowerLoss: the same load in process on FaultFS; at random points CrashClone keeps only
+//   - TestCrashPowerLoss: the same load in process on faultfs.FS; at random points CrashClone keeps only
 //     what was synced (on odd rounds plus a random half of the unsynced pages), a store opened on the
 //     clone must hold every message acknowledged before the clone, and then takes the load itself.
 //
@@ -51,6 +51,7 @@ import (
 
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/flush"
+	"github.com/ringmq/ringmq/store/vfs/faultfs"
 )
 
 // Environment of the child process; its presence makes TestCrashChild run.
@@ -536,7 +537,7 @@ func verifyCrashStore(t *testing.T, s *Store, acks []crashAck, what string) {
 	require.GreaterOrEqual(t, total, int64(len(acks)), what)
 }
 
-// TestCrashPowerLoss models a power cut: the load runs in process over FaultFS, and at random points a
+// TestCrashPowerLoss models a power cut: the load runs in process over faultfs.FS, and at random points a
 // CrashClone keeps only synced data (on odd rounds also a random half of the unsynced pages that
 // differ, as if the kernel had written them back first). A store opened on the clone recovers, must hold
 // every message acknowledged before the clone, and then carries the load until the next clone: each
@@ -567,7 +568,7 @@ func TestCrashPowerLoss(t *testing.T) {
 
 		backend, err := flush.Open(kind, nil, testLogger(t))
 		require.NoError(t, err)
-		ffs := NewFaultFS(NewOSFS(backend))
+		ffs := faultfs.New(NewOSFS(backend))
 		cfg := crashConfig(dir, transient, kind)
 		cfg.WarmMappedFileEnable, cfg.FlushLeastPagesWhenWarmMappedFile = warm, 64
 		s, err := Open(cfg, Deps{FS: ffs, Logger: testLogger(t)})
@@ -585,7 +586,7 @@ func TestCrashPowerLoss(t *testing.T) {
 			acks = append(acks, a)
 			mu.Unlock()
 		}, onErr)
-		// Poll against a deadline (not waitFor's 10 s: FaultFS copies every synced range, slow under -race
+		// Poll against a deadline (not waitFor's 10 s: faultfs.FS copies every synced range, slow under -race
 		// on a busy machine).
 		for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(time.Millisecond) {
 			mu.Lock()
@@ -605,7 +606,7 @@ func TestCrashPowerLoss(t *testing.T) {
 		n := len(acks)
 		mu.Unlock()
 		next := filepath.Join(parent, fmt.Sprintf("r%d", round+1))
-		var opts CrashOptions
+		var opts faultfs.CrashOptions
 		if keepSome {
 			opts.KeepUnsyncedPage = func(string, int64) bool { return rng.IntN(2) == 0 }
 		}
@@ -640,7 +641,7 @@ func TestCrashPowerLoss(t *testing.T) {
 // as dispatched, or after a power cut the replay starts past them and they are gone for good.
 func TestCheckpointDoesNotClaimUnflushedQueues(t *testing.T) {
 	root := t.TempDir()
-	ffs := NewFaultFS(NewOSFS(nil))
+	ffs := faultfs.New(NewOSFS(nil))
 	cfg := testConfig(root)
 	cfg.MappedFileSizeConsumeQueue = 1024 * ConsumeQueueEntryBytes
 	s := openStarted(t, cfg, Deps{FS: ffs})
@@ -655,7 +656,7 @@ func TestCheckpointDoesNotClaimUnflushedQueues(t *testing.T) {
 		"the checkpoint promises no queue entry that is not durable")
 
 	crash := t.TempDir()
-	require.NoError(t, ffs.CrashClone(root, crash, CrashOptions{}))
+	require.NoError(t, ffs.CrashClone(root, crash, faultfs.CrashOptions{}))
 	require.NoError(t, s.Shutdown())
 	cfg.StorePathRootDir = crash
 	r := reopen(t, cfg, Deps{})
@@ -695,7 +696,7 @@ func TestTornConsumeQueueEntryRecovery(t *testing.T) {
 
 func testTornConsumeQueueEntry(t *testing.T, torn int, keepPage int64) {
 	root := t.TempDir()
-	ffs := NewFaultFS(NewOSFS(nil))
+	ffs := faultfs.New(NewOSFS(nil))
 	cfg := testConfig(root)
 	cfg.MappedFileSizeConsumeQueue = 2048 * ConsumeQueueEntryBytes
 	s := openStarted(t, cfg, Deps{FS: ffs})
@@ -715,7 +716,7 @@ func testTornConsumeQueueEntry(t *testing.T, torn int, keepPage int64) {
 
 	crash := t.TempDir()
 	cqFile := filepath.Join(root, "consumequeue", "T", "0", offsetFileName(0))
-	require.NoError(t, ffs.CrashClone(root, crash, CrashOptions{
+	require.NoError(t, ffs.CrashClone(root, crash, faultfs.CrashOptions{
 		KeepUnsyncedPage: func(path string, off int64) bool { return path == cqFile && off == keepPage },
 	}))
 	require.NoError(t, s.Shutdown())

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/internal/logtest"
+	"github.com/ringmq/ringmq/store/vfs/faultfs"
 )
 
 // spaceFS models the free space of a file system over real files. DiskUsage reports free bytes out of
@@ -357,8 +358,8 @@ func TestConsumeQueueNoSpaceLosesNoEntry(t *testing.T) {
 	waitDispatched(t, s)
 	// An allocation succeeding clears DISK_FULL (space is there): let the allocator finish first.
 	waitFor(t, "two standby files", func() bool { return s.commitLog.standbyCount() == standbyFiles })
-	remove := ffs.Inject(FaultRule{Ops: OpCreate | OpAllocate, PathContains: "consumequeue", Err: syscall.ENOSPC})
-	removeCk := ffs.Inject(FaultRule{Ops: OpOpen | OpCreate, PathContains: "checkpoint.tmp", Err: syscall.ENOSPC})
+	remove := ffs.Inject(faultfs.Rule{Ops: faultfs.OpCreate | faultfs.OpAllocate, PathContains: "consumequeue", Err: syscall.ENOSPC})
+	removeCk := ffs.Inject(faultfs.Rule{Ops: faultfs.OpOpen | faultfs.OpCreate, PathContains: "checkpoint.tmp", Err: syscall.ENOSPC})
 	// One batch: the queue's second and third file are needed, and the dispatcher's failure (which
 	// sets DISK_FULL) cannot refuse a put half-way.
 	batch := &BatchPut{}

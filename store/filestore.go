@@ -94,6 +94,8 @@ func (f *flagSet) clear(b RunningFlags) {
 	}
 }
 
+var _ MessageStore = (*Store)(nil)
+
 // Open opens (creating when absent) the store under cfg.StorePathRootDir and recovers it: normally after
 // a clean shutdown (trusting the checkpoint), abnormally after a crash (re-scanning the CommitLog from the
 // checkpoint, truncating a torn tail, rebuilding ConsumeQueue and IndexFile entries). The store accepts
@@ -240,6 +242,7 @@ func (s *Store) Start() error {
 	if s.cfg.FlushDiskType == SyncFlush {
 		gc := flush.DefaultGroupCommitConfig()
 		gc.SyncFlushTimeout = s.cfg.SyncFlushTimeout
+		gc.TimeoutErr = ErrFlushTimeout
 		s.groupCommit, err = flush.NewGroupCommit(gc, cl.mfq.flushedWhere.Load(), s.durable,
 			metrics("commitlog_sync"), s.logger)
 		if err != nil {
@@ -572,14 +575,16 @@ func (s *Store) checkWriteable() (PutMessageStatus, error) {
 }
 
 func (s *Store) checkMessage(m *codec.Message) (PutMessageStatus, error) {
-	return checkMessage(&s.cfg, m)
+	return s.cfg.CheckMessage(m)
 }
 
-// checkMessage validates what the record format and maxMessageSize limit, and the properties: a
+// CheckMessage validates what the record format and maxMessageSize limit, and the properties: a
 // record whose properties do not parse is never written, whoever builds it (PROTOCOL.md §5.4; the
-// broker checks a client's properties before, to answer with a precise remark). It runs before the
-// put lock and allocates nothing unless it fails.
-func checkMessage(cfg *Config, m *codec.Message) (PutMessageStatus, error) {
+// broker checks a client's properties before, to answer with a precise remark). A put runs it before
+// the put lock; another MessageStore (storetest.MemStore) runs it too, so that both refuse the same
+// messages. It returns PutOK and nil, or the put's status and error (see PutResult), and allocates
+// nothing unless it fails. Safe for concurrent use.
+func (cfg *Config) CheckMessage(m *codec.Message) (PutMessageStatus, error) {
 	switch {
 	case m.Body == nil:
 		return MessageIllegal, fmt.Errorf("%w: body is null", ErrMessageIllegal)
@@ -732,8 +737,9 @@ func (s *Store) putMessages(batch *BatchPut) (PutResult, error) {
 }
 
 // WaitDurable calls done once every byte below endOffset is durable: at once under ASYNC_FLUSH (and when
-// already durable), else from the group commit goroutine, with flush.ErrFlushTimeout after
-// syncFlushTimeout (FLUSH_DISK_TIMEOUT) or the flush error. done must not block. Safe for concurrent use.
+// already durable), else from the group commit goroutine, with ErrFlushTimeout after syncFlushTimeout
+// (FLUSH_DISK_TIMEOUT), ErrFlushQueueFull at once when the group commit is full, or the flush error.
+// done must not block. Safe for concurrent use.
 func (s *Store) WaitDurable(endOffset int64, done func(error)) {
 	if s.cfg.FlushDiskType == AsyncFlush || s.commitLog.mfq.flushedWhere.Load() >= endOffset {
 		done(nil)
@@ -745,12 +751,15 @@ func (s *Store) WaitDurable(endOffset int64, done func(error)) {
 		return
 	}
 	if err := gc.Submit(endOffset, flush.WaiterFunc(done)); err != nil {
+		if errors.Is(err, flush.ErrQueueFull) {
+			err = ErrFlushQueueFull
+		}
 		done(err)
 	}
 }
 
 // SyncFlushQueueFull reports whether the SYNC_FLUSH group commit holds its maximum of waiters, so that
-// WaitDurable for a put made now would fail with flush.ErrQueueFull. The broker asks before a put, to
+// WaitDurable for a put made now would fail with ErrFlushQueueFull. The broker asks before a put, to
 // refuse the send with SYSTEM_BUSY without storing it: a message stored and then refused would reach
 // consumers although its producer was told it failed (and a retrying producer would store it twice).
 // Always false under ASYNC_FLUSH. Safe for concurrent use; reads one counter.

@@ -1,82 +1,21 @@
 package store
 
 import (
-	"io"
 	"os"
+
+	"github.com/ringmq/ringmq/store/vfs"
 )
 
 var pageSize = os.Getpagesize()
 
-// FS is the file-system seam under the store: every file the store touches is opened, sized, mapped,
-// synced and removed through it, so tests can inject ENOSPC and EIO or drop what was never synced
-// (FaultFS). NewOSFS is the real one. Implementations must be safe for concurrent use.
-type FS interface {
-	// OpenFile opens name like os.OpenFile.
-	OpenFile(name string, flag int, perm os.FileMode) (File, error)
-	// Remove deletes a file or an empty directory.
-	Remove(name string) error
-	// RemoveAll deletes a tree.
-	RemoveAll(path string) error
-	// Rename renames atomically (within one directory on one file system).
-	Rename(oldpath, newpath string) error
-	// MkdirAll creates a directory and its parents.
-	MkdirAll(path string, perm os.FileMode) error
-	// ReadDir lists a directory sorted by name.
-	ReadDir(name string) ([]os.DirEntry, error)
-	// Stat describes a file.
-	Stat(name string) (os.FileInfo, error)
-	// SyncDir makes the directory's entries (creations, renames, removals) durable.
-	SyncDir(name string) error
-	// DiskUsage reports the space of the file system holding path.
-	DiskUsage(path string) (DiskUsage, error)
-	// Lock takes an exclusive advisory lock on the file name (created if absent). It fails with an error
-	// wrapping ErrStoreLocked when another process holds it. Close the result to unlock.
-	Lock(name string) (io.Closer, error)
-}
-
-// DiskUsage is the space of one file system.
-type DiskUsage struct {
-	TotalBytes uint64
-	FreeBytes  uint64
-}
-
-// UsedRatio is the used share in percent (RocketMQ's getDiskPartitionSpaceUsedPercent × 100).
-func (d DiskUsage) UsedRatio() float64 {
-	if d.TotalBytes == 0 {
-		return 0
-	}
-	return float64(d.TotalBytes-min(d.FreeBytes, d.TotalBytes)) * 100 / float64(d.TotalBytes)
-}
-
-// File is an open file of an FS. A File is used by one owner at a time except for the mapping, which
-// readers share (the store's reference counts keep it mapped while read).
-type File interface {
-	Name() string
-	io.ReaderAt
-	io.WriterAt
-	// Truncate sets the size.
-	Truncate(size int64) error
-	// Allocate reserves disk blocks for [0, size) and sets the size to at least size (fallocate), so writes
-	// through a mapping cannot hit SIGBUS on a full disk. Falls back to Truncate where fallocate is missing.
-	Allocate(size int64) error
-	Stat() (os.FileInfo, error)
-	// Map maps [0, size) shared read-write.
-	Map(size int) ([]byte, error)
-	// Unmap undoes Map; b must be the slice Map returned.
-	Unmap(b []byte) error
-	// Populate pre-faults the pages of a mapping for writing (MADV_POPULATE_WRITE) without changing
-	// their content; errors.ErrUnsupported where the kernel lacks it.
-	Populate(b []byte) error
-	// SyncMapped makes [off, off+length) of the file durable; mapped is the file's mapping from offset 0.
-	SyncMapped(mapped []byte, off, length int64) error
-	// MsyncRange makes [off, off+length) of mapped, the file's mapping from offset 0, durable with
-	// msync(MS_SYNC) whatever the flush backend: for warming, whose syncs must not queue on the backend
-	// (the io_uring one runs one call at a time) ahead of the group commit's.
-	MsyncRange(mapped []byte, off, length int64) error
-	// WriteSync writes buf at off and, with sync, makes the file's data durable. bufIndex is buf's
-	// transient-pool (io_uring fixed buffer) slot, or -1.
-	WriteSync(buf []byte, bufIndex int, off int64, sync bool) error
-	// Sync makes the file's data durable (fdatasync).
-	Sync() error
-	Close() error
-}
+// The file-system seam (package vfs, which documents it): every file the store touches goes through an
+// FS, given in Deps.FS; nil = NewOSFS. Tests pass a faultfs.FS to inject ENOSPC and EIO or to drop what
+// was never synced.
+type (
+	// FS is vfs.FS.
+	FS = vfs.FS
+	// File is vfs.File, an open file of an FS.
+	File = vfs.File
+	// DiskUsage is vfs.DiskUsage, the space of one file system.
+	DiskUsage = vfs.DiskUsage
+)

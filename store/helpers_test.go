@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -236,5 +235,3 @@ func body(n int, tag string) []byte {
 func bodyf(format string, a ...any) []byte { return []byte(fmt.Sprintf(format, a...)) }
 
 func crc32IEEE(b []byte) uint32 { return crc32.ChecksumIEEE(b) }
-
-var errEIOForTest = syscall.EIO

@@ -1,15 +1,13 @@
 package store
 
 import (
-	dto "github.com/prometheus/client_model/go"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
-
-	"github.com/ringmq/ringmq/codec"
 )
 
 func TestStoreDirectoryLock(t *testing.T) {
@@ -116,32 +114,4 @@ func gatheredHistogram(t *testing.T, reg *prometheus.Registry, name string) *dto
 	}
 	t.Fatalf("histogram %s not registered", name)
 	return nil
-}
-
-func TestMemStoreBasics(t *testing.T) {
-	m := NewMemStore(testConfig("mem"), nil)
-	require.NoError(t, m.Start())
-	b := &BatchPut{}
-	for i := 0; i < 3; i++ {
-		b.Messages = append(b.Messages, *testMessage("T", 1, bodyf("b%d", i), codec.PropertyKeys, "k"))
-	}
-	res, err := m.PutMessages(b)
-	require.NoError(t, err)
-	require.Equal(t, int32(3), res.MsgNum)
-	require.Len(t, b.PhysicalOffsets, 3)
-	rec, release, err := m.LookMessageByOffset(b.PhysicalOffsets[2])
-	require.NoError(t, err)
-	d, err := codec.DecodeRecord(rec, true)
-	require.NoError(t, err)
-	require.Equal(t, "b2", string(d.Body))
-	require.Equal(t, int64(2), d.QueueOffset)
-	release()
-	q, err := m.QueryMessage("T", "k", 2, 0, 1<<62)
-	require.NoError(t, err)
-	require.Len(t, q.Buffers, 2)
-	q.Release()
-	require.Equal(t, int64(3), m.GetMaxOffsetInQueue("T", 1))
-	require.NoError(t, m.Shutdown())
-	_, err = m.PutMessage(testMessage("T", 1, []byte("x")))
-	require.ErrorIs(t, err, ErrServiceNotAvailable)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/store/vfs/faultfs"
 )
 
 // TestTornWriteRecovery cuts the last CommitLog file at every byte position of its last record, in a loop,
@@ -113,7 +114,7 @@ func TestCrashBetweenWriteAndDispatch(t *testing.T) {
 
 func testCrashBetweenWriteAndDispatch(t *testing.T, transient bool) {
 	root := t.TempDir()
-	ffs := NewFaultFS(NewOSFS(nil))
+	ffs := faultfs.New(NewOSFS(nil))
 	cfg := testConfig(root)
 	cfg.FlushDiskType = SyncFlush
 	cfg.TransientStorePoolEnable = transient
@@ -137,7 +138,7 @@ func testCrashBetweenWriteAndDispatch(t *testing.T, transient bool) {
 	waitDispatched(t, s)
 
 	crash := t.TempDir()
-	require.NoError(t, ffs.CrashClone(root, crash, CrashOptions{}))
+	require.NoError(t, ffs.CrashClone(root, crash, faultfs.CrashOptions{}))
 	// The crash image holds the CommitLog records but only the first 50 queue entries.
 	cq, err := os.ReadFile(filepath.Join(crash, "consumequeue", "T", "0", "00000000000000000000"))
 	require.NoError(t, err)
@@ -168,7 +169,7 @@ func TestCrashLosesUnsyncedAsync(t *testing.T) {
 	for seed := uint64(0); seed < 12; seed++ {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			root := t.TempDir()
-			ffs := NewFaultFS(NewOSFS(nil))
+			ffs := faultfs.New(NewOSFS(nil))
 			cfg := testConfig(root)
 			s := openStarted(t, cfg, Deps{FS: ffs})
 			for i := 0; i < 120; i++ {
@@ -185,7 +186,7 @@ func TestCrashLosesUnsyncedAsync(t *testing.T) {
 			waitDispatched(t, s)
 			crash := t.TempDir()
 			rng := rand.New(rand.NewPCG(seed, 7))
-			opts := CrashOptions{}
+			opts := faultfs.CrashOptions{}
 			if seed > 0 {
 				opts.KeepUnsyncedPage = func(string, int64) bool { return rng.IntN(2) == 0 }
 			}
@@ -249,56 +250,6 @@ func TestCorruptionBelowCheckpointIsFatal(t *testing.T) {
 	require.ErrorIs(t, err, ErrCorruption)
 	require.ErrorIs(t, err, codec.ErrBodyCRC)
 	require.Contains(t, err.Error(), path)
-}
-
-func TestFaultFSCrashModel(t *testing.T) {
-	root := t.TempDir()
-	ffs := NewFaultFS(NewOSFS(nil))
-	write := func(name, content string, sync bool) {
-		f, err := ffs.OpenFile(filepath.Join(root, name), os.O_RDWR|os.O_CREATE, 0o644)
-		require.NoError(t, err)
-		_, err = f.WriteAt([]byte(content), 0)
-		require.NoError(t, err)
-		if sync {
-			require.NoError(t, f.Sync())
-		}
-		require.NoError(t, f.Close())
-	}
-	write("synced", "durable", true)
-	write("unsynced", "lost", false)
-	write("ckpt.tmp", "new", true)
-	require.NoError(t, ffs.Rename(filepath.Join(root, "ckpt.tmp"), filepath.Join(root, "ckpt")))
-	require.NoError(t, os.WriteFile(filepath.Join(root, "untouched"), []byte("as is"), 0o644))
-
-	c1 := t.TempDir()
-	require.NoError(t, ffs.CrashClone(root, c1, CrashOptions{}))
-	read := func(dir, name string) string {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			return "<absent>"
-		}
-		return string(b)
-	}
-	require.Equal(t, "durable", read(c1, "synced"))
-	require.Equal(t, "<absent>", read(c1, "unsynced"))
-	require.Equal(t, "new", read(c1, "ckpt.tmp"), "the rename is not durable before SyncDir")
-	require.Equal(t, "<absent>", read(c1, "ckpt"))
-	require.Equal(t, "as is", read(c1, "untouched"))
-
-	require.NoError(t, ffs.SyncDir(root))
-	c2 := t.TempDir()
-	require.NoError(t, ffs.CrashClone(root, c2, CrashOptions{}))
-	require.Equal(t, "new", read(c2, "ckpt"))
-	require.Equal(t, "<absent>", read(c2, "ckpt.tmp"))
-	require.Equal(t, "", read(c2, "unsynced"), "SyncDir makes the name durable, not the data")
-
-	remove := ffs.Inject(FaultRule{Ops: OpSync, PathContains: "synced", Err: errEIOForTest, Times: 1})
-	f, err := ffs.OpenFile(filepath.Join(root, "synced"), os.O_RDWR, 0)
-	require.NoError(t, err)
-	require.ErrorIs(t, f.Sync(), errEIOForTest)
-	require.NoError(t, f.Sync(), "Times: 1 fails once")
-	require.NoError(t, f.Close())
-	remove()
 }
 
 // TestCheckpointTimestampsSurviveARunWithoutWrites: a clean stop keeps RocketMQ's checkpoint timestamps

@@ -10,11 +10,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/store/vfs/faultfs"
 )
 
 // usageFS reports a 1 TiB disk used at a settable percentage (so that a file always fits by statfs).
-func usageFS(pct *atomic.Int64) *FaultFS {
-	ffs := NewFaultFS(NewOSFS(nil))
+func usageFS(pct *atomic.Int64) *faultfs.FS {
+	ffs := faultfs.New(NewOSFS(nil))
 	ffs.SetDiskUsage(func(string) (DiskUsage, error) {
 		const total = 1 << 40
 		return DiskUsage{TotalBytes: total, FreeBytes: uint64(100-pct.Load()) * (total / 100)}, nil
@@ -155,7 +156,7 @@ func TestDiskFullRefusesAndRecovers(t *testing.T) {
 	mustPut(t, s, testMessage("T", 0, []byte("c")))
 
 	// ENOSPC when the next CommitLog file is allocated.
-	remove := ffs.Inject(FaultRule{Ops: OpAllocate, PathContains: "commitlog", Err: syscall.ENOSPC})
+	remove := ffs.Inject(faultfs.Rule{Ops: faultfs.OpAllocate, PathContains: "commitlog", Err: syscall.ENOSPC})
 	for i := 0; s.RunningFlags()&FlagDiskFull == 0; i++ {
 		_, err := s.PutMessage(testMessage("T", 0, body(1000, "f")))
 		if err != nil {
@@ -181,12 +182,12 @@ func TestDiskFullRefusesAndRecovers(t *testing.T) {
 }
 
 func TestFlushIOErrorMakesStoreReadOnly(t *testing.T) {
-	ffs := NewFaultFS(NewOSFS(nil))
+	ffs := faultfs.New(NewOSFS(nil))
 	cfg := testConfig(t.TempDir())
 	cfg.FlushDiskType = SyncFlush
 	s := openStarted(t, cfg, Deps{FS: ffs})
 	waitFor(t, "standby files", func() bool { return s.commitLog.standbyCount() == standbyFiles })
-	remove := ffs.Inject(FaultRule{Ops: OpSync, PathContains: "commitlog", Err: syscall.EIO})
+	remove := ffs.Inject(faultfs.Rule{Ops: faultfs.OpSync, PathContains: "commitlog", Err: syscall.EIO})
 	defer remove()
 	res := mustPut(t, s, testMessage("T", 0, []byte("a")))
 	done := make(chan error, 1)

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ringmq/ringmq/broker"
+	"github.com/ringmq/ringmq/internal/launch"
 )
 
 // testBrokerEnv makes the test binary act as mqbroker (brokerMain), so `mqbench suite`
@@ -68,7 +69,7 @@ type inProcessBroker struct {
 
 func startInProcessBroker(cfg broker.Config) (*inProcessBroker, error) {
 	reg := prometheus.NewRegistry()
-	b, err := broker.New(cfg, broker.Deps{Registerer: reg})
+	b, err := launch.New(cfg, broker.Deps{Registerer: reg})
 	if err != nil {
 		return nil, err
 	}

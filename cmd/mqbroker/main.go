@@ -39,6 +39,7 @@ import (
 
 	"github.com/ringmq/ringmq/broker"
 	"github.com/ringmq/ringmq/internal/conf"
+	"github.com/ringmq/ringmq/internal/launch"
 )
 
 // shutdownTimeout bounds a clean shutdown (draining responses, final flush).
@@ -179,7 +180,7 @@ func configure(args []string, stdout, stderr io.Writer) (broker.Config, *slog.Lo
 func serve(cfg broker.Config, stdout, stderr io.Writer, logger *slog.Logger, signals <-chan os.Signal) int {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	b, err := broker.New(cfg, broker.Deps{Logger: logger, Registerer: reg})
+	b, err := launch.New(cfg, broker.Deps{Logger: logger, Registerer: reg})
 	if err != nil {
 		fmt.Fprintf(stderr, "mqbroker: %v\n", err)
 		return 1

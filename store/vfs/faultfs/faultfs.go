@@ -1,4 +1,6 @@
-package store
+// Package faultfs is test support: an FS (package vfs) that injects errors and models a machine crash,
+// for the store's and the broker's tests. Production code never imports it.
+package faultfs
 
 import (
 	"bytes"
@@ -10,10 +12,14 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/ringmq/ringmq/store/vfs"
 )
 
-// FaultFS wraps an FS (normally NewOSFS over a test's temporary directory) to inject errors and to model a
-// crash of the machine. Written for ringmq after the ideas of Pebble's vfs/errorfs (rules that fail chosen
+var pageSize = os.Getpagesize()
+
+// FS wraps a vfs.FS (normally store.NewOSFS over a test's temporary directory) to inject errors and to
+// model a crash of the machine. Written for ringmq after the ideas of Pebble's vfs/errorfs (rules that fail chosen
 // operations on chosen paths) and vfs.NewCrashableMem (a clone holding only what was synced); because the
 // store writes through shared mappings, the model works on top of real files: every durable call
 // (Sync, SyncMapped, WriteSync with sync) copies the bytes it covers from the file into a shadow image,
@@ -26,27 +32,29 @@ import (
 //   - A new file's name becomes durable with its first data sync, or with SyncDir of its directory.
 //   - A rename becomes durable with SyncDir of the target's directory; before that the old names remain.
 //   - Removals are durable at once (the store never depends on an unlink being undone).
-//   - Files that existed before the FaultFS first opened them count as durable as they were.
+//   - Files that existed before the FS first opened them count as durable as they were.
 //
 // Safe for concurrent use.
-type FaultFS struct {
-	inner FS
+type FS struct {
+	inner vfs.FS
 
 	mu      sync.Mutex
 	rules   []*faultRule
-	usage   func(path string) (DiskUsage, error)
+	usage   func(path string) (vfs.DiskUsage, error)
 	current map[string]*faultNode // name → file as the running process sees it
 	durable map[string]*faultNode // name → file as a crash would leave it
 	touched map[string]bool       // every name this FS has opened, created, renamed or removed
 }
 
-// FaultOp is a set of operations a fault rule applies to.
-type FaultOp uint32
+var _ vfs.FS = (*FS)(nil)
+
+// Op is a set of operations a fault rule applies to.
+type Op uint32
 
 // Operations that can fail.
 const (
 	// OpOpen: OpenFile of an existing file.
-	OpOpen FaultOp = 1 << iota
+	OpOpen Op = 1 << iota
 	// OpCreate: OpenFile that creates a file.
 	OpCreate
 	// OpWrite: WriteAt and WriteSync.
@@ -67,17 +75,17 @@ const (
 	OpRead
 )
 
-// FaultRule fails operations in Ops on paths containing PathContains (all paths when empty) with Err,
+// Rule fails operations in Ops on paths containing PathContains (all paths when empty) with Err,
 // Times times (0 = until removed).
-type FaultRule struct {
-	Ops          FaultOp
+type Rule struct {
+	Ops          Op
 	PathContains string
 	Err          error
 	Times        int
 }
 
 type faultRule struct {
-	FaultRule
+	Rule
 	left int
 }
 
@@ -85,9 +93,9 @@ type faultNode struct {
 	image []byte // durable bytes; len(image) is the durable size
 }
 
-// NewFaultFS wraps inner.
-func NewFaultFS(inner FS) *FaultFS {
-	return &FaultFS{
+// New wraps inner.
+func New(inner vfs.FS) *FS {
+	return &FS{
 		inner:   inner,
 		current: make(map[string]*faultNode),
 		durable: make(map[string]*faultNode),
@@ -96,8 +104,8 @@ func NewFaultFS(inner FS) *FaultFS {
 }
 
 // Inject adds a rule; the returned func removes it.
-func (f *FaultFS) Inject(r FaultRule) (remove func()) {
-	fr := &faultRule{FaultRule: r, left: r.Times}
+func (f *FS) Inject(r Rule) (remove func()) {
+	fr := &faultRule{Rule: r, left: r.Times}
 	f.mu.Lock()
 	f.rules = append(f.rules, fr)
 	f.mu.Unlock()
@@ -114,23 +122,23 @@ func (f *FaultFS) Inject(r FaultRule) (remove func()) {
 }
 
 // ClearFaults removes every rule.
-func (f *FaultFS) ClearFaults() {
+func (f *FS) ClearFaults() {
 	f.mu.Lock()
 	f.rules = nil
 	f.mu.Unlock()
 }
 
 // SetDiskUsage replaces DiskUsage's answer (nil restores the inner FS's).
-func (f *FaultFS) SetDiskUsage(fn func(path string) (DiskUsage, error)) {
+func (f *FS) SetDiskUsage(fn func(path string) (vfs.DiskUsage, error)) {
 	f.mu.Lock()
 	f.usage = fn
 	f.mu.Unlock()
 }
 
-var opNames = map[FaultOp]string{OpOpen: "open", OpCreate: "create", OpWrite: "write", OpAllocate: "allocate",
+var opNames = map[Op]string{OpOpen: "open", OpCreate: "create", OpWrite: "write", OpAllocate: "allocate",
 	OpMap: "mmap", OpSync: "sync", OpRemove: "remove", OpRename: "rename", OpSyncDir: "syncdir", OpRead: "read"}
 
-func (f *FaultFS) check(op FaultOp, path string) error {
+func (f *FS) check(op Op, path string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i, r := range f.rules {
@@ -151,7 +159,7 @@ func (f *FaultFS) check(op FaultOp, path string) error {
 func clean(p string) string { return filepath.Clean(p) }
 
 // OpenFile opens through the inner FS and starts tracking the file.
-func (f *FaultFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+func (f *FS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
 	name = clean(name)
 	f.mu.Lock()
 	node, known := f.current[name]
@@ -195,7 +203,7 @@ func (f *FaultFS) OpenFile(name string, flag int, perm os.FileMode) (File, error
 	return &faultFile{fs: f, inner: inner, node: node, name: name}, nil
 }
 
-func readAll(file File) ([]byte, error) {
+func readAll(file vfs.File) ([]byte, error) {
 	st, err := file.Stat()
 	if err != nil {
 		return nil, err
@@ -209,7 +217,7 @@ func readAll(file File) ([]byte, error) {
 }
 
 // Remove removes the file and its shadow.
-func (f *FaultFS) Remove(name string) error {
+func (f *FS) Remove(name string) error {
 	name = clean(name)
 	if err := f.check(OpRemove, name); err != nil {
 		return err
@@ -226,7 +234,7 @@ func (f *FaultFS) Remove(name string) error {
 }
 
 // RemoveAll removes a tree and its shadows.
-func (f *FaultFS) RemoveAll(path string) error {
+func (f *FS) RemoveAll(path string) error {
 	path = clean(path)
 	if err := f.check(OpRemove, path); err != nil {
 		return err
@@ -250,7 +258,7 @@ func (f *FaultFS) RemoveAll(path string) error {
 }
 
 // Rename renames; the new name is durable only after SyncDir.
-func (f *FaultFS) Rename(oldpath, newpath string) error {
+func (f *FS) Rename(oldpath, newpath string) error {
 	oldpath, newpath = clean(oldpath), clean(newpath)
 	if err := f.check(OpRename, newpath); err != nil {
 		return err
@@ -269,19 +277,19 @@ func (f *FaultFS) Rename(oldpath, newpath string) error {
 }
 
 // MkdirAll passes through (directories are assumed durable).
-func (f *FaultFS) MkdirAll(path string, perm os.FileMode) error { return f.inner.MkdirAll(path, perm) }
+func (f *FS) MkdirAll(path string, perm os.FileMode) error { return f.inner.MkdirAll(path, perm) }
 
 // ReadDir passes through.
-func (f *FaultFS) ReadDir(name string) ([]os.DirEntry, error) { return f.inner.ReadDir(name) }
+func (f *FS) ReadDir(name string) ([]os.DirEntry, error) { return f.inner.ReadDir(name) }
 
 // Stat passes through.
-func (f *FaultFS) Stat(name string) (os.FileInfo, error) { return f.inner.Stat(name) }
+func (f *FS) Stat(name string) (os.FileInfo, error) { return f.inner.Stat(name) }
 
 // Lock passes through.
-func (f *FaultFS) Lock(name string) (io.Closer, error) { return f.inner.Lock(name) }
+func (f *FS) Lock(name string) (io.Closer, error) { return f.inner.Lock(name) }
 
 // SyncDir makes the directory's current names durable.
-func (f *FaultFS) SyncDir(name string) error {
+func (f *FS) SyncDir(name string) error {
 	name = clean(name)
 	if err := f.check(OpSyncDir, name); err != nil {
 		return err
@@ -305,7 +313,7 @@ func (f *FaultFS) SyncDir(name string) error {
 }
 
 // DiskUsage answers from SetDiskUsage's function when set.
-func (f *FaultFS) DiskUsage(path string) (DiskUsage, error) {
+func (f *FS) DiskUsage(path string) (vfs.DiskUsage, error) {
 	f.mu.Lock()
 	fn := f.usage
 	f.mu.Unlock()
@@ -317,7 +325,7 @@ func (f *FaultFS) DiskUsage(path string) (DiskUsage, error) {
 
 // persist copies [off, off+length) of the file (length < 0: all of it) into the node's image and makes
 // the file's name durable.
-func (f *FaultFS) persist(ff *faultFile, off, length int64) error {
+func (f *FS) persist(ff *faultFile, off, length int64) error {
 	st, err := ff.inner.Stat()
 	if err != nil {
 		return err
@@ -359,7 +367,7 @@ type CrashOptions struct {
 	// KeepUnsyncedPage, when set, is asked for every unsynced page (pageSize bytes at pageOffset) that
 	// differs from the durable image; true keeps the page's current content, as if the kernel had written
 	// it back before the crash. nil keeps none. It is called while CrashClone holds the FS: it must not
-	// use the FaultFS.
+	// use the FS.
 	KeepUnsyncedPage func(path string, pageOffset int64) bool
 }
 
@@ -371,7 +379,7 @@ type CrashOptions struct {
 // throughout, so no open, sync, rename or removal through this FS happens inside it, and what it reads
 // of current files (unsynced pages kept, untouched files) is from that moment, never a later state
 // (a checkpoint written after the crash, say, must not appear in the clone).
-func (f *FaultFS) CrashClone(src, dst string, opts CrashOptions) error {
+func (f *FS) CrashClone(src, dst string, opts CrashOptions) error {
 	src, dst = clean(src), clean(dst)
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -415,7 +423,7 @@ func (f *FaultFS) CrashClone(src, dst string, opts CrashOptions) error {
 			return err
 		}
 	}
-	// Files the FaultFS never touched are durable as they are.
+	// Files the FS never touched are durable as they are.
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -458,8 +466,8 @@ func mergeUnsynced(path string, img, now []byte, keep func(string, int64) bool) 
 }
 
 type faultFile struct {
-	fs    *FaultFS
-	inner File
+	fs    *FS
+	inner vfs.File
 	node  *faultNode
 	name  string
 }
