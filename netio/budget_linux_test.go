@@ -54,15 +54,15 @@ func TestWaitingConnectionStopsReading(t *testing.T) {
 		frame := frameOf(t, request(codeUnknown, 8, payload(16<<20, 5)))
 		written := make(chan error, 1)
 		go func() {
-			_, err := b.nc.Write(frame)
+			_, err := b.NetConn().Write(frame)
 			written <- err
 		}()
 		require.Eventually(t, func() bool { return metric("request_budget_waiting_frames") == 1 }, waitTimeout, time.Millisecond)
-		require.Eventually(t, func() bool { return serverRecvQueue(t, s.Addr(), b.nc.LocalAddr()) >= 64<<10 },
+		require.Eventually(t, func() bool { return serverRecvQueue(t, s.Addr(), b.NetConn().LocalAddr()) >= 64<<10 },
 			waitTimeout, time.Millisecond, "the waiting connection's bytes stay in the kernel")
 
 		require.Equal(t, int32(7), finishA().Opaque)
-		resp := b.recv()
+		resp := b.Next()
 		require.Equal(t, int32(8), resp.Opaque)
 		require.NoError(t, <-written)
 		if gs, ok := s.(*gnetServer); ok {

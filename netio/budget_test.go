@@ -94,10 +94,10 @@ func holdBudget(t *testing.T, s Server, bodyBytes int) (finish func() *codec.Rem
 	t.Helper()
 	rc := dialRaw(t, s.Addr())
 	frame := frameOf(t, request(codeUnknown, 7, payload(bodyBytes, 3)))
-	rc.write(frame[:len(frame)/2])
+	rc.Write(frame[:len(frame)/2])
 	return func() *codec.RemotingCommand {
-		rc.write(frame[len(frame)/2:])
-		return rc.recv()
+		rc.Write(frame[len(frame)/2:])
+		return rc.Next()
 	}
 }
 
@@ -113,7 +113,7 @@ func TestLargeFrameWaitsForBudget(t *testing.T) {
 		// A second large frame waits; small frames on other connections do not.
 		b := dialRaw(t, s.Addr())
 		bBody := payload(600<<10, 5)
-		b.send(request(codeEcho, 8, bBody))
+		b.Send(request(codeEcho, 8, bBody))
 		require.Eventually(t, func() bool { return metric("request_budget_waiting_frames") == 1 }, waitTimeout, time.Millisecond)
 		require.EqualValues(t, 1, metric("request_budget_waits_total"))
 		bystander := dialRaw(t, s.Addr())
@@ -122,7 +122,7 @@ func TestLargeFrameWaitsForBudget(t *testing.T) {
 		// The first frame completes and frees the budget: the second is read and answered.
 		resp := finishA()
 		require.Equal(t, int32(7), resp.Opaque)
-		resp = b.recv()
+		resp = b.Next()
 		require.Equal(t, int32(8), resp.Opaque)
 		requireBody(t, bBody, resp.Body)
 		require.Eventually(t, func() bool {
@@ -165,23 +165,12 @@ func TestBudgetAfterManyLargeFrames(t *testing.T) {
 }
 
 // sendRecv is send + recv for goroutines other than the test's (no FailNow there).
-func sendRecv(t *testing.T, rc *rawClient, cmd *codec.RemotingCommand) *codec.RemotingCommand {
-	frame, err := cmd.AppendFrame(nil)
-	if err != nil {
+func sendRecv(t *testing.T, rc rawClient, cmd *codec.RemotingCommand) *codec.RemotingCommand {
+	if err := rc.TrySend(cmd); err != nil {
 		t.Error(err)
 		return &codec.RemotingCommand{}
 	}
-	if _, err := rc.nc.Write(frame); err != nil {
-		t.Error(err)
-		return &codec.RemotingCommand{}
-	}
-	_ = rc.nc.SetReadDeadline(time.Now().Add(waitTimeout))
-	p, err := rc.fr.Next()
-	if err != nil {
-		t.Error(err)
-		return &codec.RemotingCommand{}
-	}
-	resp, err := codec.DecodeCommand(p)
+	resp, err := rc.TryNext(waitTimeout)
 	if err != nil {
 		t.Error(err)
 		return &codec.RemotingCommand{}
@@ -201,10 +190,10 @@ func TestCloseWhileWaitingForBudget(t *testing.T) {
 		finishA := holdBudget(t, s, 900<<10)
 		require.Eventually(t, func() bool { return metric("request_budget_used_bytes") > 0 }, waitTimeout, time.Millisecond)
 		b := dialRaw(t, s.Addr())
-		b.send(request(codeEcho, 8, payload(600<<10, 5)))
+		b.Send(request(codeEcho, 8, payload(600<<10, 5)))
 		require.Eventually(t, func() bool { return metric("request_budget_waiting_frames") == 1 }, waitTimeout, time.Millisecond)
-		require.NoError(t, b.nc.(*net.TCPConn).SetLinger(0))
-		require.NoError(t, b.nc.Close())
+		require.NoError(t, b.NetConn().(*net.TCPConn).SetLinger(0))
+		require.NoError(t, b.NetConn().Close())
 		if engine == EngineGnet {
 			require.Eventually(t, func() bool { return metric("request_budget_waiting_frames") == 0 }, waitTimeout, time.Millisecond)
 			require.Error(t, h.nextCloseErr(t), "reset by the peer")
@@ -220,10 +209,10 @@ func TestCloseWhileWaitingForBudget(t *testing.T) {
 		// Admitted, then cut short by the peer.
 		c := dialRaw(t, s.Addr())
 		frame := frameOf(t, request(codeEcho, 9, payload(900<<10, 1)))
-		c.write(frame[:len(frame)/3])
+		c.Write(frame[:len(frame)/3])
 		require.Eventually(t, func() bool { return metric("request_budget_used_bytes") > 0 }, waitTimeout, time.Millisecond)
-		require.NoError(t, c.nc.(*net.TCPConn).SetLinger(0))
-		require.NoError(t, c.nc.Close())
+		require.NoError(t, c.NetConn().(*net.TCPConn).SetLinger(0))
+		require.NoError(t, c.NetConn().Close())
 		require.Eventually(t, func() bool { return metric("request_budget_used_bytes") == 0 }, waitTimeout, time.Millisecond)
 	})
 }
@@ -236,8 +225,8 @@ func TestLargeFrameTimeout(t *testing.T) {
 		s, metric := budgetServer(t, engine, h, 1<<20, func(c *Config) { c.LargeFrameTimeout = 100 * time.Millisecond })
 		rc := dialRaw(t, s.Addr())
 		frame := frameOf(t, request(codeEcho, 1, payload(200<<10, 1)))
-		rc.write(frame[:1000]) // and nothing more
-		rc.expectClosed()
+		rc.Write(frame[:1000]) // and nothing more
+		rc.ExpectClosed()
 		require.ErrorIs(t, h.nextCloseErr(t), ErrLargeFrameTimeout)
 		require.Eventually(t, func() bool { return metric("request_budget_used_bytes") == 0 }, waitTimeout, time.Millisecond)
 		// A frame that arrives in time is served.
@@ -257,8 +246,8 @@ func TestHeaderOverLimitAnswered(t *testing.T) {
 
 		big := request(codeEcho, 2, []byte("body"))
 		big.ExtFields["topic"] = strings.Repeat("T", 3<<20)
-		rc.send(big)
-		resp := rc.recv()
+		rc.Send(big)
+		resp := rc.Next()
 		require.Equal(t, int32(2), resp.Opaque)
 		require.Equal(t, int32(codec.ResponseSystemError), resp.Code)
 		require.Contains(t, resp.Remark, "extFields.topic")
@@ -267,7 +256,7 @@ func TestHeaderOverLimitAnswered(t *testing.T) {
 		remark := request(codeEcho, 3, nil)
 		remark.Remark = strings.Repeat("r", codec.MaxRemarkBytes+1)
 		remark.Flag |= codec.FlagOneway
-		rc.send(remark) // no answer
+		rc.Send(remark) // no answer
 		rc.roundTrip(codeEcho, 4, []byte("still served"))
 		require.EqualValues(t, 2, metric("frames_over_header_limit_total"))
 
@@ -279,12 +268,12 @@ func TestHeaderOverLimitAnswered(t *testing.T) {
 			_, err := h.conn(0).Invoke(ctx, codec.NewRequest(codec.RequestCheckTransactionState, nil, nil))
 			callDone <- err
 		}()
-		call := rc.recv()
+		call := rc.Next()
 		answer := codec.NewResponse(call, codec.ResponseSuccess, "")
 		for i := range codec.MaxExtFields + 1 {
 			answer.SetExt("k"+strconv.Itoa(i), "v")
 		}
-		rc.send(answer)
+		rc.Send(answer)
 		select {
 		case err := <-callDone:
 			require.ErrorIs(t, err, codec.ErrHeaderLimit)
