@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // codeUnknown gets a small REQUEST_CODE_NOT_SUPPORTED answer from the test handler: proof
@@ -107,14 +108,15 @@ func TestLargeFrameWaitsForBudget(t *testing.T) {
 		h := newTestHandler()
 		s, metric := budgetServer(t, engine, h, budget, nil)
 		finishA := holdBudget(t, s, 900<<10)
-		require.Eventually(t, func() bool { return metric("request_budget_used_bytes") > 900<<10 }, waitTimeout, time.Millisecond,
-			"the first large frame is admitted before its bytes arrive")
+		testutil.Eventually(t, "the first large frame is admitted before its bytes arrive",
+			func() bool { return metric("request_budget_used_bytes") > 900<<10 })
 
 		// A second large frame waits; small frames on other connections do not.
 		b := dialRaw(t, s.Addr())
 		bBody := payload(600<<10, 5)
 		b.Send(request(codeEcho, 8, bBody))
-		require.Eventually(t, func() bool { return metric("request_budget_waiting_frames") == 1 }, waitTimeout, time.Millisecond)
+		testutil.Eventually(t, "a frame waiting for the request budget",
+			func() bool { return metric("request_budget_waiting_frames") == 1 })
 		require.EqualValues(t, 1, metric("request_budget_waits_total"))
 		bystander := dialRaw(t, s.Addr())
 		bystander.roundTrip(codeEcho, 1, []byte("small frames never wait"))
@@ -125,9 +127,9 @@ func TestLargeFrameWaitsForBudget(t *testing.T) {
 		resp = b.Next()
 		require.Equal(t, int32(8), resp.Opaque)
 		requireBody(t, bBody, resp.Body)
-		require.Eventually(t, func() bool {
+		testutil.Eventually(t, "the request budget given back, no frame waiting", func() bool {
 			return metric("request_budget_used_bytes") == 0 && metric("request_budget_waiting_frames") == 0
-		}, waitTimeout, time.Millisecond)
+		})
 	})
 }
 
@@ -138,7 +140,8 @@ func TestLargeFrameAboveBudget(t *testing.T) {
 		rc := dialRaw(t, s.Addr())
 		rc.roundTrip(codeEcho, 1, payload(2<<20, 1))
 		rc.roundTrip(codeEcho, 2, payload(100, 1))
-		require.Eventually(t, func() bool { return metric("request_budget_used_bytes") == 0 }, waitTimeout, time.Millisecond)
+		testutil.Eventually(t, "the request budget given back",
+			func() bool { return metric("request_budget_used_bytes") == 0 })
 	})
 }
 
@@ -158,9 +161,9 @@ func TestBudgetAfterManyLargeFrames(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		require.Eventually(t, func() bool {
+		testutil.Eventually(t, "the request budget given back, no frame waiting", func() bool {
 			return metric("request_budget_used_bytes") == 0 && metric("request_budget_waiting_frames") == 0
-		}, waitTimeout, time.Millisecond)
+		})
 	})
 }
 
@@ -188,20 +191,23 @@ func TestCloseWhileWaitingForBudget(t *testing.T) {
 		h := newTestHandler()
 		s, metric := budgetServer(t, engine, h, 1<<20, nil)
 		finishA := holdBudget(t, s, 900<<10)
-		require.Eventually(t, func() bool { return metric("request_budget_used_bytes") > 0 }, waitTimeout, time.Millisecond)
+		testutil.Eventually(t, "the request budget charged",
+			func() bool { return metric("request_budget_used_bytes") > 0 })
 		b := dialRaw(t, s.Addr())
 		b.Send(request(codeEcho, 8, payload(600<<10, 5)))
-		require.Eventually(t, func() bool { return metric("request_budget_waiting_frames") == 1 }, waitTimeout, time.Millisecond)
+		testutil.Eventually(t, "a frame waiting for the request budget",
+			func() bool { return metric("request_budget_waiting_frames") == 1 })
 		require.NoError(t, b.NetConn().(*net.TCPConn).SetLinger(0))
 		require.NoError(t, b.NetConn().Close())
 		if engine == EngineGnet {
-			require.Eventually(t, func() bool { return metric("request_budget_waiting_frames") == 0 }, waitTimeout, time.Millisecond)
+			testutil.Eventually(t, "no frame waiting for the request budget",
+				func() bool { return metric("request_budget_waiting_frames") == 0 })
 			require.Error(t, h.nextCloseErr(t), "reset by the peer")
 		}
 		require.Equal(t, int32(7), finishA().Opaque)
-		require.Eventually(t, func() bool {
+		testutil.Eventually(t, "the request budget given back, no frame waiting", func() bool {
 			return metric("request_budget_used_bytes") == 0 && metric("request_budget_waiting_frames") == 0
-		}, waitTimeout, time.Millisecond)
+		})
 		if engine == EngineStd {
 			require.Error(t, h.nextCloseErr(t), "reset by the peer")
 		}
@@ -210,10 +216,12 @@ func TestCloseWhileWaitingForBudget(t *testing.T) {
 		c := dialRaw(t, s.Addr())
 		frame := frameOf(t, request(codeEcho, 9, payload(900<<10, 1)))
 		c.Write(frame[:len(frame)/3])
-		require.Eventually(t, func() bool { return metric("request_budget_used_bytes") > 0 }, waitTimeout, time.Millisecond)
+		testutil.Eventually(t, "the request budget charged",
+			func() bool { return metric("request_budget_used_bytes") > 0 })
 		require.NoError(t, c.NetConn().(*net.TCPConn).SetLinger(0))
 		require.NoError(t, c.NetConn().Close())
-		require.Eventually(t, func() bool { return metric("request_budget_used_bytes") == 0 }, waitTimeout, time.Millisecond)
+		testutil.Eventually(t, "the request budget given back",
+			func() bool { return metric("request_budget_used_bytes") == 0 })
 	})
 }
 
@@ -228,7 +236,8 @@ func TestLargeFrameTimeout(t *testing.T) {
 		rc.Write(frame[:1000]) // and nothing more
 		rc.ExpectClosed()
 		require.ErrorIs(t, h.nextCloseErr(t), ErrLargeFrameTimeout)
-		require.Eventually(t, func() bool { return metric("request_budget_used_bytes") == 0 }, waitTimeout, time.Millisecond)
+		testutil.Eventually(t, "the request budget given back",
+			func() bool { return metric("request_budget_used_bytes") == 0 })
 		// A frame that arrives in time is served.
 		dialRaw(t, s.Addr()).roundTrip(codeEcho, 2, payload(200<<10, 2))
 	})

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -166,7 +167,7 @@ func TestWriteFrame(t *testing.T) {
 			require.Equal(t, int32(i+1), resp.Opaque)
 			requireBody(t, body, resp.Body)
 			require.Equal(t, strconv.Itoa(i+1), resp.ExtFields["n"])
-			require.Eventually(t, func() bool { return h.releases.Load() == int64(i+1) }, waitTimeout, time.Millisecond)
+			testutil.Eventually(t, "the frame's release call", func() bool { return h.releases.Load() == int64(i+1) })
 		}
 		h.async.Wait()
 		require.Equal(t, int64(4), h.releases.Load())
@@ -304,7 +305,7 @@ func TestIdleTimeout(t *testing.T) {
 		rc.ExpectClosed()
 		require.ErrorIs(t, h.nextCloseErr(t), ErrIdleTimeout)
 		require.Equal(t, int32(1), h.opened.Load())
-		require.Eventually(t, func() bool { return s.ConnectionCount() == 0 }, waitTimeout, time.Millisecond)
+		testutil.Eventually(t, "no connection left open", func() bool { return s.ConnectionCount() == 0 })
 	})
 }
 
@@ -321,7 +322,7 @@ func TestMaxConnections(t *testing.T) {
 		require.Equal(t, int32(2), h.opened.Load()) // the refused one never reached the handler
 
 		require.NoError(t, a.NetConn().Close())
-		require.Eventually(t, func() bool { return s.ConnectionCount() == 1 }, waitTimeout, time.Millisecond)
+		testutil.Eventually(t, "one open connection", func() bool { return s.ConnectionCount() == 1 })
 		c := dialRaw(t, s.Addr())
 		c.roundTrip(codeEcho, 1, []byte("room again"))
 	})
@@ -391,11 +392,11 @@ func TestMetrics(t *testing.T) {
 	for i := range 5 {
 		rc.roundTrip(codeEcho, int32(i), nil)
 	}
-	require.Eventually(t, func() bool {
+	testutil.Eventually(t, "the frame and connection metrics", func() bool {
 		return metricValue(t, reg, "ringmq_netio_frames_sent_total") == 5 &&
 			metricValue(t, reg, "ringmq_netio_frames_received_total") == 5 &&
 			metricValue(t, reg, "ringmq_netio_connections") == 1
-	}, waitTimeout, time.Millisecond)
+	})
 	// A second server with the same name on the same registry is refused by name.
 	cfg := DefaultConfig()
 	cfg.Name, cfg.Registerer = "m", reg
@@ -416,7 +417,8 @@ func TestOutboundLimitGnetBuffer(t *testing.T) {
 	for i := 0; i < 10000 && err == nil; i++ {
 		if err = c.WriteCommand(big); err == nil {
 			// One frame per pass, so the queue itself never exceeds the limit.
-			require.Eventually(t, func() bool { return c.queuedBytes() == 0 || !c.open() }, waitTimeout, 100*time.Microsecond)
+			testutil.Eventually(t, "the outbound queue drained (or the connection closed)",
+				func() bool { return c.queuedBytes() == 0 || !c.open() })
 		}
 	}
 	require.ErrorIs(t, err, ErrConnClosed)

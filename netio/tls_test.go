@@ -23,6 +23,7 @@ import (
 
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // testCert is a self-signed certificate for 127.0.0.1, made per test (nothing on disk
@@ -113,7 +114,7 @@ func TestTLSEnforcing(t *testing.T) {
 		plain.Write(frameOf(t, request(codeEcho, 1, []byte("plain"))))
 		plain.ExpectClosed()
 		require.Equal(t, int32(2), h.opened.Load(), "only the TLS connections reached the handler")
-		require.Eventually(t, func() bool { return s.ConnectionCount() == 2 }, waitTimeout, time.Millisecond)
+		testutil.Eventually(t, "two open connections", func() bool { return s.ConnectionCount() == 2 })
 	})
 }
 
@@ -179,7 +180,7 @@ func TestTLSHandshakeTimeout(t *testing.T) {
 			})
 			silent := dialRaw(t, s.Addr())
 			silent.ExpectClosed()
-			require.Eventually(t, func() bool { return s.ConnectionCount() == 0 }, waitTimeout, time.Millisecond)
+			testutil.Eventually(t, "no connection left open", func() bool { return s.ConnectionCount() == 0 })
 			require.Equal(t, int32(0), h.opened.Load())
 			require.Equal(t, int32(0), h.closed.Load())
 		})
@@ -207,7 +208,7 @@ func TestTLSStopDuringHandshake(t *testing.T) {
 				_, err = nc.Write([]byte{tlsRecordTypeHandshake, 3, 1}) // a ClientHello that never ends
 				require.NoError(t, err)
 			}
-			require.Eventually(t, func() bool { return s.ConnectionCount() == 1 }, waitTimeout, time.Millisecond)
+			testutil.Eventually(t, "one open connection", func() bool { return s.ConnectionCount() == 1 })
 			ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 			defer cancel()
 			require.NoError(t, s.Stop(ctx))
@@ -226,7 +227,7 @@ func TestTLSClientRejectsUnknownServer(t *testing.T) {
 	_, err := cl.Invoke(context.Background(), s.Addr().String(), codec.NewRequest(codeEcho, nil, nil))
 	var unknown x509.UnknownAuthorityError
 	require.ErrorAs(t, err, &unknown)
-	require.Eventually(t, func() bool { return s.ConnectionCount() == 0 }, waitTimeout, time.Millisecond)
+	testutil.Eventually(t, "no connection left open", func() bool { return s.ConnectionCount() == 0 })
 	require.Equal(t, int32(0), h.opened.Load())
 }
 
