@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/remotingtest"
 	"github.com/ringmq/ringmq/netio"
 )
 
@@ -102,7 +103,7 @@ func TestSendPathAllocations(t *testing.T) {
 func BenchmarkPullPath(b *testing.B) {
 	db := benchBroker(b, nil)
 	createTopic(b, db.b, "BenchPull", 1)
-	c := dialRaw(b, db.addr)
+	c := remotingtest.Dial(b, db.addr)
 	const msgs = 4096
 	body := bytes.Repeat([]byte("p"), 1024)
 	for range msgs {
@@ -135,7 +136,7 @@ func TestPullPathAllocations(t *testing.T) {
 	}
 	db := startDataBroker(t, dataBrokerOptions{fileStore: true})
 	createTopic(t, db.b, "AllocPull", 1)
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 	for range 64 {
 		sendOK(t, c, sendV1("AllocPull", 0, []byte("m"), props("TAGS", "TagA")))
 	}
@@ -232,11 +233,11 @@ func BenchmarkPullLoopback(b *testing.B) {
 	db := benchBroker(b, nil)
 	const conns, msgs = 4, 8192
 	createTopic(b, db.b, "BenchPullLoop", conns)
-	c := dialRaw(b, db.addr)
+	c := remotingtest.Dial(b, db.addr)
 	body := bytes.Repeat([]byte("p"), 1024)
 	for q := range int32(conns) {
 		for range msgs {
-			c.send(sendV1("BenchPullLoop", q, body, "")) // answers are checked through the queue size below
+			c.Call(sendV1("BenchPullLoop", q, body, "")) // answers are checked through the queue size below
 		}
 	}
 	require.Eventually(b, func() bool { return queueTotal(db.b, "BenchPullLoop", conns) == conns*msgs },

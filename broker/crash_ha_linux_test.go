@@ -3,7 +3,7 @@
 package broker
 
 // Crash testing of master-slave replication (issue 16 item 6), with the harness of
-// crash_linux_test.go (child brokers, relLoad, relClient).
+// crash_linux_test.go (child brokers, relLoad, remotingtest.Conn).
 //
 // TestCrashSyncMasterSlave runs a SYNC_MASTER and its slave as two child processes on
 // 127.0.0.1. Each round starts both on fresh or continuing stores (seeded choice), waits
@@ -47,6 +47,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/remotingtest"
 )
 
 const haCrashFileBytes = int64(crashCommitLogMiB << 20)
@@ -91,7 +92,7 @@ func haCrashSlaveConf(dir string, p haCrashPorts, flushDiskType string, transien
 
 // haProber sends probe messages (WAIT=true) to a master on one connection.
 type haProber struct {
-	c      *relClient
+	c      *remotingtest.Conn
 	prefix string
 	n      int
 }
@@ -111,9 +112,9 @@ func (p *haProber) probeUntil(t *testing.T, want codec.ResponseCode, allowed ...
 		p.n++
 		body := relBody(key, 16)
 		cmd := sendV2(crashTopics[0], 0, body, props(codec.PropertyKeys, key, codec.PropertyWaitStoreMsgOK, "true"))
-		resp, err := p.c.call(cmd, time.Second)
+		resp, err := p.c.TryCall(cmd, time.Second)
 		if err != nil {
-			require.ErrorIs(t, err, errRelTimeout, "probe %s", key)
+			require.ErrorIs(t, err, remotingtest.ErrTimeout, "probe %s", key)
 		} else {
 			code := codec.ResponseCode(resp.Code)
 			if code == want {
@@ -289,7 +290,7 @@ func TestCrashSyncMasterSlave(t *testing.T) {
 			map[bool]string{true: "SIGKILL", false: "SIGTERM"}[killSlave])
 
 		master := startCrashChild(t, haCrashMasterConf(masterDir, ports, flushDiskType, transient))
-		mc := mustDialRel(t, master.addr)
+		mc := remotingtest.Dial(t, master.addr)
 		if round == 0 || freshMaster {
 			for _, topic := range crashTopics {
 				relCreateTopic(t, mc, topic, 4)
@@ -310,7 +311,7 @@ func TestCrashSyncMasterSlave(t *testing.T) {
 		}
 		master.kill(t)
 		load.halt()
-		mc.close()
+		mc.Close()
 		acks, codes, remarks, failures := load.result()
 		for code := range codes {
 			require.Failf(t, "unexpected answer", "round %d: code %d (%q) x%d", round, code, remarks[code], codes[code])
@@ -354,7 +355,7 @@ func TestCrashSyncMasterSlave(t *testing.T) {
 	t.Logf("restart phase: SYNC_FLUSH, fresh slave store %v; stop the slave by %s after %d acknowledgements",
 		freshSlaveNext, map[bool]string{true: "SIGKILL", false: "SIGTERM"}[killSlave], target)
 	master := startCrashChild(t, haCrashMasterConf(masterDir, ports, "SYNC_FLUSH", false))
-	mc := mustDialRel(t, master.addr)
+	mc := remotingtest.Dial(t, master.addr)
 	slave := startCrashChild(t, haCrashSlaveConf(slaveDir, ports, "SYNC_FLUSH", false))
 	probe := &haProber{c: mc, prefix: fmt.Sprintf("probe-r%03d", round)}
 	history = append(history, probe.probeUntil(t, codec.ResponseSuccess, codec.ResponseSlaveNotAvailable))

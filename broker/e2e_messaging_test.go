@@ -20,6 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/remotingtest"
 )
 
 // Delay levels, retry and DLQ, transactions and request-reply end to end with the pinned Go
@@ -210,7 +211,7 @@ func TestGoClientMessaging(t *testing.T) {
 func testE2EQuery(t *testing.T, e *msgEnv) {
 	const topic = "E2EQuery"
 	p := e.producer(t, "PG-query")
-	c := dialRaw(t, e.tb.BrokerAddr)
+	c := remotingtest.Dial(t, e.tb.BrokerAddr)
 	sent := map[string]*primitive.SendResult{}
 	for i := range 5 {
 		body := "query-" + strconv.Itoa(i)
@@ -224,7 +225,7 @@ func testE2EQuery(t *testing.T, e *msgEnv) {
 		require.Equal(t, topic, string(rec.Topic))
 	}
 	bodies := func(cmd *codec.RemotingCommand) []string {
-		resp := c.call(cmd)
+		resp := c.Call(cmd)
 		if resp.Code != int32(codec.ResponseSuccess) {
 			return nil
 		}

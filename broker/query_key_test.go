@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/remotingtest"
 )
 
 // QUERY_MESSAGE over the wire against the file store's IndexFile: a key query returns the
@@ -17,7 +18,7 @@ import (
 // in store format, newest first, at most maxNum, within the time range.
 func TestQueryByKeyReturnsExactlyTheKeyedMessages(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{fileStore: true})
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 	m1 := sendOK(t, c, sendV1("TopicQ", 0, []byte("m1"), props("KEYS", "k1 shared")))
 	sendOK(t, c, sendV1("TopicQ", 1, []byte("m2"), props("KEYS", "shared")))
 	sendOK(t, c, sendV1("TopicQ", 0, []byte("m3"), props("KEYS", "other", "UNIQ_KEY", "shared")))
@@ -29,7 +30,7 @@ func TestQueryByKeyReturnsExactlyTheKeyedMessages(t *testing.T) {
 			EndTimestamp: end, UniqueKeyQuery: unique}
 		ext := map[string]string{}
 		h.Encode(ext)
-		return c.call(codec.NewRequest(codec.RequestQueryMessage, ext, nil))
+		return c.Call(codec.NewRequest(codec.RequestQueryMessage, ext, nil))
 	}
 	later := time.Now().Add(time.Hour).UnixMilli()
 	bodiesOf := func(resp *codec.RemotingCommand) []string {

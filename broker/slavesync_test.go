@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/remotingtest"
 )
 
 // listenPortWithFreeNeighbours returns a free port p whose p − 2 (the fast port) and p + 1 (the HA
@@ -73,7 +74,7 @@ func TestSlaveSynchronizeCopiesTheMastersMetadata(t *testing.T) {
 	master.b.offsets.Commit("GroupBoth", "TopicSync", 0, 9)
 	slave.b.offsets.Commit("GroupBoth", "TopicSync", 2, 3) // replaced whole by the master's entry
 	slave.b.offsets.Commit("GroupLocal", "TopicSync", 0, 7)
-	c := dialRaw(t, master.BrokerAddr)
+	c := remotingtest.Dial(t, master.BrokerAddr)
 	sendOK(t, c, sendV1("TopicSync", 0, []byte("later"), props(codec.PropertyDelayTimeLevel, "1")))
 	require.Eventually(t, func() bool { return master.b.schedule.Offsets()[1] == 1 }, 20*time.Second, time.Millisecond,
 		"the master delivers the delayed message and moves level 1's cursor")
@@ -120,10 +121,10 @@ func TestSlaveSynchronizeCopiesTheMastersMetadata(t *testing.T) {
 	require.Equal(t, string(master.b.schedule.Encode(false)), string(data), "the master's answer, as it is")
 
 	// The fast port serves the same requests as listenPort.
-	want := c.call(codec.NewRequest(codec.RequestGetAllTopicConfig, nil, nil))
+	want := c.Call(codec.NewRequest(codec.RequestGetAllTopicConfig, nil, nil))
 	require.Equal(t, int32(codec.ResponseSuccess), want.Code, want.Remark)
-	fast := dialRaw(t, master.b.FastAddr())
-	resp := fast.call(codec.NewRequest(codec.RequestGetAllTopicConfig, nil, nil))
+	fast := remotingtest.Dial(t, master.b.FastAddr())
+	resp := fast.Call(codec.NewRequest(codec.RequestGetAllTopicConfig, nil, nil))
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
 	require.Equal(t, string(want.Body), string(resp.Body))
 }

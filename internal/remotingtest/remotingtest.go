@@ -173,18 +173,37 @@ func (c *Conn) Send(cmd *codec.RemotingCommand) {
 }
 
 // TryRequest sets cmd.Opaque to a fresh opaque (1, 2, ... on this Conn), writes cmd and
-// returns the opaque, for TryAwait.
+// returns the opaque, for TryAwait. Once reading has ended (the peer closed the connection)
+// it writes nothing and returns that error: no response could be read.
 func (c *Conn) TryRequest(cmd *codec.RemotingCommand) (int32, error) {
+	if err := c.Err(); err != nil {
+		return 0, err
+	}
 	cmd.Opaque = c.opaque.Add(1)
 	return cmd.Opaque, c.TrySend(cmd)
 }
 
-// Request is TryRequest failing the test; the response is for Await.
+// Request is TryRequest failing the test, and writing within Timeout; the response is for
+// Await.
 func (c *Conn) Request(cmd *codec.RemotingCommand) int32 {
 	c.t.Helper()
+	if err := c.Err(); err != nil {
+		c.t.Fatalf("remotingtest: request code %d: %v", cmd.Code, err)
+	}
 	cmd.Opaque = c.opaque.Add(1)
 	c.Send(cmd)
 	return cmd.Opaque
+}
+
+// Err is why reading ended for good (EOF, a reset, a framing error, Close), wrapped; nil
+// while the connection is readable. Frames read before the end can still be taken.
+func (c *Conn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.readErr != nil {
+		return fmt.Errorf("remotingtest: connection ended: %w", c.readErr)
+	}
+	return nil
 }
 
 // TryAwait returns the response to opaque once it arrives. It fails with ErrTimeout after
