@@ -281,16 +281,15 @@ func (c *Conn) TryExpectClosed(timeout time.Duration) error {
 	case readErr != nil:
 		return closedByPeer(readErr)
 	}
-	if err := c.nc.SetReadDeadline(time.Now().Add(timeout)); err != nil {
-		return err
-	}
-	var b [512]byte
-	n, err := c.nc.Read(b[:])
+	err := c.fill(time.Now().Add(timeout))
 	switch {
-	case n > 0:
-		return fmt.Errorf("remotingtest: %d bytes arrived instead of a close", n)
+	case c.end > c.start:
+		return fmt.Errorf("remotingtest: %d bytes arrived instead of a close", c.end-c.start)
 	case err == nil:
 		return errors.New("remotingtest: empty read instead of a close")
+	}
+	if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+		c.ended(err)
 	}
 	return closedByPeer(err)
 }

@@ -179,3 +179,13 @@ func TestOpenHasOnlyTheTryMethods(t *testing.T) {
 	_, err = c.TryNext(Timeout)
 	require.True(t, errors.Is(err, io.EOF))
 }
+
+// Once the peer has gone, a request is not written: no answer could be read.
+func TestRequestAfterTheEnd(t *testing.T) {
+	c, p := listen(t)
+	require.NoError(t, p.nc.Close())
+	c.ExpectClosed()
+	_, err := c.TryRequest(codec.NewRequest(codec.RequestGetMaxOffset, nil, nil))
+	require.ErrorIs(t, err, io.EOF)
+	require.ErrorIs(t, c.Err(), io.EOF)
+}
