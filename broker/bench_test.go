@@ -15,6 +15,7 @@ import (
 
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/netio"
 )
 
@@ -109,8 +110,8 @@ func BenchmarkPullPath(b *testing.B) {
 	for range msgs {
 		sendOK(b, c, sendV1("BenchPull", 0, body, props("TAGS", "TagA")))
 	}
-	require.Eventually(b, func() bool { return db.b.store.GetMaxOffsetInQueue("BenchPull", 0) == msgs },
-		10*time.Second, time.Millisecond)
+	testutil.Eventually(b, "BenchPull/0 dispatched",
+		func() bool { return db.b.store.GetMaxOffsetInQueue("BenchPull", 0) == msgs })
 	conn := &nullConn{}
 	cmds := make([]*codec.RemotingCommand, msgs/32)
 	for i := range cmds {
@@ -140,8 +141,8 @@ func TestPullPathAllocations(t *testing.T) {
 	for range 64 {
 		sendOK(t, c, sendV1("AllocPull", 0, []byte("m"), props("TAGS", "TagA")))
 	}
-	require.Eventually(t, func() bool { return db.b.store.GetMaxOffsetInQueue("AllocPull", 0) == 64 },
-		5*time.Second, time.Millisecond)
+	testutil.Eventually(t, "AllocPull/0 dispatched",
+		func() bool { return db.b.store.GetMaxOffsetInQueue("AllocPull", 0) == 64 })
 	conn := &nullConn{}
 	rc := &RequestContext{Conn: conn, Cmd: pullCmd("AG", "AllocPull", 0, 0, 32, subFlag, 0, "TagA || TagB")}
 	allocs := testing.AllocsPerRun(200, func() { db.b.processPullMessage(rc) })
@@ -240,8 +241,8 @@ func BenchmarkPullLoopback(b *testing.B) {
 			c.Call(sendV1("BenchPullLoop", q, body, "")) // answers are checked through the queue size below
 		}
 	}
-	require.Eventually(b, func() bool { return queueTotal(db.b, "BenchPullLoop", conns) == conns*msgs },
-		30*time.Second, time.Millisecond)
+	testutil.Eventually(b, "every BenchPullLoop send stored",
+		func() bool { return queueTotal(db.b, "BenchPullLoop", conns) == conns*msgs })
 	frames := make([][][]byte, conns)
 	for q := range frames {
 		for off := 0; off < msgs; off += 32 {

@@ -48,6 +48,7 @@ import (
 
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 const haCrashFileBytes = int64(crashCommitLogMiB << 20)
@@ -104,10 +105,8 @@ type haProber struct {
 // seen its slave go waits for it).
 func (p *haProber) probeUntil(t *testing.T, want codec.ResponseCode, allowed ...codec.ResponseCode) relAck {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	var ack relAck
+	answered := testutil.Poll(90*time.Second, func() bool {
 		key := fmt.Sprintf("%s-%04d", p.prefix, p.n)
 		p.n++
 		body := relBody(key, 16)
@@ -115,21 +114,23 @@ func (p *haProber) probeUntil(t *testing.T, want codec.ResponseCode, allowed ...
 		resp, err := p.c.TryCall(cmd, time.Second)
 		if err != nil {
 			require.ErrorIs(t, err, remotingtest.ErrTimeout, "probe %s", key)
-		} else {
-			code := codec.ResponseCode(resp.Code)
-			if code == want {
-				var h codec.SendMessageResponseHeader
-				require.NoError(t, h.Decode(resp.ExtFields), "probe %s", key)
-				_, phys, err := codec.DecodeOffsetMsgID(h.MsgID)
-				require.NoError(t, err, "probe %s: msgId %q", key, h.MsgID)
-				return relAck{key: key, topic: crashTopics[0], queueID: 0, queueOffset: h.QueueOffset, phys: phys,
-					bodyLen: len(body)}
-			}
-			require.Contains(t, allowed, code, "probe %s answered %d (%s), waiting for %d", key, code, resp.Remark, want)
+			return false
 		}
-		require.True(t, time.Now().Before(deadline), "no probe answered %d within 90 s", want)
-		<-tick.C
-	}
+		code := codec.ResponseCode(resp.Code)
+		if code == want {
+			var h codec.SendMessageResponseHeader
+			require.NoError(t, h.Decode(resp.ExtFields), "probe %s", key)
+			_, phys, err := codec.DecodeOffsetMsgID(h.MsgID)
+			require.NoError(t, err, "probe %s: msgId %q", key, h.MsgID)
+			ack = relAck{key: key, topic: crashTopics[0], queueID: 0, queueOffset: h.QueueOffset, phys: phys,
+				bodyLen: len(body)}
+			return true
+		}
+		require.Contains(t, allowed, code, "probe %s answered %d (%s), waiting for %d", key, code, resp.Remark, want)
+		return false
+	})
+	require.True(t, answered, "no probe answered %d within 90 s", want)
+	return ack
 }
 
 // haCommitLog is a CommitLog read from a stopped or killed broker's files.

@@ -18,6 +18,7 @@ package broker
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"os"
 	"path/filepath"
@@ -31,6 +32,7 @@ import (
 
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/store"
 )
 
@@ -67,23 +69,21 @@ func (s *faultSender) send(padLen int) *codec.RemotingCommand {
 // the disk check runs every cleanResourceInterval) and returns that answer.
 func (s *faultSender) sendUntil(want codec.ResponseCode, padLen int) *codec.RemotingCommand {
 	s.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp := s.send(padLen)
-		if resp.Code == int32(want) {
-			return resp
-		}
-		require.True(s.t, time.Now().Before(deadline), "no answer %d within 30 s; last: code %d %q", want, resp.Code, resp.Remark)
-		time.Sleep(5 * time.Millisecond) // polling the broker's disk state against a deadline
-	}
+	var resp *codec.RemotingCommand
+	answered := testutil.Poll(30*time.Second, func() bool {
+		resp = s.send(padLen)
+		return resp.Code == int32(want)
+	})
+	require.True(s.t, answered, "no answer %d within 30 s; last: code %d %q", want, resp.Code, resp.Remark)
+	return resp
 }
 
 // verify reads every queue back and checks the acknowledged messages.
 func (s *faultSender) verify() int {
 	s.t.Helper()
 	if s.st != nil {
-		relEventually(s.t, 30*time.Second, func() bool { return s.st.DispatchBehindBytes() == 0 },
-			"dispatch catches up (%d bytes behind)", s.st.DispatchBehindBytes())
+		testutil.Eventually(s.t, fmt.Sprintf("dispatch catches up (%d bytes behind)", s.st.DispatchBehindBytes()),
+			func() bool { return s.st.DispatchBehindBytes() == 0 })
 	}
 	return relVerifyAcks(s.t, s.c, []string{s.topic}, 2, s.acks)
 }
@@ -147,11 +147,11 @@ func TestFaultDiskFullThroughSeam(t *testing.T) {
 	acked := len(s2.acks)
 	remove()
 	s2.sendUntil(codec.ResponseSuccess, 100)
-	require.Eventually(t, func() bool {
+	testutil.Eventually(t, "FullNewT/1 dispatched once the space is back", func() bool {
 		resp := c.Call(codec.NewRequest(codec.RequestGetMaxOffset, map[string]string{"topic": "FullNewT", "queueId": "1"}, nil))
 		n, _ := strconv.Atoi(resp.ExtFields["offset"])
 		return n > 0 && rb.st.DispatchBehindBytes() == 0
-	}, 30*time.Second, 5*time.Millisecond)
+	})
 	s2.verify()
 	s.verify()
 	t.Logf("disk full through the seam: %d + %d messages acknowledged and read back; %d sent while ConsumeQueue files could not be created",
@@ -203,8 +203,8 @@ func TestFaultFsyncFailureIsNeverSuccess(t *testing.T) {
 					}
 					require.Equal(t, int32(codec.ResponseSuccess), code)
 				}
-				relEventually(t, 30*time.Second, func() bool { return rb.st.RunningFlags()&store.FlagNotWriteable != 0 },
-					"the async flush meets the failing fsync")
+				testutil.Eventually(t, "the async flush meets the failing fsync",
+					func() bool { return rb.st.RunningFlags()&store.FlagNotWriteable != 0 })
 			}
 			// The store is read-only now (the kernel may have dropped the pages it could not
 			// write): refused, with the reason.
@@ -299,7 +299,7 @@ func TestSyncFlushTransientPoolAckIsVisible(t *testing.T) {
 	for i := range 20 {
 		resp := c.Call(sendV2("VisibleT", 0, []byte("visible "+strconv.Itoa(i)), ""))
 		require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
-		relEventually(t, 5*time.Second, func() bool { return maxOffset() == strconv.Itoa(i+1) },
-			"acknowledged message %d reaches its ConsumeQueue without another send", i)
+		testutil.Eventually(t, fmt.Sprintf("acknowledged message %d reaches its ConsumeQueue without another send", i),
+			func() bool { return maxOffset() == strconv.Itoa(i+1) })
 	}
 }

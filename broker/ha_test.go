@@ -11,6 +11,7 @@ import (
 
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // startPair starts a master (role SYNC_MASTER or ASYNC_MASTER, with mutate applied) with its embedded
@@ -61,7 +62,8 @@ func TestSyncMasterAnswersAfterTheSlaveHasTheMessage(t *testing.T) {
 			})
 			c := remotingtest.Dial(t, master.BrokerAddr)
 			// The slave connects in the background: until then sends are SLAVE_NOT_AVAILABLE.
-			require.Eventually(t, func() bool { return master.b.haServer.SlaveCount() == 1 }, 20*time.Second, time.Millisecond)
+			testutil.Eventually(t, "a slave connected to the master",
+				func() bool { return master.b.haServer.SlaveCount() == 1 })
 			for i := range 20 {
 				resp := c.Call(sendV1("TopicHA", 0, []byte("replicated-"+string(rune('a'+i))), ""))
 				require.Equal(t, int32(codec.ResponseSuccess), resp.Code, "send %d: %s", i, resp.Remark)
@@ -70,10 +72,11 @@ func TestSyncMasterAnswersAfterTheSlaveHasTheMessage(t *testing.T) {
 					"answered only once the slave has it")
 			}
 			end := master.b.store.MaxPhyOffset()
-			require.Eventually(t, func() bool { return slave.b.store.GetMaxOffsetInQueue("TopicHA", 0) == 20 },
-				20*time.Second, time.Millisecond, "the slave dispatches its own ConsumeQueue")
+			testutil.Eventually(t, "the slave dispatches its own ConsumeQueue",
+				func() bool { return slave.b.store.GetMaxOffsetInQueue("TopicHA", 0) == 20 })
 			// The topic was auto-created on the master; the slave has it from the metadata sync (§13.4).
-			require.Eventually(t, func() bool { return slave.b.topics.Contains("TopicHA") }, 20*time.Second, time.Millisecond)
+			testutil.Eventually(t, "the slave synced TopicHA's config",
+				func() bool { return slave.b.topics.Contains("TopicHA") })
 			sc := remotingtest.Dial(t, slave.BrokerAddr)
 			resp := sc.Call(pullCmd("G", "TopicHA", 0, 0, 32, codec.PullSysFlagSubscription, 0, "*"))
 			require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
@@ -87,7 +90,8 @@ func TestSyncMasterAnswersAfterTheSlaveHasTheMessage(t *testing.T) {
 
 			// A "slave" that reports once and never again: FLUSH_SLAVE_TIMEOUT after slaveTimeout.
 			slave.shutdown(t)
-			require.Eventually(t, func() bool { return master.b.haServer.SlaveCount() == 0 }, 20*time.Second, time.Millisecond)
+			testutil.Eventually(t, "the master to drop its slave",
+				func() bool { return master.b.haServer.SlaveCount() == 0 })
 			resp = c.Call(sendV1("TopicHA", 0, []byte("no slave"), ""))
 			require.Equal(t, int32(codec.ResponseSlaveNotAvailable), resp.Code, resp.Remark)
 			var h codec.SendMessageResponseHeader
@@ -102,7 +106,8 @@ func TestSyncMasterAnswersAfterTheSlaveHasTheMessage(t *testing.T) {
 			binary.BigEndian.PutUint64(rep[:], uint64(master.b.store.MaxPhyOffset()))
 			_, err = mute.Write(rep[:])
 			require.NoError(t, err)
-			require.Eventually(t, func() bool { return master.b.haServer.SlaveCount() == 1 }, 20*time.Second, time.Millisecond)
+			testutil.Eventually(t, "a slave connected to the master",
+				func() bool { return master.b.haServer.SlaveCount() == 1 })
 			resp = c.Call(sendV1("TopicHA", 0, []byte("not acknowledged"), ""))
 			require.Equal(t, int32(codec.ResponseFlushSlaveTimeout), resp.Code, resp.Remark)
 			require.NoError(t, h.Decode(resp.ExtFields))
@@ -121,8 +126,8 @@ func TestSlavePullRules(t *testing.T) {
 		sendOK(t, c, sendV1("TopicSP", 0, []byte{'m', byte('0' + i)}, ""))
 	}
 	createTopic(t, slave.b, "TopicSP", 4)
-	require.Eventually(t, func() bool { return slave.b.store.GetMaxOffsetInQueue("TopicSP", 0) == 3 },
-		20*time.Second, time.Millisecond)
+	testutil.Eventually(t, "the slave dispatched TopicSP/0",
+		func() bool { return slave.b.store.GetMaxOffsetInQueue("TopicSP", 0) == 3 })
 	sc := remotingtest.Dial(t, slave.BrokerAddr)
 	resp := sc.Call(pullCmd("G", "TopicSP", 0, 1, 32, subFlag, 0, "*"))
 	requirePull(t, resp, codec.ResponseSuccess, "FOUND", 3, 0, 3)

@@ -47,6 +47,7 @@ import (
 
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 const hostileTopic = "HostileT"
@@ -316,12 +317,12 @@ func TestHostileInput(t *testing.T) {
 	for i := range 4 {
 		go good.run(rb.addr, i, stopGood, &goodDone)
 	}
-	relEventually(t, 30*time.Second, func() bool {
+	testutil.Eventually(t, "good clients started", func() bool {
 		good.mu.Lock()
 		defer good.mu.Unlock()
 		require.Empty(t, good.errs)
 		return len(good.latencies) >= 20
-	}, "good clients started")
+	})
 
 	h := &hostileRun{addr: rb.addr}
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -518,11 +519,11 @@ func TestHostileInput(t *testing.T) {
 	}
 	h.connsAttacked.Add(int64(idleConns))
 	wg.Wait()
-	relEventually(t, 30*time.Second, func() bool { return rb.b.server.ConnectionCount() >= idleConns+4 },
-		"idle connections accepted (%d open)", rb.b.server.ConnectionCount())
+	testutil.Eventually(t, fmt.Sprintf("idle connections accepted (%d open)", rb.b.server.ConnectionCount()),
+		func() bool { return rb.b.server.ConnectionCount() >= idleConns+4 })
 	opsBefore := good.ops.Load()
-	relEventually(t, 30*time.Second, func() bool { return good.ops.Load() >= opsBefore+20 },
-		"good clients progress with %d idle connections open", idleConns)
+	testutil.Eventually(t, fmt.Sprintf("good clients progress with %d idle connections open", idleConns),
+		func() bool { return good.ops.Load() >= opsBefore+20 })
 	openHeap := relLiveHeap()
 	require.Less(t, int64(openHeap)-int64(baseline), int64(64<<20),
 		"live heap with %d idle and 4 huge-header connections open: %d MiB (baseline %d MiB)",
@@ -544,8 +545,8 @@ func TestHostileInput(t *testing.T) {
 	// The broker still serves, and memory went back.
 	resp := admin.Call(sendV2(hostileTopic, 3, []byte("after the attack"), ""))
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
-	relEventually(t, 30*time.Second, func() bool { return rb.b.server.ConnectionCount() <= 2 },
-		"attack connections closed (%d open)", rb.b.server.ConnectionCount())
+	testutil.Eventually(t, fmt.Sprintf("attack connections closed (%d open)", rb.b.server.ConnectionCount()),
+		func() bool { return rb.b.server.ConnectionCount() <= 2 })
 	afterHeap := relLiveHeap()
 	require.Less(t, int64(afterHeap)-int64(baseline), int64(32<<20),
 		"live heap after the attack: %d MiB (baseline %d MiB)", afterHeap>>20, baseline>>20)

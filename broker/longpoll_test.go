@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 const suspendFlags = codec.PullSysFlagSuspend | codec.PullSysFlagSubscription
@@ -27,8 +29,8 @@ func createTopic(t testing.TB, b *Broker, name string, queues int32) {
 // Java's checkHoldRequest), so a test sending right after would race it.
 func waitHeld(t testing.TB, b *Broker, n int) {
 	t.Helper()
-	require.Eventually(t, func() bool { return b.pullHold.HeldCount() == n && b.pullHold.queued.Load() == 0 },
-		5*time.Second, time.Millisecond, "want %d parked pulls, have %d", n, b.pullHold.HeldCount())
+	testutil.Eventually(t, fmt.Sprintf("want %d parked pulls, have %d", n, b.pullHold.HeldCount()),
+		func() bool { return b.pullHold.HeldCount() == n && b.pullHold.queued.Load() == 0 })
 }
 
 func testLongPollWakesOnArrival(t *testing.T, fileStore bool) {
@@ -36,8 +38,8 @@ func testLongPollWakesOnArrival(t *testing.T, fileStore bool) {
 	consumer := remotingtest.Dial(t, db.addr)
 	producer := remotingtest.Dial(t, db.addr)
 	sendOK(t, producer, sendV1("TopicW", 0, []byte("first"), ""))
-	require.Eventually(t, func() bool { return db.b.store.GetMaxOffsetInQueue("TopicW", 0) == 1 },
-		5*time.Second, time.Millisecond)
+	testutil.Eventually(t, "TopicW/0 dispatched",
+		func() bool { return db.b.store.GetMaxOffsetInQueue("TopicW", 0) == 1 })
 
 	const suspend = 20 * time.Second // what the Go client asks for
 	opaque := consumer.Request(pullCmd("G", "TopicW", 0, 1, 32, suspendFlags, suspend, "*"))
@@ -73,7 +75,8 @@ func TestLongPollTagMismatchStaysParked(t *testing.T) {
 
 	applied := db.b.pullHold.applied.Load()
 	sendOK(t, producer, sendV1("TopicM", 0, []byte("a"), props("TAGS", "TagA")))
-	require.Eventually(t, func() bool { return db.b.pullHold.applied.Load() > applied }, 5*time.Second, time.Millisecond)
+	testutil.Eventually(t, "the arrival applied to the hold table",
+		func() bool { return db.b.pullHold.applied.Load() > applied })
 	require.Equal(t, 1, db.b.pullHold.HeldCount(), "a TagA arrival does not wake a TagB pull")
 	if resp, err := consumer.TryAwait(parked, time.Millisecond); err == nil { // what has arrived by now
 		t.Fatalf("answered on a non-matching arrival: %d %s", resp.Code, resp.Remark)
@@ -174,7 +177,7 @@ func TestLongPollParkRacingArrivalIsRerun(t *testing.T) {
 	pr.filter.all = true
 	pr.suspendTimeout = time.Minute
 	require.True(t, db.b.pullHold.suspend(pr))
-	require.Eventually(t, func() bool { return len(conn.responses(t)) == 1 }, 5*time.Second, time.Millisecond)
+	testutil.Eventually(t, "the parked pull's answer", func() bool { return len(conn.responses(t)) == 1 })
 	resp := conn.responses(t)[0]
 	require.Equal(t, int32(42), resp.Opaque)
 	requirePull(t, resp, codec.ResponseSuccess, "FOUND", 1, 0, 1)

@@ -43,6 +43,7 @@ import (
 
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // memoryBigTopic takes the 4 MiB messages of the second well-behaved client (apart from
@@ -333,7 +334,8 @@ func testMemoryUnderBigFrames(t *testing.T, engine string) {
 		}
 	}
 	defer stopBackground()
-	relEventually(t, 60*time.Second, func() bool { return good.ops.Load() >= 20 }, "well-behaved client started")
+	testutil.EventuallyWithin(t, 60*time.Second, "well-behaved client started",
+		func() bool { return good.ops.Load() >= 20 })
 	background0, err := readProcMemory(pid)
 	require.NoError(t, err)
 	t.Logf("%s: %-30s %v", engine, "background (idle, drip, good)", background0)
@@ -362,8 +364,8 @@ func testMemoryUnderBigFrames(t *testing.T, engine string) {
 		require.NoError(t, run(), name)
 		require.NoError(t, <-bigDone, "%s: 4 MiB send of the well-behaved client", name)
 		// The well-behaved client kept going meanwhile (or at least right after).
-		relEventually(t, 60*time.Second, func() bool { return good.ops.Load() > opsBefore },
-			"%s: well-behaved client progresses", name)
+		testutil.EventuallyWithin(t, 60*time.Second, fmt.Sprintf("%s: well-behaved client progresses", name),
+			func() bool { return good.ops.Load() > opsBefore })
 		m, err := readProcMemory(pid)
 		require.NoError(t, err)
 		rows = append(rows, row{name, m})
@@ -387,8 +389,8 @@ func testMemoryUnderBigFrames(t *testing.T, engine string) {
 		return first
 	})
 	// Every drip connection finishes a frame (a few seconds at a byte per tick).
-	relEventually(t, 60*time.Second, func() bool { return drip.answered.Load() >= memoryDripConns },
-		"drip connections answered (%d)", drip.answered.Load())
+	testutil.EventuallyWithin(t, 60*time.Second, fmt.Sprintf("drip connections answered (%d)", drip.answered.Load()),
+		func() bool { return drip.answered.Load() >= memoryDripConns })
 	stopBackground()
 	closeIdle()
 	after, err := readProcMemory(pid)

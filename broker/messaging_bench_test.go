@@ -15,6 +15,7 @@ import (
 
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/store"
 )
 
@@ -95,7 +96,8 @@ func BenchmarkScheduleServiceThroughput(b *testing.B) {
 			close(done)
 		}
 	})
-	require.Eventually(b, func() bool { return st.GetMaxOffsetInQueue(ScheduleTopic, 0) == n }, time.Minute, time.Millisecond)
+	testutil.EventuallyWithin(b, time.Minute, `st.GetMaxOffsetInQueue(ScheduleTopic, 0) == n`,
+		func() bool { return st.GetMaxOffsetInQueue(ScheduleTopic, 0) == n })
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := time.Now()
@@ -264,6 +266,6 @@ func BenchmarkTransactionCommit16Producers(b *testing.B) {
 	b.StopTimer()
 	require.Zero(b, failed.Load(), "%v", firstErr.Load())
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "tx/s")
-	require.Eventually(b, func() bool { return queueTotal(db.b, "BenchTx", 8) == int64(b.N) }, time.Minute,
-		time.Millisecond, "every transaction committed once")
+	testutil.EventuallyWithin(b, time.Minute, "every transaction committed once",
+		func() bool { return queueTotal(db.b, "BenchTx", 8) == int64(b.N) })
 }

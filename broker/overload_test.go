@@ -20,6 +20,7 @@ package broker
 // Queues between the network and the disk, each bounded (see the issue notes for the list).
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -32,6 +33,7 @@ import (
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/flush"
 	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/store"
 )
 
@@ -197,8 +199,8 @@ func TestOverloadSyncFlushFailsFast(t *testing.T) {
 		return n
 	}
 	// Every send beyond the queue's capacity is refused while the disk is stuck.
-	relEventually(t, syncFlushTimeout, func() bool { return count(codec.ResponseSystemBusy) >= total-queueMax },
-		"SYSTEM_BUSY answers: %d of %d", count(codec.ResponseSystemBusy), total-queueMax)
+	testutil.Eventually(t, fmt.Sprintf("SYSTEM_BUSY answers: %d of %d", count(codec.ResponseSystemBusy), total-queueMax),
+		func() bool { return count(codec.ResponseSystemBusy) >= total-queueMax })
 	// A request that needs no disk is still served.
 	start := time.Now()
 	resp = admin.Call(codec.NewRequest(codec.RequestGetMaxOffset, map[string]string{"topic": "OverloadT", "queueId": "0"}, nil))
@@ -282,7 +284,7 @@ func TestPooledCopiesCountAgainstTheRequestBudget(t *testing.T) {
 	c := remotingtest.Dial(t, db.addr)
 	body := make([]byte, 600<<10)
 	first := c.Request(codec.NewRequest(code, map[string]string{"k": "v"}, body))
-	require.Eventually(t, func() bool { return running.Load() == 1 }, 10*time.Second, time.Millisecond)
+	testutil.Eventually(t, "the first request running", func() bool { return running.Load() == 1 })
 	require.Equal(t, int64(len(body)+2), db.b.pooledBytes.Load(), "the running request holds its copy")
 
 	resp := c.Call(codec.NewRequest(code, nil, body))
@@ -291,8 +293,8 @@ func TestPooledCopiesCountAgainstTheRequestBudget(t *testing.T) {
 
 	close(release)
 	require.Equal(t, int32(codec.ResponseSuccess), c.Await(first).Code)
-	require.Eventually(t, func() bool { return db.b.pooledBytes.Load() == 0 }, 10*time.Second, time.Millisecond)
+	testutil.Eventually(t, "the pooled request bytes given back", func() bool { return db.b.pooledBytes.Load() == 0 })
 	resp = c.Call(codec.NewRequest(code, nil, body))
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, "admitted once the first one returned")
-	require.Eventually(t, func() bool { return db.b.pooledBytes.Load() == 0 }, 10*time.Second, time.Millisecond)
+	testutil.Eventually(t, "the pooled request bytes given back", func() bool { return db.b.pooledBytes.Load() == 0 })
 }

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/store"
 )
 
@@ -279,8 +279,8 @@ func TestPullFarBehindRunsOnPool(t *testing.T) {
 	for i := range 5 {
 		sendOK(t, c, sendV1("TopicF", 0, []byte("f"+strconv.Itoa(i)), ""))
 	}
-	require.Eventually(t, func() bool { return db.b.store.GetMaxOffsetInQueue("TopicF", 0) == 5 },
-		5*time.Second, time.Millisecond)
+	testutil.Eventually(t, "TopicF/0 dispatched",
+		func() bool { return db.b.store.GetMaxOffsetInQueue("TopicF", 0) == 5 })
 	loop, pool := counterValue(t, db.b.data.pullsOnLoop), counterValue(t, db.b.data.pullsOnPool)
 	resp := c.Call(pullCmd("G", "TopicF", 0, 0, 32, subFlag, 0, "*"))
 	requirePull(t, resp, codec.ResponseSuccess, "FOUND", 5, 0, 5)
@@ -296,8 +296,8 @@ func TestPullHotRunsOnLoopWithFileStore(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{fileStore: true})
 	c := remotingtest.Dial(t, db.addr)
 	h := sendOK(t, c, sendV1("TopicL", 0, []byte("hot"), props("TAGS", "T")))
-	require.Eventually(t, func() bool { return db.b.store.GetMaxOffsetInQueue("TopicL", 0) == 1 },
-		5*time.Second, time.Millisecond)
+	testutil.Eventually(t, "TopicL/0 dispatched",
+		func() bool { return db.b.store.GetMaxOffsetInQueue("TopicL", 0) == 1 })
 	loop := counterValue(t, db.b.data.pullsOnLoop)
 	resp := c.Call(pullCmd("G", "TopicL", 0, 0, 32, subFlag, 0, "T"))
 	requirePull(t, resp, codec.ResponseSuccess, "FOUND", 1, 0, 1)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // QUERY_MESSAGE over the wire against the file store's IndexFile: a key query returns the
@@ -44,10 +45,10 @@ func TestQueryByKeyReturnsExactlyTheKeyedMessages(t *testing.T) {
 	}
 
 	// The index is built by the dispatcher, in the background.
-	require.Eventually(t, func() bool {
+	testutil.Eventually(t, "the index to hold sharedX", func() bool {
 		resp := query("sharedX", 32, false, 0, later)
 		return resp.Code == int32(codec.ResponseSuccess)
-	}, 5*time.Second, time.Millisecond)
+	})
 	require.Equal(t, []string{"m5"}, bodiesOf(query("sharedX", 32, false, 0, later)))
 	require.Equal(t, []string{"m2", "m1"}, bodiesOf(query("shared", 32, false, 0, later)), "newest first")
 	require.Equal(t, []string{"m2"}, bodiesOf(query("shared", 1, false, 0, later)), "maxNum")

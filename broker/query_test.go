@@ -9,6 +9,7 @@ import (
 
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 func queryCmd(topic, key string, maxNum int32, unique bool) *codec.RemotingCommand {
@@ -26,10 +27,10 @@ func testQueryMessage(t *testing.T, fileStore bool) {
 	h2 := sendOK(t, c, sendV1("TopicK", 1, []byte("two"), props("KEYS", "order-2 shared")))
 	sendOK(t, c, sendV1("OtherTopic", 0, []byte("three"), props("KEYS", "shared")))
 	// The index is built by the dispatcher.
-	require.Eventually(t, func() bool {
+	testutil.Eventually(t, "the index to hold both shared messages", func() bool {
 		resp := c.Call(queryCmd("TopicK", "shared", 32, false))
 		return resp.Code == int32(codec.ResponseSuccess) && len(decodeRecords(t, resp.Body)) == 2
-	}, 5*time.Second, 5*time.Millisecond)
+	})
 
 	resp := c.Call(queryCmd("TopicK", "shared", 32, false))
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)

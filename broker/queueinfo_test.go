@@ -10,6 +10,7 @@ import (
 
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 func netipLoopback() netip.AddrPort { return netip.MustParseAddrPort("127.0.0.1:10911") }
@@ -38,9 +39,9 @@ func TestQueueOffsetsAndTimes(t *testing.T) {
 		h := sendOK(t, c, sendV1("TopicI", 0, []byte("i"+strconv.Itoa(i)), ""))
 		storeTimes = append(storeTimes, viewRecord(t, c, offsetOf(t, h.MsgID)).StoreTimestamp)
 	}
-	require.Eventually(t, func() bool {
+	testutil.Eventually(t, "max offset 3", func() bool {
 		return queueInfo(t, c, codec.RequestGetMaxOffset, q, "offset") == 3
-	}, 5*time.Second, time.Millisecond)
+	})
 	require.Equal(t, int64(0), queueInfo(t, c, codec.RequestGetMinOffset, q, "offset"))
 	require.Equal(t, storeTimes[0], queueInfo(t, c, codec.RequestGetEarliestMsgStoretime, q, "timestamp"))
 	require.GreaterOrEqual(t, storeTimes[0], now.Add(-time.Second).UnixMilli())

@@ -36,6 +36,7 @@ import (
 
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/store"
 )
 
@@ -239,14 +240,7 @@ func (l *relLoad) snapshotAcks() []relAck {
 // waitAcked waits until n sends are acknowledged or the load ends by itself (its
 // connections failed); false then.
 func (l *relLoad) waitAcked(n int64, timeout time.Duration) bool {
-	deadline := time.Now().Add(timeout)
-	for l.acked.Load() < n {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(time.Millisecond) // polling a counter against a deadline
-	}
-	return true
+	return testutil.Poll(timeout, func() bool { return l.acked.Load() >= n })
 }
 
 // relRecord is one record read back through a pull.
@@ -559,10 +553,4 @@ func relPercentile(ds []time.Duration, p float64) time.Duration {
 	slices.Sort(ds)
 	i := int(float64(len(ds)-1) * p / 100)
 	return ds[i]
-}
-
-// relEventually polls cond every few milliseconds until it holds or timeout passes.
-func relEventually(t testing.TB, timeout time.Duration, cond func() bool, msg string, args ...any) {
-	t.Helper()
-	require.Eventually(t, cond, timeout, 5*time.Millisecond, append([]any{msg}, args...)...)
 }

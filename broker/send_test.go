@@ -15,6 +15,7 @@ import (
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/flush"
 	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/store"
 )
 
@@ -364,7 +365,7 @@ func TestSendSyncFlushRepliesOnlyAfterDurable(t *testing.T) {
 	})
 	c := remotingtest.Dial(t, db.addr)
 	sent := c.Request(sendV1("TopicS", 0, []byte("durable"), ""))
-	require.Eventually(t, func() bool { return gate.waiting() == 1 }, 5*time.Second, time.Millisecond)
+	testutil.Eventually(t, "the send waiting for its flush", func() bool { return gate.waiting() == 1 })
 	// A later request on the same connection is answered; the send is not (responses of one
 	// connection leave in order, so an early send answer would have come first).
 	other := c.Call(codec.NewRequest(codec.RequestGetMaxOffset, map[string]string{"topic": "TopicS", "queueId": "0"}, nil))
@@ -380,7 +381,7 @@ func TestSendSyncFlushRepliesOnlyAfterDurable(t *testing.T) {
 
 	// A flush timeout answers FLUSH_DISK_TIMEOUT with the full header (stored, not durable).
 	sent = c.Request(sendV1("TopicS", 0, []byte("late"), ""))
-	require.Eventually(t, func() bool { return gate.waiting() == 1 }, 5*time.Second, time.Millisecond)
+	testutil.Eventually(t, "the send waiting for its flush", func() bool { return gate.waiting() == 1 })
 	gate.release(fmt.Errorf("group commit: %w", flush.ErrFlushTimeout))
 	resp = c.Await(sent)
 	require.Equal(t, int32(codec.ResponseFlushDiskTimeout), resp.Code)
@@ -390,7 +391,7 @@ func TestSendSyncFlushRepliesOnlyAfterDurable(t *testing.T) {
 
 	// A full group-commit queue answers SYSTEM_BUSY.
 	sent = c.Request(sendV1("TopicS", 0, []byte("busy"), ""))
-	require.Eventually(t, func() bool { return gate.waiting() == 1 }, 5*time.Second, time.Millisecond)
+	testutil.Eventually(t, "the send waiting for its flush", func() bool { return gate.waiting() == 1 })
 	gate.release(flush.ErrQueueFull)
 	resp = c.Await(sent)
 	require.Equal(t, int32(codec.ResponseSystemBusy), resp.Code)

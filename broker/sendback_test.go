@@ -1,14 +1,15 @@
 package broker
 
 import (
+	"fmt"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // sendBackCmd is CONSUMER_SEND_MSG_BACK as the Go push consumer sends it.
@@ -28,8 +29,8 @@ func sendBackCmd(offset int64, group string, delayLevel int32, maxReconsume *int
 // waitQueue waits until a queue holds n entries.
 func waitQueue(t testing.TB, b *Broker, topic string, queueID int32, n int64) {
 	t.Helper()
-	require.Eventually(t, func() bool { return b.store.GetMaxOffsetInQueue(topic, queueID) == n },
-		5*time.Second, time.Millisecond, "%s/%d holds %d", topic, queueID, n)
+	testutil.Eventually(t, fmt.Sprintf("%s/%d holds %d", topic, queueID, n),
+		func() bool { return b.store.GetMaxOffsetInQueue(topic, queueID) == n })
 }
 
 func int32p(v int32) *int32 { return &v }

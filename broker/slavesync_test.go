@@ -13,6 +13,7 @@ import (
 
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // listenPortWithFreeNeighbours returns a free port p whose p − 2 (the fast port) and p + 1 (the HA
@@ -76,17 +77,17 @@ func TestSlaveSynchronizeCopiesTheMastersMetadata(t *testing.T) {
 	slave.b.offsets.Commit("GroupLocal", "TopicSync", 0, 7)
 	c := remotingtest.Dial(t, master.BrokerAddr)
 	sendOK(t, c, sendV1("TopicSync", 0, []byte("later"), props(codec.PropertyDelayTimeLevel, "1")))
-	require.Eventually(t, func() bool { return master.b.schedule.Offsets()[1] == 1 }, 20*time.Second, time.Millisecond,
-		"the master delivers the delayed message and moves level 1's cursor")
+	testutil.Eventually(t, "the master delivers the delayed message and moves level 1's cursor",
+		func() bool { return master.b.schedule.Offsets()[1] == 1 })
 
 	wantTopic, _ := master.b.topics.Get("TopicSync")
-	require.Eventually(t, func() bool {
+	testutil.Eventually(t, "the slave syncs every table", func() bool {
 		tc, ok := slave.b.topics.Get("TopicSync")
 		g, gok := slave.b.subscriptions.Get("GroupSync")
 		return ok && tc.ReadQueueNums == 3 && gok && g.RetryMaxTimes == 5 &&
 			slave.b.offsets.Query("GroupSync", "TopicSync", 1) == 42 &&
 			slave.b.schedule.Offsets()[1] == 1
-	}, 20*time.Second, time.Millisecond, "the slave syncs every table")
+	})
 
 	got, _ := slave.b.topics.Get("TopicSync")
 	require.Equal(t, wantTopic, got)
