@@ -27,7 +27,7 @@ import (
 // Control-plane tests over the wire: real brokers (harness or MemStore-backed), requests as
 // codec frames through a netio.Client.
 
-// waitFor bounds every poll in these tests.
+// ctlWait bounds every call in these tests.
 const ctlWait = 10 * time.Second
 
 // ctlClient is one client connection to a broker; requests the broker sends to it
