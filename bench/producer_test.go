@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 func newTestFakeBroker(t *testing.T) *fakeBroker {
@@ -194,10 +195,7 @@ func TestProduceOneway(t *testing.T) {
 	require.EqualValues(t, 0, res.Acked)
 	require.EqualValues(t, 0, res.Latency.Count)
 	require.EqualValues(t, 500*100, res.Bytes)
-	deadline := time.Now().Add(10 * time.Second)
-	for b.storedTotal("T") < 500 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond) // polling a condition against a deadline
-	}
+	testutil.Poll(testutil.WaitTimeout, func() bool { return b.storedTotal("T") >= 500 }) // asserted right below
 	require.EqualValues(t, 500, b.storedTotal("T"))
 	require.EqualValues(t, 500, b.sends.Load(), "no responses were awaited")
 }

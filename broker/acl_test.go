@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // aclSampleYAML is PROTOCOL.md §12's sample, as RocketMQ 4.x ships it.
@@ -503,9 +504,9 @@ func TestACLWatcher(t *testing.T) {
 	}
 	require.Empty(t, v.check(aclOutside, req()))
 	writeACLFile(t, path, "globalWhiteRemoteAddresses: [\"172.16.*.*\"]\naccounts: []\n")
-	require.Eventually(t, func() bool {
+	testutil.Eventually(t, "unsigned requests from the newly white-listed range pass", func() bool {
 		return v.check(aclOutside, aclRequest(codec.RequestSendMessageV2, map[string]string{"b": "T"}, nil)) == ""
-	}, 10*time.Second, 5*time.Millisecond, "unsigned requests from the newly white-listed range pass")
+	})
 	require.Contains(t, v.check(netip.MustParseAddr("10.0.0.1"), req()), "No acl config for reloader")
 }
 

@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/netio"
 )
 
@@ -102,14 +104,14 @@ func TestSendPathAllocations(t *testing.T) {
 func BenchmarkPullPath(b *testing.B) {
 	db := benchBroker(b, nil)
 	createTopic(b, db.b, "BenchPull", 1)
-	c := dialRaw(b, db.addr)
+	c := remotingtest.Dial(b, db.addr)
 	const msgs = 4096
 	body := bytes.Repeat([]byte("p"), 1024)
 	for range msgs {
 		sendOK(b, c, sendV1("BenchPull", 0, body, props("TAGS", "TagA")))
 	}
-	require.Eventually(b, func() bool { return db.b.store.GetMaxOffsetInQueue("BenchPull", 0) == msgs },
-		10*time.Second, time.Millisecond)
+	testutil.Eventually(b, "BenchPull/0 dispatched",
+		func() bool { return db.b.store.GetMaxOffsetInQueue("BenchPull", 0) == msgs })
 	conn := &nullConn{}
 	cmds := make([]*codec.RemotingCommand, msgs/32)
 	for i := range cmds {
@@ -136,12 +138,12 @@ func TestPullPathAllocations(t *testing.T) {
 	}
 	db := startDataBroker(t, dataBrokerOptions{fileStore: true})
 	createTopic(t, db.b, "AllocPull", 1)
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 	for range 64 {
 		sendOK(t, c, sendV1("AllocPull", 0, []byte("m"), props("TAGS", "TagA")))
 	}
-	require.Eventually(t, func() bool { return db.b.store.GetMaxOffsetInQueue("AllocPull", 0) == 64 },
-		5*time.Second, time.Millisecond)
+	testutil.Eventually(t, "AllocPull/0 dispatched",
+		func() bool { return db.b.store.GetMaxOffsetInQueue("AllocPull", 0) == 64 })
 	conn := &nullConn{}
 	rc := db.b.newRequestContext(conn, pullCmd("AG", "AllocPull", 0, 0, 32, subFlag, 0, "TagA || TagB"))
 	allocs := testing.AllocsPerRun(200, func() { db.b.processPullMessage(rc) })
@@ -233,15 +235,15 @@ func BenchmarkPullLoopback(b *testing.B) {
 	db := benchBroker(b, nil)
 	const conns, msgs = 4, 8192
 	createTopic(b, db.b, "BenchPullLoop", conns)
-	c := dialRaw(b, db.addr)
+	c := remotingtest.Dial(b, db.addr)
 	body := bytes.Repeat([]byte("p"), 1024)
 	for q := range int32(conns) {
 		for range msgs {
-			c.send(sendV1("BenchPullLoop", q, body, "")) // answers are checked through the queue size below
+			c.Call(sendV1("BenchPullLoop", q, body, "")) // answers are checked through the queue size below
 		}
 	}
-	require.Eventually(b, func() bool { return queueTotal(db.b, "BenchPullLoop", conns) == conns*msgs },
-		30*time.Second, time.Millisecond)
+	testutil.Eventually(b, "every BenchPullLoop send stored",
+		func() bool { return queueTotal(db.b, "BenchPullLoop", conns) == conns*msgs })
 	frames := make([][][]byte, conns)
 	for q := range frames {
 		for off := 0; off < msgs; off += 32 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"net/netip"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/logtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/netio"
 	"github.com/ringmq/ringmq/store"
 	"github.com/ringmq/ringmq/store/storetest"
@@ -29,7 +31,7 @@ import (
 // Control-plane tests over the wire: real brokers (harness or MemStore-backed), requests as
 // codec frames through a netio.Client.
 
-// waitFor bounds every poll in these tests.
+// ctlWait bounds every call in these tests.
 const ctlWait = 10 * time.Second
 
 // ctlClient is one client connection to a broker; requests the broker sends to it
@@ -160,8 +162,8 @@ func putMessages(t testing.TB, b *Broker, topic string, queueID int32, n int) {
 		_, err := b.store.PutMessage(m)
 		require.NoError(t, err)
 	}
-	require.Eventually(t, func() bool { return b.store.GetMaxOffsetInQueue(topic, queueID) == before+int64(n) },
-		ctlWait, 5*time.Millisecond, "dispatch of %d messages", n)
+	testutil.Eventually(t, fmt.Sprintf("dispatch of %d messages", n),
+		func() bool { return b.store.GetMaxOffsetInQueue(topic, queueID) == before+int64(n) })
 }
 
 func TestHeartbeatConsumerListAndNotify(t *testing.T) {
@@ -178,11 +180,11 @@ func TestHeartbeatConsumerListAndNotify(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, g.RetryQueueNums, retry.WriteQueueNums)
 	require.Equal(t, metadata.PermRead|metadata.PermWrite, retry.Perm)
-	require.Eventually(t, func() bool {
+	testutil.Eventually(t, "retry topic registered", func() bool {
 		_, ok := embeddedNamesrv(tb.b).TopicRoute("%RETRY%G1")
 		return ok
-	}, ctlWait, 10*time.Millisecond, "retry topic registered")
-	require.Eventually(t, func() bool { return a.notifies("G1") == 1 }, ctlWait, 5*time.Millisecond)
+	})
+	testutil.Eventually(t, "the first NOTIFY_CONSUMER_IDS_CHANGED to a", func() bool { return a.notifies("G1") == 1 })
 	require.Equal(t, 1.0, ctlCounterValue(t, tb.b.metrics.consumerNotifies))
 
 	_, ids := a.consumerList("G1")
@@ -193,7 +195,8 @@ func TestHeartbeatConsumerListAndNotify(t *testing.T) {
 
 	// A second member: both are told.
 	requireResponse(t, bcl.heartbeat("10.0.0.2@2", consumers), codec.ResponseSuccess, "")
-	require.Eventually(t, func() bool { return a.notifies("G1") == 2 && bcl.notifies("G1") == 1 }, ctlWait, 5*time.Millisecond)
+	testutil.Eventually(t, "both consumers notified of the change",
+		func() bool { return a.notifies("G1") == 2 && bcl.notifies("G1") == 1 })
 	_, ids = a.consumerList("G1")
 	require.Equal(t, []string{"10.0.0.1@1", "10.0.0.2@2"}, ids)
 
@@ -202,7 +205,7 @@ func TestHeartbeatConsumerListAndNotify(t *testing.T) {
 
 	// The second member's connection closes: the first is told, the list shrinks.
 	require.NoError(t, bcl.cl.Close())
-	require.Eventually(t, func() bool { return a.notifies("G1") == 3 }, ctlWait, 5*time.Millisecond)
+	testutil.Eventually(t, "a third notification to a", func() bool { return a.notifies("G1") == 3 })
 	_, ids = a.consumerList("G1")
 	require.Equal(t, []string{"10.0.0.1@1"}, ids)
 
@@ -233,7 +236,7 @@ func TestNotifyDisabledByGroupConfig(t *testing.T) {
 	c := dialCtl(t, b.Addr())
 	requireResponse(t, c.heartbeat("ip@1", []codec.ConsumerData{*consumerData("Quiet", sub("T", 1))}), codec.ResponseSuccess, "")
 	requireResponse(t, c.heartbeat("ip@1", []codec.ConsumerData{*consumerData("Loud", sub("T", 1))}), codec.ResponseSuccess, "")
-	require.Eventually(t, func() bool { return c.notifies("Loud") == 1 }, ctlWait, 5*time.Millisecond)
+	testutil.Eventually(t, "the notification to Loud", func() bool { return c.notifies("Loud") == 1 })
 	require.Equal(t, 0, c.notifies("Quiet"))
 }
 
@@ -575,19 +578,20 @@ func TestConsumerOffsetsFlushedPeriodically(t *testing.T) {
 	b := startCtlBroker(t, nil, func(c *Config) { c.FlushConsumerOffsetInterval = 20 * time.Millisecond }, nil)
 	path := filepath.Join(b.cfg.StorePathRootDir, "config", "consumerOffset.json")
 	b.offsets.Commit("G", "T", 3, 77)
-	require.Eventually(t, func() bool {
+	testutil.Eventually(t, "consumerOffset.json holding the committed offset", func() bool {
 		data, err := os.ReadFile(path)
 		return err == nil && string(data) == "{\n\t\"offsetTable\":{\n\t\t\"T@G\":{3:77}\n\t}\n}"
-	}, ctlWait, 5*time.Millisecond)
-	require.Eventually(t, func() bool {
+	})
+	testutil.Eventually(t, "a consumerOffset.json write", func() bool {
 		return ctlCounterValue(t, b.metrics.configWrites.WithLabelValues("consumerOffset.json", "ok")) >= 1
-	}, ctlWait, 5*time.Millisecond)
+	})
 }
 
 func TestPeriodicRegistration(t *testing.T) {
 	tb := startTestBroker(t, func(c *Config) { c.RegisterNameServerPeriod = 50 * time.Millisecond })
 	start := tb.b.ctl.registrar.completedRounds()
-	require.Eventually(t, func() bool { return tb.b.ctl.registrar.completedRounds() >= start+3 }, ctlWait, 10*time.Millisecond)
+	testutil.Eventually(t, "three more registration rounds",
+		func() bool { return tb.b.ctl.registrar.completedRounds() >= start+3 })
 	require.GreaterOrEqual(t, ctlCounterValue(t, tb.b.metrics.registrations.WithLabelValues("ok")), 4.0)
 	require.Zero(t, ctlCounterValue(t, tb.b.metrics.registrations.WithLabelValues("error")))
 	// Registration with a second, external name server in namesrvAddr as well.

@@ -3,7 +3,7 @@
 package broker
 
 // Crash testing of master-slave replication (issue 16 item 6), with the harness of
-// crash_linux_test.go (child brokers, relLoad, relClient).
+// crash_linux_test.go (child brokers, relLoad, remotingtest.Conn).
 //
 // TestCrashSyncMasterSlave runs a SYNC_MASTER and its slave as two child processes on
 // 127.0.0.1. Each round starts both on fresh or continuing stores (seeded choice), waits
@@ -47,6 +47,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 const haCrashFileBytes = int64(crashCommitLogMiB << 20)
@@ -91,7 +93,7 @@ func haCrashSlaveConf(dir string, p haCrashPorts, flushDiskType string, transien
 
 // haProber sends probe messages (WAIT=true) to a master on one connection.
 type haProber struct {
-	c      *relClient
+	c      *remotingtest.Conn
 	prefix string
 	n      int
 }
@@ -103,32 +105,32 @@ type haProber struct {
 // seen its slave go waits for it).
 func (p *haProber) probeUntil(t *testing.T, want codec.ResponseCode, allowed ...codec.ResponseCode) relAck {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	var ack relAck
+	answered := testutil.Poll(90*time.Second, func() bool {
 		key := fmt.Sprintf("%s-%04d", p.prefix, p.n)
 		p.n++
 		body := relBody(key, 16)
 		cmd := sendV2(crashTopics[0], 0, body, props(codec.PropertyKeys, key, codec.PropertyWaitStoreMsgOK, "true"))
-		resp, err := p.c.call(cmd, time.Second)
+		resp, err := p.c.TryCall(cmd, time.Second)
 		if err != nil {
-			require.ErrorIs(t, err, errRelTimeout, "probe %s", key)
-		} else {
-			code := codec.ResponseCode(resp.Code)
-			if code == want {
-				var h codec.SendMessageResponseHeader
-				require.NoError(t, h.Decode(resp.ExtFields), "probe %s", key)
-				_, phys, err := codec.DecodeOffsetMsgID(h.MsgID)
-				require.NoError(t, err, "probe %s: msgId %q", key, h.MsgID)
-				return relAck{key: key, topic: crashTopics[0], queueID: 0, queueOffset: h.QueueOffset, phys: phys,
-					bodyLen: len(body)}
-			}
-			require.Contains(t, allowed, code, "probe %s answered %d (%s), waiting for %d", key, code, resp.Remark, want)
+			require.ErrorIs(t, err, remotingtest.ErrTimeout, "probe %s", key)
+			return false
 		}
-		require.True(t, time.Now().Before(deadline), "no probe answered %d within 90 s", want)
-		<-tick.C
-	}
+		code := codec.ResponseCode(resp.Code)
+		if code == want {
+			var h codec.SendMessageResponseHeader
+			require.NoError(t, h.Decode(resp.ExtFields), "probe %s", key)
+			_, phys, err := codec.DecodeOffsetMsgID(h.MsgID)
+			require.NoError(t, err, "probe %s: msgId %q", key, h.MsgID)
+			ack = relAck{key: key, topic: crashTopics[0], queueID: 0, queueOffset: h.QueueOffset, phys: phys,
+				bodyLen: len(body)}
+			return true
+		}
+		require.Contains(t, allowed, code, "probe %s answered %d (%s), waiting for %d", key, code, resp.Remark, want)
+		return false
+	})
+	require.True(t, answered, "no probe answered %d within 90 s", want)
+	return ack
 }
 
 // haCommitLog is a CommitLog read from a stopped or killed broker's files.
@@ -289,7 +291,7 @@ func TestCrashSyncMasterSlave(t *testing.T) {
 			map[bool]string{true: "SIGKILL", false: "SIGTERM"}[killSlave])
 
 		master := startCrashChild(t, haCrashMasterConf(masterDir, ports, flushDiskType, transient))
-		mc := mustDialRel(t, master.addr)
+		mc := remotingtest.Dial(t, master.addr)
 		if round == 0 || freshMaster {
 			for _, topic := range crashTopics {
 				relCreateTopic(t, mc, topic, 4)
@@ -310,7 +312,7 @@ func TestCrashSyncMasterSlave(t *testing.T) {
 		}
 		master.kill(t)
 		load.halt()
-		mc.close()
+		mc.Close()
 		acks, codes, remarks, failures := load.result()
 		for code := range codes {
 			require.Failf(t, "unexpected answer", "round %d: code %d (%q) x%d", round, code, remarks[code], codes[code])
@@ -354,7 +356,7 @@ func TestCrashSyncMasterSlave(t *testing.T) {
 	t.Logf("restart phase: SYNC_FLUSH, fresh slave store %v; stop the slave by %s after %d acknowledgements",
 		freshSlaveNext, map[bool]string{true: "SIGKILL", false: "SIGTERM"}[killSlave], target)
 	master := startCrashChild(t, haCrashMasterConf(masterDir, ports, "SYNC_FLUSH", false))
-	mc := mustDialRel(t, master.addr)
+	mc := remotingtest.Dial(t, master.addr)
 	slave := startCrashChild(t, haCrashSlaveConf(slaveDir, ports, "SYNC_FLUSH", false))
 	probe := &haProber{c: mc, prefix: fmt.Sprintf("probe-r%03d", round)}
 	history = append(history, probe.probeUntil(t, codec.ResponseSuccess, codec.ResponseSlaveNotAvailable))

@@ -50,6 +50,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringmq/ringmq/internal/remotingtest"
 	"github.com/ringmq/ringmq/store"
 	"github.com/ringmq/ringmq/store/vfs/faultfs"
 )
@@ -277,8 +278,8 @@ func crashLoadConfig(addr string, round int, seed uint64) relLoadConfig {
 // acknowledged send; indexAcks are also looked up by key. It returns the records read.
 func crashVerify(t *testing.T, addr string, acks, indexAcks []relAck) int {
 	t.Helper()
-	c := mustDialRel(t, addr)
-	defer c.close()
+	c := remotingtest.Dial(t, addr)
+	defer c.Close()
 	n := relVerifyAcks(t, c, crashTopics, 4, acks)
 	relVerifyIndex(t, c, indexAcks)
 	return n
@@ -314,11 +315,11 @@ func testCrashSIGKILL(t *testing.T, flushDiskType string, rounds int) {
 		child := startCrashChild(t, append(crashChildConf(dir, port, flushDiskType, transient),
 			"haListenPort="+strconv.Itoa(pickPort(t, port)))) // listenPort + 1 may be taken
 		if round == 0 {
-			c := mustDialRel(t, child.addr)
+			c := remotingtest.Dial(t, child.addr)
 			for _, topic := range crashTopics {
 				relCreateTopic(t, c, topic, 4)
 			}
-			c.close()
+			c.Close()
 		}
 		// Recovery kept every message acknowledged so far.
 		stats.stored = crashVerify(t, child.addr, acked, lastRound)
@@ -351,9 +352,9 @@ func testCrashSIGKILL(t *testing.T, flushDiskType string, rounds int) {
 	child := startCrashChild(t, append(crashChildConf(dir, port, flushDiskType, false),
 		"haListenPort="+strconv.Itoa(pickPort(t, port)))) // listenPort + 1 may be taken
 	stored := crashVerify(t, child.addr, acked, acked)
-	c := mustDialRel(t, child.addr)
+	c := remotingtest.Dial(t, child.addr)
 	want := relQueueCounts(t, c, crashTopics, 4)
-	c.close()
+	c.Close()
 	child.terminate(t)
 	entries := relCheckStoreFiles(t, dir, crashCommitLogMiB<<20, want)
 	require.Equal(t, stored, entries)
@@ -398,7 +399,7 @@ func testCrashPowerLoss(t *testing.T, flushDiskType string, rounds int) {
 	for round := 0; round <= rounds; round++ {
 		ffs := faultfs.New(store.NewOSFS(nil))
 		rb := startRelBroker(t, mutate(dir), ffs)
-		c := mustDialRel(t, rb.addr)
+		c := remotingtest.Dial(t, rb.addr)
 		if round == 0 {
 			for _, topic := range crashTopics {
 				relCreateTopic(t, c, topic, 4)
@@ -417,7 +418,7 @@ func testCrashPowerLoss(t *testing.T, flushDiskType string, rounds int) {
 		}
 		if round == rounds {
 			want := relQueueCounts(t, c, crashTopics, 4)
-			c.close()
+			c.Close()
 			require.NoError(t, rb.close())
 			require.Equal(t, records, relCheckStoreFiles(t, dir, crashCommitLogMiB<<20, want))
 			break
@@ -459,7 +460,7 @@ func testCrashPowerLoss(t *testing.T, flushDiskType string, rounds int) {
 		load.halt()
 		_, codes, remarks, _ := load.result()
 		require.Empty(t, codes, "answers other than SUCCESS: %v", remarks)
-		c.close()
+		c.Close()
 		require.NoError(t, rb.close())
 		pastFlush += roundLost
 		t.Logf("round %d (%s, keep unsynced pages %v): %d acknowledged before the power loss, %d of them after the last flush",

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"net"
 	"net/netip"
 	"strconv"
 	"sync"
@@ -15,13 +14,14 @@ import (
 
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/remotingtest"
 	"github.com/ringmq/ringmq/netio"
 	"github.com/ringmq/ringmq/store"
 	"github.com/ringmq/ringmq/store/storetest"
 )
 
 // Helpers of the data-plane tests: a broker on 127.0.0.1 (in-memory or file store, no name
-// server) and a raw remoting client that speaks codec frames, so tests assert exact codes,
+// server), talked to through remotingtest.Conn (codec frames), so tests assert exact codes,
 // remarks and bytes.
 
 // dataBroker is a started broker for data-plane tests.
@@ -87,101 +87,6 @@ func startDataBroker(t testing.TB, opts dataBrokerOptions) *dataBroker {
 	return db
 }
 
-// rawClient is a remoting client over one TCP connection: requests are encoded with codec,
-// responses matched by opaque. Safe for concurrent use.
-type rawClient struct {
-	t    testing.TB
-	conn net.Conn
-
-	mu      sync.Mutex
-	opaque  int32
-	pending map[int32]chan *codec.RemotingCommand
-	readErr error
-	done    chan struct{}
-}
-
-func dialRaw(t testing.TB, addr string) *rawClient {
-	t.Helper()
-	conn, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
-	c := &rawClient{t: t, conn: conn, pending: map[int32]chan *codec.RemotingCommand{}, done: make(chan struct{})}
-	go c.read()
-	t.Cleanup(c.close)
-	return c
-}
-
-func (c *rawClient) close() {
-	_ = c.conn.Close()
-	<-c.done
-}
-
-func (c *rawClient) read() {
-	defer close(c.done)
-	fr := codec.NewFrameReader(c.conn, 0)
-	for {
-		payload, err := fr.Next()
-		if err != nil {
-			c.mu.Lock()
-			c.readErr = err
-			c.mu.Unlock()
-			return
-		}
-		cmd, err := codec.DecodeCommand(payload)
-		if err != nil {
-			c.mu.Lock()
-			c.readErr = err
-			c.mu.Unlock()
-			return
-		}
-		cmd.Body = append([]byte(nil), cmd.Body...) // the reader's buffer is reused
-		c.mu.Lock()
-		ch := c.pending[cmd.Opaque]
-		delete(c.pending, cmd.Opaque)
-		c.mu.Unlock()
-		if ch != nil {
-			ch <- cmd
-		}
-	}
-}
-
-// send writes cmd with a fresh opaque and returns the channel its response arrives on.
-func (c *rawClient) send(cmd *codec.RemotingCommand) (int32, chan *codec.RemotingCommand) {
-	c.t.Helper()
-	ch := make(chan *codec.RemotingCommand, 1)
-	c.mu.Lock()
-	c.opaque++
-	cmd.Opaque = c.opaque
-	c.pending[cmd.Opaque] = ch
-	c.mu.Unlock()
-	frame, err := cmd.AppendFrame(nil)
-	require.NoError(c.t, err)
-	_, err = c.conn.Write(frame)
-	require.NoError(c.t, err)
-	return cmd.Opaque, ch
-}
-
-// await waits for a response; the test fails when none arrives within timeout.
-func (c *rawClient) await(ch chan *codec.RemotingCommand, timeout time.Duration) *codec.RemotingCommand {
-	c.t.Helper()
-	select {
-	case resp := <-ch:
-		return resp
-	case <-time.After(timeout):
-		c.mu.Lock()
-		err := c.readErr
-		c.mu.Unlock()
-		c.t.Fatalf("no response within %v (connection error: %v)", timeout, err)
-		return nil
-	}
-}
-
-// call sends cmd and waits up to 5 s for its response.
-func (c *rawClient) call(cmd *codec.RemotingCommand) *codec.RemotingCommand {
-	c.t.Helper()
-	_, ch := c.send(cmd)
-	return c.await(ch, 5*time.Second)
-}
-
 // sendV1 builds a SEND_MESSAGE (10) request as the Go client does (full key names).
 func sendV1(topic string, queueID int32, body []byte, props string) *codec.RemotingCommand {
 	h := codec.SendMessageRequestHeader{ProducerGroup: "PG", Topic: topic, DefaultTopic: metadata.AutoCreateTopicKeyTopic,
@@ -223,9 +128,9 @@ func props(kv ...string) string {
 }
 
 // sendOK sends and requires SUCCESS, returning the decoded response header.
-func sendOK(t testing.TB, c *rawClient, cmd *codec.RemotingCommand) codec.SendMessageResponseHeader {
+func sendOK(t testing.TB, c *remotingtest.Conn, cmd *codec.RemotingCommand) codec.SendMessageResponseHeader {
 	t.Helper()
-	resp := c.call(cmd)
+	resp := c.Call(cmd)
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, "remark: %s", resp.Remark)
 	var h codec.SendMessageResponseHeader
 	require.NoError(t, h.Decode(resp.ExtFields))
@@ -268,8 +173,8 @@ func TestHeaderErrorRemark(t *testing.T) {
 
 func TestUnknownRequestCode(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{})
-	c := dialRaw(t, db.addr)
-	resp := c.call(codec.NewRequest(codec.RequestCode(9999), nil, nil))
+	c := remotingtest.Dial(t, db.addr)
+	resp := c.Call(codec.NewRequest(codec.RequestCode(9999), nil, nil))
 	require.Equal(t, int32(codec.ResponseRequestCodeNotSupported), resp.Code)
 	require.Equal(t, " request type 9999 not supported", resp.Remark)
 	// The connection stays usable.
@@ -285,10 +190,10 @@ func offsetOf(t testing.TB, msgID string) int64 {
 }
 
 // viewRecord reads one record through VIEW_MESSAGE_BY_ID.
-func viewRecord(t testing.TB, c *rawClient, offset int64) codec.Record {
+func viewRecord(t testing.TB, c *remotingtest.Conn, offset int64) codec.Record {
 	t.Helper()
 	ext := map[string]string{"offset": strconv.FormatInt(offset, 10)}
-	resp := c.call(codec.NewRequest(codec.RequestViewMessageByID, ext, nil))
+	resp := c.Call(codec.NewRequest(codec.RequestViewMessageByID, ext, nil))
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
 	recs := decodeRecords(t, resp.Body)
 	require.Len(t, recs, 1)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/netio"
 )
 
@@ -68,7 +69,7 @@ func waitGoClientGoroutines(t *testing.T) func() {
 	baseline := goleak.IgnoreCurrent()
 	return func() {
 		var leaked error
-		for deadline := time.Now().Add(45 * time.Second); time.Now().Before(deadline); {
+		testutil.Poll(45*time.Second, func() bool { // asserted below, with what is left
 			leaked = goleak.Find(append([]goleak.Option{baseline,
 				goleak.IgnoreAnyFunction("github.com/patrickmn/go-cache.(*janitor).Run"),
 				goleak.IgnoreAnyFunction("github.com/panjf2000/ants/v2.(*poolCommon).purgeStaleWorkers"),
@@ -78,10 +79,8 @@ func waitGoClientGoroutines(t *testing.T) func() {
 				goleak.IgnoreAnyFunction("github.com/apache/rocketmq-client-go/v2/internal.(*rmqClient).Start.func1.3"),
 				goleak.IgnoreAnyFunction("github.com/apache/rocketmq-client-go/v2/internal.(*rmqClient).Start.func1.4"),
 			}, goClientBackgroundGoroutines...)...)
-			if leaked == nil {
-				return
-			}
-		}
+			return leaked == nil
+		})
 		require.NoError(t, leaked, "the Go client's goroutines end after its Shutdown")
 	}
 }
@@ -233,7 +232,7 @@ func TestACLGoClientEndToEnd(t *testing.T) {
 	pullLoops := readQueues(t, tb.b, aclE2ETopic) + readQueues(t, tb.b, metadata.RetryTopic(aclE2EGroup))
 	rec := newReceived()
 	e.pushConsumer(t, aclE2EGroup, aclE2ETopic, "*", rec, consumer.WithCredentials(creds(aclE2EKey, aclE2ESecret)))
-	require.Eventually(t, func() bool { return rec.distinct() == 4 }, e2eWait, 10*time.Millisecond, "consumed with credentials")
+	testutil.Eventually(t, "consumed with credentials", func() bool { return rec.distinct() == 4 })
 	counts, _, _ := rec.snapshot()
 	require.Equal(t, map[string]int{"acl-0": 1, "acl-1": 1, "acl-2": 1, "acl-3": 1}, counts)
 	// With a SecurityToken, which the Go client sends but does not sign.
@@ -260,7 +259,8 @@ func TestACLGoClientEndToEnd(t *testing.T) {
 	// An account white-listed by address is let in without its secret (4.x semantics).
 	partner := e.producer(t, "PG-acl-partner", producer.WithCredentials(creds(aclE2EPartner, "wrong-but-white-listed")))
 	sendSync(t, partner, primitive.NewMessage(aclE2EDenied, []byte("white-listed")))
-	require.Eventually(t, func() bool { return queueTotal(tb.b, aclE2EDenied, 8) == 1 }, e2eWait, time.Millisecond)
+	testutil.Eventually(t, "the denied topic's one message",
+		func() bool { return queueTotal(tb.b, aclE2EDenied, 8) == 1 })
 
 	// Admin-only codes need admin; the name server ignores the signature fields (the Go
 	// client signs its route requests too, and route lookups worked above).
@@ -280,9 +280,9 @@ func TestACLGoClientEndToEnd(t *testing.T) {
 	resp = aclRaw(t, tb.BrokerAddr, codec.RequestLitePullMessage, pull, aclE2EKey, aclE2ESecret)
 	require.NotEqual(t, int32(codec.ResponseNoPermission), resp.Code, resp.Remark)
 	writeACLFile(t, aclFile, aclE2EFileV2)
-	require.Eventually(t, func() bool {
+	testutil.Eventually(t, "the reloaded file refuses pulls", func() bool {
 		return aclRaw(t, tb.BrokerAddr, codec.RequestLitePullMessage, pull, aclE2EKey, aclE2ESecret).Code == int32(codec.ResponseNoPermission)
-	}, e2eWait, 20*time.Millisecond, "the reloaded file refuses pulls")
+	})
 	resp = aclRaw(t, tb.BrokerAddr, codec.RequestLitePullMessage, pull, aclE2EKey, aclE2ESecret)
 	require.Contains(t, resp.Remark, "No permission for topic:"+aclE2ETopic+": needs SUB, accessKey="+aclE2EKey+" has PUB")
 	resp = aclRaw(t, tb.BrokerAddr, codec.RequestLitePullMessage, aclPullExt(metadata.RetryTopic(aclE2EGroup), aclE2EGroup), aclE2EKey, aclE2ESecret)
@@ -293,18 +293,18 @@ func TestACLGoClientEndToEnd(t *testing.T) {
 	// awaits when it shuts down, so a pull in flight then waits out its 30 s timeout. The
 	// broker's count says every loop was refused; the stacks say the client has taken every
 	// refusal in (no pull loop waits for a response).
-	require.Eventually(t, func() bool {
+	testutil.Eventually(t, fmt.Sprintf("every pull loop of the consumer refused (%d loops)", pullLoops), func() bool {
 		return aclDenied(t, tb.b, codec.RequestPullMessage) >= float64(pullLoops) &&
 			goClientPullsInFlight() == 0
-	}, e2eWait, time.Millisecond, "every pull loop of the consumer refused (%d loops)", pullLoops)
+	})
 	e.shutdownConsumers()
-	require.Eventually(t, func() bool { return !goroutinesIn("consumer.(*pushConsumer).pullMessage") }, e2eWait,
-		10*time.Millisecond, "the consumer's pull loops end")
+	testutil.Eventually(t, "the consumer's pull loops end",
+		func() bool { return !goroutinesIn("consumer.(*pushConsumer).pullMessage") })
 
 	// Hot reload: the loopback range is white-listed globally; unsigned clients get in.
 	writeACLFile(t, aclFile, aclE2EFileV3)
-	require.Eventually(t, func() bool {
+	testutil.Eventually(t, "the reloaded white list lets unsigned pulls in", func() bool {
 		return aclRaw(t, tb.BrokerAddr, codec.RequestLitePullMessage, pull, "", "").Code != int32(codec.ResponseNoPermission)
-	}, e2eWait, 20*time.Millisecond, "the reloaded white list lets unsigned pulls in")
+	})
 	sendSync(t, anon, primitive.NewMessage(aclE2ETopic, []byte("anonymous")))
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // End to end with the pinned Go client (github.com/apache/rocketmq-client-go/v2): producers
@@ -177,10 +179,10 @@ func sendSync(t *testing.T, p rocketmq.Producer, msg *primitive.Message) *primit
 // send is registered in the background, and a consumer that starts before that fails.
 func (e *e2eEnv) waitRoute(t *testing.T, topic string) {
 	t.Helper()
-	require.Eventually(t, func() bool {
+	testutil.Eventually(t, fmt.Sprintf("route of %s registered", topic), func() bool {
 		_, ok := embeddedNamesrv(e.tb.b).TopicRoute(topic)
 		return ok
-	}, e2eWait, 5*time.Millisecond, "route of %s registered", topic)
+	})
 }
 
 // queueTotal is the number of messages in a topic's first n queues.
@@ -272,13 +274,13 @@ func testE2ESendModes(t *testing.T, e *e2eEnv) {
 	require.NoError(t, err)
 	require.Equal(t, primitive.SendOK, res.Status)
 	require.Len(t, strings.Split(res.OffsetMsgID, ","), 3)
-	require.Eventually(t, func() bool { return queueTotal(e.tb.b, topic, 4) == 18 }, e2eWait, 5*time.Millisecond,
-		"every send (oneway too) is stored")
+	testutil.Eventually(t, "every send (oneway too) is stored",
+		func() bool { return queueTotal(e.tb.b, topic, 4) == 18 })
 
 	e.waitRoute(t, topic)
 	rec := newReceived()
 	e.pushConsumer(t, "G-modes", topic, "*", rec)
-	require.Eventually(t, func() bool { return rec.distinct() == 18 }, e2eWait, 10*time.Millisecond)
+	testutil.Eventually(t, "18 messages consumed", func() bool { return rec.distinct() == 18 })
 	counts, msgs, _ := rec.snapshot()
 	for body, n := range counts {
 		require.Equal(t, 1, n, "%s delivered once", body)
@@ -311,7 +313,7 @@ func testE2ETagSubscription(t *testing.T, e *e2eEnv) {
 	e.waitRoute(t, topic)
 	rec := newReceived()
 	e.pushConsumer(t, "G-tags", topic, "A || B", rec)
-	require.Eventually(t, func() bool { return rec.distinct() >= len(wantBodies) }, e2eWait, 10*time.Millisecond)
+	testutil.Eventually(t, "the wanted messages consumed", func() bool { return rec.distinct() >= len(wantBodies) })
 	// One more A per queue (the producer goes round the 4 queues): once the consumer has those,
 	// it has scanned every C before them in every queue, and none may have been delivered.
 	for q := range 4 {
@@ -319,7 +321,7 @@ func testE2ETagSubscription(t *testing.T, e *e2eEnv) {
 		sendSync(t, p, primitive.NewMessage(topic, []byte(body)).WithTag("A"))
 		wantBodies[body] = true
 	}
-	require.Eventually(t, func() bool { return rec.distinct() >= len(wantBodies) }, e2eWait, 10*time.Millisecond)
+	testutil.Eventually(t, "the wanted messages consumed", func() bool { return rec.distinct() >= len(wantBodies) })
 	counts, _, queues := rec.snapshot()
 	require.Len(t, queues, 4)
 	require.Len(t, counts, len(wantBodies))
@@ -340,15 +342,16 @@ func testE2ERestart(t *testing.T, e *e2eEnv) {
 	e.waitRoute(t, topic)
 	first := newReceived()
 	c1 := e.pushConsumer(t, group, topic, "*", first)
-	require.Eventually(t, func() bool { return first.distinct() == 10 }, e2eWait, 10*time.Millisecond)
+	testutil.Eventually(t, "the first consumer's 10 messages", func() bool { return first.distinct() == 10 })
 	// Once the client's own offsets caught up with every queue, its Shutdown stores them
 	// (UPDATE_CONSUMER_OFFSET).
-	require.Eventually(t, func() bool {
+	testutil.Eventually(t, "the consumer's own offsets caught up", func() bool {
 		diff, ok := c1.GetOffsetDiffMap()[topic]
 		return ok && diff == 0
-	}, e2eWait, 10*time.Millisecond)
+	})
 	require.NoError(t, c1.Shutdown())
-	require.Eventually(t, func() bool { return committed(e.tb.b, group, topic, 4) == 10 }, e2eWait, 10*time.Millisecond)
+	testutil.Eventually(t, "the offsets committed on Shutdown",
+		func() bool { return committed(e.tb.b, group, topic, 4) == 10 })
 
 	for i := range 10 {
 		sendSync(t, p, primitive.NewMessage(topic, []byte("second-"+strconv.Itoa(i))))
@@ -356,7 +359,7 @@ func testE2ERestart(t *testing.T, e *e2eEnv) {
 	second := newReceived()
 	e.pushConsumer(t, group, topic, "*", second)
 	// A message consumed before the restart would come back before the new ones of its queue.
-	require.Eventually(t, func() bool { return second.distinct() >= 10 }, e2eWait, 10*time.Millisecond)
+	testutil.Eventually(t, "the second consumer's messages", func() bool { return second.distinct() >= 10 })
 	counts, _, _ := second.snapshot()
 	require.Len(t, counts, 10)
 	for body, n := range counts {
@@ -376,7 +379,7 @@ func testE2ETwoGroups(t *testing.T, e *e2eEnv) {
 	e.pushConsumer(t, "G-two-a", topic, "*", ra)
 	e.pushConsumer(t, "G-two-b", topic, "*", rb)
 	for _, r := range []*received{ra, rb} {
-		require.Eventually(t, func() bool { return r.distinct() == 12 }, e2eWait, 10*time.Millisecond)
+		testutil.Eventually(t, "12 messages consumed", func() bool { return r.distinct() == 12 })
 	}
 	for _, r := range []*received{ra, rb} {
 		counts, _, _ := r.snapshot()
@@ -443,14 +446,13 @@ func testE2ESplitQueues(t *testing.T, e *e2eEnv) {
 	r1, r2 := newReceived(), newReceived()
 	e.pushConsumer(t, group, topic, "*", r1, consumer.WithStrategy(alloc.strategy))
 	e.pushConsumer(t, group, topic, "*", r2, consumer.WithStrategy(alloc.strategy))
-	require.Eventually(t, func() bool { return alloc.settled(2, 4) }, e2eWait, 10*time.Millisecond,
-		"both consumers rebalanced onto two queues each")
-	require.Eventually(t, func() bool { return r1.distinct()+r2.distinct() == 1 }, e2eWait, 10*time.Millisecond)
+	testutil.Eventually(t, "both consumers rebalanced onto two queues each", func() bool { return alloc.settled(2, 4) })
+	testutil.Eventually(t, "the first message consumed", func() bool { return r1.distinct()+r2.distinct() == 1 })
 
 	for i := range 40 {
 		sendSync(t, p, primitive.NewMessage(topic, []byte("s-"+strconv.Itoa(i))))
 	}
-	require.Eventually(t, func() bool { return r1.distinct()+r2.distinct() == 41 }, e2eWait, 10*time.Millisecond)
+	testutil.Eventually(t, "41 messages consumed", func() bool { return r1.distinct()+r2.distinct() == 41 })
 	c1Counts, _, q1 := r1.snapshot()
 	c2Counts, _, q2 := r2.snapshot()
 	for body, n := range c1Counts {
@@ -489,17 +491,15 @@ func testE2EPullConsumer(t *testing.T, e *e2eEnv) {
 	e.track(pc.Shutdown)
 
 	got := map[string]int{}
-	deadline := time.Now().Add(e2eWait)
-	for len(got) < 8 && time.Now().Before(deadline) {
-		cr, err := pc.Poll(context.Background(), time.Second)
-		if err != nil {
-			continue // no new message within the poll timeout
+	testutil.Poll(e2eWait, func() bool { // asserted below
+		if cr, err := pc.Poll(context.Background(), time.Second); err == nil { // else no new message within a second
+			for _, m := range cr.GetMsgList() {
+				got[string(m.Body)]++
+			}
+			pc.ACK(context.Background(), cr, consumer.ConsumeSuccess)
 		}
-		for _, m := range cr.GetMsgList() {
-			got[string(m.Body)]++
-		}
-		pc.ACK(context.Background(), cr, consumer.ConsumeSuccess)
-	}
+		return len(got) >= 8
+	})
 	require.Len(t, got, 8)
 	for body, n := range got {
 		require.Equal(t, 1, n, body)
@@ -553,7 +553,8 @@ func testE2EChosenQueue(t *testing.T, e *e2eEnv) {
 		require.Equal(t, 2, res.MessageQueue.QueueId)
 		require.Equal(t, int64(i), res.QueueOffset)
 	}
-	require.Eventually(t, func() bool { return e.tb.b.store.GetMaxOffsetInQueue(topic, 2) == 10 }, e2eWait, time.Millisecond)
+	testutil.Eventually(t, "queue 2 dispatched",
+		func() bool { return e.tb.b.store.GetMaxOffsetInQueue(topic, 2) == 10 })
 	require.Equal(t, int64(10), queueTotal(e.tb.b, topic, 4))
 }
 
@@ -601,7 +602,7 @@ func testE2EOrderly(t *testing.T, e *e2eEnv) {
 		}))
 	require.NoError(t, c.Start())
 	e.track(c.Shutdown)
-	require.Eventually(t, func() bool {
+	testutil.Eventually(t, "every keyed message consumed", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		n := 0
@@ -609,7 +610,7 @@ func testE2EOrderly(t *testing.T, e *e2eEnv) {
 			n += len(s)
 		}
 		return n >= perKey*len(keys)
-	}, e2eWait, 10*time.Millisecond)
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	for _, k := range keys {

@@ -13,6 +13,8 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // TestGoClientCluster (issue 16 item 5): two brokerNames, each a master with a slave, under one name
@@ -67,8 +69,7 @@ func TestGoClientCluster(t *testing.T) {
 		}
 		return out
 	}
-	require.Eventually(t, func() bool { return len(masters()) == 2 }, e2eWait, 5*time.Millisecond,
-		"both masters serve the topic")
+	testutil.Eventually(t, "both masters serve the topic", func() bool { return len(masters()) == 2 })
 
 	p := e.producer(t, "PG-cluster")
 	want := map[string]bool{}
@@ -78,29 +79,29 @@ func TestGoClientCluster(t *testing.T) {
 		want[body] = true
 	}
 	var onA, onB int64
-	require.Eventually(t, func() bool {
+	testutil.Eventually(t, "dispatched on the masters", func() bool {
 		onA, onB = queueTotal(masterA.b, topic, queues), queueTotal(masterB.b, topic, queues)
 		return onA+onB == 40
-	}, e2eWait, 5*time.Millisecond, "dispatched on the masters")
+	})
 	require.Positive(t, onA, "the producer spreads over both masters")
 	require.Positive(t, onB, "the producer spreads over both masters")
-	require.Eventually(t, func() bool {
+	testutil.Eventually(t, "broker-b's slave has its backlog", func() bool {
 		return slaveB.b.store.GetMaxOffsetInQueue(topic, 0)+
 			slaveB.b.store.GetMaxOffsetInQueue(topic, 1)+slaveB.b.store.GetMaxOffsetInQueue(topic, 2)+
 			slaveB.b.store.GetMaxOffsetInQueue(topic, 3) == onB
-	}, e2eWait, 5*time.Millisecond, "broker-b's slave has its backlog")
+	})
 
 	masterB.shutdown(t)
-	require.Eventually(t, func() bool { m := masters(); return m["broker-a"] && !m["broker-b"] }, e2eWait,
-		5*time.Millisecond, "broker-b has no master in the route")
+	testutil.Eventually(t, "broker-b has no master in the route",
+		func() bool { m := masters(); return m["broker-a"] && !m["broker-b"] })
 	p2 := e.producer(t, "PG-cluster-after")
 	for i := range 20 {
 		body := fmt.Sprintf("after-%02d", i)
 		sendSync(t, p2, primitive.NewMessage(topic, []byte(body)))
 		want[body] = true
 	}
-	require.Eventually(t, func() bool { return queueTotal(masterA.b, topic, queues) == onA+20 }, e2eWait,
-		5*time.Millisecond, "every send went to broker-a")
+	testutil.Eventually(t, "every send went to broker-a",
+		func() bool { return queueTotal(masterA.b, topic, queues) == onA+20 })
 
 	// A push consumer group gets broker-a's messages. (The pinned Go client cannot start a push consumer
 	// on a brokerName without a master: its offset store asks only the master, consumer/offset_store.go
@@ -111,7 +112,7 @@ func TestGoClientCluster(t *testing.T) {
 		got.add(msgs...)
 		return consumer.ConsumeSuccess, nil
 	})
-	require.Eventually(t, func() bool { return got.len() >= len(wantA) }, e2eWait, 5*time.Millisecond)
+	testutil.Eventually(t, "broker-a's messages consumed", func() bool { return got.len() >= len(wantA) })
 	var bodies []string
 	for _, d := range got.snapshot() {
 		bodies = append(bodies, string(d.msg.Body))

@@ -21,6 +21,8 @@ import (
 
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // Delay levels, retry and DLQ, transactions and request-reply end to end with the pinned Go
@@ -45,11 +47,10 @@ func requireClientGoroutinesEnd(t *testing.T, ignore ...goleak.Option) {
 	t.Cleanup(func() {
 		var leaked error
 		waitStart := time.Now()
-		for deadline := time.Now().Add(45 * time.Second); time.Now().Before(deadline); {
-			if leaked = goleak.Find(append([]goleak.Option{baseline}, ignore...)...); leaked == nil {
-				break
-			}
-		}
+		testutil.Poll(45*time.Second, func() bool { // asserted below, with what is left
+			leaked = goleak.Find(append([]goleak.Option{baseline}, ignore...)...)
+			return leaked == nil
+		})
 		t.Logf("waited %v for the Go client's goroutines to end", time.Since(waitStart))
 		require.NoError(t, leaked, "the Go client's goroutines end after its Shutdown")
 	})
@@ -153,10 +154,10 @@ func (e *msgEnv) shutdown(t *testing.T) {
 		require.NoError(t, e.tb.b.pullHold.Stop(ctx))
 	}
 	e.shutdownConsumers()
-	require.Eventually(t, func() bool {
+	testutil.Eventually(t, "the consumers' pull loops end", func() bool {
 		buf := make([]byte, 1<<20)
 		return !strings.Contains(string(buf[:runtime.Stack(buf, true)]), "consumer.(*pushConsumer).pullMessage")
-	}, 10*time.Second, 5*time.Millisecond, "the consumers' pull loops end")
+	})
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, shutdown := range e.anchors {
@@ -211,7 +212,7 @@ func TestGoClientMessaging(t *testing.T) {
 func testE2EQuery(t *testing.T, e *msgEnv) {
 	const topic = "E2EQuery"
 	p := e.producer(t, "PG-query")
-	c := dialRaw(t, e.tb.BrokerAddr)
+	c := remotingtest.Dial(t, e.tb.BrokerAddr)
 	sent := map[string]*primitive.SendResult{}
 	for i := range 5 {
 		body := "query-" + strconv.Itoa(i)
@@ -225,7 +226,7 @@ func testE2EQuery(t *testing.T, e *msgEnv) {
 		require.Equal(t, topic, string(rec.Topic))
 	}
 	bodies := func(cmd *codec.RemotingCommand) []string {
-		resp := c.call(cmd)
+		resp := c.Call(cmd)
 		if resp.Code != int32(codec.ResponseSuccess) {
 			return nil
 		}
@@ -237,8 +238,8 @@ func testE2EQuery(t *testing.T, e *msgEnv) {
 		return out
 	}
 	// The IndexFile is written by the dispatcher, in the background.
-	require.Eventually(t, func() bool { return len(bodies(queryCmd(topic, "shared-"+e.name, 32, false))) == 5 },
-		e2eWait, 5*time.Millisecond)
+	testutil.Eventually(t, "the five messages found by key",
+		func() bool { return len(bodies(queryCmd(topic, "shared-"+e.name, 32, false))) == 5 })
 	require.Equal(t, []string{"query-0", "query-1", "query-2", "query-3", "query-4"},
 		bodies(queryCmd(topic, "shared-"+e.name, 32, false)))
 	require.Equal(t, []string{"query-3"}, bodies(queryCmd(topic, "k-query-3", 32, false)))
@@ -267,7 +268,7 @@ func testE2EDelay(t *testing.T, e *msgEnv) {
 		got.add(msgs...)
 		return consumer.ConsumeSuccess, nil
 	})
-	require.Eventually(t, func() bool { return got.len() >= 2 }, e2eWait, 5*time.Millisecond)
+	testutil.Eventually(t, "two deliveries", func() bool { return got.len() >= 2 })
 	list := got.snapshot()
 	require.Len(t, list, 2)
 	require.Equal(t, "undelayed", string(list[0].msg.Body), "the later, undelayed message comes first")
@@ -302,7 +303,7 @@ func testE2ERetry(t *testing.T, e *msgEnv) {
 		}
 		return consumer.ConsumeSuccess, nil
 	})
-	require.Eventually(t, func() bool { return got.len() >= 2 }, e2eWait, 5*time.Millisecond)
+	testutil.Eventually(t, "two deliveries", func() bool { return got.len() >= 2 })
 	list := got.snapshot()
 	require.Len(t, list, 2)
 	first, again := list[0], list[1]
@@ -333,7 +334,8 @@ func testE2EDLQ(t *testing.T, e *msgEnv) {
 		return consumer.ConsumeRetryLater, nil
 	}, consumer.WithMaxReconsumeTimes(1))
 	dlq := metadata.DLQTopic(group)
-	require.Eventually(t, func() bool { return e.tb.b.store.GetMaxOffsetInQueue(dlq, 0) == 1 }, e2eWait, 5*time.Millisecond)
+	testutil.Eventually(t, "the message in the DLQ",
+		func() bool { return e.tb.b.store.GetMaxOffsetInQueue(dlq, 0) == 1 })
 	tc, ok := e.tb.b.topics.Get(dlq)
 	require.True(t, ok)
 	require.Equal(t, metadata.PermRead|metadata.PermWrite, tc.Perm)
@@ -345,7 +347,7 @@ func testE2EDLQ(t *testing.T, e *msgEnv) {
 		drained.add(msgs...)
 		return consumer.ConsumeSuccess, nil
 	})
-	require.Eventually(t, func() bool { return drained.len() >= 1 }, e2eWait, 5*time.Millisecond)
+	testutil.Eventually(t, "the drained message", func() bool { return drained.len() >= 1 })
 	m := drained.snapshot()[0].msg
 	require.Equal(t, "poison", string(m.Body))
 	require.Equal(t, dlq, m.Topic)
@@ -422,8 +424,8 @@ func testE2ETransactions(t *testing.T, e *msgEnv) {
 		require.NoError(t, err)
 		require.Equal(t, primitive.SendOK, res.Status, body)
 	}
-	require.Eventually(t, func() bool { return b.store.GetMaxOffsetInQueue(metadata.TransHalfTopic, 0)-halvesBefore >= 3 },
-		e2eWait, time.Millisecond, "three halves stored")
+	testutil.Eventually(t, "three halves stored",
+		func() bool { return b.store.GetMaxOffsetInQueue(metadata.TransHalfTopic, 0)-halvesBefore >= 3 })
 
 	e.waitRoute(t, topic)
 	got := &deliveries{}
@@ -431,14 +433,14 @@ func testE2ETransactions(t *testing.T, e *msgEnv) {
 		got.add(msgs...)
 		return consumer.ConsumeSuccess, nil
 	})
-	require.Eventually(t, func() bool { return got.len() >= 2 }, e2eWait, 5*time.Millisecond)
+	testutil.Eventually(t, "two deliveries", func() bool { return got.len() >= 2 })
 	// Every half is settled once the unknown one was checked and committed: nothing else can
 	// arrive (the rollback's END came long before).
-	require.Eventually(t, func() bool {
+	testutil.Eventually(t, "every half settled", func() bool {
 		b.tx.mu.Lock()
 		defer b.tx.mu.Unlock()
 		return b.tx.mu.halfOffset == b.store.GetMaxOffsetInQueue(metadata.TransHalfTopic, 0)
-	}, e2eWait, 5*time.Millisecond)
+	})
 	var bodies []string
 	for _, d := range got.snapshot() {
 		bodies = append(bodies, string(d.msg.Body))
@@ -486,8 +488,8 @@ func testE2ERequestReply(t *testing.T, e *msgEnv) {
 		return consumer.ConsumeSuccess, nil
 	})
 	// The push needs the requester's connection, known from its heartbeat.
-	require.Eventually(t, func() bool { return len(e.tb.b.producers.Members("PG-requester")) > 0 },
-		e2eWait, 5*time.Millisecond)
+	testutil.Eventually(t, "the requester's producer registered",
+		func() bool { return len(e.tb.b.producers.Members("PG-requester")) > 0 })
 	ctx, cancel := context.WithTimeout(context.Background(), e2eWait)
 	defer cancel()
 	req := primitive.NewMessage(topic, []byte("question"))
@@ -504,6 +506,6 @@ func testE2ERequestReply(t *testing.T, e *msgEnv) {
 	case <-time.After(e2eWait):
 		t.Fatal("the replier's SEND_REPLY_MESSAGE was not answered")
 	}
-	require.Eventually(t, func() bool { return e.tb.b.store.GetMaxOffsetInQueue("TestCluster"+metadata.ReplyTopicSuffix, 0) == 1 },
-		e2eWait, time.Millisecond, "the reply is stored")
+	testutil.Eventually(t, "the reply is stored",
+		func() bool { return e.tb.b.store.GetMaxOffsetInQueue("TestCluster"+metadata.ReplyTopicSuffix, 0) == 1 })
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/netio"
 )
 
@@ -178,7 +179,7 @@ func TestTLSGoClientEndToEnd(t *testing.T) {
 			for i := range 3 {
 				sendSync(t, p, primitive.NewMessage(topic, []byte("tls-"+strconv.Itoa(i))))
 			}
-			require.Eventually(t, func() bool { return queueTotal(tb.b, topic, 8) == 3 }, e2eWait, time.Millisecond)
+			testutil.Eventually(t, "three messages stored", func() bool { return queueTotal(tb.b, topic, 8) == 3 })
 
 			resp, err := tlsCall(t, tb.BrokerAddr, clientCfg, topic)
 			require.NoError(t, err, "a TLS client that verifies the broker's certificate")
@@ -195,7 +196,7 @@ func TestTLSGoClientEndToEnd(t *testing.T) {
 			setGoClientTLS(t, false)
 			plain := e.producer(t, "PG-plain-"+mode) // through the embedded (plain) name server
 			sendSync(t, plain, primitive.NewMessage(topic, []byte("plain")))
-			require.Eventually(t, func() bool { return queueTotal(tb.b, topic, 8) == 4 }, e2eWait, time.Millisecond)
+			testutil.Eventually(t, "four messages stored", func() bool { return queueTotal(tb.b, topic, 8) == 4 })
 		})
 	}
 }

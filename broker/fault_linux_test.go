@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/remotingtest"
 )
 
 // TestFaultDiskFullTmpfs fills a real file system: a 40 MiB tmpfs mounted for the test (root
@@ -52,7 +53,7 @@ func TestFaultDiskFullTmpfs(t *testing.T) {
 		faultBrokerConfig(dir, "SYNC_FLUSH")(c)
 		c.MappedFileSizeCommitLog = 8 << 20
 	}, nil)
-	c := mustDialRel(t, rb.addr)
+	c := remotingtest.Dial(t, rb.addr)
 	relCreateTopic(t, c, "TmpfsT", 2)
 	s := &faultSender{t: t, c: c, st: rb.st, topic: "TmpfsT"}
 	for range 20 {
@@ -96,11 +97,11 @@ func TestFaultDiskFullTmpfs(t *testing.T) {
 	s.verify()
 	// A restart while the disk is still full: the broker starts, serves what it has, refuses sends
 	// (its first standby file cannot be made, which Start learns before the port opens).
-	c.close()
+	c.Close()
 	require.NoError(t, rb.close())
 	rb, err = openRelBroker(t, rb.cfg, nil)
 	require.NoError(t, err, "restart on a full disk")
-	c = mustDialRel(t, rb.addr)
+	c = remotingtest.Dial(t, rb.addr)
 	s.c, s.st = c, rb.st
 	s.verify()
 	requireDiskFullAnswer(t, s.send(60<<10))

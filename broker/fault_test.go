@@ -18,6 +18,7 @@ package broker
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"os"
 	"path/filepath"
@@ -30,6 +31,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/store"
 	"github.com/ringmq/ringmq/store/vfs/faultfs"
 )
@@ -37,7 +40,7 @@ import (
 // faultSender sends numbered messages to one topic and remembers the acknowledged ones.
 type faultSender struct {
 	t     testing.TB
-	c     *relClient
+	c     *remotingtest.Conn
 	st    *store.Store // waited on before reading back: dispatch is asynchronous
 	topic string
 	n     int
@@ -51,7 +54,7 @@ func (s *faultSender) send(padLen int) *codec.RemotingCommand {
 	s.n++
 	queueID := int32(s.n % 2)
 	body := relBody(key, padLen)
-	resp := s.c.mustCall(s.t, sendV2(s.topic, queueID, body, props(codec.PropertyKeys, key)))
+	resp := s.c.Call(sendV2(s.topic, queueID, body, props(codec.PropertyKeys, key)))
 	if resp.Code == int32(codec.ResponseSuccess) {
 		var h codec.SendMessageResponseHeader
 		require.NoError(s.t, h.Decode(resp.ExtFields))
@@ -67,23 +70,21 @@ func (s *faultSender) send(padLen int) *codec.RemotingCommand {
 // the disk check runs every cleanResourceInterval) and returns that answer.
 func (s *faultSender) sendUntil(want codec.ResponseCode, padLen int) *codec.RemotingCommand {
 	s.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp := s.send(padLen)
-		if resp.Code == int32(want) {
-			return resp
-		}
-		require.True(s.t, time.Now().Before(deadline), "no answer %d within 30 s; last: code %d %q", want, resp.Code, resp.Remark)
-		time.Sleep(5 * time.Millisecond) // polling the broker's disk state against a deadline
-	}
+	var resp *codec.RemotingCommand
+	answered := testutil.Poll(30*time.Second, func() bool {
+		resp = s.send(padLen)
+		return resp.Code == int32(want)
+	})
+	require.True(s.t, answered, "no answer %d within 30 s; last: code %d %q", want, resp.Code, resp.Remark)
+	return resp
 }
 
 // verify reads every queue back and checks the acknowledged messages.
 func (s *faultSender) verify() int {
 	s.t.Helper()
 	if s.st != nil {
-		relEventually(s.t, 30*time.Second, func() bool { return s.st.DispatchBehindBytes() == 0 },
-			"dispatch catches up (%d bytes behind)", s.st.DispatchBehindBytes())
+		testutil.Eventually(s.t, fmt.Sprintf("dispatch catches up (%d bytes behind)", s.st.DispatchBehindBytes()),
+			func() bool { return s.st.DispatchBehindBytes() == 0 })
 	}
 	return relVerifyAcks(s.t, s.c, []string{s.topic}, 2, s.acks)
 }
@@ -109,7 +110,7 @@ func TestFaultDiskFullThroughSeam(t *testing.T) {
 	dir := t.TempDir()
 	ffs := faultfs.New(store.NewOSFS(nil))
 	rb := startRelBroker(t, faultBrokerConfig(dir, "SYNC_FLUSH"), ffs)
-	c := mustDialRel(t, rb.addr)
+	c := remotingtest.Dial(t, rb.addr)
 	relCreateTopic(t, c, "FullT", 2)
 	s := &faultSender{t: t, c: c, st: rb.st, topic: "FullT"}
 	for range 20 {
@@ -147,11 +148,11 @@ func TestFaultDiskFullThroughSeam(t *testing.T) {
 	acked := len(s2.acks)
 	remove()
 	s2.sendUntil(codec.ResponseSuccess, 100)
-	require.Eventually(t, func() bool {
-		resp := c.mustCall(t, codec.NewRequest(codec.RequestGetMaxOffset, map[string]string{"topic": "FullNewT", "queueId": "1"}, nil))
+	testutil.Eventually(t, "FullNewT/1 dispatched once the space is back", func() bool {
+		resp := c.Call(codec.NewRequest(codec.RequestGetMaxOffset, map[string]string{"topic": "FullNewT", "queueId": "1"}, nil))
 		n, _ := strconv.Atoi(resp.ExtFields["offset"])
 		return n > 0 && rb.st.DispatchBehindBytes() == 0
-	}, 30*time.Second, 5*time.Millisecond)
+	})
 	s2.verify()
 	s.verify()
 	t.Logf("disk full through the seam: %d + %d messages acknowledged and read back; %d sent while ConsumeQueue files could not be created",
@@ -179,7 +180,7 @@ func TestFaultFsyncFailureIsNeverSuccess(t *testing.T) {
 				c.FlushIntervalCommitLog = 10 * time.Millisecond
 			}
 			rb := startRelBroker(t, mutate, ffs)
-			c := mustDialRel(t, rb.addr)
+			c := remotingtest.Dial(t, rb.addr)
 			relCreateTopic(t, c, "EIOT", 2)
 			s := &faultSender{t: t, c: c, st: rb.st, topic: "EIOT"}
 			for range 10 {
@@ -203,8 +204,8 @@ func TestFaultFsyncFailureIsNeverSuccess(t *testing.T) {
 					}
 					require.Equal(t, int32(codec.ResponseSuccess), code)
 				}
-				relEventually(t, 30*time.Second, func() bool { return rb.st.RunningFlags()&store.FlagNotWriteable != 0 },
-					"the async flush meets the failing fsync")
+				testutil.Eventually(t, "the async flush meets the failing fsync",
+					func() bool { return rb.st.RunningFlags()&store.FlagNotWriteable != 0 })
 			}
 			// The store is read-only now (the kernel may have dropped the pages it could not
 			// write): refused, with the reason.
@@ -216,11 +217,11 @@ func TestFaultFsyncFailureIsNeverSuccess(t *testing.T) {
 			require.Equal(t, int32(codec.ResponseServiceNotAvailable), resp.Code, "read-only until a restart")
 
 			// Restart without the fault: everything acknowledged is there, and sends work.
-			c.close()
+			c.Close()
 			_ = rb.close() // may report the flush that failed; the restart is what matters
 			rb2, err := openRelBroker(t, rb.cfg, nil)
 			require.NoError(t, err)
-			c2 := mustDialRel(t, rb2.addr)
+			c2 := remotingtest.Dial(t, rb2.addr)
 			s.c, s.st = c2, rb2.st
 			s.verify()
 			require.Equal(t, int32(codec.ResponseSuccess), s.send(100).Code)
@@ -245,13 +246,13 @@ func patchCheckpointLogicsOffset(t testing.TB, path string, logics int64) {
 func TestFaultCorruptRecordMidFileStopsStart(t *testing.T) {
 	dir := t.TempDir()
 	rb := startRelBroker(t, faultBrokerConfig(dir, "SYNC_FLUSH"), nil)
-	c := mustDialRel(t, rb.addr)
+	c := remotingtest.Dial(t, rb.addr)
 	relCreateTopic(t, c, "CorruptT", 2)
 	s := &faultSender{t: t, c: c, st: rb.st, topic: "CorruptT"}
 	for range 30 {
 		require.Equal(t, int32(codec.ResponseSuccess), s.send(200).Code)
 	}
-	c.close()
+	c.Close()
 	require.NoError(t, rb.close())
 
 	// Damage the body of the 11th message, in the middle of the first CommitLog file.
@@ -289,17 +290,17 @@ func TestSyncFlushTransientPoolAckIsVisible(t *testing.T) {
 		c.TransientStorePoolSize = 2
 		c.TransientStorePoolPinned = false
 	}, nil)
-	c := mustDialRel(t, rb.addr)
+	c := remotingtest.Dial(t, rb.addr)
 	relCreateTopic(t, c, "VisibleT", 1)
 	maxOffset := func() string {
-		resp := c.mustCall(t, codec.NewRequest(codec.RequestGetMaxOffset, map[string]string{"topic": "VisibleT", "queueId": "0"}, nil))
+		resp := c.Call(codec.NewRequest(codec.RequestGetMaxOffset, map[string]string{"topic": "VisibleT", "queueId": "0"}, nil))
 		require.Equal(t, int32(codec.ResponseSuccess), resp.Code)
 		return resp.ExtFields["offset"]
 	}
 	for i := range 20 {
-		resp := c.mustCall(t, sendV2("VisibleT", 0, []byte("visible "+strconv.Itoa(i)), ""))
+		resp := c.Call(sendV2("VisibleT", 0, []byte("visible "+strconv.Itoa(i)), ""))
 		require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
-		relEventually(t, 5*time.Second, func() bool { return maxOffset() == strconv.Itoa(i+1) },
-			"acknowledged message %d reaches its ConsumeQueue without another send", i)
+		testutil.Eventually(t, fmt.Sprintf("acknowledged message %d reaches its ConsumeQueue without another send", i),
+			func() bool { return maxOffset() == strconv.Itoa(i+1) })
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // The pinned Go client's admin package against a broker with its embedded name server:
@@ -62,8 +64,8 @@ func TestGoClientAdminTopicLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, primitive.SendOK, res.Status)
 	require.Equal(t, topic, res.MessageQueue.Topic)
-	require.Eventually(t, func() bool { return tb.b.store.GetMaxOffsetInQueue(topic, int32(res.MessageQueue.QueueId)) == 1 },
-		ctlWait, 5*time.Millisecond, "the message reaches its ConsumeQueue")
+	testutil.Eventually(t, "the message reaches its ConsumeQueue",
+		func() bool { return tb.b.store.GetMaxOffsetInQueue(topic, int32(res.MessageQueue.QueueId)) == 1 })
 
 	// Delete in the broker and in the name server.
 	require.NoError(t, adm.DeleteTopic(ctx, admin.WithTopicDelete(topic), admin.WithBrokerAddrDelete(tb.BrokerAddr)))

@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // startPair starts a master (role SYNC_MASTER or ASYNC_MASTER, with mutate applied) with its embedded
@@ -58,36 +60,39 @@ func TestSyncMasterAnswersAfterTheSlaveHasTheMessage(t *testing.T) {
 				mode.apply(c)
 				c.SlaveTimeout = 500 * time.Millisecond
 			})
-			c := dialRaw(t, master.BrokerAddr)
+			c := remotingtest.Dial(t, master.BrokerAddr)
 			// The slave connects in the background: until then sends are SLAVE_NOT_AVAILABLE.
-			require.Eventually(t, func() bool { return master.b.haServer.SlaveCount() == 1 }, 20*time.Second, time.Millisecond)
+			testutil.Eventually(t, "a slave connected to the master",
+				func() bool { return master.b.haServer.SlaveCount() == 1 })
 			for i := range 20 {
-				resp := c.call(sendV1("TopicHA", 0, []byte("replicated-"+string(rune('a'+i))), ""))
+				resp := c.Call(sendV1("TopicHA", 0, []byte("replicated-"+string(rune('a'+i))), ""))
 				require.Equal(t, int32(codec.ResponseSuccess), resp.Code, "send %d: %s", i, resp.Remark)
 				// Nothing else writes: the master's end is this message's end.
 				require.GreaterOrEqual(t, slave.b.store.MaxPhyOffset(), master.b.store.MaxPhyOffset(),
 					"answered only once the slave has it")
 			}
 			end := master.b.store.MaxPhyOffset()
-			require.Eventually(t, func() bool { return slave.b.store.GetMaxOffsetInQueue("TopicHA", 0) == 20 },
-				20*time.Second, time.Millisecond, "the slave dispatches its own ConsumeQueue")
+			testutil.Eventually(t, "the slave dispatches its own ConsumeQueue",
+				func() bool { return slave.b.store.GetMaxOffsetInQueue("TopicHA", 0) == 20 })
 			// The topic was auto-created on the master; the slave has it from the metadata sync (§13.4).
-			require.Eventually(t, func() bool { return slave.b.topics.Contains("TopicHA") }, 20*time.Second, time.Millisecond)
-			sc := dialRaw(t, slave.BrokerAddr)
-			resp := sc.call(pullCmd("G", "TopicHA", 0, 0, 32, codec.PullSysFlagSubscription, 0, "*"))
+			testutil.Eventually(t, "the slave synced TopicHA's config",
+				func() bool { return slave.b.topics.Contains("TopicHA") })
+			sc := remotingtest.Dial(t, slave.BrokerAddr)
+			resp := sc.Call(pullCmd("G", "TopicHA", 0, 0, 32, codec.PullSysFlagSubscription, 0, "*"))
 			require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
 			recs := decodeRecords(t, resp.Body)
 			require.Len(t, recs, 20)
 			require.Equal(t, "replicated-a", string(recs[0].Body))
 			require.Equal(t, end, slave.b.store.MaxPhyOffset())
 
-			resp = sc.call(sendV1("TopicHA", 0, []byte("to the slave"), ""))
+			resp = sc.Call(sendV1("TopicHA", 0, []byte("to the slave"), ""))
 			require.Equal(t, int32(codec.ResponseServiceNotAvailable), resp.Code, resp.Remark)
 
 			// A "slave" that reports once and never again: FLUSH_SLAVE_TIMEOUT after slaveTimeout.
 			slave.shutdown(t)
-			require.Eventually(t, func() bool { return master.b.haServer.SlaveCount() == 0 }, 20*time.Second, time.Millisecond)
-			resp = c.call(sendV1("TopicHA", 0, []byte("no slave"), ""))
+			testutil.Eventually(t, "the master to drop its slave",
+				func() bool { return master.b.haServer.SlaveCount() == 0 })
+			resp = c.Call(sendV1("TopicHA", 0, []byte("no slave"), ""))
 			require.Equal(t, int32(codec.ResponseSlaveNotAvailable), resp.Code, resp.Remark)
 			var h codec.SendMessageResponseHeader
 			require.NoError(t, h.Decode(resp.ExtFields))
@@ -101,8 +106,9 @@ func TestSyncMasterAnswersAfterTheSlaveHasTheMessage(t *testing.T) {
 			binary.BigEndian.PutUint64(rep[:], uint64(master.b.store.MaxPhyOffset()))
 			_, err = mute.Write(rep[:])
 			require.NoError(t, err)
-			require.Eventually(t, func() bool { return master.b.haServer.SlaveCount() == 1 }, 20*time.Second, time.Millisecond)
-			resp = c.call(sendV1("TopicHA", 0, []byte("not acknowledged"), ""))
+			testutil.Eventually(t, "a slave connected to the master",
+				func() bool { return master.b.haServer.SlaveCount() == 1 })
+			resp = c.Call(sendV1("TopicHA", 0, []byte("not acknowledged"), ""))
 			require.Equal(t, int32(codec.ResponseFlushSlaveTimeout), resp.Code, resp.Remark)
 			require.NoError(t, h.Decode(resp.ExtFields))
 			require.Equal(t, int64(21), h.QueueOffset, "stored")
@@ -115,24 +121,24 @@ func TestSyncMasterAnswersAfterTheSlaveHasTheMessage(t *testing.T) {
 // broker) unless offsetCheckInSlave; a pull's commit offset is not stored on a slave.
 func TestSlavePullRules(t *testing.T) {
 	master, slave := startPair(t, "ASYNC_MASTER", nil)
-	c := dialRaw(t, master.BrokerAddr)
+	c := remotingtest.Dial(t, master.BrokerAddr)
 	for i := range 3 {
 		sendOK(t, c, sendV1("TopicSP", 0, []byte{'m', byte('0' + i)}, ""))
 	}
 	createTopic(t, slave.b, "TopicSP", 4)
-	require.Eventually(t, func() bool { return slave.b.store.GetMaxOffsetInQueue("TopicSP", 0) == 3 },
-		20*time.Second, time.Millisecond)
-	sc := dialRaw(t, slave.BrokerAddr)
-	resp := sc.call(pullCmd("G", "TopicSP", 0, 1, 32, subFlag, 0, "*"))
+	testutil.Eventually(t, "the slave dispatched TopicSP/0",
+		func() bool { return slave.b.store.GetMaxOffsetInQueue("TopicSP", 0) == 3 })
+	sc := remotingtest.Dial(t, slave.BrokerAddr)
+	resp := sc.Call(pullCmd("G", "TopicSP", 0, 1, 32, subFlag, 0, "*"))
 	requirePull(t, resp, codec.ResponseSuccess, "FOUND", 3, 0, 3)
 	require.Len(t, decodeRecords(t, resp.Body), 2)
 
-	resp = sc.call(pullCmd("G", "TopicSP", 0, 100, 32, subFlag, 0, "*"))
+	resp = sc.Call(pullCmd("G", "TopicSP", 0, 100, 32, subFlag, 0, "*"))
 	requirePull(t, resp, codec.ResponsePullRetryImmediately, "OFFSET_OVERFLOW_BADLY", 100, 0, 3)
 
 	cmd := pullCmd("G", "TopicSP", 0, 2, 32, subFlag|codec.PullSysFlagCommitOffset, 0, "*")
 	cmd.ExtFields["commitOffset"] = "2"
-	resp = sc.call(cmd)
+	resp = sc.Call(cmd)
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
 	require.Equal(t, int64(-1), slave.b.offsets.Query("G", "TopicSP", 0), "not stored on a slave")
 }

@@ -30,9 +30,7 @@ package broker
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"net"
@@ -48,6 +46,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 const hostileTopic = "HostileT"
@@ -65,25 +65,6 @@ func rawFrame(serializeType byte, header, body []byte) []byte {
 	binary.BigEndian.PutUint32(b[4:], uint32(serializeType)<<24|uint32(len(header)))
 	b = append(b, header...)
 	return append(b, body...)
-}
-
-// expectClosedByPeer reads until the broker closes the connection; it fails when data
-// arrives (a malformed stream gets no answer) or nothing happens for timeout.
-func expectClosedByPeer(conn net.Conn, timeout time.Duration) error {
-	_ = conn.SetReadDeadline(time.Now().Add(timeout))
-	var buf [512]byte
-	n, err := conn.Read(buf[:])
-	switch {
-	case n > 0:
-		return fmt.Errorf("got %d bytes instead of a close", n)
-	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
-		return nil
-	case err != nil && strings.Contains(err.Error(), "connection reset"):
-		return nil
-	case err != nil:
-		return fmt.Errorf("not closed by the broker: %w", err)
-	}
-	return errors.New("empty read")
 }
 
 // hostileRun collects failures of attack goroutines; the test asserts on them at the end.
@@ -111,21 +92,21 @@ func (h *hostileRun) fail(format string, args ...any) {
 // requires the broker to close the connection.
 func (h *hostileRun) malformed(name string, data []byte, halfClose bool) {
 	h.connsAttacked.Add(1)
-	conn, err := net.Dial("tcp", h.addr)
+	conn, err := remotingtest.Open(h.addr)
 	if err != nil {
 		h.fail("%s: dial: %v", name, err)
 		return
 	}
 	defer conn.Close()
-	if _, err := conn.Write(data); err != nil {
+	if err := conn.TryWrite(data); err != nil {
 		h.fail("%s: write: %v", name, err)
 		return
 	}
 	h.framesSent.Add(1)
 	if halfClose {
-		_ = conn.(*net.TCPConn).CloseWrite()
+		_ = conn.NetConn().(*net.TCPConn).CloseWrite()
 	}
-	if err := expectClosedByPeer(conn, 20*time.Second); err != nil {
+	if err := conn.TryExpectClosed(20 * time.Second); err != nil {
 		h.fail("%s: %v", name, err)
 		return
 	}
@@ -134,9 +115,9 @@ func (h *hostileRun) malformed(name string, data []byte, halfClose bool) {
 
 // badRequest sends cmd on c (which stays open) and requires an answer with code want (-1:
 // any code other than SUCCESS).
-func (h *hostileRun) badRequest(c *relClient, name string, cmd *codec.RemotingCommand, want int32) *codec.RemotingCommand {
+func (h *hostileRun) badRequest(c *remotingtest.Conn, name string, cmd *codec.RemotingCommand, want int32) *codec.RemotingCommand {
 	h.framesSent.Add(1)
-	resp, err := c.call(cmd, 30*time.Second)
+	resp, err := c.TryCall(cmd, 30*time.Second)
 	if err != nil {
 		h.fail("%s: no answer: %v", name, err)
 		return nil
@@ -243,17 +224,6 @@ func hugeExtFieldsFrame(n int, opaque int32) []byte {
 	return rawFrame(0, []byte(b.String()), nil)
 }
 
-// readAnswer reads one response frame from conn and decodes it.
-func readAnswer(conn net.Conn, timeout time.Duration) (*codec.RemotingCommand, error) {
-	_ = conn.SetReadDeadline(time.Now().Add(timeout))
-	defer conn.SetReadDeadline(time.Time{})
-	payload, err := codec.NewFrameReader(conn, 0).Next()
-	if err != nil {
-		return nil, err
-	}
-	return codec.DecodeCommand(payload)
-}
-
 // goodClient sends to and pulls from goodTopic until stop closes, checking every
 // answer; it records each round trip's latency.
 type goodClient struct {
@@ -265,12 +235,12 @@ type goodClient struct {
 
 func (g *goodClient) run(addr string, id int, stop <-chan struct{}, done *sync.WaitGroup) {
 	defer done.Done()
-	c, err := dialRel(addr)
+	c, err := remotingtest.Open(addr)
 	if err != nil {
 		g.record(0, fmt.Sprintf("client %d: dial: %v", id, err))
 		return
 	}
-	defer c.close()
+	defer c.Close()
 	queueID := int32(id % 4)
 	for i := 0; ; i++ {
 		select {
@@ -281,7 +251,7 @@ func (g *goodClient) run(addr string, id int, stop <-chan struct{}, done *sync.W
 		key := fmt.Sprintf("good%d-%d", id, i)
 		body := relBody(key, 100+i%900)
 		start := time.Now()
-		resp, err := c.call(sendV2(goodTopic, queueID, body, props(codec.PropertyKeys, key)), 30*time.Second)
+		resp, err := c.TryCall(sendV2(goodTopic, queueID, body, props(codec.PropertyKeys, key)), 30*time.Second)
 		if err != nil || resp.Code != int32(codec.ResponseSuccess) {
 			g.record(0, fmt.Sprintf("client %d send %d: %v %v", id, i, err, resp))
 			return
@@ -292,7 +262,7 @@ func (g *goodClient) run(addr string, id int, stop <-chan struct{}, done *sync.W
 			return
 		}
 		// Dispatch to the ConsumeQueue is asynchronous: a long-polling pull waits for it.
-		resp, err = c.call(pullCmd("HostileGood", goodTopic, queueID, h.QueueOffset, 1,
+		resp, err = c.TryCall(pullCmd("HostileGood", goodTopic, queueID, h.QueueOffset, 1,
 			codec.PullSysFlagSubscription|codec.PullSysFlagSuspend, 15*time.Second, "*"), 30*time.Second)
 		if err != nil || resp.Code != int32(codec.ResponseSuccess) {
 			g.record(0, fmt.Sprintf("client %d pull %d: %v %v", id, i, err, resp))
@@ -334,7 +304,7 @@ func TestHostileInput(t *testing.T) {
 		c.MaxMessageSize = 4 << 20 // RocketMQ's default: 5 MiB bodies are illegal, 16 MiB frames cut
 		c.MappedFileSizeCommitLog = 8 << 20
 	}, nil)
-	admin := mustDialRel(t, rb.addr)
+	admin := remotingtest.Dial(t, rb.addr)
 	relCreateTopic(t, admin, hostileTopic, 4)
 	relCreateTopic(t, admin, goodTopic, 4)
 	baseline := relLiveHeap()
@@ -347,12 +317,12 @@ func TestHostileInput(t *testing.T) {
 	for i := range 4 {
 		go good.run(rb.addr, i, stopGood, &goodDone)
 	}
-	relEventually(t, 30*time.Second, func() bool {
+	testutil.Eventually(t, "good clients started", func() bool {
 		good.mu.Lock()
 		defer good.mu.Unlock()
 		require.Empty(t, good.errs)
 		return len(good.latencies) >= 20
-	}, "good clients started")
+	})
 
 	h := &hostileRun{addr: rb.addr}
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -387,7 +357,7 @@ func TestHostileInput(t *testing.T) {
 	// 2. Slow drip: valid frames one byte every 2 ms, answered like any other.
 	for i := range 3 {
 		spawn(func() {
-			conn, err := net.Dial("tcp", rb.addr)
+			conn, err := remotingtest.Open(rb.addr)
 			if err != nil {
 				h.fail("drip %d: %v", i, err)
 				return
@@ -397,14 +367,14 @@ func TestHostileInput(t *testing.T) {
 			cmd.Opaque = 7
 			frame, _ := cmd.AppendFrame(nil)
 			for _, c := range frame {
-				if _, err := conn.Write([]byte{c}); err != nil {
+				if err := conn.TryWrite([]byte{c}); err != nil {
 					h.fail("drip %d: write: %v", i, err)
 					return
 				}
 				time.Sleep(2 * time.Millisecond) // the attack itself: a byte at a time
 			}
 			h.framesSent.Add(1)
-			resp, err := readAnswer(conn, 30*time.Second)
+			resp, err := conn.TryNext(30 * time.Second)
 			if err != nil || resp.Code != int32(codec.ResponseSuccess) || resp.Opaque != 7 {
 				h.fail("drip %d: %v %+v", i, err, resp)
 			}
@@ -485,12 +455,12 @@ func TestHostileInput(t *testing.T) {
 	}
 	for w := range 4 {
 		spawn(func() {
-			c, err := dialRel(rb.addr)
+			c, err := remotingtest.Open(rb.addr)
 			if err != nil {
 				h.fail("bad requests %d: %v", w, err)
 				return
 			}
-			defer c.close()
+			defer c.Close()
 			h.connsAttacked.Add(1)
 			for i, b := range bad {
 				if i%4 == w {
@@ -500,13 +470,13 @@ func TestHostileInput(t *testing.T) {
 			for i, o := range okCases {
 				if i%4 == w {
 					h.framesSent.Add(1)
-					if resp, err := c.call(o.cmd, 30*time.Second); err != nil || resp.Code != int32(codec.ResponseSuccess) {
+					if resp, err := c.TryCall(o.cmd, 30*time.Second); err != nil || resp.Code != int32(codec.ResponseSuccess) {
 						h.fail("%s: %v %+v", o.name, err, resp)
 					}
 				}
 			}
 			// The connection still works.
-			if resp, err := c.call(sendV2(hostileTopic, 2, []byte("after bad requests"), ""), 30*time.Second); err != nil ||
+			if resp, err := c.TryCall(sendV2(hostileTopic, 2, []byte("after bad requests"), ""), 30*time.Second); err != nil ||
 				resp.Code != int32(codec.ResponseSuccess) {
 				h.fail("bad requests %d: connection unusable afterwards: %v %+v", w, err, resp)
 			}
@@ -515,11 +485,11 @@ func TestHostileInput(t *testing.T) {
 
 	// 4. Huge headers: 500,000 extFields entries (~6 MiB of JSON) on connections that then
 	// stay open, and idle connections by the thousand.
-	var hugeConns []net.Conn
+	var hugeConns []*remotingtest.Conn
 	var hugeMu sync.Mutex
 	for i := range 4 {
 		spawn(func() {
-			conn, err := net.Dial("tcp", rb.addr)
+			conn, err := remotingtest.Open(rb.addr)
 			if err != nil {
 				h.fail("huge ext %d: %v", i, err)
 				return
@@ -528,12 +498,12 @@ func TestHostileInput(t *testing.T) {
 			hugeConns = append(hugeConns, conn)
 			hugeMu.Unlock()
 			h.connsAttacked.Add(1)
-			if _, err := conn.Write(hugeExtFieldsFrame(500_000, 11)); err != nil {
+			if err := conn.TryWrite(hugeExtFieldsFrame(500_000, 11)); err != nil {
 				h.fail("huge ext %d: write: %v", i, err)
 				return
 			}
 			h.framesSent.Add(1)
-			resp, err := readAnswer(conn, 60*time.Second)
+			resp, err := conn.TryNext(60 * time.Second)
 			if err != nil || resp.Code != int32(codec.ResponseSystemError) || resp.Opaque != 11 {
 				h.fail("huge ext %d: %v %+v", i, err, resp)
 				return
@@ -549,11 +519,11 @@ func TestHostileInput(t *testing.T) {
 	}
 	h.connsAttacked.Add(int64(idleConns))
 	wg.Wait()
-	relEventually(t, 30*time.Second, func() bool { return rb.b.server.ConnectionCount() >= idleConns+4 },
-		"idle connections accepted (%d open)", rb.b.server.ConnectionCount())
+	testutil.Eventually(t, fmt.Sprintf("idle connections accepted (%d open)", rb.b.server.ConnectionCount()),
+		func() bool { return rb.b.server.ConnectionCount() >= idleConns+4 })
 	opsBefore := good.ops.Load()
-	relEventually(t, 30*time.Second, func() bool { return good.ops.Load() >= opsBefore+20 },
-		"good clients progress with %d idle connections open", idleConns)
+	testutil.Eventually(t, fmt.Sprintf("good clients progress with %d idle connections open", idleConns),
+		func() bool { return good.ops.Load() >= opsBefore+20 })
 	openHeap := relLiveHeap()
 	require.Less(t, int64(openHeap)-int64(baseline), int64(64<<20),
 		"live heap with %d idle and 4 huge-header connections open: %d MiB (baseline %d MiB)",
@@ -573,10 +543,10 @@ func TestHostileInput(t *testing.T) {
 	p50, p99, maxLat := relPercentile(lat, 50), relPercentile(lat, 99), relPercentile(lat, 100)
 
 	// The broker still serves, and memory went back.
-	resp := admin.mustCall(t, sendV2(hostileTopic, 3, []byte("after the attack"), ""))
+	resp := admin.Call(sendV2(hostileTopic, 3, []byte("after the attack"), ""))
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
-	relEventually(t, 30*time.Second, func() bool { return rb.b.server.ConnectionCount() <= 2 },
-		"attack connections closed (%d open)", rb.b.server.ConnectionCount())
+	testutil.Eventually(t, fmt.Sprintf("attack connections closed (%d open)", rb.b.server.ConnectionCount()),
+		func() bool { return rb.b.server.ConnectionCount() <= 2 })
 	afterHeap := relLiveHeap()
 	require.Less(t, int64(afterHeap)-int64(baseline), int64(32<<20),
 		"live heap after the attack: %d MiB (baseline %d MiB)", afterHeap>>20, baseline>>20)

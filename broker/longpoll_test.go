@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -9,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 const suspendFlags = codec.PullSysFlagSuspend | codec.PullSysFlagSubscription
@@ -26,25 +29,25 @@ func createTopic(t testing.TB, b *Broker, name string, queues int32) {
 // Java's checkHoldRequest), so a test sending right after would race it.
 func waitHeld(t testing.TB, b *Broker, n int) {
 	t.Helper()
-	require.Eventually(t, func() bool { return b.pullHold.HeldCount() == n && b.pullHold.queued.Load() == 0 },
-		5*time.Second, time.Millisecond, "want %d parked pulls, have %d", n, b.pullHold.HeldCount())
+	testutil.Eventually(t, fmt.Sprintf("want %d parked pulls, have %d", n, b.pullHold.HeldCount()),
+		func() bool { return b.pullHold.HeldCount() == n && b.pullHold.queued.Load() == 0 })
 }
 
 func testLongPollWakesOnArrival(t *testing.T, fileStore bool) {
 	db := startDataBroker(t, dataBrokerOptions{fileStore: fileStore})
-	consumer := dialRaw(t, db.addr)
-	producer := dialRaw(t, db.addr)
+	consumer := remotingtest.Dial(t, db.addr)
+	producer := remotingtest.Dial(t, db.addr)
 	sendOK(t, producer, sendV1("TopicW", 0, []byte("first"), ""))
-	require.Eventually(t, func() bool { return db.b.store.GetMaxOffsetInQueue("TopicW", 0) == 1 },
-		5*time.Second, time.Millisecond)
+	testutil.Eventually(t, "TopicW/0 dispatched",
+		func() bool { return db.b.store.GetMaxOffsetInQueue("TopicW", 0) == 1 })
 
 	const suspend = 20 * time.Second // what the Go client asks for
-	opaque, parked := consumer.send(pullCmd("G", "TopicW", 0, 1, 32, suspendFlags, suspend, "*"))
+	opaque := consumer.Request(pullCmd("G", "TopicW", 0, 1, 32, suspendFlags, suspend, "*"))
 	waitHeld(t, db.b, 1)
 
 	sentAt := time.Now()
 	h := sendOK(t, producer, sendV1("TopicW", 0, []byte("second"), ""))
-	resp := consumer.await(parked, 5*time.Second)
+	resp := consumer.Await(opaque)
 	latency := time.Since(sentAt)
 	require.Less(t, latency, 2*time.Second, "woken by the arrival, long before the %v suspend timeout", suspend)
 	t.Logf("parked pull answered %v after the send", latency)
@@ -64,24 +67,23 @@ func TestLongPollWakesOnArrival(t *testing.T) {
 
 func TestLongPollTagMismatchStaysParked(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{})
-	consumer := dialRaw(t, db.addr)
-	producer := dialRaw(t, db.addr)
+	consumer := remotingtest.Dial(t, db.addr)
+	producer := remotingtest.Dial(t, db.addr)
 	createTopic(t, db.b, "TopicM", 1)
-	_, parked := consumer.send(pullCmd("G", "TopicM", 0, 0, 32, suspendFlags, 20*time.Second, "TagB"))
+	parked := consumer.Request(pullCmd("G", "TopicM", 0, 0, 32, suspendFlags, 20*time.Second, "TagB"))
 	waitHeld(t, db.b, 1)
 
 	applied := db.b.pullHold.applied.Load()
 	sendOK(t, producer, sendV1("TopicM", 0, []byte("a"), props("TAGS", "TagA")))
-	require.Eventually(t, func() bool { return db.b.pullHold.applied.Load() > applied }, 5*time.Second, time.Millisecond)
+	testutil.Eventually(t, "the arrival applied to the hold table",
+		func() bool { return db.b.pullHold.applied.Load() > applied })
 	require.Equal(t, 1, db.b.pullHold.HeldCount(), "a TagA arrival does not wake a TagB pull")
-	select {
-	case resp := <-parked:
+	if resp, err := consumer.TryAwait(parked, time.Millisecond); err == nil { // what has arrived by now
 		t.Fatalf("answered on a non-matching arrival: %d %s", resp.Code, resp.Remark)
-	default:
 	}
 
 	sendOK(t, producer, sendV1("TopicM", 0, []byte("b"), props("TAGS", "TagB")))
-	resp := consumer.await(parked, 5*time.Second)
+	resp := consumer.Await(parked)
 	requirePull(t, resp, codec.ResponseSuccess, "FOUND", 2, 0, 2)
 	recs := decodeRecords(t, resp.Body)
 	require.Len(t, recs, 1)
@@ -90,12 +92,12 @@ func TestLongPollTagMismatchStaysParked(t *testing.T) {
 
 func TestLongPollTimesOutWithPullNotFound(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{})
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 	sendOK(t, c, sendV1("TopicT", 0, []byte("x"), ""))
 	const suspend = 300 * time.Millisecond
 	start := time.Now()
-	opaque, parked := c.send(pullCmd("G", "TopicT", 0, 1, 32, suspendFlags, suspend, "*"))
-	resp := c.await(parked, 5*time.Second)
+	opaque := c.Request(pullCmd("G", "TopicT", 0, 1, 32, suspendFlags, suspend, "*"))
+	resp := c.Await(opaque)
 	elapsed := time.Since(start)
 	require.GreaterOrEqual(t, elapsed, suspend)
 	require.Less(t, elapsed, 3*time.Second)
@@ -109,11 +111,10 @@ func TestShortPollingWhenLongPollingDisabled(t *testing.T) {
 		c.LongPollingEnable = false
 		c.ShortPollingTimeMills = 200 * time.Millisecond
 	}})
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 	createTopic(t, db.b, "TopicT", 1)
 	start := time.Now()
-	_, parked := c.send(pullCmd("G", "TopicT", 0, 0, 32, suspendFlags, 20*time.Second, "*"))
-	resp := c.await(parked, 5*time.Second)
+	resp := c.Await(c.Request(pullCmd("G", "TopicT", 0, 0, 32, suspendFlags, 20*time.Second, "*")))
 	require.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond)
 	require.Less(t, time.Since(start), 5*time.Second)
 	requirePull(t, resp, codec.ResponsePullNotFound, "NO_MATCHED_LOGIC_QUEUE", 0, 0, 0)
@@ -121,32 +122,31 @@ func TestShortPollingWhenLongPollingDisabled(t *testing.T) {
 
 func TestLongPollCommitsOffsetOnFirstPassOnly(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{})
-	consumer := dialRaw(t, db.addr)
-	producer := dialRaw(t, db.addr)
+	consumer := remotingtest.Dial(t, db.addr)
+	producer := remotingtest.Dial(t, db.addr)
 	createTopic(t, db.b, "TopicC", 1)
 	cmd := pullCmd("GC", "TopicC", 0, 0, 32, suspendFlags|codec.PullSysFlagCommitOffset, 20*time.Second, "*")
 	cmd.ExtFields["commitOffset"] = "7"
-	_, parked := consumer.send(cmd)
+	parked := consumer.Request(cmd)
 	waitHeld(t, db.b, 1)
 	require.Equal(t, int64(7), db.b.offsets.Query("GC", "TopicC", 0))
 	// Someone else moves the offset while the pull is parked; the re-run must not undo it.
 	db.b.offsets.Commit("GC", "TopicC", 0, 9)
 	sendOK(t, producer, sendV1("TopicC", 0, []byte("x"), ""))
-	requirePull(t, consumer.await(parked, 5*time.Second), codec.ResponseSuccess, "FOUND", 1, 0, 1)
+	requirePull(t, consumer.Await(parked), codec.ResponseSuccess, "FOUND", 1, 0, 1)
 	require.Equal(t, int64(9), db.b.offsets.Query("GC", "TopicC", 0))
 }
 
 func TestLongPollHoldTableIsBounded(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{beforeRun: func(b *Broker) { b.pullHold.cfg.maxHeld = 2 }})
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 	createTopic(t, db.b, "TopicB", 4)
-	var parked []chan *codec.RemotingCommand
+	var parked []int32
 	for q := range int32(2) {
-		_, ch := c.send(pullCmd("G", "TopicB", q, 0, 32, suspendFlags, 20*time.Second, "*"))
-		parked = append(parked, ch)
+		parked = append(parked, c.Request(pullCmd("G", "TopicB", q, 0, 32, suspendFlags, 20*time.Second, "*")))
 	}
 	waitHeld(t, db.b, 2)
-	resp := c.call(pullCmd("G", "TopicB", 2, 0, 32, suspendFlags, 20*time.Second, "*"))
+	resp := c.Call(pullCmd("G", "TopicB", 2, 0, 32, suspendFlags, 20*time.Second, "*"))
 	require.Equal(t, int32(codec.ResponseSystemBusy), resp.Code)
 	require.Equal(t, remarkHoldFull, resp.Remark)
 
@@ -154,13 +154,13 @@ func TestLongPollHoldTableIsBounded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	require.NoError(t, db.b.pullHold.Stop(ctx))
-	for _, ch := range parked {
-		resp := c.await(ch, 5*time.Second)
+	for _, opaque := range parked {
+		resp := c.Await(opaque)
 		requirePull(t, resp, codec.ResponsePullNotFound, "NO_MATCHED_LOGIC_QUEUE", 0, 0, 0)
 	}
 	require.Equal(t, 0, db.b.pullHold.HeldCount())
 	// After Stop a pull that would park is answered at once.
-	resp = c.call(pullCmd("G", "TopicB", 0, 0, 32, suspendFlags, 20*time.Second, "*"))
+	resp = c.Call(pullCmd("G", "TopicB", 0, 0, 32, suspendFlags, 20*time.Second, "*"))
 	requirePull(t, resp, codec.ResponsePullNotFound, "NO_MATCHED_LOGIC_QUEUE", 0, 0, 0)
 }
 
@@ -168,7 +168,7 @@ func TestLongPollParkRacingArrivalIsRerun(t *testing.T) {
 	// A request that reaches the hold service after its data arrived (the arrival was
 	// notified while nothing was parked) must not wait for the sweep or its timeout.
 	db := startDataBroker(t, dataBrokerOptions{})
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 	sendOK(t, c, sendV1("TopicR", 0, []byte("already here"), ""))
 	conn := &fakeConn{}
 	pr := db.b.data.pulls.Get().(*pullRequest)
@@ -177,7 +177,7 @@ func TestLongPollParkRacingArrivalIsRerun(t *testing.T) {
 	pr.filter.all = true
 	pr.suspendTimeout = time.Minute
 	require.True(t, db.b.pullHold.suspend(pr))
-	require.Eventually(t, func() bool { return len(conn.responses(t)) == 1 }, 5*time.Second, time.Millisecond)
+	testutil.Eventually(t, "the parked pull's answer", func() bool { return len(conn.responses(t)) == 1 })
 	resp := conn.responses(t)[0]
 	require.Equal(t, int32(42), resp.Opaque)
 	requirePull(t, resp, codec.ResponseSuccess, "FOUND", 1, 0, 1)
@@ -186,20 +186,21 @@ func TestLongPollParkRacingArrivalIsRerun(t *testing.T) {
 
 func TestLongPollManyParkedPullsAllWake(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{})
-	producer := dialRaw(t, db.addr)
+	producer := remotingtest.Dial(t, db.addr)
 	const queues = 4
 	const perQueue = 8
 	createTopic(t, db.b, "TopicMany", queues)
 	type parkedPull struct {
-		q  int32
-		ch chan *codec.RemotingCommand
+		q      int32
+		c      *remotingtest.Conn
+		opaque int32
 	}
 	var all []parkedPull
 	for i := range perQueue {
-		c := dialRaw(t, db.addr)
+		c := remotingtest.Dial(t, db.addr)
 		for q := range int32(queues) {
-			_, ch := c.send(pullCmd("G"+strconv.Itoa(i), "TopicMany", q, 0, 32, suspendFlags, 20*time.Second, "*"))
-			all = append(all, parkedPull{q, ch})
+			opaque := c.Request(pullCmd("G"+strconv.Itoa(i), "TopicMany", q, 0, 32, suspendFlags, 20*time.Second, "*"))
+			all = append(all, parkedPull{q, c, opaque})
 		}
 	}
 	waitHeld(t, db.b, queues*perQueue)
@@ -207,7 +208,7 @@ func TestLongPollManyParkedPullsAllWake(t *testing.T) {
 		sendOK(t, producer, sendV1("TopicMany", q, []byte("q"+strconv.Itoa(int(q))), ""))
 	}
 	for _, p := range all {
-		resp := producer.await(p.ch, 5*time.Second)
+		resp := p.c.Await(p.opaque)
 		requirePull(t, resp, codec.ResponseSuccess, "FOUND", 1, 0, 1)
 		recs := decodeRecords(t, resp.Body)
 		require.Len(t, recs, 1)

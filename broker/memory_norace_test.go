@@ -42,6 +42,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // memoryBigTopic takes the 4 MiB messages of the second well-behaved client (apart from
@@ -160,7 +162,7 @@ func (p memoryPart) attack(addr string, n, rounds int, answered *atomic.Int64) e
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			conn, err := net.Dial("tcp", addr)
+			conn, err := remotingtest.Open(addr)
 			if err != nil {
 				errs <- err
 				return
@@ -168,11 +170,11 @@ func (p memoryPart) attack(addr string, n, rounds int, answered *atomic.Int64) e
 			defer conn.Close()
 			for r := range rounds {
 				opaque := int32(1000 + r)
-				if _, err := conn.Write(p.frame(opaque)); err != nil {
+				if err := conn.TryWrite(p.frame(opaque)); err != nil {
 					errs <- fmt.Errorf("%s conn %d round %d: write: %w", p.name, i, r, err)
 					return
 				}
-				resp, err := readAnswer(conn, 120*time.Second)
+				resp, err := conn.TryNext(120 * time.Second)
 				if err != nil {
 					errs <- fmt.Errorf("%s conn %d round %d: no answer: %w", p.name, i, r, err)
 					return
@@ -193,7 +195,7 @@ func (p memoryPart) attack(addr string, n, rounds int, answered *atomic.Int64) e
 // dripper writes valid frames a byte at a time to many connections, one byte to each every
 // tick, and reads their answers.
 type dripper struct {
-	conns    []net.Conn
+	conns    []*remotingtest.Conn
 	answered atomic.Int64
 	mu       sync.Mutex
 	failures []string
@@ -230,7 +232,7 @@ func (d *dripper) run(stop <-chan struct{}, done *sync.WaitGroup) {
 		case <-tick.C:
 		}
 		for i, c := range d.conns {
-			if _, err := c.Write(frames[i][pos[i] : pos[i]+1]); err != nil {
+			if err := c.TryWrite(frames[i][pos[i] : pos[i]+1]); err != nil {
 				d.fail("drip %d: write: %v", i, err)
 				return
 			}
@@ -243,18 +245,19 @@ func (d *dripper) run(stop <-chan struct{}, done *sync.WaitGroup) {
 
 func (d *dripper) read(i int) {
 	defer d.readers.Done()
-	fr := codec.NewFrameReader(d.conns[i], 0)
 	for {
-		payload, err := fr.Next()
+		resp, err := d.conns[i].TryNext(remotingtest.Timeout)
+		if errors.Is(err, remotingtest.ErrTimeout) {
+			continue // a frame takes its time at a byte per tick
+		}
 		if err != nil {
 			if !errors.Is(err, net.ErrClosed) {
 				d.fail("drip %d: read: %v", i, err)
 			}
 			return
 		}
-		resp, err := codec.DecodeCommand(payload)
-		if err != nil || resp.Code != int32(codec.ResponseSuccess) || resp.Opaque != int32(i) {
-			d.fail("drip %d: answer %v %+v", i, err, resp)
+		if resp.Code != int32(codec.ResponseSuccess) || resp.Opaque != int32(i) {
+			d.fail("drip %d: answer %+v", i, resp)
 			return
 		}
 		d.answered.Add(1)
@@ -281,11 +284,11 @@ func testMemoryUnderBigFrames(t *testing.T, engine string) {
 	if err := resetPeak(pid); err != nil {
 		t.Skipf("cannot reset the peak RSS of the broker (clear_refs): %v", err)
 	}
-	admin := mustDialRel(t, child.addr)
+	admin := remotingtest.Dial(t, child.addr)
 	relCreateTopic(t, admin, hostileTopic, 4)
 	relCreateTopic(t, admin, goodTopic, 4)
 	relCreateTopic(t, admin, memoryBigTopic, 1)
-	bigClient := mustDialRel(t, child.addr)
+	bigClient := remotingtest.Dial(t, child.addr)
 	bigBody := make([]byte, 4<<20) // maxMessageSize: the largest legal body
 	started, err := readProcMemory(pid)
 	require.NoError(t, err)
@@ -306,7 +309,7 @@ func testMemoryUnderBigFrames(t *testing.T, engine string) {
 	}
 	drip := &dripper{}
 	for i := range memoryDripConns {
-		c, err := net.Dial("tcp", child.addr)
+		c, err := remotingtest.Open(child.addr)
 		require.NoError(t, err)
 		drip.conns = append(drip.conns, c)
 		drip.readers.Add(1)
@@ -331,7 +334,8 @@ func testMemoryUnderBigFrames(t *testing.T, engine string) {
 		}
 	}
 	defer stopBackground()
-	relEventually(t, 60*time.Second, func() bool { return good.ops.Load() >= 20 }, "well-behaved client started")
+	testutil.EventuallyWithin(t, 60*time.Second, "well-behaved client started",
+		func() bool { return good.ops.Load() >= 20 })
 	background0, err := readProcMemory(pid)
 	require.NoError(t, err)
 	t.Logf("%s: %-30s %v", engine, "background (idle, drip, good)", background0)
@@ -350,7 +354,7 @@ func testMemoryUnderBigFrames(t *testing.T, engine string) {
 		start := time.Now()
 		bigDone := make(chan error, 1)
 		go func() { // a 4 MiB message among the attack's frames
-			resp, err := bigClient.call(sendV2(memoryBigTopic, 0, bigBody, ""), 120*time.Second)
+			resp, err := bigClient.TryCall(sendV2(memoryBigTopic, 0, bigBody, ""), 120*time.Second)
 			if err == nil && resp.Code != int32(codec.ResponseSuccess) {
 				err = fmt.Errorf("code %d: %s", resp.Code, resp.Remark)
 			}
@@ -360,8 +364,8 @@ func testMemoryUnderBigFrames(t *testing.T, engine string) {
 		require.NoError(t, run(), name)
 		require.NoError(t, <-bigDone, "%s: 4 MiB send of the well-behaved client", name)
 		// The well-behaved client kept going meanwhile (or at least right after).
-		relEventually(t, 60*time.Second, func() bool { return good.ops.Load() > opsBefore },
-			"%s: well-behaved client progresses", name)
+		testutil.EventuallyWithin(t, 60*time.Second, fmt.Sprintf("%s: well-behaved client progresses", name),
+			func() bool { return good.ops.Load() > opsBefore })
 		m, err := readProcMemory(pid)
 		require.NoError(t, err)
 		rows = append(rows, row{name, m})
@@ -385,8 +389,8 @@ func testMemoryUnderBigFrames(t *testing.T, engine string) {
 		return first
 	})
 	// Every drip connection finishes a frame (a few seconds at a byte per tick).
-	relEventually(t, 60*time.Second, func() bool { return drip.answered.Load() >= memoryDripConns },
-		"drip connections answered (%d)", drip.answered.Load())
+	testutil.EventuallyWithin(t, 60*time.Second, fmt.Sprintf("drip connections answered (%d)", drip.answered.Load()),
+		func() bool { return drip.answered.Load() >= memoryDripConns })
 	stopBackground()
 	closeIdle()
 	after, err := readProcMemory(pid)

@@ -15,6 +15,8 @@ import (
 
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/store"
 )
 
@@ -95,7 +97,8 @@ func BenchmarkScheduleServiceThroughput(b *testing.B) {
 			close(done)
 		}
 	})
-	require.Eventually(b, func() bool { return st.GetMaxOffsetInQueue(metadata.ScheduleTopic, 0) == n }, time.Minute, time.Millisecond)
+	testutil.EventuallyWithin(b, time.Minute, `st.GetMaxOffsetInQueue(ScheduleTopic, 0) == n`,
+		func() bool { return st.GetMaxOffsetInQueue(metadata.ScheduleTopic, 0) == n })
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := time.Now()
@@ -184,9 +187,9 @@ func BenchmarkTransactionCommit16Producers(b *testing.B) {
 	createTopic(b, db.b, "BenchTx", 8)
 	const producers, endsInFlight = 16, 8
 	body := string(bytes.Repeat([]byte("t"), 1024))
-	clients := make([]*rawClient, producers)
+	clients := make([]*remotingtest.Conn, producers)
 	for i := range clients {
-		clients[i] = dialRaw(b, db.addr)
+		clients[i] = remotingtest.Dial(b, db.addr)
 	}
 	var failed atomic.Int64
 	var firstErr atomic.Value
@@ -194,13 +197,12 @@ func BenchmarkTransactionCommit16Producers(b *testing.B) {
 		failed.Add(1)
 		firstErr.CompareAndSwap(nil, err)
 	}
-	await := func(ch chan *codec.RemotingCommand) *codec.RemotingCommand {
-		select {
-		case resp := <-ch:
-			return resp
-		case <-time.After(10 * time.Second):
+	await := func(c *remotingtest.Conn, opaque int32) *codec.RemotingCommand {
+		resp, err := c.TryAwait(opaque, 10*time.Second)
+		if err != nil {
 			return nil
 		}
+		return resp
 	}
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
@@ -215,11 +217,15 @@ func BenchmarkTransactionCommit16Producers(b *testing.B) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var window []chan *codec.RemotingCommand
+			var window []int32
 			for i := range n {
 				uniq := fmt.Sprintf("TX-%d-%d", p, i)
-				_, ch := c.send(sendHalfCmd("BenchTx", int32(p%8), body, "PG", uniq))
-				resp := await(ch)
+				half, err := c.TryRequest(sendHalfCmd("BenchTx", int32(p%8), body, "PG", uniq))
+				if err != nil {
+					fail(err)
+					return
+				}
+				resp := await(c, half)
 				if resp == nil || resp.Code != int32(codec.ResponseSuccess) {
 					fail(fmt.Errorf("half: %v", resp))
 					return
@@ -234,18 +240,22 @@ func BenchmarkTransactionCommit16Producers(b *testing.B) {
 					fail(err)
 					return
 				}
-				_, ech := c.send(endTxCmd("PG", h.QueueOffset, off, uniq, codec.SysFlagTransactionCommit, false))
-				window = append(window, ech)
+				end, err := c.TryRequest(endTxCmd("PG", h.QueueOffset, off, uniq, codec.SysFlagTransactionCommit, false))
+				if err != nil {
+					fail(err)
+					return
+				}
+				window = append(window, end)
 				if len(window) == endsInFlight {
-					if r := await(window[0]); r == nil || r.Code != int32(codec.ResponseSuccess) {
+					if r := await(c, window[0]); r == nil || r.Code != int32(codec.ResponseSuccess) {
 						fail(fmt.Errorf("end: %v", r))
 						return
 					}
 					window = window[1:]
 				}
 			}
-			for _, ech := range window {
-				if r := await(ech); r == nil || r.Code != int32(codec.ResponseSuccess) {
+			for _, end := range window {
+				if r := await(c, end); r == nil || r.Code != int32(codec.ResponseSuccess) {
 					fail(fmt.Errorf("end: %v", r))
 					return
 				}
@@ -257,6 +267,6 @@ func BenchmarkTransactionCommit16Producers(b *testing.B) {
 	b.StopTimer()
 	require.Zero(b, failed.Load(), "%v", firstErr.Load())
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "tx/s")
-	require.Eventually(b, func() bool { return queueTotal(db.b, "BenchTx", 8) == int64(b.N) }, time.Minute,
-		time.Millisecond, "every transaction committed once")
+	testutil.EventuallyWithin(b, time.Minute, "every transaction committed once",
+		func() bool { return queueTotal(db.b, "BenchTx", 8) == int64(b.N) })
 }

@@ -20,6 +20,7 @@ package broker
 // Queues between the network and the disk, each bounded (see the issue notes for the list).
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -31,6 +32,8 @@ import (
 
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/flush"
+	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/store"
 )
 
@@ -102,9 +105,9 @@ func TestOverloadSyncFlushFailsFast(t *testing.T) {
 		c.OSPageCacheBusyTimeOutMills = time.Minute
 		c.MappedFileSizeCommitLog = 64 << 20 // no file roll: the allocator's syncs would wait too
 	}, gate)
-	admin := mustDialRel(t, rb.addr)
+	admin := remotingtest.Dial(t, rb.addr)
 	relCreateTopic(t, admin, "OverloadT", 4)
-	resp := admin.mustCall(t, sendV2("OverloadT", 0, relBody("warm-up", 10), props(codec.PropertyKeys, "warm-up")))
+	resp := admin.Call(sendV2("OverloadT", 0, relBody("warm-up", 10), props(codec.PropertyKeys, "warm-up")))
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
 	baseline := relLiveHeap()
 
@@ -129,32 +132,32 @@ func TestOverloadSyncFlushFailsFast(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := dialRel(rb.addr)
+			c, err := remotingtest.Open(rb.addr)
 			if err != nil {
 				mu.Lock()
 				failures = append(failures, err.Error())
 				mu.Unlock()
 				return
 			}
-			defer c.close()
+			defer c.Close()
 			type pending struct {
-				ch    <-chan *codec.RemotingCommand
-				start time.Time
-				key   string
-				q     int32
+				opaque int32
+				start  time.Time
+				key    string
+				q      int32
 			}
 			var ps []pending
 			for i := range perProducer {
 				key := "ov-" + itoa(int64(p)) + "-" + itoa(int64(i))
 				q := int32((p + i) % 4)
-				ch, err := c.start(sendV2("OverloadT", q, relBody(key, 512), props(codec.PropertyKeys, key)))
+				opaque, err := c.TryRequest(sendV2("OverloadT", q, relBody(key, 512), props(codec.PropertyKeys, key)))
 				if err != nil {
 					mu.Lock()
 					failures = append(failures, err.Error())
 					mu.Unlock()
 					return
 				}
-				ps = append(ps, pending{ch, time.Now(), key, q})
+				ps = append(ps, pending{opaque, time.Now(), key, q})
 			}
 			// Answers arrive out of order (refusals overtake waiting sends): one waiter each.
 			var waiters sync.WaitGroup
@@ -162,7 +165,7 @@ func TestOverloadSyncFlushFailsFast(t *testing.T) {
 				waiters.Add(1)
 				go func() {
 					defer waiters.Done()
-					resp, err := c.wait(x.ch, 2*syncFlushTimeout)
+					resp, err := c.TryAwait(x.opaque, 2*syncFlushTimeout)
 					mu.Lock()
 					defer mu.Unlock()
 					if err != nil {
@@ -196,11 +199,11 @@ func TestOverloadSyncFlushFailsFast(t *testing.T) {
 		return n
 	}
 	// Every send beyond the queue's capacity is refused while the disk is stuck.
-	relEventually(t, syncFlushTimeout, func() bool { return count(codec.ResponseSystemBusy) >= total-queueMax },
-		"SYSTEM_BUSY answers: %d of %d", count(codec.ResponseSystemBusy), total-queueMax)
+	testutil.Eventually(t, fmt.Sprintf("SYSTEM_BUSY answers: %d of %d", count(codec.ResponseSystemBusy), total-queueMax),
+		func() bool { return count(codec.ResponseSystemBusy) >= total-queueMax })
 	// A request that needs no disk is still served.
 	start := time.Now()
-	resp = admin.mustCall(t, codec.NewRequest(codec.RequestGetMaxOffset, map[string]string{"topic": "OverloadT", "queueId": "0"}, nil))
+	resp = admin.Call(codec.NewRequest(codec.RequestGetMaxOffset, map[string]string{"topic": "OverloadT", "queueId": "0"}, nil))
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code)
 	getMaxOffsetLatency := time.Since(start)
 	stuckHeap := relLiveHeap()
@@ -217,7 +220,7 @@ func TestOverloadSyncFlushFailsFast(t *testing.T) {
 
 	var busyLat, okLat []time.Duration
 	storedRefused := 0
-	c := mustDialRel(t, rb.addr)
+	c := remotingtest.Dial(t, rb.addr)
 	for _, a := range answers {
 		switch a.code {
 		case int32(codec.ResponseSystemBusy):
@@ -278,20 +281,20 @@ func TestPooledCopiesCountAgainstTheRequestBudget(t *testing.T) {
 			}}
 		},
 	})
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 	body := make([]byte, 600<<10)
-	_, first := c.send(codec.NewRequest(code, map[string]string{"k": "v"}, body))
-	require.Eventually(t, func() bool { return running.Load() == 1 }, 10*time.Second, time.Millisecond)
+	first := c.Request(codec.NewRequest(code, map[string]string{"k": "v"}, body))
+	testutil.Eventually(t, "the first request running", func() bool { return running.Load() == 1 })
 	require.Equal(t, int64(len(body)+2), db.b.pooledBytes.Load(), "the running request holds its copy")
 
-	resp := c.call(codec.NewRequest(code, nil, body))
+	resp := c.Call(codec.NewRequest(code, nil, body))
 	require.Equal(t, int32(codec.ResponseSystemBusy), resp.Code)
 	require.Equal(t, "[OVERLOAD]system busy: queued requests hold 614402 bytes, requestBudgetBytes is 1048576", resp.Remark)
 
 	close(release)
-	require.Equal(t, int32(codec.ResponseSuccess), c.await(first, 10*time.Second).Code)
-	require.Eventually(t, func() bool { return db.b.pooledBytes.Load() == 0 }, 10*time.Second, time.Millisecond)
-	resp = c.call(codec.NewRequest(code, nil, body))
+	require.Equal(t, int32(codec.ResponseSuccess), c.Await(first).Code)
+	testutil.Eventually(t, "the pooled request bytes given back", func() bool { return db.b.pooledBytes.Load() == 0 })
+	resp = c.Call(codec.NewRequest(code, nil, body))
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, "admitted once the first one returned")
-	require.Eventually(t, func() bool { return db.b.pooledBytes.Load() == 0 }, 10*time.Second, time.Millisecond)
+	testutil.Eventually(t, "the pooled request bytes given back", func() bool { return db.b.pooledBytes.Load() == 0 })
 }

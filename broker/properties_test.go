@@ -10,6 +10,7 @@ import (
 
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/remotingtest"
 	"github.com/ringmq/ringmq/store"
 )
 
@@ -37,11 +38,11 @@ func TestSendMalformedPropertiesRefused(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				db := startDataBroker(t, dataBrokerOptions{fileStore: fileStore})
-				c := dialRaw(t, db.addr)
+				c := remotingtest.Dial(t, db.addr)
 				sendOK(t, c, sendV1("TopicP", 0, []byte("first"), props("TAGS", "a")))
 				before := db.b.store.MaxPhyOffset()
 
-				resp := c.call(tc.cmd)
+				resp := c.Call(tc.cmd)
 				require.Equal(t, int32(codec.ResponseMessageIllegal), resp.Code, "remark: %s", resp.Remark)
 				require.Equal(t, tc.remark, resp.Remark)
 				require.Equal(t, before, db.b.store.MaxPhyOffset(), "nothing stored")
@@ -59,21 +60,21 @@ func TestSendBatchMalformedPropertiesRefused(t *testing.T) {
 	for _, fileStore := range []bool{false, true} {
 		t.Run(map[bool]string{false: "memstore", true: "filestore"}[fileStore], func(t *testing.T) {
 			db := startDataBroker(t, dataBrokerOptions{fileStore: fileStore})
-			c := dialRaw(t, db.addr)
+			c := remotingtest.Dial(t, db.addr)
 			sendOK(t, c, sendBatch("TopicPB", 0, [2]string{"first", props("TAGS", "a")}))
 			before := db.b.store.MaxPhyOffset()
 
-			resp := c.call(sendBatch("TopicPB", 0,
+			resp := c.Call(sendBatch("TopicPB", 0,
 				[2]string{"b1", props("TAGS", "x")}, [2]string{"b2", "\x02\x02\x02"}, [2]string{"b3", ""}))
 			requireResponse(t, resp, codec.ResponseMessageIllegal, "the properties of batch item 2 are malformed: "+
 				"codec: properties: piece 1 at byte 0 is empty (the properties start with 0x02)")
-			resp = c.call(sendBatch("TopicPB", 0, [2]string{"b1", "TAGS\x01x\x02k\x01v\x01w"}))
+			resp = c.Call(sendBatch("TopicPB", 0, [2]string{"b1", "TAGS\x01x\x02k\x01v\x01w"}))
 			requireResponse(t, resp, codec.ResponseMessageIllegal, "the properties of batch item 1 are malformed: "+
 				`codec: properties: piece 2 at byte 7 (name "k") has a 0x01 in its value at byte 10`)
 
 			cmd := sendBatch("TopicPB", 0, [2]string{"b1", props("TAGS", "x")})
 			cmd.ExtFields["i"] = "\x01\x02\x01\x01\x02\x02TAGS"
-			resp = c.call(cmd)
+			resp = c.Call(cmd)
 			requireResponse(t, resp, codec.ResponseMessageIllegal,
 				"the properties are malformed: codec: properties: piece 1 at byte 0 has no name")
 			require.Equal(t, before, db.b.store.MaxPhyOffset(), "nothing stored")
@@ -89,7 +90,7 @@ func TestSendBatchMalformedPropertiesRefused(t *testing.T) {
 // when it re-encodes the message; so does ringmq, in single sends, batches and replies.
 func TestSendEmptyValuesDropped(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{fileStore: true})
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 	h := sendOK(t, c, sendV1("TopicE", 0, []byte("java"), "KEYS\x01\x02TAGS\x01t\x02WAIT\x01true\x02"))
 	rec := viewRecord(t, c, offsetOf(t, h.MsgID))
 	require.NoError(t, codec.ValidateProperties(rec.Properties))
@@ -111,7 +112,7 @@ func TestSendEmptyValuesDropped(t *testing.T) {
 	}
 
 	// An empty value does not excuse another defect: the remark names the client's bytes.
-	resp := c.call(sendV2("TopicE", 0, []byte("x"), "KEYS\x01\x02TAGS"))
+	resp := c.Call(sendV2("TopicE", 0, []byte("x"), "KEYS\x01\x02TAGS"))
 	requireResponse(t, resp, codec.ResponseMessageIllegal,
 		"the properties are malformed: codec: properties: piece 2 at byte 6 has no 0x01 between name and value")
 }
@@ -120,12 +121,12 @@ func TestReplyMalformedPropertiesRefused(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{})
 	requester := dialPeer(t, db.addr, answering(codec.ResponseSuccess))
 	requester.heartbeatProducer("10.0.0.9@req", "PG-req")
-	replier := dialRaw(t, db.addr)
+	replier := remotingtest.Dial(t, db.addr)
 	before := db.b.store.MaxPhyOffset()
 
 	cmd := replyCmd("10.0.0.9@req", "c1", []byte("answer"), true)
 	cmd.ExtFields["i"] = props("REPLY_TO_CLIENT", "10.0.0.9@req", "CORRELATION_ID", "c1") + "\x02"
-	resp := replier.call(cmd)
+	resp := replier.Call(cmd)
 	requireResponse(t, resp, codec.ResponseMessageIllegal,
 		"the properties are malformed: codec: properties: piece 3 at byte 47 is empty (two 0x02 in a row)")
 	require.Equal(t, before, db.b.store.MaxPhyOffset(), "nothing stored")
@@ -134,7 +135,7 @@ func TestReplyMalformedPropertiesRefused(t *testing.T) {
 	// Empty values are dropped, from the stored reply and from the push.
 	cmd = replyCmd("10.0.0.9@req", "c2", []byte("answer"), false)
 	cmd.ExtFields["properties"] = "TTL\x01\x02" + props("REPLY_TO_CLIENT", "10.0.0.9@req", "CORRELATION_ID", "c2")
-	resp = replier.call(cmd)
+	resp = replier.Call(cmd)
 	requireResponse(t, resp, codec.ResponseSuccess, "")
 	rec := viewRecord(t, replier, offsetOf(t, resp.ExtFields["msgId"]))
 	require.Equal(t, map[string]string{"REPLY_TO_CLIENT": "10.0.0.9@req", "CORRELATION_ID": "c2"},
@@ -187,13 +188,13 @@ func TestSendBackOfALegacyRecordIsCanonical(t *testing.T) {
 		legacy = &legacyStore{MessageStore: s}
 		return legacy
 	}})
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 	h := sendOK(t, c, sendV1("TopicL", 0, []byte("real"), ""))
 	off := offsetOf(t, h.MsgID)
 	legacy.serve(off, codec.Message{Topic: "TopicL", Body: []byte("legacy"), BornHost: scheduleBornHost,
 		StoreHost: db.b.storeHost, Properties: []byte(legacyProperties)})
 
-	requireResponse(t, c.call(sendBackCmd(off, "GL", 0, nil)), codec.ResponseSuccess, "")
+	requireResponse(t, c.Call(sendBackCmd(off, "GL", 0, nil)), codec.ResponseSuccess, "")
 	r := onlyRecord(t, db, metadata.ScheduleTopic, 2)
 	require.Equal(t, "legacy", string(r.Body))
 	require.NoError(t, codec.ValidateProperties(r.Properties))
@@ -206,7 +207,7 @@ func TestSendBackOfALegacyRecordIsCanonical(t *testing.T) {
 	legacy.serve(off, codec.Message{Topic: "Topic\x01L", Body: []byte("legacy"), BornHost: scheduleBornHost,
 		StoreHost: db.b.storeHost})
 	before := db.b.store.MaxPhyOffset()
-	requireResponse(t, c.call(sendBackCmd(off, "GL", 0, nil)), codec.ResponseMessageIllegal,
+	requireResponse(t, c.Call(sendBackCmd(off, "GL", 0, nil)), codec.ResponseMessageIllegal,
 		`the properties are malformed: codec: properties: piece 1 at byte 0 (name "RETRY_TOPIC") has a 0x01 in its value at byte 17`)
 	require.Equal(t, before, db.b.store.MaxPhyOffset())
 }

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -13,6 +12,8 @@ import (
 
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/store"
 )
 
@@ -42,14 +43,14 @@ const subFlag = codec.PullSysFlagSubscription
 
 func TestPullStatusTable(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{})
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 	var sent []codec.SendMessageResponseHeader
 	for i := range 3 {
 		sent = append(sent, sendOK(t, c, sendV1("TopicP", 0, []byte("m"+strconv.Itoa(i)), props("TAGS", "TagA"))))
 	}
 
 	// FOUND: the stored records, byte for byte.
-	resp := c.call(pullCmd("G", "TopicP", 0, 0, 32, subFlag, 0, "*"))
+	resp := c.Call(pullCmd("G", "TopicP", 0, 0, 32, subFlag, 0, "*"))
 	requirePull(t, resp, codec.ResponseSuccess, "FOUND", 3, 0, 3)
 	recs := decodeRecords(t, resp.Body)
 	require.Len(t, recs, 3)
@@ -61,38 +62,38 @@ func TestPullStatusTable(t *testing.T) {
 	var want []byte
 	for _, s := range sent {
 		ext := map[string]string{"offset": strconv.FormatInt(offsetOf(t, s.MsgID), 10)}
-		want = append(want, c.call(codec.NewRequest(codec.RequestViewMessageByID, ext, nil)).Body...)
+		want = append(want, c.Call(codec.NewRequest(codec.RequestViewMessageByID, ext, nil)).Body...)
 	}
 	require.Equal(t, want, resp.Body)
 
 	// maxMsgNums limits the batch; 0 means 32.
-	resp = c.call(pullCmd("G", "TopicP", 0, 1, 1, subFlag, 0, "*"))
+	resp = c.Call(pullCmd("G", "TopicP", 0, 1, 1, subFlag, 0, "*"))
 	requirePull(t, resp, codec.ResponseSuccess, "FOUND", 2, 0, 3)
 	require.Len(t, decodeRecords(t, resp.Body), 1)
-	resp = c.call(pullCmd("G", "TopicP", 0, 0, 0, subFlag, 0, "*"))
+	resp = c.Call(pullCmd("G", "TopicP", 0, 0, 0, subFlag, 0, "*"))
 	requirePull(t, resp, codec.ResponseSuccess, "FOUND", 3, 0, 3)
 	require.Len(t, decodeRecords(t, resp.Body), 3)
 
 	// Nothing new.
-	resp = c.call(pullCmd("G", "TopicP", 0, 3, 32, subFlag, 0, "*"))
+	resp = c.Call(pullCmd("G", "TopicP", 0, 3, 32, subFlag, 0, "*"))
 	requirePull(t, resp, codec.ResponsePullNotFound, "OFFSET_OVERFLOW_ONE", 3, 0, 3)
 	require.Empty(t, resp.Body)
 	// Past the end: corrected to the start (min is 0).
-	resp = c.call(pullCmd("G", "TopicP", 0, 10, 32, subFlag, 0, "*"))
+	resp = c.Call(pullCmd("G", "TopicP", 0, 10, 32, subFlag, 0, "*"))
 	requirePull(t, resp, codec.ResponsePullOffsetMoved, "OFFSET_OVERFLOW_BADLY", 0, 0, 3)
 	// A queue without data.
-	resp = c.call(pullCmd("G", "TopicP", 1, 0, 32, subFlag, 0, "*"))
+	resp = c.Call(pullCmd("G", "TopicP", 1, 0, 32, subFlag, 0, "*"))
 	requirePull(t, resp, codec.ResponsePullNotFound, "NO_MATCHED_LOGIC_QUEUE", 0, 0, 0)
-	resp = c.call(pullCmd("G", "TopicP", 1, 5, 32, subFlag, 0, "*"))
+	resp = c.Call(pullCmd("G", "TopicP", 1, 5, 32, subFlag, 0, "*"))
 	requirePull(t, resp, codec.ResponsePullOffsetMoved, "NO_MATCHED_LOGIC_QUEUE", 0, 0, 0)
 
 	// Tag filter: nothing matches → PULL_RETRY_IMMEDIATELY past the filtered entries.
-	resp = c.call(pullCmd("G", "TopicP", 0, 0, 32, subFlag, 0, "TagB"))
+	resp = c.Call(pullCmd("G", "TopicP", 0, 0, 32, subFlag, 0, "TagB"))
 	requirePull(t, resp, codec.ResponsePullRetryImmediately, "NO_MATCHED_MESSAGE", 3, 0, 3)
 	sendOK(t, c, sendV1("TopicP", 0, []byte("b"), props("TAGS", "TagB")))
 	sendOK(t, c, sendV1("TopicP", 0, []byte("c"), props("TAGS", "TagC")))
 	sendOK(t, c, sendV1("TopicP", 0, []byte("d"), props("TAGS", "TagD")))
-	resp = c.call(pullCmd("G", "TopicP", 0, 0, 32, subFlag, 0, " TagB ||TagD"))
+	resp = c.Call(pullCmd("G", "TopicP", 0, 0, 32, subFlag, 0, " TagB ||TagD"))
 	requirePull(t, resp, codec.ResponseSuccess, "FOUND", 6, 0, 6)
 	recs = decodeRecords(t, resp.Body)
 	require.Len(t, recs, 2)
@@ -133,7 +134,7 @@ func TestPullOffsetTooSmallAndOtherStatuses(t *testing.T) {
 	tc := codec.NewTopicConfig("Canned")
 	tc.ReadQueueNums, tc.WriteQueueNums = 1, 1
 	require.NoError(t, db.b.topics.Update(tc))
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 	cases := []struct {
 		status store.GetMessageStatus
 		code   codec.ResponseCode
@@ -144,74 +145,74 @@ func TestPullOffsetTooSmallAndOtherStatuses(t *testing.T) {
 	}
 	for _, tc := range cases {
 		canned.set(store.GetMessageResult{Status: tc.status, NextBeginOffset: 5, MinOffset: 5, MaxOffset: 9})
-		resp := c.call(pullCmd("G", "Canned", 0, 2, 32, subFlag, 0, "*"))
+		resp := c.Call(pullCmd("G", "Canned", 0, 2, 32, subFlag, 0, "*"))
 		requirePull(t, resp, tc.code, tc.status.String(), 5, 5, 9)
 	}
 }
 
 func TestPullChecks(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{})
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 	sendOK(t, c, sendV1("TopicC", 0, []byte("x"), ""))
 
 	cmd := pullCmd("G", "TopicC", 0, 0, 32, subFlag, 0, "*")
 	delete(cmd.ExtFields, "queueOffset")
-	resp := c.call(cmd)
+	resp := c.Call(cmd)
 	require.Equal(t, int32(codec.ResponseSystemError), resp.Code)
 	require.Equal(t, "the custom field <queueOffset> is null", resp.Remark)
 
-	resp = c.call(pullCmd("G", "NoTopic", 0, 0, 32, subFlag, 0, "*"))
+	resp = c.Call(pullCmd("G", "NoTopic", 0, 0, 32, subFlag, 0, "*"))
 	require.Equal(t, int32(codec.ResponseTopicNotExist), resp.Code)
 	require.Equal(t, "topic[NoTopic] not exist, apply first please!", resp.Remark)
 
-	resp = c.call(pullCmd("G", "TopicC", 4, 0, 32, subFlag, 0, "*"))
+	resp = c.Call(pullCmd("G", "TopicC", 4, 0, 32, subFlag, 0, "*"))
 	require.Equal(t, int32(codec.ResponseInvalidParameter), resp.Code)
 	require.True(t, strings.HasPrefix(resp.Remark, "queueId[4] is illegal, topic:[TopicC] topicConfig.readQueueNums:[4] consumer:[127.0.0.1:"), resp.Remark)
 
-	resp = c.call(pullCmd("G", "TopicC", 0, 0, 32, 0, 0, ""))
+	resp = c.Call(pullCmd("G", "TopicC", 0, 0, 32, 0, 0, ""))
 	require.Equal(t, int32(codec.ResponseSubscriptionNotExist), resp.Code)
 	require.Equal(t, "the consumer's subscription not exist", resp.Remark)
 
 	sql := pullCmd("G", "TopicC", 0, 0, 32, subFlag, 0, "a > 1")
 	sql.ExtFields["expressionType"] = codec.ExpressionTypeSQL92
-	resp = c.call(sql)
+	resp = c.Call(sql)
 	require.Equal(t, int32(codec.ResponseSystemError), resp.Code)
 	require.Equal(t, "The broker does not support consumer to filter message by SQL92", resp.Remark)
 
-	resp = c.call(pullCmd("G", "TopicC", 0, 0, 32, subFlag, 0, "||"))
+	resp = c.Call(pullCmd("G", "TopicC", 0, 0, 32, subFlag, 0, "||"))
 	require.Equal(t, int32(codec.ResponseSubscriptionParseFailed), resp.Code)
 	require.Equal(t, "parse the consumer's subscription failed", resp.Remark)
 
 	g := codec.NewSubscriptionGroupConfig("Disabled")
 	g.ConsumeEnable = false
 	require.NoError(t, db.b.subscriptions.Update(g))
-	resp = c.call(pullCmd("Disabled", "TopicC", 0, 0, 32, subFlag, 0, "*"))
+	resp = c.Call(pullCmd("Disabled", "TopicC", 0, 0, 32, subFlag, 0, "*"))
 	require.Equal(t, int32(codec.ResponseNoPermission), resp.Code)
 	require.Equal(t, "subscription group no permission, Disabled", resp.Remark)
 
 	tc := codec.NewTopicConfig("WriteOnly")
 	tc.ReadQueueNums, tc.WriteQueueNums, tc.Perm = 1, 1, metadata.PermWrite
 	require.NoError(t, db.b.topics.Update(tc))
-	resp = c.call(pullCmd("G", "WriteOnly", 0, 0, 32, subFlag, 0, "*"))
+	resp = c.Call(pullCmd("G", "WriteOnly", 0, 0, 32, subFlag, 0, "*"))
 	require.Equal(t, int32(codec.ResponseNoPermission), resp.Code)
 	require.Equal(t, "the topic[WriteOnly] pulling message is forbidden", resp.Remark)
 
 	// Still usable after all the refusals.
-	resp = c.call(pullCmd("G", "TopicC", 0, 0, 32, subFlag, 0, "*"))
+	resp = c.Call(pullCmd("G", "TopicC", 0, 0, 32, subFlag, 0, "*"))
 	requirePull(t, resp, codec.ResponseSuccess, "FOUND", 1, 0, 1)
 }
 
 func TestPullUnknownGroupWithoutAutoCreate(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{mutate: func(c *Config) { c.AutoCreateSubscriptionGroup = false }})
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 	sendOK(t, c, sendV1("TopicC", 0, []byte("x"), ""))
-	resp := c.call(pullCmd("NoGroup", "TopicC", 0, 0, 32, subFlag, 0, "*"))
+	resp := c.Call(pullCmd("NoGroup", "TopicC", 0, 0, 32, subFlag, 0, "*"))
 	require.Equal(t, int32(codec.ResponseSubscriptionGroupNotExist), resp.Code)
 	require.Equal(t, "subscription group [NoGroup] does not exist", resp.Remark)
 }
 
 // heartbeat registers a consumer group subscription the way a Go push consumer does.
-func heartbeat(t testing.TB, c *rawClient, group, topic, subString string, subVersion int64) {
+func heartbeat(t testing.TB, c *remotingtest.Conn, group, topic, subString string, subVersion int64) {
 	t.Helper()
 	sd := codec.SubscriptionData{Topic: topic, SubString: subString, ExpressionType: codec.ExpressionTypeTag,
 		SubVersion: subVersion, TagsSet: []string{}, CodeSet: codec.TagCodeSet{}}
@@ -226,19 +227,19 @@ func heartbeat(t testing.TB, c *rawClient, group, topic, subString string, subVe
 	}}}
 	body, err := hb.Encode()
 	require.NoError(t, err)
-	resp := c.call(codec.NewRequest(codec.RequestHeartBeat, nil, body))
+	resp := c.Call(codec.NewRequest(codec.RequestHeartBeat, nil, body))
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
 }
 
 func TestPullUsesHeartbeatSubscription(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{})
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 	for _, tag := range []string{"TagA", "TagB", "TagA", "Ünï"} {
 		sendOK(t, c, sendV1("TopicH", 0, []byte(tag), props("TAGS", tag)))
 	}
 	heartbeat(t, c, "GH", "TopicH", "TagA || Ünï", 10)
 
-	resp := c.call(pullCmd("GH", "TopicH", 0, 0, 32, 0, 0, ""))
+	resp := c.Call(pullCmd("GH", "TopicH", 0, 0, 32, 0, 0, ""))
 	requirePull(t, resp, codec.ResponseSuccess, "FOUND", 4, 0, 4)
 	var bodies []string
 	for _, r := range decodeRecords(t, resp.Body) {
@@ -250,24 +251,24 @@ func TestPullUsesHeartbeatSubscription(t *testing.T) {
 	// A request with a newer subVersion than the heartbeat's is refused.
 	cmd := pullCmd("GH", "TopicH", 0, 0, 32, 0, 0, "")
 	cmd.ExtFields["subVersion"] = "11"
-	resp = c.call(cmd)
+	resp = c.Call(cmd)
 	require.Equal(t, int32(codec.ResponseSubscriptionNotLatest), resp.Code)
 	require.Equal(t, "the consumer's subscription not latest", resp.Remark)
 }
 
 func TestPullCommitOffsetFlag(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{})
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 	sendOK(t, c, sendV1("TopicO", 0, []byte("x"), ""))
 	cmd := pullCmd("GO", "TopicO", 0, 0, 32, subFlag|codec.PullSysFlagCommitOffset, 0, "*")
 	cmd.ExtFields["commitOffset"] = "1"
-	requirePull(t, c.call(cmd), codec.ResponseSuccess, "FOUND", 1, 0, 1)
+	requirePull(t, c.Call(cmd), codec.ResponseSuccess, "FOUND", 1, 0, 1)
 	require.Equal(t, int64(1), db.b.offsets.Query("GO", "TopicO", 0))
 
 	// Without the flag nothing is stored.
 	cmd = pullCmd("GO", "TopicO", 0, 0, 32, subFlag, 0, "*")
 	cmd.ExtFields["commitOffset"] = "0"
-	requirePull(t, c.call(cmd), codec.ResponseSuccess, "FOUND", 1, 0, 1)
+	requirePull(t, c.Call(cmd), codec.ResponseSuccess, "FOUND", 1, 0, 1)
 	require.Equal(t, int64(1), db.b.offsets.Query("GO", "TopicO", 0))
 }
 
@@ -275,31 +276,31 @@ func TestPullFarBehindRunsOnPool(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{fileStore: true, beforeRun: func(b *Broker) {
 		b.data.hotPullMaxBehindBytes = 0 // everything already written counts as cold
 	}})
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 	for i := range 5 {
 		sendOK(t, c, sendV1("TopicF", 0, []byte("f"+strconv.Itoa(i)), ""))
 	}
-	require.Eventually(t, func() bool { return db.b.store.GetMaxOffsetInQueue("TopicF", 0) == 5 },
-		5*time.Second, time.Millisecond)
+	testutil.Eventually(t, "TopicF/0 dispatched",
+		func() bool { return db.b.store.GetMaxOffsetInQueue("TopicF", 0) == 5 })
 	loop, pool := counterValue(t, db.b.data.pullsOnLoop), counterValue(t, db.b.data.pullsOnPool)
-	resp := c.call(pullCmd("G", "TopicF", 0, 0, 32, subFlag, 0, "*"))
+	resp := c.Call(pullCmd("G", "TopicF", 0, 0, 32, subFlag, 0, "*"))
 	requirePull(t, resp, codec.ResponseSuccess, "FOUND", 5, 0, 5)
 	require.Len(t, decodeRecords(t, resp.Body), 5)
 	require.Equal(t, pool+1, counterValue(t, db.b.data.pullsOnPool))
 	// Offset == max needs no CommitLog read: the loop answers.
-	resp = c.call(pullCmd("G", "TopicF", 0, 5, 32, subFlag, 0, "*"))
+	resp = c.Call(pullCmd("G", "TopicF", 0, 5, 32, subFlag, 0, "*"))
 	requirePull(t, resp, codec.ResponsePullNotFound, "OFFSET_OVERFLOW_ONE", 5, 0, 5)
 	require.Equal(t, loop+1, counterValue(t, db.b.data.pullsOnLoop))
 }
 
 func TestPullHotRunsOnLoopWithFileStore(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{fileStore: true})
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 	h := sendOK(t, c, sendV1("TopicL", 0, []byte("hot"), props("TAGS", "T")))
-	require.Eventually(t, func() bool { return db.b.store.GetMaxOffsetInQueue("TopicL", 0) == 1 },
-		5*time.Second, time.Millisecond)
+	testutil.Eventually(t, "TopicL/0 dispatched",
+		func() bool { return db.b.store.GetMaxOffsetInQueue("TopicL", 0) == 1 })
 	loop := counterValue(t, db.b.data.pullsOnLoop)
-	resp := c.call(pullCmd("G", "TopicL", 0, 0, 32, subFlag, 0, "T"))
+	resp := c.Call(pullCmd("G", "TopicL", 0, 0, 32, subFlag, 0, "T"))
 	requirePull(t, resp, codec.ResponseSuccess, "FOUND", 1, 0, 1)
 	recs := decodeRecords(t, resp.Body)
 	require.Len(t, recs, 1)
@@ -325,11 +326,11 @@ func counterValue(t testing.TB, c prometheus.Counter) float64 {
 
 func TestLitePullMessage(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{})
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 	sendOK(t, c, sendV1("TopicLite", 0, []byte("lite"), ""))
 	cmd := pullCmd("GLite", "TopicLite", 0, 0, 32, subFlag|codec.PullSysFlagLitePull, 0, "*")
 	cmd.Code = int32(codec.RequestLitePullMessage)
-	resp := c.call(cmd)
+	resp := c.Call(cmd)
 	requirePull(t, resp, codec.ResponseSuccess, "FOUND", 1, 0, 1)
 	recs := decodeRecords(t, resp.Body)
 	require.Len(t, recs, 1)

@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // QUERY_MESSAGE over the wire against the file store's IndexFile: a key query returns the
@@ -17,7 +19,7 @@ import (
 // in store format, newest first, at most maxNum, within the time range.
 func TestQueryByKeyReturnsExactlyTheKeyedMessages(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{fileStore: true})
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 	m1 := sendOK(t, c, sendV1("TopicQ", 0, []byte("m1"), props("KEYS", "k1 shared")))
 	sendOK(t, c, sendV1("TopicQ", 1, []byte("m2"), props("KEYS", "shared")))
 	sendOK(t, c, sendV1("TopicQ", 0, []byte("m3"), props("KEYS", "other", "UNIQ_KEY", "shared")))
@@ -29,7 +31,7 @@ func TestQueryByKeyReturnsExactlyTheKeyedMessages(t *testing.T) {
 			EndTimestamp: end, UniqueKeyQuery: unique}
 		ext := map[string]string{}
 		h.Encode(ext)
-		return c.call(codec.NewRequest(codec.RequestQueryMessage, ext, nil))
+		return c.Call(codec.NewRequest(codec.RequestQueryMessage, ext, nil))
 	}
 	later := time.Now().Add(time.Hour).UnixMilli()
 	bodiesOf := func(resp *codec.RemotingCommand) []string {
@@ -43,10 +45,10 @@ func TestQueryByKeyReturnsExactlyTheKeyedMessages(t *testing.T) {
 	}
 
 	// The index is built by the dispatcher, in the background.
-	require.Eventually(t, func() bool {
+	testutil.Eventually(t, "the index to hold sharedX", func() bool {
 		resp := query("sharedX", 32, false, 0, later)
 		return resp.Code == int32(codec.ResponseSuccess)
-	}, 5*time.Second, time.Millisecond)
+	})
 	require.Equal(t, []string{"m5"}, bodiesOf(query("sharedX", 32, false, 0, later)))
 	require.Equal(t, []string{"m2", "m1"}, bodiesOf(query("shared", 32, false, 0, later)), "newest first")
 	require.Equal(t, []string{"m2"}, bodiesOf(query("shared", 1, false, 0, later)), "maxNum")

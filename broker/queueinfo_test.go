@@ -9,13 +9,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 func netipLoopback() netip.AddrPort { return netip.MustParseAddrPort("127.0.0.1:10911") }
 
-func queueInfo(t testing.TB, c *rawClient, code codec.RequestCode, ext map[string]string, key string) int64 {
+func queueInfo(t testing.TB, c *remotingtest.Conn, code codec.RequestCode, ext map[string]string, key string) int64 {
 	t.Helper()
-	resp := c.call(codec.NewRequest(code, ext, nil))
+	resp := c.Call(codec.NewRequest(code, ext, nil))
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
 	v, err := strconv.ParseInt(resp.ExtFields[key], 10, 64)
 	require.NoError(t, err, "%s: %v", key, resp.ExtFields)
@@ -25,7 +27,7 @@ func queueInfo(t testing.TB, c *rawClient, code codec.RequestCode, ext map[strin
 func TestQueueOffsetsAndTimes(t *testing.T) {
 	var now time.Time
 	db := startDataBroker(t, dataBrokerOptions{fileStore: true})
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 	q := map[string]string{"topic": "TopicI", "queueId": "0"}
 	require.Equal(t, int64(0), queueInfo(t, c, codec.RequestGetMaxOffset, q, "offset"))
 	require.Equal(t, int64(0), queueInfo(t, c, codec.RequestGetMinOffset, q, "offset"))
@@ -37,9 +39,9 @@ func TestQueueOffsetsAndTimes(t *testing.T) {
 		h := sendOK(t, c, sendV1("TopicI", 0, []byte("i"+strconv.Itoa(i)), ""))
 		storeTimes = append(storeTimes, viewRecord(t, c, offsetOf(t, h.MsgID)).StoreTimestamp)
 	}
-	require.Eventually(t, func() bool {
+	testutil.Eventually(t, "max offset 3", func() bool {
 		return queueInfo(t, c, codec.RequestGetMaxOffset, q, "offset") == 3
-	}, 5*time.Second, time.Millisecond)
+	})
 	require.Equal(t, int64(0), queueInfo(t, c, codec.RequestGetMinOffset, q, "offset"))
 	require.Equal(t, storeTimes[0], queueInfo(t, c, codec.RequestGetEarliestMsgStoretime, q, "timestamp"))
 	require.GreaterOrEqual(t, storeTimes[0], now.Add(-time.Second).UnixMilli())
@@ -63,7 +65,7 @@ func TestQueueOffsetsAndTimes(t *testing.T) {
 	require.Equal(t, int64(3-n), search(last, "LOWER"), "first entry stored at the last time")
 	require.Equal(t, int64(2), search(last, "upper"), "last entry stored at that time")
 
-	resp := c.call(codec.NewRequest(codec.RequestGetMaxOffset, map[string]string{"topic": "TopicI"}, nil))
+	resp := c.Call(codec.NewRequest(codec.RequestGetMaxOffset, map[string]string{"topic": "TopicI"}, nil))
 	require.Equal(t, int32(codec.ResponseSystemError), resp.Code)
 	require.Equal(t, "the custom field <queueId> is null", resp.Remark)
 }

@@ -3,8 +3,6 @@ package broker
 // Helpers of the reliability tests (issue 8): crash_linux_test.go, fault_test.go,
 // hostile_test.go, overload_test.go.
 //
-//   - relClient: a raw remoting connection that reports failures as errors instead of failing
-//     the test, so load goroutines can use it and survive a broker that is killed under them.
 //   - relLoad: producers that send SEND_MESSAGE_V2 frames with self-checking bodies and log
 //     every acknowledged send (key, queue, queue offset, CommitLog offset, body length).
 //   - relVerify*: read everything back through pulls and QUERY_MESSAGE, and check the store's
@@ -22,7 +20,6 @@ import (
 	"hash/fnv"
 	"io/fs"
 	"math/rand/v2"
-	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -38,145 +35,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/store"
 )
-
-// errRelTimeout: no response within the wait's timeout.
-var errRelTimeout = errors.New("reliability test: no response in time")
-
-// relClient is one remoting connection; responses are matched by opaque. Safe for
-// concurrent use.
-type relClient struct {
-	conn net.Conn
-	wmu  sync.Mutex // one frame write at a time
-
-	mu      sync.Mutex
-	opaque  int32
-	pending map[int32]chan *codec.RemotingCommand
-	err     error // why reading stopped
-	done    chan struct{}
-}
-
-func dialRel(addr string) (*relClient, error) {
-	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		return nil, err
-	}
-	c := &relClient{conn: conn, pending: map[int32]chan *codec.RemotingCommand{}, done: make(chan struct{})}
-	go c.readLoop()
-	return c, nil
-}
-
-// mustDialRel dials and closes the connection when the test ends.
-func mustDialRel(t testing.TB, addr string) *relClient {
-	t.Helper()
-	c, err := dialRel(addr)
-	require.NoError(t, err)
-	t.Cleanup(c.close)
-	return c
-}
-
-func (c *relClient) readLoop() {
-	defer close(c.done)
-	fr := codec.NewFrameReader(c.conn, 0)
-	for {
-		payload, err := fr.Next()
-		if err == nil {
-			var cmd *codec.RemotingCommand
-			if cmd, err = codec.DecodeCommand(payload); err == nil {
-				cmd.Body = bytes.Clone(cmd.Body) // the reader's buffer is reused
-				c.mu.Lock()
-				ch := c.pending[cmd.Opaque]
-				delete(c.pending, cmd.Opaque)
-				c.mu.Unlock()
-				if ch != nil {
-					ch <- cmd
-				}
-				continue
-			}
-		}
-		c.mu.Lock()
-		c.err = err
-		c.mu.Unlock()
-		return
-	}
-}
-
-// readErr is why the connection stopped reading (nil while it reads).
-func (c *relClient) readErr() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
-}
-
-// start writes cmd with a fresh opaque; the response arrives on the returned channel.
-func (c *relClient) start(cmd *codec.RemotingCommand) (<-chan *codec.RemotingCommand, error) {
-	ch := make(chan *codec.RemotingCommand, 1)
-	c.mu.Lock()
-	if c.err != nil {
-		err := c.err
-		c.mu.Unlock()
-		return nil, err
-	}
-	c.opaque++
-	cmd.Opaque = c.opaque
-	c.pending[cmd.Opaque] = ch
-	c.mu.Unlock()
-	frame, err := cmd.AppendFrame(nil)
-	if err == nil {
-		c.wmu.Lock()
-		_, err = c.conn.Write(frame)
-		c.wmu.Unlock()
-	}
-	if err != nil {
-		c.mu.Lock()
-		delete(c.pending, cmd.Opaque)
-		c.mu.Unlock()
-		return nil, err
-	}
-	return ch, nil
-}
-
-// wait returns the response on ch, or an error when the connection ends or timeout passes.
-func (c *relClient) wait(ch <-chan *codec.RemotingCommand, timeout time.Duration) (*codec.RemotingCommand, error) {
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	select {
-	case resp := <-ch:
-		return resp, nil
-	case <-c.done:
-		select {
-		case resp := <-ch: // delivered just before the end
-			return resp, nil
-		default:
-		}
-		return nil, fmt.Errorf("connection ended: %w", c.readErr())
-	case <-timer.C:
-		return nil, errRelTimeout
-	}
-}
-
-// call sends cmd and waits for its response.
-func (c *relClient) call(cmd *codec.RemotingCommand, timeout time.Duration) (*codec.RemotingCommand, error) {
-	ch, err := c.start(cmd)
-	if err != nil {
-		return nil, err
-	}
-	return c.wait(ch, timeout)
-}
-
-// mustCall is call for the test goroutine.
-func (c *relClient) mustCall(t testing.TB, cmd *codec.RemotingCommand) *codec.RemotingCommand {
-	t.Helper()
-	resp, err := c.call(cmd, 30*time.Second)
-	require.NoError(t, err, "request code %d", cmd.Code)
-	return resp
-}
-
-func (c *relClient) close() {
-	_ = c.conn.Close()
-	<-c.done
-}
 
 // relPad fills dst with the pad of key: a PCG stream seeded by the key's hash.
 func relPad(dst []byte, key string) {
@@ -282,14 +144,14 @@ func (l *relLoad) halt() {
 
 func (l *relLoad) producer(p int) {
 	defer l.wg.Done()
-	c, err := dialRel(l.cfg.addr)
+	c, err := remotingtest.Open(l.cfg.addr)
 	if err != nil {
 		l.mu.Lock()
 		l.failures++
 		l.mu.Unlock()
 		return
 	}
-	defer c.close()
+	defer c.Close()
 	rng := rand.New(rand.NewPCG(l.cfg.seed, uint64(p)))
 	slots := make(chan struct{}, l.cfg.window)
 	var inflight sync.WaitGroup
@@ -313,7 +175,7 @@ func (l *relLoad) producer(p int) {
 			kv = append(kv, codec.PropertyWaitStoreMsgOK, "true")
 		}
 		cmd := sendV2(topic, queueID, body, props(kv...))
-		ch, err := c.start(cmd)
+		opaque, err := c.TryRequest(cmd)
 		if err != nil {
 			<-slots
 			l.mu.Lock()
@@ -326,7 +188,7 @@ func (l *relLoad) producer(p int) {
 		go func() {
 			defer inflight.Done()
 			defer func() { <-slots }()
-			resp, err := c.wait(ch, l.cfg.timeout)
+			resp, err := c.TryAwait(opaque, l.cfg.timeout)
 			l.record(resp, err, relAck{key: key, topic: topic, queueID: queueID, bodyLen: len(body), round: l.cfg.round})
 		}()
 	}
@@ -378,14 +240,7 @@ func (l *relLoad) snapshotAcks() []relAck {
 // waitAcked waits until n sends are acknowledged or the load ends by itself (its
 // connections failed); false then.
 func (l *relLoad) waitAcked(n int64, timeout time.Duration) bool {
-	deadline := time.Now().Add(timeout)
-	for l.acked.Load() < n {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(time.Millisecond) // polling a counter against a deadline
-	}
-	return true
+	return testutil.Poll(timeout, func() bool { return l.acked.Load() >= n })
 }
 
 // relRecord is one record read back through a pull.
@@ -397,13 +252,13 @@ type relRecord struct {
 // relPullQueue reads a queue from offset 0 to its end with PULL_MESSAGE (subscription "*").
 // Each record must decode with a correct body CRC, belong to the queue, carry the next queue
 // offset (offsets are contiguous) and hold a self-consistent body.
-func relPullQueue(t testing.TB, c *relClient, topic string, queueID int32) []relRecord {
+func relPullQueue(t testing.TB, c *remotingtest.Conn, topic string, queueID int32) []relRecord {
 	t.Helper()
 	var out []relRecord
 	offset := int64(0)
 	for {
 		cmd := pullCmd("RelVerifyGroup", topic, queueID, offset, 32, codec.PullSysFlagSubscription, 0, "*")
-		resp := c.mustCall(t, cmd)
+		resp := c.Call(cmd)
 		var h codec.PullMessageResponseHeader
 		require.NoError(t, h.Decode(resp.ExtFields), "pull %s/%d@%d: code %d %s", topic, queueID, offset, resp.Code, resp.Remark)
 		require.Zero(t, h.MinOffset, "pull %s/%d: min offset (nothing is deleted in these tests)", topic, queueID)
@@ -438,7 +293,7 @@ func relPullQueue(t testing.TB, c *relClient, topic string, queueID int32) []rel
 // relVerifyAcks reads back every queue that acks name and checks that each acknowledged
 // send is stored at its queue offset and CommitLog offset with its exact body. It returns
 // the number of records read (acknowledged or not).
-func relVerifyAcks(t testing.TB, c *relClient, topics []string, queues int32, acks []relAck) (records int) {
+func relVerifyAcks(t testing.TB, c *remotingtest.Conn, topics []string, queues int32, acks []relAck) (records int) {
 	t.Helper()
 	byQueue := map[string][]relRecord{}
 	for _, topic := range topics {
@@ -471,7 +326,7 @@ func relVerifyAcks(t testing.TB, c *relClient, topics []string, queues int32, ac
 }
 
 // relStoredKeys reads the queues back (with relPullQueue's checks) and returns the keys stored.
-func relStoredKeys(t testing.TB, c *relClient, topics []string, queues int32) map[string]bool {
+func relStoredKeys(t testing.TB, c *remotingtest.Conn, topics []string, queues int32) map[string]bool {
 	t.Helper()
 	out := map[string]bool{}
 	for _, topic := range topics {
@@ -486,15 +341,15 @@ func relStoredKeys(t testing.TB, c *relClient, topics []string, queues int32) ma
 
 // relVerifyIndex finds each acknowledged send through QUERY_MESSAGE by its key (the
 // IndexFile), with up to 64 queries in flight.
-func relVerifyIndex(t testing.TB, c *relClient, acks []relAck) {
+func relVerifyIndex(t testing.TB, c *remotingtest.Conn, acks []relAck) {
 	t.Helper()
 	type q struct {
-		a  relAck
-		ch <-chan *codec.RemotingCommand
+		a      relAck
+		opaque int32
 	}
 	var inflight []q
 	check := func(x q) {
-		resp, err := c.wait(x.ch, 30*time.Second)
+		resp, err := c.TryAwait(x.opaque, 30*time.Second)
 		require.NoError(t, err)
 		require.Equal(t, int32(codec.ResponseSuccess), resp.Code, "query %s: %s", x.a.key, resp.Remark)
 		body := resp.Body
@@ -509,9 +364,9 @@ func relVerifyIndex(t testing.TB, c *relClient, acks []relAck) {
 		require.Equal(t, 1, found, "query %s", x.a.key)
 	}
 	for _, a := range acks {
-		ch, err := c.start(queryCmd(a.topic, a.key, 32, false))
+		opaque, err := c.TryRequest(queryCmd(a.topic, a.key, 32, false))
 		require.NoError(t, err)
-		inflight = append(inflight, q{a, ch})
+		inflight = append(inflight, q{a, opaque})
 		if len(inflight) == 64 {
 			for _, x := range inflight {
 				check(x)
@@ -594,13 +449,13 @@ func relCheckStoreFiles(t testing.TB, root string, commitLogFileBytes int64, wan
 }
 
 // relQueueCounts asks GET_MAX_OFFSET for each queue: "topic/q" → entries, for relCheckStoreFiles.
-func relQueueCounts(t testing.TB, c *relClient, topics []string, queues int32) map[string]int {
+func relQueueCounts(t testing.TB, c *remotingtest.Conn, topics []string, queues int32) map[string]int {
 	t.Helper()
 	out := map[string]int{}
 	for _, topic := range topics {
 		for q := range queues {
 			ext := map[string]string{"topic": topic, "queueId": strconv.Itoa(int(q))}
-			resp := c.mustCall(t, codec.NewRequest(codec.RequestGetMaxOffset, ext, nil))
+			resp := c.Call(codec.NewRequest(codec.RequestGetMaxOffset, ext, nil))
 			require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
 			n, err := strconv.Atoi(resp.ExtFields["offset"])
 			require.NoError(t, err)
@@ -612,9 +467,9 @@ func relQueueCounts(t testing.TB, c *relClient, topics []string, queues int32) m
 
 // relCreateTopic creates a topic with UPDATE_AND_CREATE_TOPIC (written to topics.json
 // before the answer).
-func relCreateTopic(t testing.TB, c *relClient, topic string, queues int) {
+func relCreateTopic(t testing.TB, c *remotingtest.Conn, topic string, queues int) {
 	t.Helper()
-	resp := c.mustCall(t, codec.NewRequest(codec.RequestUpdateAndCreateTopic, createTopicExt(topic, queues), nil))
+	resp := c.Call(codec.NewRequest(codec.RequestUpdateAndCreateTopic, createTopicExt(topic, queues), nil))
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
 }
 
@@ -698,10 +553,4 @@ func relPercentile(ds []time.Duration, p float64) time.Duration {
 	slices.Sort(ds)
 	i := int(float64(len(ds)-1) * p / 100)
 	return ds[i]
-}
-
-// relEventually polls cond every few milliseconds until it holds or timeout passes.
-func relEventually(t testing.TB, timeout time.Duration, cond func() bool, msg string, args ...any) {
-	t.Helper()
-	require.Eventually(t, cond, timeout, 5*time.Millisecond, append([]any{msg}, args...)...)
 }

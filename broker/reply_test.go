@@ -9,6 +9,7 @@ import (
 
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/remotingtest"
 )
 
 const replyTopic = "TestCluster" + metadata.ReplyTopicSuffix
@@ -42,9 +43,9 @@ func TestReplyIsPushedToTheRequester(t *testing.T) {
 			db := startDataBroker(t, dataBrokerOptions{})
 			requester := dialPeer(t, db.addr, answering(codec.ResponseSuccess))
 			requester.heartbeatProducer("10.0.0.9@req", "PG-req")
-			replier := dialRaw(t, db.addr)
+			replier := remotingtest.Dial(t, db.addr)
 
-			resp := replier.call(replyCmd("10.0.0.9@req", "corr-1", []byte("answer"), v2))
+			resp := replier.Call(replyCmd("10.0.0.9@req", "corr-1", []byte("answer"), v2))
 			requireResponse(t, resp, codec.ResponseSuccess, "")
 			var h codec.SendMessageResponseHeader
 			require.NoError(t, h.Decode(resp.ExtFields))
@@ -71,7 +72,7 @@ func TestReplyIsPushedToTheRequester(t *testing.T) {
 			require.Equal(t, "3", ext["flag"])
 			require.Equal(t, "1700000000123", ext["bornTimestamp"])
 			require.Equal(t, db.b.BrokerAddr(), ext["storeHost"])
-			require.Equal(t, replier.conn.LocalAddr().String(), ext["bornHost"])
+			require.Equal(t, replier.NetConn().LocalAddr().String(), ext["bornHost"])
 			storeTs, err := strconv.ParseInt(ext["storeTimestamp"], 10, 64)
 			require.NoError(t, err)
 			require.InDelta(t, time.Now().UnixMilli(), storeTs, 10_000)
@@ -86,30 +87,30 @@ func TestReplyFailures(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{})
 	refusing := dialPeer(t, db.addr, answering(codec.ResponseSystemError))
 	refusing.heartbeatProducer("10.0.0.9@refuses", "PG-req")
-	replier := dialRaw(t, db.addr)
+	replier := remotingtest.Dial(t, db.addr)
 
 	// Nobody with that client id: stored, not pushed.
-	resp := replier.call(replyCmd("10.0.0.9@gone", "c1", []byte("lost"), false))
+	resp := replier.Call(replyCmd("10.0.0.9@gone", "c1", []byte("lost"), false))
 	requireResponse(t, resp, codec.ResponseSystemError, "push reply message fail, channel of <10.0.0.9@gone> not found.")
 	require.Equal(t, "lost", string(viewRecord(t, replier, offsetOf(t, resp.ExtFields["msgId"])).Body))
 
 	// The requester refuses the push.
-	resp = replier.call(replyCmd("10.0.0.9@refuses", "c2", []byte("refused"), false))
+	resp = replier.Call(replyCmd("10.0.0.9@refuses", "c2", []byte("refused"), false))
 	requireResponse(t, resp, codec.ResponseSystemError, "push reply message to 10.0.0.9@refusesfail.")
 	require.Len(t, refusing.requests(codec.RequestPushReplyMessageToClient), 1)
 
 	// No REPLY_TO_CLIENT.
 	cmd := replyCmd("x", "c3", []byte("b"), false)
 	cmd.ExtFields["properties"] = props("CORRELATION_ID", "c3")
-	requireResponse(t, replier.call(cmd), codec.ResponseSystemError, "reply message properties[REPLY_TO_CLIENT] is null")
+	requireResponse(t, replier.Call(cmd), codec.ResponseSystemError, "reply message properties[REPLY_TO_CLIENT] is null")
 
 	// The send checks apply.
 	cmd = replyCmd("x", "c4", []byte("b"), false)
 	cmd.ExtFields["topic"] = metadata.ScheduleTopic
-	requireResponse(t, replier.call(cmd), codec.ResponseNoPermission, "Sending message to topic[SCHEDULE_TOPIC_XXXX] is forbidden.")
+	requireResponse(t, replier.Call(cmd), codec.ResponseNoPermission, "Sending message to topic[SCHEDULE_TOPIC_XXXX] is forbidden.")
 	cmd = replyCmd("x", "c5", []byte("b"), false)
 	delete(cmd.ExtFields, "bornTimestamp")
-	requireResponse(t, replier.call(cmd), codec.ResponseSystemError, "the custom field <bornTimestamp> is null")
+	requireResponse(t, replier.Call(cmd), codec.ResponseSystemError, "the custom field <bornTimestamp> is null")
 }
 
 // The Go client's consumer.CreateReplyMessage puts the body into the properties and sends
@@ -118,9 +119,9 @@ func TestReplyWithoutBodyIsPushedNotStored(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{})
 	requester := dialPeer(t, db.addr, answering(codec.ResponseSuccess))
 	requester.heartbeatProducer("10.0.0.9@req", "PG-req")
-	replier := dialRaw(t, db.addr)
+	replier := remotingtest.Dial(t, db.addr)
 	max0 := db.b.store.MaxPhyOffset()
-	resp := replier.call(replyCmd("10.0.0.9@req", "c", nil, false))
+	resp := replier.Call(replyCmd("10.0.0.9@req", "c", nil, false))
 	requireResponse(t, resp, codec.ResponseSuccess, "")
 	require.Equal(t, "0", resp.ExtFields["msgId"])
 	require.Len(t, requester.requests(codec.RequestPushReplyMessageToClient), 1)

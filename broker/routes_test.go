@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/remotingtest"
 )
 
 // TestRouteTable pins where every request code runs and what the ACL asks of it: a change of
@@ -108,9 +109,9 @@ func TestIndexRoutesRefusesMismatchedRoutes(t *testing.T) {
 // unknown one.
 func TestNotServedCodeIsRefused(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{})
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 	for _, code := range []codec.RequestCode{codec.RequestUpdateBrokerConfig, 9997} {
-		resp := c.call(codec.NewRequest(code, nil, nil))
+		resp := c.Call(codec.NewRequest(code, nil, nil))
 		require.Equal(t, int32(codec.ResponseRequestCodeNotSupported), resp.Code)
 		require.Equal(t, fmt.Sprintf(" request type %d not supported", code), resp.Remark)
 	}

@@ -14,29 +14,31 @@ import (
 
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/store"
 )
 
 func TestSendMissingOrBadHeaderField(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{})
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 
 	cmd := sendV1("TopicA", 0, []byte("x"), "")
 	delete(cmd.ExtFields, "topic")
-	resp := c.call(cmd)
+	resp := c.Call(cmd)
 	require.Equal(t, int32(codec.ResponseSystemError), resp.Code)
 	require.Equal(t, "the custom field <topic> is null", resp.Remark)
 	require.Empty(t, resp.ExtFields)
 
 	cmd = sendV2("TopicA", 0, []byte("x"), "")
 	delete(cmd.ExtFields, "e")
-	resp = c.call(cmd)
+	resp = c.Call(cmd)
 	require.Equal(t, int32(codec.ResponseSystemError), resp.Code)
 	require.Equal(t, "the custom field <e> is null", resp.Remark)
 
 	cmd = sendV1("TopicA", 0, []byte("x"), "")
 	cmd.ExtFields["queueId"] = "abc"
-	resp = c.call(cmd)
+	resp = c.Call(cmd)
 	require.Equal(t, int32(codec.ResponseSystemError), resp.Code)
 	require.Equal(t, `the custom field <queueId> has a bad value: "abc"`, resp.Remark)
 
@@ -47,8 +49,8 @@ func TestSendMissingOrBadHeaderField(t *testing.T) {
 
 func TestSendUnknownTopicWithAutoCreateOff(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{mutate: func(c *Config) { c.AutoCreateTopicEnable = false }})
-	c := dialRaw(t, db.addr)
-	resp := c.call(sendV1("NoSuchTopic", 0, []byte("x"), ""))
+	c := remotingtest.Dial(t, db.addr)
+	resp := c.Call(sendV1("NoSuchTopic", 0, []byte("x"), ""))
 	require.Equal(t, int32(codec.ResponseTopicNotExist), resp.Code)
 	require.Equal(t, "topic[NoSuchTopic] not exist, apply first please!", resp.Remark)
 	require.Equal(t, defaultRegionID, resp.ExtFields["MSG_REGION"])
@@ -59,17 +61,17 @@ func TestSendUnknownTopicWithAutoCreateOff(t *testing.T) {
 
 func TestSendTopicChecks(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{})
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 
-	resp := c.call(sendV1("bad topic!", 0, []byte("x"), ""))
+	resp := c.Call(sendV1("bad topic!", 0, []byte("x"), ""))
 	require.Equal(t, int32(codec.ResponseSystemError), resp.Code)
 	require.Equal(t, metadata.ValidateTopicName("bad topic!"), resp.Remark)
 
-	resp = c.call(sendV1(strings.Repeat("t", 128), 0, []byte("x"), ""))
+	resp = c.Call(sendV1(strings.Repeat("t", 128), 0, []byte("x"), ""))
 	require.Equal(t, int32(codec.ResponseSystemError), resp.Code)
 	require.Equal(t, "The specified topic is longer than topic max length.", resp.Remark)
 
-	resp = c.call(sendV1(metadata.ScheduleTopic, 0, []byte("x"), ""))
+	resp = c.Call(sendV1(metadata.ScheduleTopic, 0, []byte("x"), ""))
 	require.Equal(t, int32(codec.ResponseNoPermission), resp.Code)
 	require.Equal(t, "Sending message to topic[SCHEDULE_TOPIC_XXXX] is forbidden.", resp.Remark)
 
@@ -77,25 +79,25 @@ func TestSendTopicChecks(t *testing.T) {
 	tc := codec.NewTopicConfig("ReadOnly")
 	tc.ReadQueueNums, tc.WriteQueueNums, tc.Perm = 2, 2, metadata.PermRead
 	require.NoError(t, db.b.topics.Update(tc))
-	resp = c.call(sendV1("ReadOnly", 0, []byte("x"), ""))
+	resp = c.Call(sendV1("ReadOnly", 0, []byte("x"), ""))
 	require.Equal(t, int32(codec.ResponseNoPermission), resp.Code)
 	require.Equal(t, "the topic[ReadOnly] sending message is forbidden", resp.Remark)
 }
 
 func TestSendBrokerNotWritable(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{mutate: func(c *Config) { c.BrokerPermission = int(metadata.PermRead) }})
-	c := dialRaw(t, db.addr)
-	resp := c.call(sendV1("TopicA", 0, []byte("x"), ""))
+	c := remotingtest.Dial(t, db.addr)
+	resp := c.Call(sendV1("TopicA", 0, []byte("x"), ""))
 	require.Equal(t, int32(codec.ResponseNoPermission), resp.Code)
 	require.Equal(t, "the broker[127.0.0.1] sending message is forbidden", resp.Remark)
 }
 
 func TestSendQueueIDOutOfRange(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{})
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 	// Auto-created with min(client 4, TBW102's 8) = 4 queues.
 	sendOK(t, c, sendV1("TopicQ", 3, []byte("x"), ""))
-	resp := c.call(sendV1("TopicQ", 4, []byte("x"), ""))
+	resp := c.Call(sendV1("TopicQ", 4, []byte("x"), ""))
 	require.Equal(t, int32(codec.ResponseSystemError), resp.Code)
 	require.True(t, strings.HasPrefix(resp.Remark, "request queueId[4] is illegal, TopicConfig [topicName=TopicQ, readQueueNums=4, writeQueueNums=4"),
 		resp.Remark)
@@ -109,19 +111,19 @@ func TestSendQueueIDOutOfRange(t *testing.T) {
 
 func TestSendOversizedBodyAnswersFastAndKeepsConnection(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{mutate: func(c *Config) { c.MaxMessageSize = 64 << 10 }})
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 	begin := time.Now()
-	resp := c.call(sendV1("TopicA", 0, bytes.Repeat([]byte("b"), 64<<10+1), ""))
+	resp := c.Call(sendV1("TopicA", 0, bytes.Repeat([]byte("b"), 64<<10+1), ""))
 	require.Less(t, time.Since(begin), 2*time.Second) // the Go client's send timeout is 3 s
 	require.Equal(t, int32(codec.ResponseMessageIllegal), resp.Code)
 	require.Equal(t, "the message is illegal, maybe msg body or properties length not matched. "+
 		"msg body length limit 65536B, msg properties length limit 32KB.", resp.Remark)
 
 	// Properties over 32767 bytes are refused the same way.
-	resp = c.call(sendV1("TopicA", 0, []byte("x"), props("KEYS", strings.Repeat("k", 32768))))
+	resp = c.Call(sendV1("TopicA", 0, []byte("x"), props("KEYS", strings.Repeat("k", 32768))))
 	require.Equal(t, int32(codec.ResponseMessageIllegal), resp.Code)
 
-	resp = c.call(sendV1("TopicA", 0, nil, ""))
+	resp = c.Call(sendV1("TopicA", 0, nil, ""))
 	require.Equal(t, int32(codec.ResponseMessageIllegal), resp.Code)
 	require.Equal(t, "the message body is empty", resp.Remark)
 
@@ -132,14 +134,14 @@ func TestSendOversizedBodyAnswersFastAndKeepsConnection(t *testing.T) {
 
 func TestSendStoresRecordAsJavaBrokerDoes(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{})
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 
 	// A client sysFlag with host, inner-batch and unknown bits set: all masked away.
 	cmd := sendV1("TopicR", 1, []byte("hello"), props("TAGS", "TagA", "KEYS", "k1 k2", "WAIT", "true", "u", "v"))
 	cmd.ExtFields["sysFlag"] = strconv.Itoa(0x10 | 0x20 | 0x40 | 0x80 | 0x800 | 0x1000)
 	cmd.ExtFields["flag"] = "77"
 	cmd.ExtFields["reconsumeTimes"] = "2"
-	resp := c.call(cmd)
+	resp := c.Call(cmd)
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
 	require.Empty(t, resp.Remark)
 	require.Equal(t, defaultRegionID, resp.ExtFields["MSG_REGION"])
@@ -189,14 +191,14 @@ func TestSendMultiTagTopicSetsSysFlag(t *testing.T) {
 	tc := codec.NewTopicConfig("Multi")
 	tc.ReadQueueNums, tc.WriteQueueNums, tc.TopicFilterType = 1, 1, codec.TopicFilterMultiTag
 	require.NoError(t, db.b.topics.Update(tc))
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 	h := sendOK(t, c, sendV1("Multi", 0, []byte("x"), ""))
 	require.Equal(t, codec.SysFlagMultiTags, viewRecord(t, c, offsetOf(t, h.MsgID)).SysFlag)
 }
 
 func TestSendBatch(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{})
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 	h := sendOK(t, c, sendBatch("TopicB", 2,
 		[2]string{"b1", props("TAGS", "x")}, [2]string{"b2", ""}, [2]string{"b3", "KEYS\x01k"}))
 	require.Equal(t, int32(2), h.QueueID)
@@ -224,22 +226,22 @@ func TestSendBatch(t *testing.T) {
 	// Refusals.
 	bad := sendBatch("TopicB", 2, [2]string{"b1", ""})
 	bad.Body = bad.Body[:len(bad.Body)-1]
-	resp := c.call(bad)
+	resp := c.Call(bad)
 	require.Equal(t, int32(codec.ResponseMessageIllegal), resp.Code)
 	require.True(t, strings.HasPrefix(resp.Remark, "bad batch body: "), resp.Remark)
-	resp = c.call(sendBatch("%RETRY%G", 0, [2]string{"b1", ""}))
+	resp = c.Call(sendBatch("%RETRY%G", 0, [2]string{"b1", ""}))
 	require.Equal(t, int32(codec.ResponseMessageIllegal), resp.Code)
 	require.Equal(t, "batch request does not support retry group %RETRY%G", resp.Remark)
 	tx := sendBatch("TopicB", 2, [2]string{"b1", ""})
 	tx.ExtFields["f"] = strconv.Itoa(int(codec.SysFlagTransactionPrepare))
-	resp = c.call(tx)
+	resp = c.Call(tx)
 	require.Equal(t, int32(codec.ResponseMessageIllegal), resp.Code)
 	require.Equal(t, "batch message does not support transaction", resp.Remark)
 }
 
 func TestSendDelayLevelGoesToScheduleTopic(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{})
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 	h := sendOK(t, c, sendV1("TopicD", 1, []byte("later"), props("DELAY", "3", "TAGS", "t")))
 	require.Equal(t, int32(1), h.QueueID, "the answer names the addressed queue")
 	rec := viewRecord(t, c, offsetOf(t, h.MsgID))
@@ -259,13 +261,13 @@ func TestSendDelayLevelGoesToScheduleTopic(t *testing.T) {
 	require.Equal(t, int32(17), rec.QueueID)
 	require.Equal(t, "18", codec.DecodeProperties(rec.Properties)["DELAY"])
 
-	resp := c.call(sendV1("TopicD", 0, []byte("x"), props("DELAY", "soon")))
+	resp := c.Call(sendV1("TopicD", 0, []byte("x"), props("DELAY", "soon")))
 	require.Equal(t, int32(codec.ResponseMessageIllegal), resp.Code)
 }
 
 func TestSendTransactionHalfMessage(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{})
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 	cmd := sendV1("TopicT", 2, []byte("half"), props("TRAN_MSG", "true", "PGROUP", "PG", "UNIQ_KEY", "ABCDEF"))
 	cmd.ExtFields["sysFlag"] = strconv.Itoa(int(codec.SysFlagTransactionPrepare))
 	h := sendOK(t, c, cmd)
@@ -282,15 +284,15 @@ func TestSendTransactionHalfMessage(t *testing.T) {
 	require.Equal(t, int64(0), db.b.store.GetMaxOffsetInQueue("TopicT", 2))
 
 	db2 := startDataBroker(t, dataBrokerOptions{mutate: func(c *Config) { c.RejectTransactionMessage = true }})
-	c2 := dialRaw(t, db2.addr)
-	resp := c2.call(sendV1("TopicT", 0, []byte("half"), props("TRAN_MSG", "true")))
+	c2 := remotingtest.Dial(t, db2.addr)
+	resp := c2.Call(sendV1("TopicT", 0, []byte("half"), props("TRAN_MSG", "true")))
 	require.Equal(t, int32(codec.ResponseNoPermission), resp.Code)
 	require.Equal(t, "the broker[127.0.0.1] sending transaction message is forbidden", resp.Remark)
 }
 
 func TestSendRetryTopicPastMaxGoesToDLQ(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{})
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 	// Below the limit: stays in the retry topic (auto-created with one queue).
 	cmd := sendV1("%RETRY%G1", 0, []byte("r"), "")
 	cmd.ExtFields["reconsumeTimes"] = "3"
@@ -361,39 +363,37 @@ func TestSendSyncFlushRepliesOnlyAfterDurable(t *testing.T) {
 			return gate
 		},
 	})
-	c := dialRaw(t, db.addr)
-	_, sent := c.send(sendV1("TopicS", 0, []byte("durable"), ""))
-	require.Eventually(t, func() bool { return gate.waiting() == 1 }, 5*time.Second, time.Millisecond)
+	c := remotingtest.Dial(t, db.addr)
+	sent := c.Request(sendV1("TopicS", 0, []byte("durable"), ""))
+	testutil.Eventually(t, "the send waiting for its flush", func() bool { return gate.waiting() == 1 })
 	// A later request on the same connection is answered; the send is not (responses of one
 	// connection leave in order, so an early send answer would have come first).
-	other := c.call(codec.NewRequest(codec.RequestGetMaxOffset, map[string]string{"topic": "TopicS", "queueId": "0"}, nil))
+	other := c.Call(codec.NewRequest(codec.RequestGetMaxOffset, map[string]string{"topic": "TopicS", "queueId": "0"}, nil))
 	require.Equal(t, int32(codec.ResponseSuccess), other.Code)
 	require.Equal(t, "1", other.ExtFields["offset"], "stored before durable")
-	select {
-	case resp := <-sent:
+	if resp, err := c.TryAwait(sent, time.Millisecond); err == nil { // what has arrived by now
 		t.Fatalf("send answered before its data was durable: %+v", resp)
-	default:
 	}
 	gate.release(nil)
-	resp := c.await(sent, 5*time.Second)
+	resp := c.Await(sent)
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code)
 	require.NotEmpty(t, resp.ExtFields["msgId"])
 
 	// A flush timeout answers FLUSH_DISK_TIMEOUT with the full header (stored, not durable).
-	_, sent = c.send(sendV1("TopicS", 0, []byte("late"), ""))
-	require.Eventually(t, func() bool { return gate.waiting() == 1 }, 5*time.Second, time.Millisecond)
+	sent = c.Request(sendV1("TopicS", 0, []byte("late"), ""))
+	testutil.Eventually(t, "the send waiting for its flush", func() bool { return gate.waiting() == 1 })
 	gate.release(fmt.Errorf("group commit: %w", store.ErrFlushTimeout))
-	resp = c.await(sent, 5*time.Second)
+	resp = c.Await(sent)
 	require.Equal(t, int32(codec.ResponseFlushDiskTimeout), resp.Code)
 	var h codec.SendMessageResponseHeader
 	require.NoError(t, h.Decode(resp.ExtFields))
 	require.Equal(t, int64(1), h.QueueOffset)
 
 	// A full group-commit queue answers SYSTEM_BUSY.
-	_, sent = c.send(sendV1("TopicS", 0, []byte("busy"), ""))
-	require.Eventually(t, func() bool { return gate.waiting() == 1 }, 5*time.Second, time.Millisecond)
+	sent = c.Request(sendV1("TopicS", 0, []byte("busy"), ""))
+	testutil.Eventually(t, "the send waiting for its flush", func() bool { return gate.waiting() == 1 })
 	gate.release(store.ErrFlushQueueFull)
-	resp = c.await(sent, 5*time.Second)
+	resp = c.Await(sent)
 	require.Equal(t, int32(codec.ResponseSystemBusy), resp.Code)
 	require.Equal(t, remarkFlushQueueFull, resp.Remark)
 
@@ -406,7 +406,7 @@ func TestSendSyncFlushFileStoreIsDurableWhenAnswered(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{fileStore: true, mutate: func(c *Config) { c.FlushDiskType = "SYNC_FLUSH" }})
 	fs, ok := db.b.store.(*store.Store)
 	require.True(t, ok)
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 	for i := range 5 {
 		h := sendOK(t, c, sendV1("TopicS", 0, []byte("durable "+strconv.Itoa(i)), ""))
 		rec := viewRecord(t, c, offsetOf(t, h.MsgID))
@@ -420,9 +420,9 @@ func TestSendPageCacheBusyAnswersSystemBusy(t *testing.T) {
 		gate = &gatedStore{MessageStore: s}
 		return gate
 	}})
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 	gate.busy.Store(true)
-	resp := c.call(sendV1("TopicA", 0, []byte("x"), ""))
+	resp := c.Call(sendV1("TopicA", 0, []byte("x"), ""))
 	require.Equal(t, int32(codec.ResponseSystemBusy), resp.Code)
 	require.Equal(t, "[PC_SYNCHRONIZED]broker busy, start flow control for a while", resp.Remark)
 	require.Equal(t, int64(0), db.b.store.GetMaxOffsetInQueue("TopicA", 0))

@@ -1,14 +1,16 @@
 package broker
 
 import (
+	"fmt"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // sendBackCmd is CONSUMER_SEND_MSG_BACK as the Go push consumer sends it.
@@ -28,8 +30,8 @@ func sendBackCmd(offset int64, group string, delayLevel int32, maxReconsume *int
 // waitQueue waits until a queue holds n entries.
 func waitQueue(t testing.TB, b *Broker, topic string, queueID int32, n int64) {
 	t.Helper()
-	require.Eventually(t, func() bool { return b.store.GetMaxOffsetInQueue(topic, queueID) == n },
-		5*time.Second, time.Millisecond, "%s/%d holds %d", topic, queueID, n)
+	testutil.Eventually(t, fmt.Sprintf("%s/%d holds %d", topic, queueID, n),
+		func() bool { return b.store.GetMaxOffsetInQueue(topic, queueID) == n })
 }
 
 func int32p(v int32) *int32 { return &v }
@@ -43,11 +45,11 @@ func onlyRecord(t testing.TB, db *dataBroker, topic string, queueID int32) codec
 
 func TestSendBackRetriesThroughTheScheduleQueue(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{})
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 	h := sendOK(t, c, sendV1("TopicB", 1, []byte("fails"), props("KEYS", "kb", "UNIQ_KEY", "UB", "TAGS", "t")))
 	orig := offsetOf(t, h.MsgID)
 
-	requireResponse(t, c.call(sendBackCmd(orig, "GB", 0, nil)), codec.ResponseSuccess, "")
+	requireResponse(t, c.Call(sendBackCmd(orig, "GB", 0, nil)), codec.ResponseSuccess, "")
 	tc, ok := db.b.topics.Get("%RETRY%GB")
 	require.True(t, ok, "the retry topic is created on demand")
 	require.Equal(t, int32(1), tc.WriteQueueNums)
@@ -67,7 +69,7 @@ func TestSendBackRetriesThroughTheScheduleQueue(t *testing.T) {
 		"ORIGIN_MESSAGE_ID", h.MsgID))
 	cmd.ExtFields["reconsumeTimes"] = "1"
 	retry := sendOK(t, c, cmd)
-	requireResponse(t, c.call(sendBackCmd(offsetOf(t, retry.MsgID), "GB", 1, nil)), codec.ResponseSuccess, "")
+	requireResponse(t, c.Call(sendBackCmd(offsetOf(t, retry.MsgID), "GB", 1, nil)), codec.ResponseSuccess, "")
 	r = onlyRecord(t, db, metadata.ScheduleTopic, 0)
 	p := codec.DecodeProperties(r.Properties)
 	require.Equal(t, int32(2), r.ReconsumeTimes)
@@ -76,20 +78,20 @@ func TestSendBackRetriesThroughTheScheduleQueue(t *testing.T) {
 	require.Equal(t, "1", p["DELAY"])
 
 	// A level past the table is clamped to its last level (18).
-	requireResponse(t, c.call(sendBackCmd(orig, "GB", 99, nil)), codec.ResponseSuccess, "")
+	requireResponse(t, c.Call(sendBackCmd(orig, "GB", 99, nil)), codec.ResponseSuccess, "")
 	require.Equal(t, "18", codec.DecodeProperties(onlyRecord(t, db, metadata.ScheduleTopic, 17).Properties)["DELAY"])
 }
 
 func TestSendBackToDeadLetterQueue(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{})
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 	cmd := sendV1("%RETRY%GD", 0, []byte("poison"), props("RETRY_TOPIC", "TopicD", "ORIGIN_MESSAGE_ID", "FIRST"))
 	cmd.ExtFields["reconsumeTimes"] = "1"
 	h := sendOK(t, c, cmd)
 	off := offsetOf(t, h.MsgID)
 
 	// The request's maxReconsumeTimes (1) is reached: to %DLQ%GD, no delay.
-	requireResponse(t, c.call(sendBackCmd(off, "GD", 0, int32p(1))), codec.ResponseSuccess, "")
+	requireResponse(t, c.Call(sendBackCmd(off, "GD", 0, int32p(1))), codec.ResponseSuccess, "")
 	tc, ok := db.b.topics.Get("%DLQ%GD")
 	require.True(t, ok)
 	require.Equal(t, metadata.PermRead|metadata.PermWrite, tc.Perm, "readable: operators drain it")
@@ -105,42 +107,42 @@ func TestSendBackToDeadLetterQueue(t *testing.T) {
 
 	// delayLevel < 0: straight to the DLQ whatever the count.
 	h2 := sendOK(t, c, sendV1("TopicD", 0, []byte("now"), ""))
-	requireResponse(t, c.call(sendBackCmd(offsetOf(t, h2.MsgID), "GD", -1, nil)), codec.ResponseSuccess, "")
+	requireResponse(t, c.Call(sendBackCmd(offsetOf(t, h2.MsgID), "GD", -1, nil)), codec.ResponseSuccess, "")
 	require.Len(t, queueRecords(t, db.b.store, "%DLQ%GD", 0), 2)
 
 	// The group's retryMaxTimes when the request has none.
 	g := codec.NewSubscriptionGroupConfig("GE")
 	g.RetryMaxTimes = 1
 	require.NoError(t, db.b.subscriptions.Update(g))
-	requireResponse(t, c.call(sendBackCmd(off, "GE", 0, nil)), codec.ResponseSuccess, "")
+	requireResponse(t, c.Call(sendBackCmd(off, "GE", 0, nil)), codec.ResponseSuccess, "")
 	require.Len(t, queueRecords(t, db.b.store, "%DLQ%GE", 0), 1)
 }
 
 func TestSendBackErrors(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{mutate: func(c *Config) { c.AutoCreateSubscriptionGroup = false }})
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 	h := sendOK(t, c, sendV1("TopicX", 0, []byte("x"), ""))
 	off := offsetOf(t, h.MsgID)
 
-	requireResponse(t, c.call(sendBackCmd(off, "NoSuchGroup", 0, nil)),
+	requireResponse(t, c.Call(sendBackCmd(off, "NoSuchGroup", 0, nil)),
 		codec.ResponseSubscriptionGroupNotExist, "subscription group not exist, NoSuchGroup")
 	g := codec.NewSubscriptionGroupConfig("G0")
 	g.RetryQueueNums = 0
 	require.NoError(t, db.b.subscriptions.Update(g))
-	requireResponse(t, c.call(sendBackCmd(off, "G0", 0, nil)), codec.ResponseSuccess, "")
+	requireResponse(t, c.Call(sendBackCmd(off, "G0", 0, nil)), codec.ResponseSuccess, "")
 	_, ok := db.b.topics.Get("%RETRY%G0")
 	require.False(t, ok, "retryQueueNums 0: the message is dropped")
 
 	require.NoError(t, db.b.subscriptions.Update(codec.NewSubscriptionGroupConfig("G1")))
-	requireResponse(t, c.call(sendBackCmd(999999, "G1", 0, nil)), codec.ResponseSystemError,
+	requireResponse(t, c.Call(sendBackCmd(999999, "G1", 0, nil)), codec.ResponseSystemError,
 		"look message by offset failed, 999999")
-	requireResponse(t, c.call(sendBackCmd(off+3, "G1", 0, nil)), codec.ResponseSystemError,
+	requireResponse(t, c.Call(sendBackCmd(off+3, "G1", 0, nil)), codec.ResponseSystemError,
 		"look message by offset failed, "+strconv.FormatInt(off+3, 10))
 	cmd := sendBackCmd(off, "G1", 0, nil)
 	delete(cmd.ExtFields, "offset")
-	requireResponse(t, c.call(cmd), codec.ResponseSystemError, "the custom field <offset> is null")
+	requireResponse(t, c.Call(cmd), codec.ResponseSystemError, "the custom field <offset> is null")
 	require.Zero(t, db.b.store.GetMaxOffsetInQueue(metadata.ScheduleTopic, 2))
-	requireResponse(t, c.call(sendBackCmd(off, "G1", 0, nil)), codec.ResponseSuccess, "")
+	requireResponse(t, c.Call(sendBackCmd(off, "G1", 0, nil)), codec.ResponseSuccess, "")
 	require.Equal(t, int64(1), db.b.store.GetMaxOffsetInQueue(metadata.ScheduleTopic, 2))
 }
 
@@ -149,18 +151,18 @@ func TestSendBackColdRecordRunsOnThePool(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{fileStore: true, beforeRun: func(b *Broker) {
 		b.data.hotPullMaxBehindBytes = -1 // every record counts as cold
 	}})
-	c := dialRaw(t, db.addr)
+	c := remotingtest.Dial(t, db.addr)
 	h := sendOK(t, c, sendV1("TopicCold", 0, []byte("cold"), ""))
 	require.False(t, db.b.isHotOffset(offsetOf(t, h.MsgID)))
-	requireResponse(t, c.call(sendBackCmd(offsetOf(t, h.MsgID), "GC", 2, nil)), codec.ResponseSuccess, "")
+	requireResponse(t, c.Call(sendBackCmd(offsetOf(t, h.MsgID), "GC", 2, nil)), codec.ResponseSuccess, "")
 	waitQueue(t, db.b, metadata.ScheduleTopic, 1, 1) // the file store dispatches in the background
 	require.Equal(t, "cold", string(onlyRecord(t, db, metadata.ScheduleTopic, 1).Body))
 	// END_TRANSACTION takes the same path.
-	resp := c.call(sendHalfCmd("TopicCold", 0, "half", "PG", "UH"))
+	resp := c.Call(sendHalfCmd("TopicCold", 0, "half", "PG", "UH"))
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code)
 	var sh codec.SendMessageResponseHeader
 	require.NoError(t, sh.Decode(resp.ExtFields))
-	requireResponse(t, c.call(endTxCmd("PG", sh.QueueOffset, offsetOf(t, sh.MsgID), "UH",
+	requireResponse(t, c.Call(endTxCmd("PG", sh.QueueOffset, offsetOf(t, sh.MsgID), "UH",
 		codec.SysFlagTransactionCommit, false)), codec.ResponseSuccess, "")
 	waitQueue(t, db.b, "TopicCold", 0, 2)
 	require.Equal(t, []string{"cold", "half"}, bodies(queueRecords(t, db.b.store, "TopicCold", 0)))

@@ -13,6 +13,8 @@ import (
 
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // listenPortWithFreeNeighbours returns a free port p whose p − 2 (the fast port) and p + 1 (the HA
@@ -74,19 +76,19 @@ func TestSlaveSynchronizeCopiesTheMastersMetadata(t *testing.T) {
 	master.b.offsets.Commit("GroupBoth", "TopicSync", 0, 9)
 	slave.b.offsets.Commit("GroupBoth", "TopicSync", 2, 3) // replaced whole by the master's entry
 	slave.b.offsets.Commit("GroupLocal", "TopicSync", 0, 7)
-	c := dialRaw(t, master.BrokerAddr)
+	c := remotingtest.Dial(t, master.BrokerAddr)
 	sendOK(t, c, sendV1("TopicSync", 0, []byte("later"), props(codec.PropertyDelayTimeLevel, "1")))
-	require.Eventually(t, func() bool { return master.b.schedule.Offsets()[1] == 1 }, 20*time.Second, time.Millisecond,
-		"the master delivers the delayed message and moves level 1's cursor")
+	testutil.Eventually(t, "the master delivers the delayed message and moves level 1's cursor",
+		func() bool { return master.b.schedule.Offsets()[1] == 1 })
 
 	wantTopic, _ := master.b.topics.Get("TopicSync")
-	require.Eventually(t, func() bool {
+	testutil.Eventually(t, "the slave syncs every table", func() bool {
 		tc, ok := slave.b.topics.Get("TopicSync")
 		g, gok := slave.b.subscriptions.Get("GroupSync")
 		return ok && tc.ReadQueueNums == 3 && gok && g.RetryMaxTimes == 5 &&
 			slave.b.offsets.Query("GroupSync", "TopicSync", 1) == 42 &&
 			slave.b.schedule.Offsets()[1] == 1
-	}, 20*time.Second, time.Millisecond, "the slave syncs every table")
+	})
 
 	got, _ := slave.b.topics.Get("TopicSync")
 	require.Equal(t, wantTopic, got)
@@ -121,10 +123,10 @@ func TestSlaveSynchronizeCopiesTheMastersMetadata(t *testing.T) {
 	require.Equal(t, string(master.b.schedule.Encode(false)), string(data), "the master's answer, as it is")
 
 	// The fast port serves the same requests as listenPort.
-	want := c.call(codec.NewRequest(codec.RequestGetAllTopicConfig, nil, nil))
+	want := c.Call(codec.NewRequest(codec.RequestGetAllTopicConfig, nil, nil))
 	require.Equal(t, int32(codec.ResponseSuccess), want.Code, want.Remark)
-	fast := dialRaw(t, master.b.FastAddr())
-	resp := fast.call(codec.NewRequest(codec.RequestGetAllTopicConfig, nil, nil))
+	fast := remotingtest.Dial(t, master.b.FastAddr())
+	resp := fast.Call(codec.NewRequest(codec.RequestGetAllTopicConfig, nil, nil))
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
 	require.Equal(t, string(want.Body), string(resp.Body))
 }

@@ -290,8 +290,8 @@ func TestTransactionCheckBackAndCommitFromCheck(t *testing.T) {
 
 	clock.Advance(time.Millisecond)
 	tx.checkOnce()
-	require.Eventually(t, func() bool { return len(c.requests(codec.RequestCheckTransactionState)) == 1 },
-		5*time.Second, time.Millisecond)
+	testutil.Eventually(t, "one CHECK_TRANSACTION_STATE",
+		func() bool { return len(c.requests(codec.RequestCheckTransactionState)) == 1 })
 	check := c.requests(codec.RequestCheckTransactionState)[0]
 	ch := checkHeader(t, check)
 	halves := queueRecords(t, db.b.store, metadata.TransHalfTopic, 0)
@@ -313,8 +313,8 @@ func TestTransactionCheckBackAndCommitFromCheck(t *testing.T) {
 	// Not answered: checked again one run later, the count goes up.
 	clock.Advance(db.b.cfg.TransactionTimeOut)
 	tx.checkOnce()
-	require.Eventually(t, func() bool { return len(c.requests(codec.RequestCheckTransactionState)) == 2 },
-		5*time.Second, time.Millisecond)
+	testutil.Eventually(t, "two CHECK_TRANSACTION_STATE",
+		func() bool { return len(c.requests(codec.RequestCheckTransactionState)) == 2 })
 	ch = checkHeader(t, c.requests(codec.RequestCheckTransactionState)[1])
 	require.Equal(t, int64(2), ch.TranStateTableOffset)
 	halves = queueRecords(t, db.b.store, metadata.TransHalfTopic, 0)
@@ -342,8 +342,8 @@ func TestTransactionLateEndGoesToTheNewestCopy(t *testing.T) {
 	h := sendHalf(t, c, "TopicLate", 0, "slow", "PG", "UL")
 	clock.Advance(db.b.cfg.TransactionTimeOut)
 	db.b.tx.checkOnce() // copy at half offset 1, check sent
-	require.Eventually(t, func() bool { return len(c.requests(codec.RequestCheckTransactionState)) == 1 },
-		5*time.Second, time.Millisecond)
+	testutil.Eventually(t, "one CHECK_TRANSACTION_STATE",
+		func() bool { return len(c.requests(codec.RequestCheckTransactionState)) == 1 })
 
 	// The producer's own END for the first copy, slower than transactionTimeOut.
 	endTx(t, c, "PG", h, codec.SysFlagTransactionCommit)
@@ -372,8 +372,8 @@ func TestTransactionDiscardedAfterCheckMax(t *testing.T) {
 		clock.Advance(db.b.cfg.TransactionTimeOut)
 		db.b.tx.checkOnce()
 	}
-	require.Eventually(t, func() bool { return len(c.requests(codec.RequestCheckTransactionState)) == 2 },
-		5*time.Second, time.Millisecond)
+	testutil.Eventually(t, "two CHECK_TRANSACTION_STATE",
+		func() bool { return len(c.requests(codec.RequestCheckTransactionState)) == 2 })
 	kept := queueRecords(t, db.b.store, metadata.TransCheckMaxTimeTopic, 0)
 	require.Len(t, kept, 1)
 	require.Equal(t, "never answered", string(kept[0].Body))
@@ -412,13 +412,13 @@ func TestTransactionCheckImmunity(t *testing.T) {
 	clock.Advance(db.b.cfg.TransactionTimeOut)
 	db.b.tx.checkOnce()
 	// The immune half is put back unchecked; the one behind it is checked.
-	require.Eventually(t, func() bool { return len(c.requests(codec.RequestCheckTransactionState)) == 1 },
-		5*time.Second, time.Millisecond)
+	testutil.Eventually(t, "one CHECK_TRANSACTION_STATE",
+		func() bool { return len(c.requests(codec.RequestCheckTransactionState)) == 1 })
 	require.Equal(t, "UJ", checkHeader(t, c.requests(codec.RequestCheckTransactionState)[0]).MsgID)
 	clock.Advance(61 * time.Second)
 	db.b.tx.checkOnce()
-	require.Eventually(t, func() bool { return len(c.requests(codec.RequestCheckTransactionState)) == 3 },
-		5*time.Second, time.Millisecond)
+	testutil.Eventually(t, "three CHECK_TRANSACTION_STATE",
+		func() bool { return len(c.requests(codec.RequestCheckTransactionState)) == 3 })
 	var ids []string
 	for _, cmd := range c.requests(codec.RequestCheckTransactionState) {
 		ids = append(ids, checkHeader(t, cmd).MsgID)
@@ -446,11 +446,11 @@ func TestTransactionStateSurvivesRestart(t *testing.T) {
 	c.heartbeatProducer("10.0.0.1@p1", "PG")
 	endTx(t, c, "PG", hA, codec.SysFlagTransactionCommit) // a repeat after the restart
 	require.Equal(t, int64(1), tb.b.store.GetMaxOffsetInQueue("TopicRs", 0))
-	require.Eventually(t, func() bool { return tb.b.store.GetMaxOffsetInQueue(metadata.TransOpHalfTopic, 0) == 2 },
-		5*time.Second, time.Millisecond)
+	testutil.Eventually(t, "two op-half records",
+		func() bool { return tb.b.store.GetMaxOffsetInQueue(metadata.TransOpHalfTopic, 0) == 2 })
 	tb.b.tx.checkOnce()
-	require.Eventually(t, func() bool { return len(c.requests(codec.RequestCheckTransactionState)) == 1 },
-		5*time.Second, time.Millisecond, "C is still pending and gets checked")
+	testutil.Eventually(t, "C is still pending and gets checked",
+		func() bool { return len(c.requests(codec.RequestCheckTransactionState)) == 1 })
 	ch := checkHeader(t, c.requests(codec.RequestCheckTransactionState)[0])
 	require.Equal(t, "UC", ch.MsgID)
 	require.Equal(t, int64(3), ch.TranStateTableOffset)
@@ -461,8 +461,8 @@ func TestTransactionStateSurvivesRestart(t *testing.T) {
 	c = dialPeer(t, tb.BrokerAddr, nil)
 	requireResponse(t, c.call(endTxCmd("PG", ch.TranStateTableOffset, ch.CommitLogOffset, "UC",
 		codec.SysFlagTransactionCommit, true)), codec.ResponseSuccess, "")
-	require.Eventually(t, func() bool { return tb.b.store.GetMaxOffsetInQueue("TopicRs", 0) == 2 },
-		5*time.Second, time.Millisecond)
+	testutil.Eventually(t, "TopicRs/0 dispatched",
+		func() bool { return tb.b.store.GetMaxOffsetInQueue("TopicRs", 0) == 2 })
 	var got []string
 	for _, r := range queueRecords(t, tb.b.store, "TopicRs", 0) {
 		got = append(got, string(r.Body))
@@ -493,21 +493,21 @@ func TestEndTransactionInEveryStoreMode(t *testing.T) {
 
 			checked := sendHalf(t, c, "TopicTxModes", 0, "checked", "PG", "U3")
 			// The half must be dispatched and older than transactionTimeOut (1 ms) on the broker's clock.
-			require.Eventually(t, func() bool {
+			testutil.Eventually(t, "a CHECK_TRANSACTION_STATE for the half", func() bool {
 				if len(c.requests(codec.RequestCheckTransactionState)) > 0 {
 					return true
 				}
 				b.tx.checkOnce()
 				return false
-			}, 10*time.Second, 5*time.Millisecond)
+			})
 			ch := checkHeader(t, c.requests(codec.RequestCheckTransactionState)[0])
 			require.Equal(t, "U3", ch.TransactionID)
 			require.NotEqual(t, offsetOf(t, checked.MsgID), ch.CommitLogOffset, "the check names the copy just written")
 			requireResponse(t, c.call(endTxCmd("PG", ch.TranStateTableOffset, ch.CommitLogOffset, "U3",
 				codec.SysFlagTransactionCommit, true)), codec.ResponseSuccess, "")
 
-			require.Eventually(t, func() bool { return b.store.GetMaxOffsetInQueue("TopicTxModes", 0) == 2 },
-				10*time.Second, time.Millisecond, "both commits are visible once dispatched")
+			testutil.Eventually(t, "both commits are visible once dispatched",
+				func() bool { return b.store.GetMaxOffsetInQueue("TopicTxModes", 0) == 2 })
 			var bodies []string
 			for _, r := range queueRecords(t, b.store, "TopicTxModes", 0) {
 				bodies = append(bodies, string(r.Body))

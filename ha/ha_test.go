@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/flush"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // fast intervals for tests; the logic, not the wall clock, is what is checked.
@@ -70,11 +71,11 @@ func TestNewSlaveStartsAtTheMastersLastFile(t *testing.T) {
 	slave := newMemLog(testFileSize)
 	startClient(t, srv.Addr().String(), slave)
 	end := master.MaxPhyOffset()
-	waitFor(t, "the slave catches up", func() bool { return slave.MaxPhyOffset() == end })
+	testutil.Eventually(t, "the slave catches up", func() bool { return slave.MaxPhyOffset() == end })
 	lastFile := end - end%testFileSize
 	require.Equal(t, master.Bytes(lastFile, end), slave.Bytes(lastFile, end))
 	require.False(t, slave.hasFile(0), "no history older than the master's last file")
-	waitFor(t, "the acknowledgement", func() bool { return srv.AckedOffset() == end })
+	testutil.Eventually(t, "the acknowledgement", func() bool { return srv.AckedOffset() == end })
 
 	// Live: appends are streamed as they are published (Notify wakes the idle writer).
 	for i := 30; i < 90; i++ {
@@ -82,9 +83,9 @@ func TestNewSlaveStartsAtTheMastersLastFile(t *testing.T) {
 		srv.Notify()
 	}
 	end = master.MaxPhyOffset()
-	waitFor(t, "the slave follows", func() bool { return slave.MaxPhyOffset() == end })
+	testutil.Eventually(t, "the slave follows", func() bool { return slave.MaxPhyOffset() == end })
 	require.Equal(t, master.Bytes(lastFile, end), slave.Bytes(lastFile, end))
-	waitFor(t, "the acknowledgement", func() bool { return srv.AckedOffset() == end })
+	testutil.Eventually(t, "the acknowledgement", func() bool { return srv.AckedOffset() == end })
 }
 
 // A slave with part of the master's CommitLog resumes from its own end, across files, byte for byte.
@@ -100,7 +101,7 @@ func TestSlaveResumesFromItsEnd(t *testing.T) {
 	srv := startServer(t, master)
 	startClient(t, srv.Addr().String(), slave)
 	end := master.MaxPhyOffset()
-	waitFor(t, "the slave catches up", func() bool { return slave.MaxPhyOffset() == end })
+	testutil.Eventually(t, "the slave catches up", func() bool { return slave.MaxPhyOffset() == end })
 	require.Equal(t, master.Bytes(0, end), slave.Bytes(0, end))
 }
 
@@ -114,7 +115,7 @@ func TestMismatchedOffsetsCloseTheConnection(t *testing.T) {
 		slave := newMemLog(testFileSize)
 		require.NoError(t, slave.AppendReplica(0, 200, bytes.NewReader(make([]byte, 200))))
 		c := startClient(t, srv.Addr().String(), slave)
-		waitFor(t, "reconnects", func() bool { return c.Connects() >= 3 })
+		testutil.Eventually(t, "reconnects", func() bool { return c.Connects() >= 3 })
 		require.Equal(t, int64(200), slave.MaxPhyOffset(), "nothing appended")
 		require.Zero(t, srv.AckedOffset(), "a report past the master's end is refused")
 	})
@@ -163,9 +164,9 @@ func TestHeartbeatsBothWays(t *testing.T) {
 	srv := startServer(t, master)
 	slave := newMemLog(testFileSize)
 	c := startClient(t, srv.Addr().String(), slave)
-	waitFor(t, "caught up", func() bool { return slave.MaxPhyOffset() == 100 })
+	testutil.Eventually(t, "caught up", func() bool { return slave.MaxPhyOffset() == 100 })
 	frames := c.Frames()
-	waitFor(t, "heartbeat frames", func() bool { return c.Frames() >= frames+3 })
+	testutil.Eventually(t, "heartbeat frames", func() bool { return c.Frames() >= frames+3 })
 	require.Equal(t, int64(100), slave.MaxPhyOffset())
 	require.Equal(t, int64(1), c.Connects(), "heartbeats keep the one connection")
 }
@@ -183,7 +184,7 @@ func (w *waitResult) FlushDone(err error) {
 
 func (w *waitResult) result(t *testing.T) error {
 	t.Helper()
-	waitFor(t, "the waiter", w.done.Load)
+	testutil.Eventually(t, "the waiter", w.done.Load)
 	return *w.err.Load()
 }
 
@@ -208,7 +209,7 @@ func TestReplicasWait(t *testing.T) {
 	slave := newMemLog(testFileSize)
 	slave.block = make(chan struct{})
 	startClient(t, srv.Addr().String(), slave)
-	waitFor(t, "the slave connected", func() bool { return srv.SlaveCount() == 1 })
+	testutil.Eventually(t, "the slave connected", func() bool { return srv.SlaveCount() == 1 })
 
 	// The slave is stuck appending: the wait times out.
 	w = &waitResult{}
@@ -224,7 +225,7 @@ func TestReplicasWait(t *testing.T) {
 
 	// The slave gets going: waits complete once it acknowledges.
 	close(slave.block)
-	waitFor(t, "the acknowledgement", func() bool { return srv.AckedOffset() >= far })
+	testutil.Eventually(t, "the acknowledgement", func() bool { return srv.AckedOffset() >= far })
 	ws := make([]*waitResult, 10)
 	for i := range ws {
 		e := master.Append(record(i, 200)) + 200

@@ -5,8 +5,6 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
-	"testing"
-	"time"
 )
 
 // memLog is an in-memory CommitLog of fixed-size files for the HA tests: a master's (Append, ReadReplica)
@@ -115,16 +113,4 @@ func (l *memLog) AppendReplica(offset int64, n int, r io.Reader) error {
 	}
 	l.end.Store(offset + int64(n))
 	return nil
-}
-
-// waitFor polls cond until it holds or the deadline passes (never a fixed sleep).
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }

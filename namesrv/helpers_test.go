@@ -3,7 +3,6 @@ package namesrv
 import (
 	"context"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/remotingtest"
 	"github.com/ringmq/ringmq/netio"
 )
 
@@ -65,20 +65,16 @@ func startNamesrv(t *testing.T, cfg Config) *Namesrv {
 	return n
 }
 
-// rawClient speaks remoting frames over a plain TCP connection.
-type rawClient struct {
-	t      *testing.T
-	conn   net.Conn
-	fr     *codec.FrameReader
-	opaque int32
+// nsClient is a remoting connection whose call checks what every name server response
+// must be.
+type nsClient struct {
+	*remotingtest.Conn
+	t *testing.T
 }
 
-func dial(t *testing.T, n *Namesrv) *rawClient {
+func dial(t *testing.T, n *Namesrv) nsClient {
 	t.Helper()
-	conn, err := net.DialTimeout("tcp", n.Addr().String(), waitTimeout)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close() })
-	return &rawClient{t: t, conn: conn, fr: codec.NewFrameReader(conn, 0)}
+	return nsClient{Conn: remotingtest.Dial(t, n.Addr().String()), t: t}
 }
 
 // request builds a request as the Go client sends it (language GO, version 317, JSON).
@@ -89,34 +85,12 @@ func request(code codec.RequestCode, ext map[string]string, body []byte) *codec.
 	}
 }
 
-func (c *rawClient) send(cmd *codec.RemotingCommand) {
+// call sends cmd with a fresh opaque and returns the next frame, which must be its
+// response (so an answer to a oneway request sent before fails the test).
+func (c nsClient) call(cmd *codec.RemotingCommand) *codec.RemotingCommand {
 	c.t.Helper()
-	c.opaque++
-	cmd.Opaque = c.opaque
-	frame, err := cmd.AppendFrame(nil)
-	require.NoError(c.t, err)
-	require.NoError(c.t, c.conn.SetWriteDeadline(time.Now().Add(waitTimeout)))
-	_, err = c.conn.Write(frame)
-	require.NoError(c.t, err)
-}
-
-// recv reads one frame; the returned command owns its body.
-func (c *rawClient) recv() *codec.RemotingCommand {
-	c.t.Helper()
-	require.NoError(c.t, c.conn.SetReadDeadline(time.Now().Add(waitTimeout)))
-	payload, err := c.fr.Next()
-	require.NoError(c.t, err)
-	cmd, err := codec.DecodeCommand(payload)
-	require.NoError(c.t, err)
-	cmd.Body = append([]byte(nil), cmd.Body...)
-	return cmd
-}
-
-// call sends cmd and returns its response, checking the response matches.
-func (c *rawClient) call(cmd *codec.RemotingCommand) *codec.RemotingCommand {
-	c.t.Helper()
-	c.send(cmd)
-	resp := c.recv()
+	c.Request(cmd)
+	resp := c.Next()
 	require.True(c.t, resp.IsResponse())
 	require.Equal(c.t, cmd.Opaque, resp.Opaque)
 	require.Equal(c.t, codec.ServerVersion, resp.Version)
@@ -186,7 +160,7 @@ func (b *fakeBroker) registerRequest(t *testing.T) *codec.RemotingCommand {
 	return req
 }
 
-func (b *fakeBroker) register(t *testing.T, c *rawClient) *codec.RemotingCommand {
+func (b *fakeBroker) register(t *testing.T, c nsClient) *codec.RemotingCommand {
 	t.Helper()
 	resp := c.call(b.registerRequest(t))
 	requireCode(t, resp, codec.ResponseSuccess, "")
@@ -202,16 +176,4 @@ func routeRequest(topic string, version int32, standardOnly bool) *codec.Remotin
 	req := request(codec.RequestGetRouteInfoByTopic, ext, nil)
 	req.Version = version
 	return req
-}
-
-// waitFor polls cond until it holds or waitTimeout passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond) // polling a condition against a deadline
-	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/netio"
 )
 
@@ -165,8 +166,8 @@ func TestMetrics(t *testing.T) {
 	require.Equal(t, 1.0, metricValue(t, n.metrics.requests.WithLabelValues("unsupported")))
 
 	// The broker's connection closes: the gauges follow.
-	require.NoError(t, c.conn.Close())
-	waitFor(t, "the brokers gauge to drop", func() bool { return metricValue(t, n.metrics.brokers) == 0 })
+	require.NoError(t, c.Close())
+	testutil.Eventually(t, "the brokers gauge to drop", func() bool { return metricValue(t, n.metrics.brokers) == 0 })
 	require.Equal(t, 0.0, metricValue(t, n.metrics.topics))
 
 	families, err := reg.Gather()

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/netio"
 )
 
@@ -218,8 +219,8 @@ func TestUnregisterAndConnectionClose(t *testing.T) {
 		bc2 := dial(t, n)
 		brokerA(false).register(t, bc2)
 		requireCode(t, admin.call(routeRequest("TopicTest", versionGoClient, false)), codec.ResponseSuccess, "")
-		require.NoError(t, bc2.conn.Close())
-		waitFor(t, "the broker to be dropped after its connection closed", func() bool {
+		require.NoError(t, bc2.Close())
+		testutil.Eventually(t, "the broker to be dropped after its connection closed", func() bool {
 			resp := admin.call(routeRequest("TopicTest", versionGoClient, false))
 			return codec.ResponseCode(resp.Code) == codec.ResponseTopicNotExist
 		})
@@ -245,11 +246,11 @@ func TestUnknownCodeAndSerializeTypes(t *testing.T) {
 	// to a later call (call checks the opaque). The change is applied asynchronously.
 	oneway := request(codec.RequestPutKVConfig, map[string]string{"namespace": "NS", "key": "k", "value": "v"}, nil)
 	oneway.Flag = codec.FlagOneway
-	c.send(oneway)
+	c.Request(oneway)
 	unsupported := request(9998, nil, nil)
 	unsupported.Flag = codec.FlagOneway
-	c.send(unsupported)
-	waitFor(t, "the oneway KV change", func() bool {
+	c.Request(unsupported)
+	testutil.Eventually(t, "the oneway KV change", func() bool {
 		resp := c.call(request(codec.RequestGetKVConfig, map[string]string{"namespace": "NS", "key": "k"}, nil))
 		return codec.ResponseCode(resp.Code) == codec.ResponseSuccess && resp.ExtFields["value"] == "v"
 	})
@@ -400,17 +401,16 @@ func TestExpiryOverTheWire(t *testing.T) {
 		other.register(t, dial(t, n))
 
 		admin := dial(t, n)
-		waitFor(t, "the broker to expire", func() bool {
+		testutil.Eventually(t, "the broker to expire", func() bool {
 			resp := admin.call(routeRequest("TopicTest", versionGoClient, false))
 			return codec.ResponseCode(resp.Code) == codec.ResponseTopicNotExist
 		})
 		// The name server closed the expired broker's connection.
-		require.NoError(t, bc.conn.SetReadDeadline(time.Now().Add(waitTimeout)))
-		_, err := bc.fr.Next()
+		_, err := bc.TryNext(waitTimeout)
 		require.ErrorIs(t, err, io.EOF)
 		// The scanner drops the broker, closes its connection, then counts it and sets the gauges:
 		// wait for the gauges rather than race the scanner for them.
-		waitFor(t, "the gauges after the expiry", func() bool {
+		testutil.Eventually(t, "the gauges after the expiry", func() bool {
 			return metricValue(t, n.metrics.brokersExpired) == 1 && metricValue(t, n.metrics.brokers) == 1
 		})
 		require.Equal(t, 1.0, metricValue(t, n.metrics.brokersExpired))

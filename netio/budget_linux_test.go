@@ -7,10 +7,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // serverRecvQueue is the number of bytes the kernel holds, unread by the server, on the
@@ -48,28 +49,31 @@ func TestWaitingConnectionStopsReading(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, engine string) {
 		s, metric := budgetServer(t, engine, newTestHandler(), 1<<20, nil)
 		finishA := holdBudget(t, s, 900<<10)
-		require.Eventually(t, func() bool { return metric("request_budget_used_bytes") > 0 }, waitTimeout, time.Millisecond)
+		testutil.Eventually(t, "the request budget charged",
+			func() bool { return metric("request_budget_used_bytes") > 0 })
 
 		b := dialRaw(t, s.Addr())
 		frame := frameOf(t, request(codeUnknown, 8, payload(16<<20, 5)))
 		written := make(chan error, 1)
 		go func() {
-			_, err := b.nc.Write(frame)
+			_, err := b.NetConn().Write(frame)
 			written <- err
 		}()
-		require.Eventually(t, func() bool { return metric("request_budget_waiting_frames") == 1 }, waitTimeout, time.Millisecond)
-		require.Eventually(t, func() bool { return serverRecvQueue(t, s.Addr(), b.nc.LocalAddr()) >= 64<<10 },
-			waitTimeout, time.Millisecond, "the waiting connection's bytes stay in the kernel")
+		testutil.Eventually(t, "a frame waiting for the request budget",
+			func() bool { return metric("request_budget_waiting_frames") == 1 })
+		testutil.Eventually(t, "the waiting connection's bytes stay in the kernel",
+			func() bool { return serverRecvQueue(t, s.Addr(), b.NetConn().LocalAddr()) >= 64<<10 })
 
 		require.Equal(t, int32(7), finishA().Opaque)
-		resp := b.recv()
+		resp := b.Next()
 		require.Equal(t, int32(8), resp.Opaque)
 		require.NoError(t, <-written)
 		if gs, ok := s.(*gnetServer); ok {
 			// gnet read at most a read or two (64 KiB each) of it before reading stopped.
 			require.LessOrEqual(t, gs.waitingInboundMax.Load(), int64(256<<10))
 		}
-		require.Eventually(t, func() bool { return metric("request_budget_used_bytes") == 0 }, waitTimeout, time.Millisecond)
+		testutil.Eventually(t, "the request budget given back",
+			func() bool { return metric("request_budget_used_bytes") == 0 })
 	})
 }
 

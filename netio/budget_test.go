@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // codeUnknown gets a small REQUEST_CODE_NOT_SUPPORTED answer from the test handler: proof
@@ -94,10 +95,10 @@ func holdBudget(t *testing.T, s Server, bodyBytes int) (finish func() *codec.Rem
 	t.Helper()
 	rc := dialRaw(t, s.Addr())
 	frame := frameOf(t, request(codeUnknown, 7, payload(bodyBytes, 3)))
-	rc.write(frame[:len(frame)/2])
+	rc.Write(frame[:len(frame)/2])
 	return func() *codec.RemotingCommand {
-		rc.write(frame[len(frame)/2:])
-		return rc.recv()
+		rc.Write(frame[len(frame)/2:])
+		return rc.Next()
 	}
 }
 
@@ -107,14 +108,15 @@ func TestLargeFrameWaitsForBudget(t *testing.T) {
 		h := newTestHandler()
 		s, metric := budgetServer(t, engine, h, budget, nil)
 		finishA := holdBudget(t, s, 900<<10)
-		require.Eventually(t, func() bool { return metric("request_budget_used_bytes") > 900<<10 }, waitTimeout, time.Millisecond,
-			"the first large frame is admitted before its bytes arrive")
+		testutil.Eventually(t, "the first large frame is admitted before its bytes arrive",
+			func() bool { return metric("request_budget_used_bytes") > 900<<10 })
 
 		// A second large frame waits; small frames on other connections do not.
 		b := dialRaw(t, s.Addr())
 		bBody := payload(600<<10, 5)
-		b.send(request(codeEcho, 8, bBody))
-		require.Eventually(t, func() bool { return metric("request_budget_waiting_frames") == 1 }, waitTimeout, time.Millisecond)
+		b.Send(request(codeEcho, 8, bBody))
+		testutil.Eventually(t, "a frame waiting for the request budget",
+			func() bool { return metric("request_budget_waiting_frames") == 1 })
 		require.EqualValues(t, 1, metric("request_budget_waits_total"))
 		bystander := dialRaw(t, s.Addr())
 		bystander.roundTrip(codeEcho, 1, []byte("small frames never wait"))
@@ -122,12 +124,12 @@ func TestLargeFrameWaitsForBudget(t *testing.T) {
 		// The first frame completes and frees the budget: the second is read and answered.
 		resp := finishA()
 		require.Equal(t, int32(7), resp.Opaque)
-		resp = b.recv()
+		resp = b.Next()
 		require.Equal(t, int32(8), resp.Opaque)
 		requireBody(t, bBody, resp.Body)
-		require.Eventually(t, func() bool {
+		testutil.Eventually(t, "the request budget given back, no frame waiting", func() bool {
 			return metric("request_budget_used_bytes") == 0 && metric("request_budget_waiting_frames") == 0
-		}, waitTimeout, time.Millisecond)
+		})
 	})
 }
 
@@ -138,7 +140,8 @@ func TestLargeFrameAboveBudget(t *testing.T) {
 		rc := dialRaw(t, s.Addr())
 		rc.roundTrip(codeEcho, 1, payload(2<<20, 1))
 		rc.roundTrip(codeEcho, 2, payload(100, 1))
-		require.Eventually(t, func() bool { return metric("request_budget_used_bytes") == 0 }, waitTimeout, time.Millisecond)
+		testutil.Eventually(t, "the request budget given back",
+			func() bool { return metric("request_budget_used_bytes") == 0 })
 	})
 }
 
@@ -158,30 +161,19 @@ func TestBudgetAfterManyLargeFrames(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		require.Eventually(t, func() bool {
+		testutil.Eventually(t, "the request budget given back, no frame waiting", func() bool {
 			return metric("request_budget_used_bytes") == 0 && metric("request_budget_waiting_frames") == 0
-		}, waitTimeout, time.Millisecond)
+		})
 	})
 }
 
 // sendRecv is send + recv for goroutines other than the test's (no FailNow there).
-func sendRecv(t *testing.T, rc *rawClient, cmd *codec.RemotingCommand) *codec.RemotingCommand {
-	frame, err := cmd.AppendFrame(nil)
-	if err != nil {
+func sendRecv(t *testing.T, rc rawClient, cmd *codec.RemotingCommand) *codec.RemotingCommand {
+	if err := rc.TrySend(cmd); err != nil {
 		t.Error(err)
 		return &codec.RemotingCommand{}
 	}
-	if _, err := rc.nc.Write(frame); err != nil {
-		t.Error(err)
-		return &codec.RemotingCommand{}
-	}
-	_ = rc.nc.SetReadDeadline(time.Now().Add(waitTimeout))
-	p, err := rc.fr.Next()
-	if err != nil {
-		t.Error(err)
-		return &codec.RemotingCommand{}
-	}
-	resp, err := codec.DecodeCommand(p)
+	resp, err := rc.TryNext(waitTimeout)
 	if err != nil {
 		t.Error(err)
 		return &codec.RemotingCommand{}
@@ -199,20 +191,23 @@ func TestCloseWhileWaitingForBudget(t *testing.T) {
 		h := newTestHandler()
 		s, metric := budgetServer(t, engine, h, 1<<20, nil)
 		finishA := holdBudget(t, s, 900<<10)
-		require.Eventually(t, func() bool { return metric("request_budget_used_bytes") > 0 }, waitTimeout, time.Millisecond)
+		testutil.Eventually(t, "the request budget charged",
+			func() bool { return metric("request_budget_used_bytes") > 0 })
 		b := dialRaw(t, s.Addr())
-		b.send(request(codeEcho, 8, payload(600<<10, 5)))
-		require.Eventually(t, func() bool { return metric("request_budget_waiting_frames") == 1 }, waitTimeout, time.Millisecond)
-		require.NoError(t, b.nc.(*net.TCPConn).SetLinger(0))
-		require.NoError(t, b.nc.Close())
+		b.Send(request(codeEcho, 8, payload(600<<10, 5)))
+		testutil.Eventually(t, "a frame waiting for the request budget",
+			func() bool { return metric("request_budget_waiting_frames") == 1 })
+		require.NoError(t, b.NetConn().(*net.TCPConn).SetLinger(0))
+		require.NoError(t, b.NetConn().Close())
 		if engine == EngineGnet {
-			require.Eventually(t, func() bool { return metric("request_budget_waiting_frames") == 0 }, waitTimeout, time.Millisecond)
+			testutil.Eventually(t, "no frame waiting for the request budget",
+				func() bool { return metric("request_budget_waiting_frames") == 0 })
 			require.Error(t, h.nextCloseErr(t), "reset by the peer")
 		}
 		require.Equal(t, int32(7), finishA().Opaque)
-		require.Eventually(t, func() bool {
+		testutil.Eventually(t, "the request budget given back, no frame waiting", func() bool {
 			return metric("request_budget_used_bytes") == 0 && metric("request_budget_waiting_frames") == 0
-		}, waitTimeout, time.Millisecond)
+		})
 		if engine == EngineStd {
 			require.Error(t, h.nextCloseErr(t), "reset by the peer")
 		}
@@ -220,11 +215,13 @@ func TestCloseWhileWaitingForBudget(t *testing.T) {
 		// Admitted, then cut short by the peer.
 		c := dialRaw(t, s.Addr())
 		frame := frameOf(t, request(codeEcho, 9, payload(900<<10, 1)))
-		c.write(frame[:len(frame)/3])
-		require.Eventually(t, func() bool { return metric("request_budget_used_bytes") > 0 }, waitTimeout, time.Millisecond)
-		require.NoError(t, c.nc.(*net.TCPConn).SetLinger(0))
-		require.NoError(t, c.nc.Close())
-		require.Eventually(t, func() bool { return metric("request_budget_used_bytes") == 0 }, waitTimeout, time.Millisecond)
+		c.Write(frame[:len(frame)/3])
+		testutil.Eventually(t, "the request budget charged",
+			func() bool { return metric("request_budget_used_bytes") > 0 })
+		require.NoError(t, c.NetConn().(*net.TCPConn).SetLinger(0))
+		require.NoError(t, c.NetConn().Close())
+		testutil.Eventually(t, "the request budget given back",
+			func() bool { return metric("request_budget_used_bytes") == 0 })
 	})
 }
 
@@ -236,10 +233,11 @@ func TestLargeFrameTimeout(t *testing.T) {
 		s, metric := budgetServer(t, engine, h, 1<<20, func(c *Config) { c.LargeFrameTimeout = 100 * time.Millisecond })
 		rc := dialRaw(t, s.Addr())
 		frame := frameOf(t, request(codeEcho, 1, payload(200<<10, 1)))
-		rc.write(frame[:1000]) // and nothing more
-		rc.expectClosed()
+		rc.Write(frame[:1000]) // and nothing more
+		rc.ExpectClosed()
 		require.ErrorIs(t, h.nextCloseErr(t), ErrLargeFrameTimeout)
-		require.Eventually(t, func() bool { return metric("request_budget_used_bytes") == 0 }, waitTimeout, time.Millisecond)
+		testutil.Eventually(t, "the request budget given back",
+			func() bool { return metric("request_budget_used_bytes") == 0 })
 		// A frame that arrives in time is served.
 		dialRaw(t, s.Addr()).roundTrip(codeEcho, 2, payload(200<<10, 2))
 	})
@@ -257,8 +255,8 @@ func TestHeaderOverLimitAnswered(t *testing.T) {
 
 		big := request(codeEcho, 2, []byte("body"))
 		big.ExtFields["topic"] = strings.Repeat("T", 3<<20)
-		rc.send(big)
-		resp := rc.recv()
+		rc.Send(big)
+		resp := rc.Next()
 		require.Equal(t, int32(2), resp.Opaque)
 		require.Equal(t, int32(codec.ResponseSystemError), resp.Code)
 		require.Contains(t, resp.Remark, "extFields.topic")
@@ -267,7 +265,7 @@ func TestHeaderOverLimitAnswered(t *testing.T) {
 		remark := request(codeEcho, 3, nil)
 		remark.Remark = strings.Repeat("r", codec.MaxRemarkBytes+1)
 		remark.Flag |= codec.FlagOneway
-		rc.send(remark) // no answer
+		rc.Send(remark) // no answer
 		rc.roundTrip(codeEcho, 4, []byte("still served"))
 		require.EqualValues(t, 2, metric("frames_over_header_limit_total"))
 
@@ -279,12 +277,12 @@ func TestHeaderOverLimitAnswered(t *testing.T) {
 			_, err := h.conn(0).Invoke(ctx, codec.NewRequest(codec.RequestCheckTransactionState, nil, nil))
 			callDone <- err
 		}()
-		call := rc.recv()
+		call := rc.Next()
 		answer := codec.NewResponse(call, codec.ResponseSuccess, "")
 		for i := range codec.MaxExtFields + 1 {
 			answer.SetExt("k"+strconv.Itoa(i), "v")
 		}
-		rc.send(answer)
+		rc.Send(answer)
 		select {
 		case err := <-callDone:
 			require.ErrorIs(t, err, codec.ErrHeaderLimit)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 func newTestClient(t *testing.T, mutate func(*ClientConfig)) *Client {
@@ -102,7 +103,7 @@ func TestClientPendingFailOnClose(t *testing.T) {
 		}
 		require.NoError(t, cl.InvokeAsync(addr, codec.NewRequest(codeNoReply, nil, nil), time.Hour,
 			func(_ *codec.RemotingCommand, err error) { errs <- err }))
-		require.Eventually(t, func() bool { return h.requests.Load() == n+1 }, waitTimeout, time.Millisecond)
+		testutil.Eventually(t, "every request handled", func() bool { return h.requests.Load() == n+1 })
 		require.NoError(t, h.conn(0).Close())
 		for range n + 1 {
 			select {
@@ -160,7 +161,7 @@ func TestClientClose(t *testing.T) {
 		_, err := cl.Invoke(context.Background(), addr, codec.NewRequest(codeNoReply, nil, nil))
 		errs <- err
 	}()
-	require.Eventually(t, func() bool { return s.ConnectionCount() == 1 }, waitTimeout, time.Millisecond)
+	testutil.Eventually(t, "one open connection", func() bool { return s.ConnectionCount() == 1 })
 	// The call may still be on its way to the pending table: Close fails it either way.
 	require.NoError(t, cl.Close())
 	require.Error(t, <-errs)

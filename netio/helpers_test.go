@@ -3,15 +3,12 @@ package netio
 import (
 	"bytes"
 	"context"
-	"errors"
-	"io"
 	"log/slog"
 	"net"
 	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/remotingtest"
 )
 
 // Request codes the test handler understands.
@@ -157,19 +155,16 @@ func startServer(t *testing.T, engine string, h Handler, mutate func(*Config)) S
 	return s
 }
 
-// rawClient speaks the protocol over a plain net.Conn, so tests control every byte.
+// rawClient is a remotingtest.Conn (raw writes, frames as they come) plus the echo round
+// trips these tests check.
 type rawClient struct {
-	t  *testing.T
-	nc net.Conn
-	fr *codec.FrameReader
+	*remotingtest.Conn
+	t *testing.T
 }
 
-func dialRaw(t *testing.T, addr net.Addr) *rawClient {
+func dialRaw(t *testing.T, addr net.Addr) rawClient {
 	t.Helper()
-	nc, err := net.DialTimeout("tcp", addr.String(), waitTimeout)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = nc.Close() })
-	return &rawClient{t: t, nc: nc, fr: codec.NewFrameReader(nc, 0)}
+	return rawClient{Conn: remotingtest.Dial(t, addr.String()), t: t}
 }
 
 func request(code codec.RequestCode, opaque int32, body []byte) *codec.RemotingCommand {
@@ -185,41 +180,11 @@ func frameOf(t *testing.T, cmd *codec.RemotingCommand) []byte {
 	return b
 }
 
-func (r *rawClient) write(b []byte) {
-	r.t.Helper()
-	_, err := r.nc.Write(b)
-	require.NoError(r.t, err)
-}
-
-func (r *rawClient) send(cmd *codec.RemotingCommand) { r.write(frameOf(r.t, cmd)) }
-
-// recv reads one frame and returns it decoded, owning its bytes.
-func (r *rawClient) recv() *codec.RemotingCommand {
-	r.t.Helper()
-	require.NoError(r.t, r.nc.SetReadDeadline(time.Now().Add(waitTimeout)))
-	payload, err := r.fr.Next()
-	require.NoError(r.t, err)
-	cmd, err := codec.DecodeCommand(payload)
-	require.NoError(r.t, err)
-	return cloneCommand(cmd)
-}
-
-// expectClosed reads until the server closes the connection (EOF or reset), failing on a
-// frame or on the deadline.
-func (r *rawClient) expectClosed() {
-	r.t.Helper()
-	require.NoError(r.t, r.nc.SetReadDeadline(time.Now().Add(waitTimeout)))
-	var buf [256]byte
-	n, err := r.nc.Read(buf[:])
-	require.Equal(r.t, 0, n, "expected close, got %d bytes", n)
-	require.True(r.t, errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET), "expected EOF or reset, got %v", err)
-}
-
 // roundTrip sends an echo request and checks the reply.
-func (r *rawClient) roundTrip(code codec.RequestCode, opaque int32, body []byte) {
+func (r rawClient) roundTrip(code codec.RequestCode, opaque int32, body []byte) {
 	r.t.Helper()
-	r.send(request(code, opaque, body))
-	resp := r.recv()
+	r.Send(request(code, opaque, body))
+	resp := r.Next()
 	require.True(r.t, resp.IsResponse())
 	require.Equal(r.t, opaque, resp.Opaque)
 	require.Equal(r.t, int32(codec.ResponseSuccess), resp.Code)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -63,8 +64,8 @@ func TestEcho(t *testing.T) {
 		require.Equal(t, int32(1), h.opened.Load())
 
 		c := h.conn(0)
-		require.Equal(t, rc.nc.LocalAddr().String(), c.RemoteAddr().String())
-		require.Equal(t, rc.nc.RemoteAddr().String(), c.LocalAddr().String())
+		require.Equal(t, rc.NetConn().LocalAddr().String(), c.RemoteAddr().String())
+		require.Equal(t, rc.NetConn().RemoteAddr().String(), c.LocalAddr().String())
 		c.SetContext("ctx")
 		require.Equal(t, "ctx", c.Context())
 	})
@@ -81,10 +82,10 @@ func TestSplitAtEveryByte(t *testing.T) {
 			stream = append(stream, frameOf(t, request(codeEcho, int32(i+1), payload(100+i, byte(i))))...)
 		}
 		for i := range stream {
-			rc.write(stream[i : i+1])
+			rc.Write(stream[i : i+1])
 		}
 		for i := range 3 {
-			resp := rc.recv()
+			resp := rc.Next()
 			require.Equal(t, int32(i+1), resp.Opaque)
 			requireBody(t, payload(100+i, byte(i)), resp.Body)
 		}
@@ -102,9 +103,9 @@ func TestManyFramesInOneWrite(t *testing.T) {
 		for i := range n {
 			stream = append(stream, frameOf(t, request(codeEcho, int32(i+1), payload(i%300, byte(i))))...)
 		}
-		rc.write(stream) // ~75 KiB: more than one gnet read buffer
+		rc.Write(stream) // ~75 KiB: more than one gnet read buffer
 		for i := range n {
-			resp := rc.recv()
+			resp := rc.Next()
 			require.Equal(t, int32(i+1), resp.Opaque)
 			requireBody(t, payload(i%300, byte(i)), resp.Body)
 		}
@@ -141,11 +142,11 @@ func TestMalformedFrameClosesOnlyThatConnection(t *testing.T) {
 		bystander.roundTrip(codeEcho, 1, []byte("before"))
 		for name, bad := range cases {
 			rc := dialRaw(t, s.Addr())
-			rc.write(bad)
+			rc.Write(bad)
 			if name == "garbage after good" {
-				require.Equal(t, int32(1), rc.recv().Opaque) // frames before the bad one are served
+				require.Equal(t, int32(1), rc.Next().Opaque) // frames before the bad one are served
 			}
-			rc.expectClosed()
+			rc.ExpectClosed()
 			require.ErrorIs(t, h.nextCloseErr(t), ErrMalformedFrame, name)
 			bystander.roundTrip(codeEcho, 2, []byte(name))
 		}
@@ -161,12 +162,12 @@ func TestWriteFrame(t *testing.T) {
 		rc := dialRaw(t, s.Addr())
 		for i, code := range []codec.RequestCode{codeFrame, codeFrameAsync, codeFrame, codeFrameAsync} {
 			body := payload(1000*i+7, byte(i))
-			rc.send(request(code, int32(i+1), body))
-			resp := rc.recv()
+			rc.Send(request(code, int32(i+1), body))
+			resp := rc.Next()
 			require.Equal(t, int32(i+1), resp.Opaque)
 			requireBody(t, body, resp.Body)
 			require.Equal(t, strconv.Itoa(i+1), resp.ExtFields["n"])
-			require.Eventually(t, func() bool { return h.releases.Load() == int64(i+1) }, waitTimeout, time.Millisecond)
+			testutil.Eventually(t, "the frame's release call", func() bool { return h.releases.Load() == int64(i+1) })
 		}
 		h.async.Wait()
 		require.Equal(t, int64(4), h.releases.Load())
@@ -180,7 +181,7 @@ func TestWriteAfterClose(t *testing.T) {
 		s := startServer(t, engine, h, nil)
 		rc := dialRaw(t, s.Addr())
 		rc.roundTrip(codeClose, 1, []byte("bye"))
-		rc.expectClosed()
+		rc.ExpectClosed()
 		require.NoError(t, h.nextCloseErr(t)) // a local Close reports nil
 		c := h.conn(0)
 		require.ErrorIs(t, c.WriteCommand(request(codeEcho, 2, nil)), ErrConnClosed)
@@ -193,12 +194,12 @@ func TestWriteAfterClose(t *testing.T) {
 
 // answerRequests makes rc answer every request it reads with its body reversed, until
 // it reads a response or fails.
-func answerRequests(rc *rawClient, n int) {
+func answerRequests(rc rawClient, n int) {
 	for range n {
-		req := rc.recv()
+		req := rc.Next()
 		resp := codec.NewResponse(req, codec.ResponseSuccess, "")
 		resp.Body = append([]byte("re:"), req.Body...)
-		rc.send(resp)
+		rc.Send(resp)
 	}
 }
 
@@ -225,14 +226,14 @@ func TestServerInvoke(t *testing.T) {
 				results <- result{resp, err}
 			})
 		}
-		first, second := rc.recv(), rc.recv()
+		first, second := rc.Next(), rc.Next()
 		require.False(t, first.IsResponse())
 		require.Equal(t, int32(codec.RequestNotifyConsumerIdsChanged), first.Code)
 		require.NotEqual(t, first.Opaque, second.Opaque)
 		for _, req := range []*codec.RemotingCommand{second, first} {
 			resp := codec.NewResponse(req, codec.ResponseSuccess, "")
 			resp.Body = append([]byte("re:"), req.Body...)
-			rc.send(resp)
+			rc.Send(resp)
 		}
 		wg.Wait()
 		close(results)
@@ -253,12 +254,12 @@ func TestServerInvoke(t *testing.T) {
 		answerRequests(rc, 1)
 		require.Equal(t, []byte("re:tx"), (<-done).Body)
 		require.NoError(t, c.InvokeOneway(codec.NewRequest(codec.RequestNotifyConsumerIdsChanged, nil, nil)))
-		oneway := rc.recv()
+		oneway := rc.Next()
 		require.True(t, oneway.IsOneway())
 
 		// A response nobody waits for is dropped; the connection keeps working.
 		stray := codec.NewResponse(request(codeEcho, 999, nil), codec.ResponseSuccess, "")
-		rc.send(stray)
+		rc.Send(stray)
 		rc.roundTrip(codeEcho, 2, []byte("after stray"))
 		require.Equal(t, int64(2), h.requests.Load()) // responses never reached OnRequest
 	})
@@ -276,8 +277,8 @@ func TestServerInvokeFailsWhenPeerCloses(t *testing.T) {
 			_, err := c.Invoke(context.Background(), codec.NewRequest(codec.RequestCheckTransactionState, nil, nil))
 			errs <- err
 		}()
-		rc.recv() // the request is out
-		require.NoError(t, rc.nc.Close())
+		rc.Next() // the request is out
+		require.NoError(t, rc.NetConn().Close())
 		select {
 		case err := <-errs:
 			require.ErrorIs(t, err, ErrConnClosed)
@@ -301,10 +302,10 @@ func TestIdleTimeout(t *testing.T) {
 		h := newTestHandler()
 		s := startServer(t, engine, h, func(c *Config) { c.IdleTimeout = 50 * time.Millisecond })
 		rc := dialRaw(t, s.Addr()) // says nothing (a request could race the short timeout)
-		rc.expectClosed()
+		rc.ExpectClosed()
 		require.ErrorIs(t, h.nextCloseErr(t), ErrIdleTimeout)
 		require.Equal(t, int32(1), h.opened.Load())
-		require.Eventually(t, func() bool { return s.ConnectionCount() == 0 }, waitTimeout, time.Millisecond)
+		testutil.Eventually(t, "no connection left open", func() bool { return s.ConnectionCount() == 0 })
 	})
 }
 
@@ -316,12 +317,12 @@ func TestMaxConnections(t *testing.T) {
 		a.roundTrip(codeEcho, 1, nil)
 		b.roundTrip(codeEcho, 1, nil)
 		extra := dialRaw(t, s.Addr())
-		extra.expectClosed()
+		extra.ExpectClosed()
 		require.Equal(t, 2, s.ConnectionCount())
 		require.Equal(t, int32(2), h.opened.Load()) // the refused one never reached the handler
 
-		require.NoError(t, a.nc.Close())
-		require.Eventually(t, func() bool { return s.ConnectionCount() == 1 }, waitTimeout, time.Millisecond)
+		require.NoError(t, a.NetConn().Close())
+		testutil.Eventually(t, "one open connection", func() bool { return s.ConnectionCount() == 1 })
 		c := dialRaw(t, s.Addr())
 		c.roundTrip(codeEcho, 1, []byte("room again"))
 	})
@@ -357,7 +358,7 @@ func TestStop(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, s.Start())
 		const n = 20
-		clients := make([]*rawClient, n)
+		clients := make([]rawClient, n)
 		for i := range clients {
 			clients[i] = dialRaw(t, s.Addr())
 			clients[i].roundTrip(codeEcho, 1, nil)
@@ -369,9 +370,9 @@ func TestStop(t *testing.T) {
 		defer cancel()
 		require.NoError(t, s.Stop(ctx))
 		for _, rc := range clients {
-			last := rc.recv()
+			last := rc.Next()
 			require.Equal(t, []byte("last words"), last.Body)
-			rc.expectClosed()
+			rc.ExpectClosed()
 		}
 		for range n {
 			require.ErrorIs(t, h.nextCloseErr(t), ErrServerStopped)
@@ -391,11 +392,11 @@ func TestMetrics(t *testing.T) {
 	for i := range 5 {
 		rc.roundTrip(codeEcho, int32(i), nil)
 	}
-	require.Eventually(t, func() bool {
+	testutil.Eventually(t, "the frame and connection metrics", func() bool {
 		return metricValue(t, reg, "ringmq_netio_frames_sent_total") == 5 &&
 			metricValue(t, reg, "ringmq_netio_frames_received_total") == 5 &&
 			metricValue(t, reg, "ringmq_netio_connections") == 1
-	}, waitTimeout, time.Millisecond)
+	})
 	// A second server with the same name on the same registry is refused by name.
 	cfg := DefaultConfig()
 	cfg.Name, cfg.Registerer = "m", reg
@@ -416,7 +417,8 @@ func TestOutboundLimitGnetBuffer(t *testing.T) {
 	for i := 0; i < 10000 && err == nil; i++ {
 		if err = c.WriteCommand(big); err == nil {
 			// One frame per pass, so the queue itself never exceeds the limit.
-			require.Eventually(t, func() bool { return c.queuedBytes() == 0 || !c.open() }, waitTimeout, 100*time.Microsecond)
+			testutil.Eventually(t, "the outbound queue drained (or the connection closed)",
+				func() bool { return c.queuedBytes() == 0 || !c.open() })
 		}
 	}
 	require.ErrorIs(t, err, ErrConnClosed)
@@ -485,12 +487,12 @@ func TestConcurrentWriters(t *testing.T) {
 			for i := range requests {
 				stream = append(stream, frameOf(t, request(codeEcho, int32(i+2), payload(i, 3)))...)
 			}
-			rc.write(stream)
+			rc.Write(stream)
 		})
 		next := make([]int, writers)
 		responses := 0
 		for range writers*perWriter + requests {
-			cmd := rc.recv()
+			cmd := rc.Next()
 			if cmd.IsResponse() {
 				responses++
 				continue
@@ -520,7 +522,7 @@ func TestRestartOnSamePortWithTimeWait(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
 		require.NoError(t, s.Stop(ctx))
-		rc.expectClosed()
+		rc.ExpectClosed()
 
 		cfg.Addr = s.Addr().String()
 		again, err := NewServer(cfg, newTestHandler(), testLogger())

@@ -22,6 +22,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // testCert is a self-signed certificate for 127.0.0.1, made per test (nothing on disk
@@ -69,13 +71,9 @@ func newTestCert(t *testing.T) *testCert {
 func (c *testCert) client() *tls.Config { return &tls.Config{RootCAs: c.roots} }
 
 // dialRawTLS is dialRaw over TLS (handshake done before it returns).
-func dialRawTLS(t *testing.T, addr net.Addr, cfg *tls.Config) *rawClient {
+func dialRawTLS(t *testing.T, addr net.Addr, cfg *tls.Config) rawClient {
 	t.Helper()
-	d := tls.Dialer{NetDialer: &net.Dialer{Timeout: waitTimeout}, Config: cfg}
-	nc, err := d.DialContext(context.Background(), "tcp", addr.String())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = nc.Close() })
-	return &rawClient{t: t, nc: nc, fr: codec.NewFrameReader(nc, 0)}
+	return rawClient{Conn: remotingtest.DialTLS(t, addr.String(), cfg), t: t}
 }
 
 func withTLS(mode string, cert *testCert) func(*Config) {
@@ -87,7 +85,7 @@ func withTLS(mode string, cert *testCert) func(*Config) {
 
 // roundTrips runs echo, async echo and vectored-frame replies (which take the writer
 // goroutine's path) over one connection.
-func (r *rawClient) roundTrips(first int32) {
+func (r rawClient) roundTrips(first int32) {
 	r.t.Helper()
 	for i, code := range []codec.RequestCode{codeEcho, codeEchoAsync, codeFrame, codeFrameAsync} {
 		r.roundTrip(code, first+int32(i), payload(1000*(i+1), byte(i)))
@@ -113,10 +111,10 @@ func TestTLSEnforcing(t *testing.T) {
 		require.Equal(t, []byte("via client"), resp.Body)
 
 		plain := dialRaw(t, s.Addr())
-		plain.write(frameOf(t, request(codeEcho, 1, []byte("plain"))))
-		plain.expectClosed()
+		plain.Write(frameOf(t, request(codeEcho, 1, []byte("plain"))))
+		plain.ExpectClosed()
 		require.Equal(t, int32(2), h.opened.Load(), "only the TLS connections reached the handler")
-		require.Eventually(t, func() bool { return s.ConnectionCount() == 2 }, waitTimeout, time.Millisecond)
+		testutil.Eventually(t, "two open connections", func() bool { return s.ConnectionCount() == 2 })
 	})
 }
 
@@ -135,11 +133,11 @@ func TestTLSServerInvoke(t *testing.T) {
 			}
 			close(done)
 		}))
-	req := rc.recv()
+	req := rc.Next()
 	require.False(t, req.IsResponse())
 	resp := codec.NewResponse(req, codec.ResponseSuccess, "")
 	resp.Body = append([]byte("re:"), req.Body...)
-	rc.send(resp)
+	rc.Send(resp)
 	got, ok := <-done
 	require.True(t, ok, "InvokeAsync failed")
 	require.Equal(t, []byte("re:tx"), got.Body)
@@ -160,9 +158,9 @@ func TestTLSPermissive(t *testing.T) {
 	// replayed to the frame reader.
 	slow := dialRaw(t, s.Addr())
 	for _, b := range frameOf(t, request(codeEcho, 77, []byte("slow"))) {
-		slow.write([]byte{b})
+		slow.Write([]byte{b})
 	}
-	resp := slow.recv()
+	resp := slow.Next()
 	require.Equal(t, int32(77), resp.Opaque)
 	require.Equal(t, []byte("slow"), resp.Body)
 	require.Equal(t, int32(3), h.opened.Load())
@@ -181,8 +179,8 @@ func TestTLSHandshakeTimeout(t *testing.T) {
 				c.TLSHandshakeTimeout = 50 * time.Millisecond
 			})
 			silent := dialRaw(t, s.Addr())
-			silent.expectClosed()
-			require.Eventually(t, func() bool { return s.ConnectionCount() == 0 }, waitTimeout, time.Millisecond)
+			silent.ExpectClosed()
+			testutil.Eventually(t, "no connection left open", func() bool { return s.ConnectionCount() == 0 })
 			require.Equal(t, int32(0), h.opened.Load())
 			require.Equal(t, int32(0), h.closed.Load())
 		})
@@ -210,7 +208,7 @@ func TestTLSStopDuringHandshake(t *testing.T) {
 				_, err = nc.Write([]byte{tlsRecordTypeHandshake, 3, 1}) // a ClientHello that never ends
 				require.NoError(t, err)
 			}
-			require.Eventually(t, func() bool { return s.ConnectionCount() == 1 }, waitTimeout, time.Millisecond)
+			testutil.Eventually(t, "one open connection", func() bool { return s.ConnectionCount() == 1 })
 			ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 			defer cancel()
 			require.NoError(t, s.Stop(ctx))
@@ -229,7 +227,7 @@ func TestTLSClientRejectsUnknownServer(t *testing.T) {
 	_, err := cl.Invoke(context.Background(), s.Addr().String(), codec.NewRequest(codeEcho, nil, nil))
 	var unknown x509.UnknownAuthorityError
 	require.ErrorAs(t, err, &unknown)
-	require.Eventually(t, func() bool { return s.ConnectionCount() == 0 }, waitTimeout, time.Millisecond)
+	testutil.Eventually(t, "no connection left open", func() bool { return s.ConnectionCount() == 0 })
 	require.Equal(t, int32(0), h.opened.Load())
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/store/vfs/faultfs"
 )
 
@@ -37,12 +38,12 @@ func TestAllocatorKeepsTwoStandbyFiles(t *testing.T) {
 	cfg := testConfig(dir)
 	s := openStarted(t, cfg, Deps{})
 	mustPut(t, s, testMessage("A", 0, body(100, "a")))
-	waitFor(t, "two standby files", func() bool { return s.commitLog.standbyCount() == standbyFiles })
+	testutil.Eventually(t, "two standby files", func() bool { return s.commitLog.standbyCount() == standbyFiles })
 	require.Equal(t, []string{offsetFileName(0), offsetFileName(testFileSize), offsetFileName(2 * testFileSize)},
 		commitLogFiles(t, dir))
 	for i := 0; i < 3*64; i++ { // three files' worth: two rolls
 		mustPut(t, s, testMessage("A", 0, body(1000, "b")))
-		waitFor(t, "standbys refilled", func() bool { return s.commitLog.standbyCount() == standbyFiles })
+		testutil.Eventually(t, "standbys refilled", func() bool { return s.commitLog.standbyCount() == standbyFiles })
 	}
 	require.Equal(t, int64(0), s.SyncRolls())
 	require.NoError(t, s.Shutdown())
@@ -89,13 +90,13 @@ func TestNoSpaceWithAStandbyLeft(t *testing.T) {
 	cfg := testConfig(t.TempDir())
 	s := openStarted(t, cfg, Deps{FS: ffs})
 	mustPut(t, s, testMessage("T", 0, body(100, "a")))
-	waitFor(t, "two standby files", func() bool { return s.commitLog.standbyCount() == standbyFiles })
+	testutil.Eventually(t, "two standby files", func() bool { return s.commitLog.standbyCount() == standbyFiles })
 	remove := ffs.Inject(faultfs.Rule{Ops: faultfs.OpAllocate, PathContains: "commitlog", Err: syscall.ENOSPC})
 	defer remove()
 	for s.MaxPhyOffset() < testFileSize { // into file 1: the allocator fails to make file 3
 		mustPut(t, s, testMessage("T", 0, body(1000, "b")))
 	}
-	waitFor(t, "the allocation failed", s.commitLog.allocFailed.Load)
+	testutil.Eventually(t, "the allocation failed", s.commitLog.allocFailed.Load)
 	require.Equal(t, 1, s.commitLog.standbyCount())
 	require.Zero(t, s.RunningFlags(), "file 2 is ready: puts go on")
 	var refused error
@@ -108,6 +109,6 @@ func TestNoSpaceWithAStandbyLeft(t *testing.T) {
 	remove()
 	_, err := s.cleanOnce(time.Now())
 	require.NoError(t, err)
-	waitFor(t, "an allocation succeeding clears the flag", func() bool { return s.RunningFlags() == 0 })
+	testutil.Eventually(t, "an allocation succeeding clears the flag", func() bool { return s.RunningFlags() == 0 })
 	mustPut(t, s, testMessage("T", 0, body(1000, "d")))
 }

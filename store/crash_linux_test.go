@@ -51,6 +51,7 @@ import (
 
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/flush"
+	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/store/vfs/faultfs"
 )
 
@@ -586,17 +587,16 @@ func TestCrashPowerLoss(t *testing.T) {
 			acks = append(acks, a)
 			mu.Unlock()
 		}, onErr)
-		// Poll against a deadline (not waitFor's 10 s: faultfs.FS copies every synced range, slow under -race
-		// on a busy machine).
-		for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(time.Millisecond) {
+		// Up to 2 minutes, not testutil.WaitTimeout: FaultFS copies every synced range, slow under
+		// -race on a busy machine.
+		got := 0
+		reached := testutil.Poll(2*time.Minute, func() bool {
 			mu.Lock()
-			got := len(acks) - base
+			got = len(acks) - base
 			mu.Unlock()
-			if got >= target || firstErr.Load() != nil {
-				break
-			}
-			require.True(t, time.Now().Before(deadline), "%s: %d of %d acknowledgements in 2 minutes", what, got, target)
-		}
+			return got >= target || firstErr.Load() != nil
+		})
+		require.True(t, reached, "%s: %d of %d acknowledgements in 2 minutes", what, got, target)
 		if p := firstErr.Load(); p != nil {
 			load.close()
 			require.NoError(t, *p, what)

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/internal/logtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/store/vfs/faultfs"
 )
 
@@ -89,7 +90,7 @@ func TestPreallocationThatCannotFitIsNotTried(t *testing.T) {
 	cfg := testConfig(t.TempDir())
 	s := openStarted(t, cfg, Deps{FS: fsys})
 	mustPut(t, s, testMessage("T", 0, body(100, "a")))
-	waitFor(t, "two standby files", func() bool { return s.commitLog.standbyCount() == standbyFiles })
+	testutil.Eventually(t, "two standby files", func() bool { return s.commitLog.standbyCount() == standbyFiles })
 	files := commitLogFiles(t, cfg.StorePathRootDir)
 	require.Len(t, files, 1+standbyFiles)
 	allocations := fsys.allocations.Load()
@@ -112,7 +113,7 @@ func TestPreallocationThatCannotFitIsNotTried(t *testing.T) {
 	fsys.free.Store(total / 2)
 	_, err = s.cleanOnce(time.Now())
 	require.NoError(t, err)
-	waitFor(t, "an allocation succeeding clears the flag", func() bool { return s.RunningFlags() == 0 })
+	testutil.Eventually(t, "an allocation succeeding clears the flag", func() bool { return s.RunningFlags() == 0 })
 	mustPut(t, s, testMessage("T", 0, body(1000, "c")))
 	waitDispatched(t, s)
 	require.Zero(t, s.MinPhyOffset())
@@ -129,12 +130,12 @@ func TestDiskFullClearsWithAStandbyLeft(t *testing.T) {
 	cfg := testConfig(t.TempDir())
 	s := openStarted(t, cfg, Deps{FS: fsys})
 	mustPut(t, s, testMessage("T", 0, body(100, "a")))
-	waitFor(t, "two standby files", func() bool { return s.commitLog.standbyCount() == standbyFiles })
+	testutil.Eventually(t, "two standby files", func() bool { return s.commitLog.standbyCount() == standbyFiles })
 	fsys.free.Store(testFileSize - 1)
 	for s.MaxPhyOffset() < testFileSize { // into file 1: preparing file 3 fails, file 2 is ready
 		mustPut(t, s, testMessage("T", 0, body(1000, "b")))
 	}
-	waitFor(t, "the allocation failed", s.commitLog.allocFailed.Load)
+	testutil.Eventually(t, "the allocation failed", s.commitLog.allocFailed.Load)
 	require.Equal(t, 1, s.commitLog.standbyCount())
 	require.Zero(t, s.RunningFlags(), "file 2 is ready: puts go on")
 
@@ -164,7 +165,7 @@ func TestDiskCheckDuringAFailingPreallocation(t *testing.T) {
 	for s.MaxPhyOffset() < testFileSize { // file 1 is current; the allocator makes file 3
 		mustPut(t, s, testMessage("T", 0, body(1000, "a")))
 	}
-	waitFor(t, "two standby files", func() bool { return s.commitLog.standbyCount() == standbyFiles })
+	testutil.Eventually(t, "two standby files", func() bool { return s.commitLog.standbyCount() == standbyFiles })
 	_, err := s.flushCommitLog(0)
 	require.NoError(t, err)
 	waitDispatched(t, s) // file 0 is durable and dispatched: retention may delete it
@@ -187,7 +188,7 @@ func TestDiskCheckDuringAFailingPreallocation(t *testing.T) {
 		mustPut(t, s, testMessage("T", 0, body(1000, "b")))
 	}
 	var during pass
-	waitFor(t, "the failing preallocation", func() bool {
+	testutil.Eventually(t, "the failing preallocation", func() bool {
 		select {
 		case during = <-passes:
 			return true
@@ -357,7 +358,7 @@ func TestConsumeQueueNoSpaceLosesNoEntry(t *testing.T) {
 	}
 	waitDispatched(t, s)
 	// An allocation succeeding clears DISK_FULL (space is there): let the allocator finish first.
-	waitFor(t, "two standby files", func() bool { return s.commitLog.standbyCount() == standbyFiles })
+	testutil.Eventually(t, "two standby files", func() bool { return s.commitLog.standbyCount() == standbyFiles })
 	remove := ffs.Inject(faultfs.Rule{Ops: faultfs.OpCreate | faultfs.OpAllocate, PathContains: "consumequeue", Err: syscall.ENOSPC})
 	removeCk := ffs.Inject(faultfs.Rule{Ops: faultfs.OpOpen | faultfs.OpCreate, PathContains: "checkpoint.tmp", Err: syscall.ENOSPC})
 	// One batch: the queue's second and third file are needed, and the dispatcher's failure (which
@@ -370,7 +371,7 @@ func TestConsumeQueueNoSpaceLosesNoEntry(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, PutOK, res.Status)
 	const failed = FlagWriteLogicsQueueError | FlagDiskFull
-	waitFor(t, "the dispatcher meets ENOSPC", func() bool { return s.RunningFlags()&failed == failed })
+	testutil.Eventually(t, "the dispatcher meets ENOSPC", func() bool { return s.RunningFlags()&failed == failed })
 	require.Equal(t, int64(perFile), s.GetMaxOffsetInQueue("Q", 0), "the first file is full, the next cannot be made")
 	_, err = s.flushLogicsAndCheckpoint(0)
 	require.ErrorIs(t, err, syscall.ENOSPC)

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // testFileSize is the CommitLog file size in tests: 64 KiB, so a few hundred messages roll files.
@@ -126,21 +127,9 @@ func mustPut(t testing.TB, s MessageStore, m *codec.Message) PutResult {
 	return res
 }
 
-// waitFor polls cond against a deadline (never a fixed sleep).
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func waitDispatched(t testing.TB, s *Store) {
 	t.Helper()
-	waitFor(t, "dispatch", func() bool {
+	testutil.Eventually(t, "dispatch", func() bool {
 		end := s.MaxPhyOffset()
 		return s.commitLog.readableEnd() == end && s.dispatcher.reputFrom.Load() >= end
 	})

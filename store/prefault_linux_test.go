@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // residentPages counts the pages of the mapping b that are in the page cache (mincore(2); x/sys/unix
@@ -59,10 +61,10 @@ func TestPrefaulterPopulatesTheNextFile(t *testing.T) {
 			require.Equal(t, int64(16<<20), cl.prefaultWindow)
 			m := testMessage("PrefaultTopic", 0, body(4000, "p"))
 			res := mustPut(t, s, m)
-			waitFor(t, "two standby files", func() bool { return cl.standbyCount() == standbyFiles })
+			testutil.Eventually(t, "two standby files", func() bool { return cl.standbyCount() == standbyFiles })
 			next := firstStandby(t, cl)
 			require.Equal(t, cfg.MappedFileSizeCommitLog, next.fromOffset)
-			waitFor(t, "first chunk populated", func() bool { return next.populated.Load() == prefaultChunk })
+			testutil.Eventually(t, "first chunk populated", func() bool { return next.populated.Load() == prefaultChunk })
 			// The kernel may bring in more (read-around of the unwritten extent), and under memory pressure
 			// write back and drop a few (seen: 2 of 2,048 with four test processes): mincore is checked
 			// with that slack, mf.populated exactly.
@@ -79,7 +81,7 @@ func TestPrefaulterPopulatesTheNextFile(t *testing.T) {
 			}
 			require.Less(t, res.EndOffset(), cfg.MappedFileSizeCommitLog, "no roll yet")
 			want := res.EndOffset() + cl.prefaultWindow/2
-			waitFor(t, "window into the next file", func() bool { return cl.prefaultTo.Load() >= want })
+			testutil.Eventually(t, "window into the next file", func() bool { return cl.prefaultTo.Load() >= want })
 			if intoNext := want - next.fromOffset; v.populated {
 				require.GreaterOrEqual(t, next.populated.Load(), intoNext)
 				require.GreaterOrEqual(t, residentPages(t, next.data), mostOf(int(intoNext)/pageSize))

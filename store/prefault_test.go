@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // TestPrefaulterKeepsWindowAhead: in mapping mode the prefaulter keeps at least half a window of pages
@@ -26,7 +28,7 @@ func TestPrefaulterKeepsWindowAhead(t *testing.T) {
 		}
 		head := res.WroteOffset + int64(res.WroteBytes)
 		want := head + cl.prefaultWindow/2 // into the next file near the end: its first window counts
-		waitFor(t, fmt.Sprintf("pages populated to %d at step %d", want, step), func() bool {
+		testutil.Eventually(t, fmt.Sprintf("pages populated to %d at step %d", want, step), func() bool {
 			return cl.prefaultTo.Load() >= want
 		})
 	}

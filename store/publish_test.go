@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // heldCopy makes the put with reservation sequence seq stop between its reservation and its copy until
@@ -32,7 +34,7 @@ func heldCopy(t *testing.T, cl *commitLog, seq int64) (reserved chan struct{}, r
 func requireWaitingUnderPutLock(t *testing.T, cl *commitLog, pending chan putOutcome, who string) {
 	t.Helper()
 	lock := cl.putLock.(*sync.Mutex)
-	waitFor(t, who+" holding the put lock", func() bool {
+	testutil.Eventually(t, who+" holding the put lock", func() bool {
 		if lock.TryLock() {
 			lock.Unlock()
 			return false
@@ -73,11 +75,11 @@ func TestPublicationInReservationOrder(t *testing.T) {
 	first := putAsync(s, body(100, "first"))
 	<-reserved
 	second := putAsync(s, body(200, "second"))
-	waitFor(t, "the second put copied", func() bool { return cl.pubRing[1].done.Load() == 2 })
+	testutil.Eventually(t, "the second put copied", func() bool { return cl.pubRing[1].done.Load() == 2 })
 	require.Equal(t, int64(0), cl.maxOffset.Load(), "nothing published past the held put")
 	require.Equal(t, int64(0), cl.mfq.last().wrote.Load())
 	require.Greater(t, cl.reservedEnd.Load(), int64(0))
-	waitFor(t, "the stall reported as page-cache busy", s.IsOSPageCacheBusy)
+	testutil.Eventually(t, "the stall reported as page-cache busy", s.IsOSPageCacheBusy)
 	require.Greater(t, s.BeginTimeInLock(), time.Millisecond)
 	select {
 	case o := <-second:

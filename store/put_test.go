@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // storeVariant is one configuration every put test runs against (STYLE.md §6).
@@ -299,10 +300,10 @@ func TestCommittedBytesWakeOnlyTheirFlusher(t *testing.T) {
 				s.WaitDurable(last.EndOffset(), func(err error) { done <- err })
 				require.NoError(t, <-done)
 			}
-			waitFor(t, "all committed", func() bool { return s.commitLog.readableEnd() == s.MaxPhyOffset() })
+			testutil.Eventually(t, "all committed", func() bool { return s.commitLog.readableEnd() == s.MaxPhyOffset() })
 			asyncFlushes := func() float64 { return gathered(t, reg, "ringmq_flush_durable_writes_total", "commitlog_async") }
 			if flushType == AsyncFlush {
-				waitFor(t, "the interval flusher woken by commits", func() bool { return asyncFlushes() > 0 })
+				testutil.Eventually(t, "the interval flusher woken by commits", func() bool { return asyncFlushes() > 0 })
 				return
 			}
 			require.Greater(t, gathered(t, reg, "ringmq_flush_durable_writes_total", "commitlog_sync"), 0.0)
@@ -328,7 +329,7 @@ func TestSyncFlushIdleFlush(t *testing.T) {
 			for i := range 20 {
 				last = mustPut(t, s, testMessage("IdleTopic", int32(i%4), body(1000, "i")))
 			}
-			waitFor(t, "the unwaited messages durable", func() bool {
+			testutil.Eventually(t, "the unwaited messages durable", func() bool {
 				return s.commitLog.mfq.flushedWhere.Load() >= last.EndOffset()
 			})
 			require.Zero(t, gathered(t, reg, "ringmq_flush_durable_writes_total", "commitlog_sync"),

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/ha"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // readLog copies the CommitLog [from, to) through ReadReplica.
@@ -54,7 +55,7 @@ func TestReplicationMasterToSlave(t *testing.T) {
 
 			// A new slave starts at the master's last file: let it start while that is the first one.
 			first := mustPut(t, master, testMessage("TopicR", 3, []byte("first")))
-			waitFor(t, "the slave starts", func() bool { return slave.MaxPhyOffset() == first.EndOffset() })
+			testutil.Eventually(t, "the slave starts", func() bool { return slave.MaxPhyOffset() == first.EndOffset() })
 			var sent []PutResult
 			for i := range 300 { // ~3 CommitLog files of 64 KiB
 				body := bytes.Repeat(bodyf("m%03d-", i), 1+i%280)
@@ -62,8 +63,8 @@ func TestReplicationMasterToSlave(t *testing.T) {
 			}
 			end := master.MaxPhyOffset()
 			require.Greater(t, end, 2*int64(testFileSize))
-			waitFor(t, "the slave catches up", func() bool { return slave.MaxPhyOffset() == end })
-			waitFor(t, "the acknowledgement", func() bool { return srv.AckedOffset() == end })
+			testutil.Eventually(t, "the slave catches up", func() bool { return slave.MaxPhyOffset() == end })
+			testutil.Eventually(t, "the acknowledgement", func() bool { return srv.AckedOffset() == end })
 			require.Equal(t, readLog(t, master, 0, end), readLog(t, slave, 0, end), "byte-identical CommitLogs")
 
 			waitDispatched(t, slave)
@@ -121,9 +122,9 @@ func TestSlaveRestartResumesFromItsEnd(t *testing.T) {
 	slave := openStarted(t, scfg, Deps{})
 	c := follow(slave)
 	put(0, 1)
-	waitFor(t, "the slave starts", func() bool { return slave.MaxPhyOffset() == master.MaxPhyOffset() })
+	testutil.Eventually(t, "the slave starts", func() bool { return slave.MaxPhyOffset() == master.MaxPhyOffset() })
 	put(1, 150)
-	waitFor(t, "caught up", func() bool { return slave.MaxPhyOffset() == master.MaxPhyOffset() })
+	testutil.Eventually(t, "caught up", func() bool { return slave.MaxPhyOffset() == master.MaxPhyOffset() })
 	require.NoError(t, c.Close())
 	waitDispatched(t, slave)
 	require.NoError(t, slave.Shutdown())
@@ -133,7 +134,7 @@ func TestSlaveRestartResumesFromItsEnd(t *testing.T) {
 	c = follow(slave)
 	defer c.Close()
 	end := master.MaxPhyOffset()
-	waitFor(t, "caught up again", func() bool { return slave.MaxPhyOffset() == end })
+	testutil.Eventually(t, "caught up again", func() bool { return slave.MaxPhyOffset() == end })
 	require.Equal(t, readLog(t, master, 0, end), readLog(t, slave, 0, end))
 	waitDispatched(t, slave)
 	got := getAll(t, slave, "TopicS", 0)
@@ -160,7 +161,7 @@ func TestSlaveShutdownWithAPartialRecord(t *testing.T) {
 	slave := openStarted(t, scfg, Deps{})
 	torn := readLog(t, master, 0, end+10) // the last record's first 10 bytes
 	require.NoError(t, slave.AppendReplica(0, len(torn), bytes.NewReader(torn)))
-	waitFor(t, "whole records dispatched", func() bool { return slave.GetMaxOffsetInQueue("TopicP", 0) == 3 })
+	testutil.Eventually(t, "whole records dispatched", func() bool { return slave.GetMaxOffsetInQueue("TopicP", 0) == 3 })
 
 	done := make(chan error, 1)
 	go func() { done <- slave.Shutdown() }()
@@ -179,7 +180,7 @@ func TestSlaveShutdownWithAPartialRecord(t *testing.T) {
 	all := master.MaxPhyOffset()
 	rest := readLog(t, master, end+10, all)
 	require.NoError(t, slave.AppendReplica(end+10, len(rest), bytes.NewReader(rest)))
-	waitFor(t, "the completed record dispatched", func() bool { return slave.GetMaxOffsetInQueue("TopicP", 0) == 4 })
+	testutil.Eventually(t, "the completed record dispatched", func() bool { return slave.GetMaxOffsetInQueue("TopicP", 0) == 4 })
 	require.Equal(t, readLog(t, master, 0, all), readLog(t, slave, 0, all))
 }
 

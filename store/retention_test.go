@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/store/vfs/faultfs"
 )
 
@@ -70,7 +71,7 @@ func TestRetentionByTime(t *testing.T) {
 		}
 	}
 	require.Equal(t, files[len(files)-1].fromOffset, s.MinPhyOffset(), "the newest file stays")
-	waitFor(t, "the allocator's files", func() bool { return s.commitLog.standbyCount() == standbyFiles })
+	testutil.Eventually(t, "the allocator's files", func() bool { return s.commitLog.standbyCount() == standbyFiles })
 	require.Len(t, commitLogFiles(t, cfg.StorePathRootDir), 1+standbyFiles, "the newest and the standbys")
 
 	for q := int32(0); q < 2; q++ {
@@ -165,13 +166,13 @@ func TestDiskFullRefusesAndRecovers(t *testing.T) {
 		}
 		require.Less(t, i, 1000, "an allocation must have failed by now")
 	}
-	waitFor(t, "disk full flag", func() bool { return s.RunningFlags()&FlagDiskFull != 0 })
+	testutil.Eventually(t, "disk full flag", func() bool { return s.RunningFlags()&FlagDiskFull != 0 })
 	_, err = s.PutMessage(testMessage("T", 0, []byte("refused")))
 	require.ErrorIs(t, err, ErrDiskFull)
 	remove()
 	_, err = s.cleanOnce(time.Now())
 	require.NoError(t, err)
-	waitFor(t, "allocator success clears the flag", func() bool { return s.RunningFlags() == 0 })
+	testutil.Eventually(t, "allocator success clears the flag", func() bool { return s.RunningFlags() == 0 })
 	waitDispatched(t, s)
 	before := s.GetMaxOffsetInQueue("T", 0)
 	for i := 0; i < 200; i++ {
@@ -186,14 +187,14 @@ func TestFlushIOErrorMakesStoreReadOnly(t *testing.T) {
 	cfg := testConfig(t.TempDir())
 	cfg.FlushDiskType = SyncFlush
 	s := openStarted(t, cfg, Deps{FS: ffs})
-	waitFor(t, "standby files", func() bool { return s.commitLog.standbyCount() == standbyFiles })
+	testutil.Eventually(t, "standby files", func() bool { return s.commitLog.standbyCount() == standbyFiles })
 	remove := ffs.Inject(faultfs.Rule{Ops: faultfs.OpSync, PathContains: "commitlog", Err: syscall.EIO})
 	defer remove()
 	res := mustPut(t, s, testMessage("T", 0, []byte("a")))
 	done := make(chan error, 1)
 	s.WaitDurable(res.EndOffset(), func(err error) { done <- err })
 	require.ErrorIs(t, <-done, syscall.EIO)
-	waitFor(t, "not writeable", func() bool { return s.RunningFlags()&FlagNotWriteable != 0 })
+	testutil.Eventually(t, "not writeable", func() bool { return s.RunningFlags()&FlagNotWriteable != 0 })
 	_, err := s.PutMessage(testMessage("T", 0, []byte("b")))
 	require.ErrorIs(t, err, ErrFlushFailed)
 	require.ErrorIs(t, err, ErrServiceNotAvailable)

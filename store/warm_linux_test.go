@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // fsIocFiemap is FS_IOC_FIEMAP (_IOWR('f', 11, struct fiemap)); x/sys/unix has neither the request nor
@@ -80,7 +82,7 @@ func TestWarmWritesTheZerosUnderSyncFlush(t *testing.T) {
 			if !v.warm {
 				want = prefaultChunk
 			}
-			waitFor(t, "two standby files prepared", func() bool {
+			testutil.Eventually(t, "two standby files prepared", func() bool {
 				sb := standbysAt(cl)
 				return len(sb) == standbyFiles && sb[1].populated.Load() == want
 			})

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ringmq/ringmq/internal/logtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // warmRecFS records the MsyncRange calls per file (base name).
@@ -88,7 +89,7 @@ func TestWarmMappedFile(t *testing.T) {
 					// Whole files are warmed for SYNC_FLUSH (whose zeros go to the disk) and where the kernel
 					// cannot populate; mmap appends under ASYNC_FLUSH have the prefault window instead.
 					warmed := flushType == SyncFlush || (!pool && noPopulate)
-					waitFor(t, "two standby files prepared", func() bool {
+					testutil.Eventually(t, "two standby files prepared", func() bool {
 						sb := standbysAt(cl)
 						return len(sb) == standbyFiles && (!warmed || sb[1].populated.Load() == fileSize)
 					})
@@ -183,7 +184,7 @@ func TestWarmMappedFileMlock(t *testing.T) {
 			}
 			files := cl.mfq.snapshot()
 			require.GreaterOrEqual(t, len(files), 7)
-			waitFor(t, "standbys", func() bool { return cl.standbyCount() == standbyFiles })
+			testutil.Eventually(t, "standbys", func() bool { return cl.standbyCount() == standbyFiles })
 			if fail {
 				warns := logs.AtLevel(slog.LevelWarn)
 				require.Len(t, warns, 1, "one warning for every failed mlock")
@@ -205,7 +206,7 @@ func TestWarmMappedFileMlock(t *testing.T) {
 					}
 					return n
 				}
-				waitFor(t, "left files unpinned", func() bool {
+				testutil.Eventually(t, "left files unpinned", func() bool {
 					mu.Lock()
 					defer mu.Unlock()
 					return unpins == leftPinned() && everPins+int(cl.syncRolls.Load()) == len(files)+standbyFiles

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/netio"
 )
 
@@ -67,8 +68,8 @@ func TestRunServesAndStopsOnSIGTERM(t *testing.T) {
 	args := append(smallStoreFlags(dir), "--metricsAddr=127.0.0.1:0", "--brokerName=cmd-broker", "--logLevel=warn")
 	go func() { exit <- run(args, &stdout, &stderr, signals) }()
 
-	require.Eventually(t, func() bool { return strings.Contains(stdout.String(), "boot success") },
-		20*time.Second, 10*time.Millisecond, "stdout: %s\nstderr: %s", &stdout, &stderr)
+	booted := testutil.Poll(testutil.WaitTimeout, func() bool { return strings.Contains(stdout.String(), "boot success") })
+	require.True(t, booted, "stdout: %s\nstderr: %s", &stdout, &stderr) // the output as it is when the wait ends
 	out := stdout.String()
 	brokerAddr := regexp.MustCompile(`The broker\[cmd-broker, (127\.0\.0\.1:\d+)\] boot success`).FindStringSubmatch(out)
 	require.NotNil(t, brokerAddr, out)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/conf"
+	"github.com/ringmq/ringmq/internal/remotingtest"
 )
 
 func TestMain(m *testing.M) {
@@ -161,20 +162,10 @@ func TestRunServesAndShutsDown(t *testing.T) {
 	require.Contains(t, stdout.String(), "The Name Server boot success. serializeType=JSON, address "+addr.String())
 
 	// It answers remoting requests.
-	conn, err := net.DialTimeout("tcp", addr.String(), 10*time.Second)
-	require.NoError(t, err)
-	defer conn.Close()
-	req := &codec.RemotingCommand{Code: int32(codec.RequestGetRouteInfoByTopic), Language: codec.LanguageGo, Version: 317,
-		Opaque: 1, ExtFields: map[string]string{"topic": "T"}}
-	frame, err := req.AppendFrame(nil)
-	require.NoError(t, err)
-	require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
-	_, err = conn.Write(frame)
-	require.NoError(t, err)
-	payload, err := codec.NewFrameReader(conn, 0).Next()
-	require.NoError(t, err)
-	resp, err := codec.DecodeCommand(payload)
-	require.NoError(t, err)
+	conn := remotingtest.Dial(t, addr.String())
+	conn.Send(&codec.RemotingCommand{Code: int32(codec.RequestGetRouteInfoByTopic), Language: codec.LanguageGo, Version: 317,
+		Opaque: 1, ExtFields: map[string]string{"topic": "T"}})
+	resp := conn.Next()
 	require.Equal(t, int32(codec.ResponseTopicNotExist), resp.Code)
 
 	// And serves metrics at the address it logged.
