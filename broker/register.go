@@ -352,7 +352,7 @@ func (b *Broker) isLocalHost(host string) bool {
 func (b *Broker) newEmbeddedNamesrv() (*namesrv.Namesrv, error) {
 	nc := namesrv.DefaultConfig()
 	nc.ListenAddr = net.JoinHostPort(b.bindHost(), strconv.Itoa(b.cfg.NamesrvListenPort))
-	nc.NetEngine = b.cfg.NetEngine
+	nc.NetEngine = b.cfg.NetEngine.String()
 	nc.NetEventLoops = 1 // its load is a few requests per client per 30 s
 	nc.KVConfigPath = namesrvKVConfigPath(b.cfg.StorePathRootDir)
 	return namesrv.New(nc, b.logger, b.ctl.registerer)

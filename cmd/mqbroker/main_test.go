@@ -178,7 +178,8 @@ func TestConfigErrors(t *testing.T) {
 	}{
 		{"bad value in file", "brokerName=b\nlistenPort=abc\n", nil, 1, `:2: broker: config: key listenPort: "abc" is not a whole number`},
 		{"bad flag value", "", []string{"--defaultTopicQueueNums=x"}, 1, `flag --defaultTopicQueueNums: broker: config: key defaultTopicQueueNums`},
-		{"invalid combination", "", []string{"--flushDiskType=SOMETIMES"}, 1, "key flushDiskType: must be ASYNC_FLUSH or SYNC_FLUSH"},
+		{"bad enum", "", []string{"--flushDiskType=SOMETIMES"}, 1, `flag --flushDiskType: broker: config: key flushDiskType: "SOMETIMES": must be ASYNC_FLUSH or SYNC_FLUSH`},
+		{"invalid combination", "", []string{"--brokerRole=SLAVE"}, 1, "key brokerId: 0: a SLAVE needs brokerId > 0"},
 		{"unknown flag", "", []string{"--noSuchKey=1"}, 2, "unknown flag: --noSuchKey"},
 		{"stray argument", "", []string{"extra"}, 2, "unexpected arguments: [extra]"},
 		{"missing file", "", []string{"-c", "/nonexistent/broker.conf"}, 1, "no such file"},
