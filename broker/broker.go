@@ -162,7 +162,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	if cfg.IsSlave() {
 		// RocketMQ lowers it by 10 on a slave, so slave pulls switch to the smaller on-disk
 		// batch sizes sooner (PROTOCOL.md §13.1).
-		cfg.AccessMessageInMemoryMaxRate = max(cfg.AccessMessageInMemoryMaxRate-10, 0)
+		cfg.AccessMessageInMemoryMaxRatio = max(cfg.AccessMessageInMemoryMaxRatio-10, 0)
 	}
 	b := &Broker{cfg: cfg, logger: logger, clock: deps.Clock}
 	b.ctl.newNamesrv = deps.Namesrv

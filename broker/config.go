@@ -4,119 +4,93 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"reflect"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/ringmq/ringmq/ha"
+	"github.com/ringmq/ringmq/internal/conf"
 	"github.com/ringmq/ringmq/netio"
+	"github.com/ringmq/ringmq/store"
 )
 
 // Config is the broker's whole configuration, keyed by RocketMQ's own property
 // names (BrokerConfig, NettyServerConfig, MessageStoreConfig) so that an operator's
-// broker.conf starts ringmq unchanged, plus ringmq's own keys. The `prop` tag is the
-// property name (and the --flag name); `unit` says how a number in the file maps to
-// a time.Duration (Java keeps milliseconds, hours for fileReservedTime).
+// broker.conf starts ringmq unchanged, plus ringmq's own keys.
+//
+// It is a settings struct (internal/conf): a field's `prop` tag is its key (and --flag),
+// `default` its default as the file writes it (no tag: the zero value), `unit` how a number
+// in the file maps to a time.Duration (Java keeps milliseconds, hours for fileReservedTime),
+// `help` what it means; --help, -p and Set all come from these tags. The store's keys are the
+// embedded store.Config's fields and the replication keys the embedded ha.Settings', so one
+// key sets the store's or the HA field directly and each default is written once, next to its
+// field. Settings of those structs that no key sets are derived when the broker starts:
+// store.Config.StoreHost (brokerIP1:listenPort) and store.Config.Slave (brokerRole=SLAVE),
+// see storeConfig.
+//
+// Defaults that depend on other keys keep a sentinel default and are resolved by New:
+// brokerName (the host name, set by DefaultConfig), brokerIP1 (the first non-loopback IPv4
+// address), brokerIP2 (brokerIP1), haListenPort 0 (listenPort + 1), fastListenPort -1
+// (listenPort - 2), the store paths (under storePathRootDir), flushBackend (by append mode),
+// netEventLoops 0 (GOMAXPROCS), aclFile (mqbroker: beside the -c file), tlsServerMode (from
+// tlsEnable).
 //
 // Sources, lowest priority first: DefaultConfig, the -c file, command-line flags.
 type Config struct {
 	// BrokerConfig
-	BrokerClusterName            string        `prop:"brokerClusterName"`
-	BrokerName                   string        `prop:"brokerName"`
-	BrokerID                     int64         `prop:"brokerId" help:"0 for a master (forced to 0 at start when brokerRole is a master role); a SLAVE needs an id > 0"`
-	BrokerIP1                    string        `prop:"brokerIP1"`
-	BrokerIP2                    string        `prop:"brokerIP2" help:"host of the HA address (haServerAddr) registered with name servers; empty: brokerIP1"`
-	NamesrvAddr                  string        `prop:"namesrvAddr"` // ';'-separated
-	ListenPort                   int           `prop:"listenPort"`
-	BrokerPermission             int           `prop:"brokerPermission"`
-	DefaultTopicQueueNums        int           `prop:"defaultTopicQueueNums"`
-	AutoCreateTopicEnable        bool          `prop:"autoCreateTopicEnable"`
-	AutoCreateSubscriptionGroup  bool          `prop:"autoCreateSubscriptionGroup"`
-	ClusterTopicEnable           bool          `prop:"clusterTopicEnable"`
-	BrokerTopicEnable            bool          `prop:"brokerTopicEnable"`
-	RejectTransactionMessage     bool          `prop:"rejectTransactionMessage"`
-	FlushConsumerOffsetInterval  time.Duration `prop:"flushConsumerOffsetInterval" unit:"ms"`
-	BrokerFastFailureEnable      bool          `prop:"brokerFastFailureEnable"`
-	WaitTimeMillsInSendQueue     time.Duration `prop:"waitTimeMillsInSendQueue" unit:"ms"`
-	WaitTimeMillsInPullQueue     time.Duration `prop:"waitTimeMillsInPullQueue" unit:"ms"`
-	LongPollingEnable            bool          `prop:"longPollingEnable"`
-	ShortPollingTimeMills        time.Duration `prop:"shortPollingTimeMills" unit:"ms"`
-	RegisterNameServerPeriod     time.Duration `prop:"registerNameServerPeriod" unit:"ms"`
-	RegisterBrokerTimeoutMills   time.Duration `prop:"registerBrokerTimeoutMills" unit:"ms"`
-	TransactionTimeOut           time.Duration `prop:"transactionTimeOut" unit:"ms"`
-	TransactionCheckMax          int           `prop:"transactionCheckMax"`
-	TransactionCheckInterval     time.Duration `prop:"transactionCheckInterval" unit:"ms"`
-	AclEnable                    bool          `prop:"aclEnable"`
-	SlaveReadEnable              bool          `prop:"slaveReadEnable"`
-	OffsetCheckInSlave           bool          `prop:"offsetCheckInSlave" help:"let a slave answer PULL_OFFSET_MOVED and correct offsets (default: keep the offset, PULL_RETRY_IMMEDIATELY)"`
-	TraceTopicEnable             bool          `prop:"traceTopicEnable"`
-	MsgTraceTopicName            string        `prop:"msgTraceTopicName"`
-	MaxReconsumeTimesDefault     int           `prop:"maxReconsumeTimes"`
-	NotifyConsumerIdsChanged     bool          `prop:"notifyConsumerIdsChangedEnable"`
-	MessageDelayLevel            string        `prop:"messageDelayLevel"`
-	DefaultQueryMaxNum           int           `prop:"defaultQueryMaxNum"`
-	ChannelExpiredTimeout        time.Duration `prop:"channelExpiredTimeout" unit:"ms"`
-	CheckTransactionMessage      bool          `prop:"checkTransactionMessageEnable"`
-	AccessMessageInMemoryMaxRate int           `prop:"accessMessageInMemoryMaxRatio"`
+	BrokerClusterName           string        `prop:"brokerClusterName" default:"DefaultCluster" help:"cluster this broker registers in with the name servers"`
+	BrokerName                  string        `prop:"brokerName" help:"name a master and its slaves share; default: this host's name"`
+	BrokerID                    int64         `prop:"brokerId" help:"0 for a master (forced to 0 at start when brokerRole is a master role); a SLAVE needs an id > 0"`
+	BrokerIP1                   string        `prop:"brokerIP1" help:"IP address registered with the name servers and written into message ids; empty: the first non-loopback IPv4 address"`
+	BrokerIP2                   string        `prop:"brokerIP2" help:"host of the HA address (haServerAddr) registered with name servers; empty: brokerIP1"`
+	NamesrvAddr                 string        `prop:"namesrvAddr" help:"name server addresses, host:port separated by ';' (the embedded one is added)"`
+	ListenPort                  int           `prop:"listenPort" default:"10911" help:"port clients and admin tools connect to (0: a free port)"`
+	BrokerPermission            int           `prop:"brokerPermission" default:"6" help:"what clients may do here: 4 read, 2 write, 6 both"`
+	DefaultTopicQueueNums       int           `prop:"defaultTopicQueueNums" default:"8" help:"queues of a topic created by autoCreateTopicEnable (1..1024)"`
+	AutoCreateTopicEnable       bool          `prop:"autoCreateTopicEnable" default:"true" help:"create a topic on its first send"`
+	AutoCreateSubscriptionGroup bool          `prop:"autoCreateSubscriptionGroup" default:"true" help:"create a consumer group on its first use"`
+	ClusterTopicEnable          bool          `prop:"clusterTopicEnable" default:"true" help:"create a topic named brokerClusterName, routed to this cluster"`
+	BrokerTopicEnable           bool          `prop:"brokerTopicEnable" default:"true" help:"create a topic named brokerName, routed to this broker"`
+	RejectTransactionMessage    bool          `prop:"rejectTransactionMessage" help:"refuse transactional (half) messages"`
+	FlushConsumerOffsetInterval time.Duration `prop:"flushConsumerOffsetInterval" unit:"ms" default:"5000" help:"how often consumer offsets are written to consumerOffset.json"`
+	BrokerFastFailureEnable     bool          `prop:"brokerFastFailureEnable" default:"true" help:"accepted, not used: ringmq always answers SYSTEM_BUSY at once when its bounded queues are full"`
+	WaitTimeMillsInSendQueue    time.Duration `prop:"waitTimeMillsInSendQueue" unit:"ms" default:"200" help:"accepted, not used: sends do not queue for a thread in ringmq"`
+	WaitTimeMillsInPullQueue    time.Duration `prop:"waitTimeMillsInPullQueue" unit:"ms" default:"5000" help:"a pull waiting longer for a disk-read worker is answered SYSTEM_BUSY"`
+	LongPollingEnable           bool          `prop:"longPollingEnable" default:"true" help:"a pull that finds no message waits for one, up to the client's suspend time"`
+	ShortPollingTimeMills       time.Duration `prop:"shortPollingTimeMills" unit:"ms" default:"1000" help:"longPollingEnable=false: how long a pull that finds no message waits"`
+	RegisterNameServerPeriod    time.Duration `prop:"registerNameServerPeriod" unit:"ms" default:"30000" help:"how often the broker registers with every name server"`
+	RegisterBrokerTimeoutMills  time.Duration `prop:"registerBrokerTimeoutMills" unit:"ms" default:"24000" help:"timeout of one registration with a name server"`
+	TransactionTimeOut          time.Duration `prop:"transactionTimeOut" unit:"ms" default:"6000" help:"a half message older than this is checked back with its producer"`
+	TransactionCheckMax         int           `prop:"transactionCheckMax" default:"15" help:"check-backs of a half message before it is given up"`
+	TransactionCheckInterval    time.Duration `prop:"transactionCheckInterval" unit:"ms" default:"60000" help:"how often half messages are checked back"`
+	AclEnable                   bool          `prop:"aclEnable" help:"check every request against the plain ACL file (aclFile)"`
+	SlaveReadEnable             bool          `prop:"slaveReadEnable" help:"send consumers to a slave when the messages they pull are no longer in the master's memory"`
+	OffsetCheckInSlave          bool          `prop:"offsetCheckInSlave" help:"let a slave answer PULL_OFFSET_MOVED and correct offsets (default: keep the offset, PULL_RETRY_IMMEDIATELY)"`
+	TraceTopicEnable            bool          `prop:"traceTopicEnable" help:"create the message trace topic msgTraceTopicName"`
+	MsgTraceTopicName           string        `prop:"msgTraceTopicName" default:"RMQ_SYS_TRACE_TOPIC" help:"topic message traces are sent to"`
+	MaxReconsumeTimesDefault    int           `prop:"maxReconsumeTimes" default:"16" help:"accepted, not used: a consumer group's retryMaxTimes (16 unless set) bounds redeliveries"`
+	NotifyConsumerIdsChanged    bool          `prop:"notifyConsumerIdsChangedEnable" default:"true" help:"tell a group's consumers when one joins or leaves, so they rebalance at once"`
+	MessageDelayLevel           string        `prop:"messageDelayLevel" default:"1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h" help:"delay of each delay level from 1, blank-separated, units s, m, h, d"`
+	DefaultQueryMaxNum          int           `prop:"defaultQueryMaxNum" default:"32" help:"messages a query by unique key (message id) returns at most"`
+	ChannelExpiredTimeout       time.Duration `prop:"channelExpiredTimeout" unit:"ms" default:"120000" help:"a client silent (no heartbeat) this long is dropped"`
+	CheckTransactionMessage     bool          `prop:"checkTransactionMessageEnable" default:"true" help:"check half messages back with their producers"`
 
-	// MessageStoreConfig
-	StorePathRootDir                  string        `prop:"storePathRootDir"`
-	StorePathCommitLog                string        `prop:"storePathCommitLog"`
-	StorePathConsumeQueue             string        `prop:"storePathConsumeQueue"`
-	StorePathIndex                    string        `prop:"storePathIndex"`
-	StoreCheckpoint                   string        `prop:"storeCheckpoint"`
-	AbortFile                         string        `prop:"abortFile"`
-	MappedFileSizeCommitLog           int64         `prop:"mappedFileSizeCommitLog"`
-	MappedFileSizeConsumeQueue        int64         `prop:"mappedFileSizeConsumeQueue"`
-	FlushDiskType                     string        `prop:"flushDiskType"` // ASYNC_FLUSH | SYNC_FLUSH
-	BrokerRole                        string        `prop:"brokerRole" help:"ASYNC_MASTER, SYNC_MASTER (a send also waits for a slave's acknowledgement) or SLAVE (replicates a master, refuses writes)"`
-	FlushIntervalCommitLog            time.Duration `prop:"flushIntervalCommitLog" unit:"ms"`
-	FlushCommitLogLeastPages          int           `prop:"flushCommitLogLeastPages"`
-	FlushCommitLogThoroughInterval    time.Duration `prop:"flushCommitLogThoroughInterval" unit:"ms"`
-	FlushCommitLogTimed               bool          `prop:"flushCommitLogTimed"`
-	CommitIntervalCommitLog           time.Duration `prop:"commitIntervalCommitLog" unit:"ms"`
-	CommitCommitLogLeastPages         int           `prop:"commitCommitLogLeastPages"`
-	CommitCommitLogThoroughInterval   time.Duration `prop:"commitCommitLogThoroughInterval" unit:"ms"`
-	FlushIntervalConsumeQueue         time.Duration `prop:"flushIntervalConsumeQueue" unit:"ms"`
-	FlushConsumeQueueLeastPages       int           `prop:"flushConsumeQueueLeastPages"`
-	FlushConsumeQueueThoroughInterval time.Duration `prop:"flushConsumeQueueThoroughInterval" unit:"ms"`
-	SyncFlushTimeout                  time.Duration `prop:"syncFlushTimeout" unit:"ms"`
-	MaxMessageSize                    int           `prop:"maxMessageSize"`
-	FileReservedTime                  time.Duration `prop:"fileReservedTime" unit:"h"`
-	DeleteWhen                        string        `prop:"deleteWhen"`
-	DiskMaxUsedSpaceRatio             int           `prop:"diskMaxUsedSpaceRatio"`
-	CleanFileForciblyEnable           bool          `prop:"cleanFileForciblyEnable"` // default false, unlike RocketMQ: README "When the disk fills up"
-	CleanResourceInterval             time.Duration `prop:"cleanResourceInterval" unit:"ms"`
-	DestroyMappedFileIntervalForcibly time.Duration `prop:"destroyMappedFileIntervalForcibly" unit:"ms"`
-	TransientStorePoolEnable          bool          `prop:"transientStorePoolEnable"`
-	TransientStorePoolSize            int           `prop:"transientStorePoolSize"`
-	WarmMappedFileEnable              bool          `prop:"warmMapedFileEnable"`
-	FlushLeastPagesWhenWarmMappedFile int           `prop:"flushLeastPagesWhenWarmMapedFile"`
-	OSPageCacheBusyTimeOutMills       time.Duration `prop:"osPageCacheBusyTimeOutMills" unit:"ms"`
-	UseReentrantLockWhenPutMessage    bool          `prop:"useReentrantLockWhenPutMessage"`
-	MessageIndexEnable                bool          `prop:"messageIndexEnable"`
-	MaxHashSlotNum                    int           `prop:"maxHashSlotNum"`
-	MaxIndexNum                       int           `prop:"maxIndexNum"`
-	CheckCRCOnRecover                 bool          `prop:"checkCRCOnRecover"`
-	MaxTransferCountOnMessageInMemory int           `prop:"maxTransferCountOnMessageInMemory"`
-	MaxTransferBytesOnMessageInMemory int           `prop:"maxTransferBytesOnMessageInMemory"`
-	MaxTransferCountOnMessageInDisk   int           `prop:"maxTransferCountOnMessageInDisk"`
-	MaxTransferBytesOnMessageInDisk   int           `prop:"maxTransferBytesOnMessageInDisk"`
+	// MessageStoreConfig: the store's keys (storePathRootDir, mappedFileSizeCommitLog,
+	// flushDiskType, ...), and two MessageStoreConfig keys the store does not need.
+	store.Config
+	FlushCommitLogTimed               bool          `prop:"flushCommitLogTimed" help:"accepted, not used: the ASYNC_FLUSH loop runs every flushIntervalCommitLog and when woken"`
+	DestroyMappedFileIntervalForcibly time.Duration `prop:"destroyMappedFileIntervalForcibly" unit:"ms" default:"120000" help:"accepted, not used: a deleted file is unmapped when its last reader releases it"`
+	BrokerRole                        BrokerRole    `prop:"brokerRole" default:"ASYNC_MASTER" help:"a master serves writes, a SYNC_MASTER's sends also wait for a slave's acknowledgement; a SLAVE replicates its master and refuses writes"`
 	// Master-slave replication (PROTOCOL.md §13.6). HAListenPort 0 means listenPort + 1
 	// (RocketMQ's BrokerStartup always sets that), or a free port when listenPort is 0 too;
-	// New resolves it.
-	HAListenPort            int           `prop:"haListenPort" help:"port of the HA listener slaves replicate from; 0: listenPort + 1 (a free port when listenPort is 0)"`
-	HAMasterAddress         string        `prop:"haMasterAddress" help:"slave: fixed ip:port of the master's HA listener; empty: learnt from the name servers"`
-	HASendHeartbeatInterval time.Duration `prop:"haSendHeartbeatInterval" unit:"ms" help:"slave report and master heartbeat period on an idle HA connection (ms)"`
-	HAHousekeepingInterval  time.Duration `prop:"haHousekeepingInterval" unit:"ms" help:"an HA connection idle this long is closed (ms); must exceed haSendHeartbeatInterval"`
-	HATransferBatchSize     int           `prop:"haTransferBatchSize" help:"largest CommitLog chunk in one HA transfer frame (bytes)"`
-	HASlaveFallbehindMax    int64         `prop:"haSlaveFallbehindMax" help:"SYNC_MASTER: a slave further behind than this (bytes) does not count as available"`
-	SlaveTimeout            time.Duration `prop:"slaveTimeout" unit:"ms" help:"SYNC_MASTER: how long a send waits for a slave's acknowledgement (ms)"`
+	// New resolves it. The other replication keys are ha.Settings'.
+	HAListenPort int `prop:"haListenPort" help:"port of the HA listener slaves replicate from; 0: listenPort + 1 (a free port when listenPort is 0)"`
+	ha.Settings
 	// FastListenPort is RocketMQ's "fast" (VIP) channel, NettyServerConfig's 5.x name: a second
 	// listener serving the same requests as listenPort, which Java slaves fetch topics from
 	// (PROTOCOL.md §13.4). -1 means listenPort − 2 (off when that is not a port, or when
 	// listenPort is 0: tests pick ports); 0 turns it off. New resolves it.
-	FastListenPort int `prop:"fastListenPort" help:"second listener (RocketMQ's fast/VIP port) serving the same requests; -1: listenPort - 2, 0: off. A slave fetches topics from its master's listenPort - 2 unless its own fastListenPort is 0"`
+	FastListenPort int `prop:"fastListenPort" default:"-1" help:"second listener (RocketMQ's fast/VIP port) serving the same requests; -1: listenPort - 2, 0: off. A slave fetches topics from its master's listenPort - 2 unless its own fastListenPort is 0"`
 
 	// SlaveSynchronize's schedule (PROTOCOL.md §13.4; slavesync.go). RocketMQ has no keys for
 	// them (BrokerController hard-codes 3 s and 10 s), so neither has ringmq: they are not
@@ -124,119 +98,42 @@ type Config struct {
 	slaveSyncInitialDelay time.Duration
 	slaveSyncInterval     time.Duration
 
-	// ringmq's own keys (DESIGN.md "Config").
-	FlushBackend             string `prop:"flushBackend"` // iouring | msync | fdatasync
-	NetEngine                string `prop:"netEngine"`    // gnet | std
-	NetEventLoops            int    `prop:"netEventLoops"`
-	MetricsAddr              string `prop:"metricsAddr"`
-	NamesrvEmbedded          bool   `prop:"namesrvEmbedded"`
-	NamesrvListenPort        int    `prop:"namesrvListenPort"`
-	AclFile                  string `prop:"aclFile"`
-	TransientStorePoolPinned bool   `prop:"transientStorePoolPinned"`
-	WarmMappedFileMlock      bool   `prop:"warmMappedFileMlock"` // pin warmed CommitLog files (RocketMQ always does)
-	MaxConnections           int    `prop:"maxConnections"`
+	// ringmq's own keys (DESIGN.md "Config"); the store's (flushBackend, transientStorePoolPinned,
+	// warmMappedFileMlock) are in store.Config.
+	NetEngine         NetEngine `prop:"netEngine" default:"gnet" help:"network engine: gnet runs event loops, std a goroutine per connection"`
+	NetEventLoops     int       `prop:"netEventLoops" help:"gnet event loops; 0: GOMAXPROCS"`
+	MetricsAddr       string    `prop:"metricsAddr" help:"host:port serving Prometheus /metrics and /debug/pprof/; empty: none"`
+	NamesrvEmbedded   bool      `prop:"namesrvEmbedded" default:"true" help:"run a name server in this process, on namesrvListenPort"`
+	NamesrvListenPort int       `prop:"namesrvListenPort" default:"9876" help:"port of the embedded name server"`
+	AclFile           string    `prop:"aclFile" help:"plain ACL file (YAML) read when aclEnable=true; empty: plain_acl.yml beside the -c file, else conf/plain_acl.yml"`
+	// MaxConnections stays below the usual 20000 open-file limit (netio warns above it).
+	MaxConnections int `prop:"maxConnections" default:"10000" help:"client connections open at once; one more is closed at accept (0: no limit)"`
 	// RequestBudgetBytes bounds the bytes of large request frames (over 64 KiB) the broker
 	// reads and decodes at once, over all connections; a frame that does not fit waits and
 	// its connection stops reading meanwhile (netio budget.go).
-	RequestBudgetBytes int64 `prop:"requestBudgetBytes" help:"bytes of requests over 64 KiB read and decoded at once, over all connections; more wait, their connections not read meanwhile"`
+	RequestBudgetBytes int64 `prop:"requestBudgetBytes" default:"67108864" help:"bytes of requests over 64 KiB read and decoded at once, over all connections; more wait, their connections not read meanwhile"`
 	// TLS on listenPort (RocketMQ sets these as JVM properties tls.server.mode,
 	// tls.server.certPath, tls.server.keyPath). tlsEnable=true alone means enforcing;
-	// tlsServerMode (disabled | permissive | enforcing) says it explicitly, permissive
-	// serving plain and TLS clients on the same port.
-	TLSEnable     bool   `prop:"tlsEnable"`
-	TLSServerMode string `prop:"tlsServerMode"`
-	TLSCertFile   string `prop:"tlsCertFile"` // PEM certificate chain
-	TLSKeyFile    string `prop:"tlsKeyFile"`  // PEM private key
+	// tlsServerMode says it explicitly, permissive serving plain and TLS clients on the same
+	// port.
+	TLSEnable     bool          `prop:"tlsEnable" help:"serve TLS on listenPort (enforcing unless tlsServerMode says otherwise)"`
+	TLSServerMode TLSServerMode `prop:"tlsServerMode" help:"TLS on listenPort: permissive serves plain and TLS clients, enforcing TLS only; empty: enforcing with tlsEnable=true, else disabled"`
+	TLSCertFile   string        `prop:"tlsCertFile" help:"PEM certificate chain for TLS"`
+	TLSKeyFile    string        `prop:"tlsKeyFile" help:"PEM private key for TLS"`
 }
 
 // DefaultConfig returns RocketMQ 4.9's defaults (PROTOCOL.md §11) with ringmq's
-// choices where RocketMQ has none: the store under ./data, an embedded NameServer.
+// choices where RocketMQ has none: the store under ./data, an embedded NameServer. Every
+// default is its key's default tag (the store's and HA keys' in their packages); only
+// brokerName, the host name, is computed here.
 func DefaultConfig() Config {
-	host, _ := os.Hostname()
-	if host == "" {
-		host = "broker-a"
+	var c Config
+	conf.SetDefaults(&c)
+	c.BrokerName, _ = os.Hostname()
+	if c.BrokerName == "" {
+		c.BrokerName = "broker-a"
 	}
-	return Config{
-		BrokerClusterName:           "DefaultCluster",
-		BrokerName:                  host,
-		BrokerID:                    0,
-		ListenPort:                  10911,
-		BrokerPermission:            6,
-		DefaultTopicQueueNums:       8,
-		AutoCreateTopicEnable:       true,
-		AutoCreateSubscriptionGroup: true,
-		ClusterTopicEnable:          true,
-		BrokerTopicEnable:           true,
-		FlushConsumerOffsetInterval: 5 * time.Second,
-		BrokerFastFailureEnable:     true,
-		WaitTimeMillsInSendQueue:    200 * time.Millisecond,
-		WaitTimeMillsInPullQueue:    5 * time.Second,
-		LongPollingEnable:           true,
-		ShortPollingTimeMills:       time.Second,
-		RegisterNameServerPeriod:    30 * time.Second,
-		RegisterBrokerTimeoutMills:  24 * time.Second,
-		TransactionTimeOut:          6 * time.Second,
-		TransactionCheckMax:         15,
-		TransactionCheckInterval:    60 * time.Second,
-		MsgTraceTopicName:           "RMQ_SYS_TRACE_TOPIC",
-		MaxReconsumeTimesDefault:    16,
-		NotifyConsumerIdsChanged:    true,
-		MessageDelayLevel:           "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h",
-		DefaultQueryMaxNum:          32,
-		ChannelExpiredTimeout:       120 * time.Second,
-		CheckTransactionMessage:     true,
-
-		AccessMessageInMemoryMaxRate: 40,
-
-		StorePathRootDir:                  "./data",
-		MappedFileSizeCommitLog:           1 << 30,
-		MappedFileSizeConsumeQueue:        300000 * 20,
-		FlushDiskType:                     "ASYNC_FLUSH",
-		BrokerRole:                        "ASYNC_MASTER",
-		FlushIntervalCommitLog:            500 * time.Millisecond,
-		FlushCommitLogLeastPages:          4,
-		FlushCommitLogThoroughInterval:    10 * time.Second,
-		CommitIntervalCommitLog:           200 * time.Millisecond,
-		CommitCommitLogLeastPages:         4,
-		CommitCommitLogThoroughInterval:   200 * time.Millisecond,
-		FlushIntervalConsumeQueue:         time.Second,
-		FlushConsumeQueueLeastPages:       2,
-		FlushConsumeQueueThoroughInterval: 60 * time.Second,
-		SyncFlushTimeout:                  5 * time.Second,
-		MaxMessageSize:                    4 << 20,
-		FileReservedTime:                  72 * time.Hour,
-		DeleteWhen:                        "04",
-		DiskMaxUsedSpaceRatio:             75,
-		CleanResourceInterval:             10 * time.Second,
-		DestroyMappedFileIntervalForcibly: 120 * time.Second,
-		TransientStorePoolSize:            5,
-		FlushLeastPagesWhenWarmMappedFile: 1024 / 4 * 16,
-		OSPageCacheBusyTimeOutMills:       time.Second,
-		UseReentrantLockWhenPutMessage:    true,
-		MessageIndexEnable:                true,
-		MaxHashSlotNum:                    5000000,
-		MaxIndexNum:                       5000000 * 4,
-		CheckCRCOnRecover:                 true,
-		MaxTransferCountOnMessageInMemory: 32,
-		MaxTransferBytesOnMessageInMemory: 256 * 1024,
-		MaxTransferCountOnMessageInDisk:   8,
-		MaxTransferBytesOnMessageInDisk:   64 * 1024,
-		HASendHeartbeatInterval:           5 * time.Second,
-		HAHousekeepingInterval:            20 * time.Second,
-		HATransferBatchSize:               32 << 10,
-		HASlaveFallbehindMax:              256 << 20,
-		SlaveTimeout:                      3 * time.Second,
-		FastListenPort:                    -1,
-
-		FlushBackend:             "", // empty: the measured best available (see package flush)
-		NetEngine:                "gnet",
-		NetEventLoops:            0, // 0: GOMAXPROCS
-		NamesrvEmbedded:          true,
-		NamesrvListenPort:        9876,
-		TransientStorePoolPinned: true,
-		MaxConnections:           10000, // below the usual 20000 open-file limit (netio warns above it)
-		RequestBudgetBytes:       netio.DefaultRequestBudgetBytes,
-	}
+	return c
 }
 
 // LegacyAliases maps old spellings operators still carry in their files to the
@@ -300,116 +197,52 @@ var ErrConfig = errors.New("broker: config")
 
 // Set assigns one property by name (current name or legacy alias). It reports
 // known-but-unused keys and unknown keys as warnings rather than errors; a value
-// that does not parse is an error naming the key.
+// that does not parse, or an enum value that is not one of its spellings, is an error
+// naming the key (and the spellings).
 func (c *Config) Set(key, value string, line int) (*ConfigWarning, error) {
 	if alias, ok := LegacyAliases[key]; ok {
 		key = alias
 	}
-	f, ok := fieldByProp(c, key)
-	if !ok {
+	found, err := conf.Set(c, key, strings.TrimSpace(value))
+	if !found {
 		if why, ok := NotNeededKeys[key]; ok {
 			return &ConfigWarning{Key: key, Line: line, Message: why}, nil
 		}
 		return &ConfigWarning{Key: key, Line: line, Unknown: true}, nil
 	}
-	if err := setField(f.value, f.unit, strings.TrimSpace(value)); err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("%w: key %s: %w", ErrConfig, key, err)
 	}
 	return nil, nil
 }
 
-// PropertyNames lists every key the broker reads, in declaration order.
+// PropertyNames lists every key the broker reads, in declaration order (the store's and HA
+// keys where Config embeds them).
 func PropertyNames() []string {
-	t := reflect.TypeOf(Config{})
-	names := make([]string, 0, t.NumField())
-	for i := range t.NumField() {
-		if name := t.Field(i).Tag.Get("prop"); name != "" { // untagged fields are not keys
-			names = append(names, name)
-		}
+	keys := conf.Keys(Config{})
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		names[i] = k.Name
 	}
 	return names
 }
 
-// PropertyHelp is a line on what a key does, for --help; empty for the keys that
-// RocketMQ's documentation already explains.
+// PropertyHelp is a line on what a key does (its help tag).
 func PropertyHelp(key string) string {
-	t := reflect.TypeOf(Config{})
-	for i := range t.NumField() {
-		if f := t.Field(i); key != "" && f.Tag.Get("prop") == key {
-			return f.Tag.Get("help")
-		}
-	}
-	return ""
+	k, _ := conf.Lookup(Config{}, key)
+	return k.Help
 }
 
-// Get returns a property's current value as text, in the file's units.
+// PropertyUsage is a key's --help text: PropertyHelp, the unit of a duration and an enum's
+// allowed values. mqbroker adds the default.
+func PropertyUsage(key string) string {
+	k, _ := conf.Lookup(Config{}, key)
+	return k.Usage()
+}
+
+// Get returns a property's current value as text, in the file's units and spellings.
 func (c *Config) Get(key string) (string, bool) {
-	f, ok := fieldByProp(c, key)
-	if !ok {
-		return "", false
-	}
-	v := f.value
-	if d, ok := v.Interface().(time.Duration); ok {
-		return strconv.FormatInt(int64(d/unitOf(f.unit)), 10), true
-	}
-	return fmt.Sprint(v.Interface()), true
-}
-
-type configField struct {
-	value reflect.Value
-	unit  string
-}
-
-func fieldByProp(c *Config, key string) (configField, bool) {
-	v := reflect.ValueOf(c).Elem()
-	t := v.Type()
-	for i := range t.NumField() {
-		if key != "" && t.Field(i).Tag.Get("prop") == key {
-			return configField{value: v.Field(i), unit: t.Field(i).Tag.Get("unit")}, true
-		}
-	}
-	return configField{}, false
-}
-
-func unitOf(unit string) time.Duration {
-	switch unit {
-	case "h":
-		return time.Hour
-	case "s":
-		return time.Second
-	default:
-		return time.Millisecond
-	}
-}
-
-func setField(v reflect.Value, unit, s string) error {
-	switch v.Kind() {
-	case reflect.String:
-		v.SetString(s)
-	case reflect.Bool:
-		b, err := strconv.ParseBool(s)
-		if err != nil {
-			return fmt.Errorf("%q is not true or false", s)
-		}
-		v.SetBool(b)
-	case reflect.Int, reflect.Int64:
-		if v.Type() == reflect.TypeOf(time.Duration(0)) {
-			n, err := strconv.ParseInt(s, 10, 64)
-			if err != nil {
-				return fmt.Errorf("%q is not a whole number", s)
-			}
-			v.SetInt(int64(time.Duration(n) * unitOf(unit)))
-			return nil
-		}
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return fmt.Errorf("%q is not a whole number", s)
-		}
-		v.SetInt(n)
-	default:
-		return fmt.Errorf("unsupported field kind %s", v.Kind())
-	}
-	return nil
+	return conf.Get(c, key)
 }
 
 // NamesrvAddrs splits namesrvAddr on ';' (RocketMQ's separator), dropping blanks.
@@ -454,33 +287,14 @@ func (c *Config) Validate() error {
 	case c.FastListenPort < -1 || c.FastListenPort > 65535:
 		return bad("fastListenPort", "must be -1 (listenPort - 2), 0 (off) or a port")
 	}
-	switch c.FlushDiskType {
-	case "ASYNC_FLUSH", "SYNC_FLUSH":
-	default:
-		return bad("flushDiskType", "must be ASYNC_FLUSH or SYNC_FLUSH")
-	}
-	switch c.BrokerRole {
-	case "ASYNC_MASTER", "SYNC_MASTER":
-	case "SLAVE":
-		if c.BrokerID <= 0 {
-			// RocketMQ's BrokerStartup exits with status -3 here.
-			return bad("brokerId", fmt.Sprintf("%d: a SLAVE needs brokerId > 0 (0 is the master's)", c.BrokerID))
-		}
-	default:
-		return bad("brokerRole", fmt.Sprintf("%q: must be ASYNC_MASTER, SYNC_MASTER or SLAVE", c.BrokerRole))
+	// The enums (flushDiskType, brokerRole, flushBackend, netEngine, tlsServerMode) were
+	// checked when their keys were read (Set); what is left are checks across keys.
+	if c.BrokerRole == RoleSlave && c.BrokerID <= 0 {
+		// RocketMQ's BrokerStartup exits with status -3 here.
+		return bad("brokerId", fmt.Sprintf("%d: a SLAVE needs brokerId > 0 (0 is the master's)", c.BrokerID))
 	}
 	if err := c.validateHA(); err != nil {
 		return err
-	}
-	switch c.FlushBackend {
-	case "", "iouring", "msync", "fdatasync":
-	default:
-		return bad("flushBackend", "must be iouring, msync or fdatasync")
-	}
-	switch c.NetEngine {
-	case "gnet", "std":
-	default:
-		return bad("netEngine", "must be gnet or std")
 	}
 	if c.DiskMaxUsedSpaceRatio < 10 || c.DiskMaxUsedSpaceRatio > 95 {
 		// RocketMQ clamps to 10..95 silently; keep its behaviour but never silently.
@@ -489,14 +303,8 @@ func (c *Config) Validate() error {
 	if _, err := ParseDelayLevels(c.MessageDelayLevel); err != nil {
 		return bad("messageDelayLevel", err.Error())
 	}
-	switch c.TLSServerMode {
-	case "", "permissive", "enforcing":
-	case "disabled":
-		if c.TLSEnable {
-			return bad("tlsServerMode", "disabled contradicts tlsEnable=true")
-		}
-	default:
-		return bad("tlsServerMode", "must be disabled, permissive or enforcing")
+	if c.TLSServerMode == TLSModeDisabled && c.TLSEnable {
+		return bad("tlsServerMode", "disabled contradicts tlsEnable=true")
 	}
 	if c.EffectiveTLSMode() != "disabled" {
 		if c.TLSCertFile == "" {
@@ -509,17 +317,93 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// EffectiveTLSMode is the remoting port's TLS mode: tlsServerMode when set, else
-// "enforcing" with tlsEnable=true and "disabled" without.
+// EffectiveTLSMode is the remoting port's TLS mode (netio.TLSDisabled, TLSPermissive or
+// TLSEnforcing): tlsServerMode when set, else "enforcing" with tlsEnable=true and "disabled"
+// without.
 func (c *Config) EffectiveTLSMode() string {
 	switch {
-	case c.TLSServerMode != "":
-		return c.TLSServerMode
+	case c.TLSServerMode != TLSModeUnset:
+		return c.TLSServerMode.String()
 	case c.TLSEnable:
-		return "enforcing"
+		return netio.TLSEnforcing
 	default:
-		return "disabled"
+		return netio.TLSDisabled
 	}
+}
+
+// NetEngine is netEngine, the remoting server's engine (netio.Config.Engine).
+type NetEngine uint8
+
+// Network engines.
+const (
+	NetEngineGnet NetEngine = iota // event loops (gnet)
+	NetEngineStd                   // a goroutine per connection (net package)
+)
+
+var netEngineNames = []string{netio.EngineGnet, netio.EngineStd}
+
+// String is the netEngine spelling, netio's engine name.
+func (e NetEngine) String() string { return enumName(netEngineNames, int(e), "NetEngine") }
+
+// EnumValues lists the netEngine spellings (conf.Enum).
+func (NetEngine) EnumValues() []string { return append([]string(nil), netEngineNames...) }
+
+// MarshalText is the netEngine spelling.
+func (e NetEngine) MarshalText() ([]byte, error) { return []byte(e.String()), nil }
+
+// UnmarshalText reads netEngine: gnet or std.
+func (e *NetEngine) UnmarshalText(text []byte) error {
+	i, err := conf.ParseEnum(string(text), netEngineNames...)
+	if err != nil {
+		return err
+	}
+	*e = NetEngine(i)
+	return nil
+}
+
+// TLSServerMode is tlsServerMode. Unset (empty in the file) leaves the mode to tlsEnable
+// (EffectiveTLSMode).
+type TLSServerMode uint8
+
+// TLS server modes, netio's (tls.go).
+const (
+	TLSModeUnset      TLSServerMode = iota
+	TLSModeDisabled                 // plain only
+	TLSModePermissive               // plain and TLS clients on the same port
+	TLSModeEnforcing                // TLS only
+)
+
+var tlsModeNames = []string{"", netio.TLSDisabled, netio.TLSPermissive, netio.TLSEnforcing}
+
+// String is the tlsServerMode spelling (netio's TLS mode), empty when unset.
+func (m TLSServerMode) String() string { return enumName(tlsModeNames, int(m), "TLSServerMode") }
+
+// EnumValues lists the tlsServerMode spellings (conf.Enum); empty is also accepted.
+func (TLSServerMode) EnumValues() []string { return append([]string(nil), tlsModeNames[1:]...) }
+
+// MarshalText is the tlsServerMode spelling.
+func (m TLSServerMode) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+// UnmarshalText reads tlsServerMode: disabled, permissive, enforcing or empty.
+func (m *TLSServerMode) UnmarshalText(text []byte) error {
+	if len(text) == 0 {
+		*m = TLSModeUnset
+		return nil
+	}
+	i, err := conf.ParseEnum(string(text), tlsModeNames[1:]...)
+	if err != nil {
+		return err
+	}
+	*m = TLSServerMode(i + 1)
+	return nil
+}
+
+// enumName is names[i], or type(i) for a value with no name.
+func enumName(names []string, i int, typ string) string {
+	if i >= 0 && i < len(names) {
+		return names[i]
+	}
+	return typ + "(" + strconv.Itoa(i) + ")"
 }
 
 // DefaultAclFile is where the plain ACL file is read from when aclFile is empty (mqbroker

@@ -2,10 +2,15 @@ package broker
 
 import (
 	"net/netip"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ringmq/ringmq/netio"
+	"github.com/ringmq/ringmq/store"
 )
 
 // A production-style broker.conf, key by key as operators write them (Apache
@@ -91,21 +96,26 @@ func TestConfigBadValuesNameTheKey(t *testing.T) {
 	_, err = c.Set("autoCreateTopicEnable", "yes please", 4)
 	require.ErrorContains(t, err, "autoCreateTopicEnable")
 
-	for _, tc := range []struct{ key, value, want string }{
-		{"flushDiskType", "SOMETIMES", "flushDiskType"},
-		{"brokerRole", "BACKUP", "brokerRole"},
-		{"brokerRole", "SLAVE", "brokerId"}, // with the default brokerId 0
-		{"flushBackend", "carrier-pigeon", "flushBackend"},
-		{"netEngine", "tokio", "netEngine"},
-		{"maxMessageSize", "0", "maxMessageSize"},
-		{"messageDelayLevel", "1s 5x", "messageDelayLevel"},
-		{"diskMaxUsedSpaceRatio", "99", "diskMaxUsedSpaceRatio"},
-		{"requestBudgetBytes", "0", "requestBudgetBytes"},
+	for _, tc := range []struct {
+		key, value, want string
+		enum             bool // refused when the key is read (Set), not by Validate
+	}{
+		{"flushDiskType", "SOMETIMES", "flushDiskType", true},
+		{"brokerRole", "BACKUP", "brokerRole", true},
+		{"brokerRole", "SLAVE", "brokerId", false}, // with the default brokerId 0
+		{"flushBackend", "carrier-pigeon", "flushBackend", true},
+		{"netEngine", "tokio", "netEngine", true},
+		{"maxMessageSize", "0", "maxMessageSize", false},
+		{"messageDelayLevel", "1s 5x", "messageDelayLevel", false},
+		{"diskMaxUsedSpaceRatio", "99", "diskMaxUsedSpaceRatio", false},
+		{"requestBudgetBytes", "0", "requestBudgetBytes", false},
 	} {
 		c := DefaultConfig()
 		_, err := c.Set(tc.key, tc.value, 1)
-		require.NoError(t, err)
-		err = c.Validate()
+		if !tc.enum {
+			require.NoError(t, err)
+			err = c.Validate()
+		}
 		require.ErrorIs(t, err, ErrConfig, tc.key)
 		require.ErrorContains(t, err, tc.want)
 	}
@@ -172,12 +182,19 @@ func TestConfigTLSKeys(t *testing.T) {
 		{map[string]string{"tlsServerMode": "enforcing", "tlsCertFile": "c.pem"}, "", "tlsKeyFile"},
 	} {
 		c := DefaultConfig()
+		var err error
 		for k, v := range tc.set {
-			w, err := c.Set(k, v, 1)
+			var w *ConfigWarning
+			w, err = c.Set(k, v, 1)
+			if err != nil && tc.mode == "" {
+				break // an enum value is refused when it is read
+			}
 			require.NoError(t, err, k)
 			require.Nil(t, w, k)
 		}
-		err := c.Validate()
+		if err == nil {
+			err = c.Validate()
+		}
 		if tc.mode == "" {
 			require.ErrorIs(t, err, ErrConfig, tc.set)
 			require.ErrorContains(t, err, tc.key, tc.set)
@@ -230,5 +247,117 @@ func TestRequestBudgetReachesTheServer(t *testing.T) {
 	require.EqualValues(t, 32<<20, nc.RequestBudgetBytes)
 	require.NoError(t, nc.Validate())
 	require.Contains(t, PropertyHelp("requestBudgetBytes"), "64 KiB")
-	require.Empty(t, PropertyHelp("brokerName"))
+	// Every key says what it means (issue 15 item 4), RocketMQ's own keys too.
+	require.Contains(t, PropertyHelp("brokerName"), "master and its slaves")
+}
+
+// TestEnumKeysParsedWhenRead: every enum key is parsed when it is read (Set): a value that is not one
+// of its spellings is refused naming the key, the value and every allowed value, and is not applied;
+// Get prints each value as RocketMQ (or ringmq) spells it.
+func TestEnumKeysParsedWhenRead(t *testing.T) {
+	for key, allowed := range map[string][]string{
+		"flushDiskType": {"ASYNC_FLUSH", "SYNC_FLUSH"},
+		"brokerRole":    {"ASYNC_MASTER", "SYNC_MASTER", "SLAVE"},
+		"flushBackend":  {"iouring", "msync", "fdatasync"},
+		"netEngine":     {"gnet", "std"},
+		"tlsServerMode": {"disabled", "permissive", "enforcing"},
+	} {
+		c := DefaultConfig()
+		before, _ := c.Get(key)
+		_, err := c.Set(key, "sync_flush", 7)
+		require.ErrorIs(t, err, ErrConfig, key)
+		require.ErrorContains(t, err, "key "+key+`: "sync_flush": must be `, key)
+		for _, v := range allowed {
+			require.ErrorContains(t, err, v, key)
+		}
+		after, _ := c.Get(key)
+		require.Equal(t, before, after, "%s: a refused value leaves the key as it was", key)
+		require.Contains(t, PropertyUsage(key), "(one of "+strings.Join(allowed, ", ")+")", key)
+
+		for _, v := range allowed {
+			w, err := c.Set(key, " "+v+" ", 1)
+			require.NoError(t, err, key)
+			require.Nil(t, w, key)
+			got, _ := c.Get(key)
+			require.Equal(t, v, got, key)
+		}
+		if strings.ToLower(allowed[0]) != allowed[0] {
+			_, err = c.Set(key, strings.ToLower(allowed[0]), 1)
+			require.ErrorContains(t, err, key, "spelled exactly, as RocketMQ's valueOf reads it")
+		}
+	}
+	c := DefaultConfig()
+	require.Equal(t, store.AsyncFlush, c.FlushDiskType)
+	require.Equal(t, RoleAsyncMaster, c.BrokerRole)
+	require.Equal(t, store.FlushBackend(0), c.FlushBackend, "empty: picked by append mode")
+	require.Equal(t, NetEngineGnet, c.NetEngine)
+	require.Equal(t, TLSModeUnset, c.TLSServerMode)
+	for key, value := range map[string]string{"flushDiskType": "SYNC_FLUSH", "brokerRole": "SYNC_MASTER",
+		"flushBackend": "fdatasync", "netEngine": "std", "tlsServerMode": "permissive"} {
+		_, err := c.Set(key, value, 1)
+		require.NoError(t, err)
+	}
+	require.Equal(t, store.SyncFlush, c.FlushDiskType)
+	require.True(t, c.IsSyncMaster())
+	require.Equal(t, "fdatasync", c.FlushBackend.String())
+	require.Equal(t, NetEngineStd, c.NetEngine)
+	require.Equal(t, "permissive", c.EffectiveTLSMode())
+	for _, key := range []string{"flushBackend", "tlsServerMode"} {
+		_, err := c.Set(key, "", 1)
+		require.NoError(t, err, "%s: empty is its default", key)
+		v, _ := c.Get(key)
+		require.Empty(t, v, key)
+	}
+}
+
+// TestEveryKeyHasHelp: --help says what each key means; durations give their unit.
+func TestEveryKeyHasHelp(t *testing.T) {
+	for _, key := range PropertyNames() {
+		require.NotEmpty(t, PropertyHelp(key), key)
+	}
+	require.Equal(t, "CommitLog files older than this are deleted at deleteWhen (hours)", PropertyUsage("fileReservedTime"))
+	require.Contains(t, PropertyUsage("syncFlushTimeout"), "FLUSH_DISK_TIMEOUT (ms)")
+	require.Empty(t, PropertyUsage("noSuchKey"))
+}
+
+// TestStoreKeysReachTheOpenedStore: the store's keys, set through broker.Config (legacy spellings
+// included), are the configuration the broker opens its store with; the store's settings no key sets
+// are derived: the store host from brokerIP1:listenPort.
+func TestStoreKeysReachTheOpenedStore(t *testing.T) {
+	commitLogDir := filepath.Join(t.TempDir(), "cl")
+	tb := startTestBroker(t, func(c *Config) {
+		for _, kv := range [][2]string{{"mapedFileSizeCommitLog", "1048576"}, {"maxMessageSize", "65536"},
+			{"storePathCommitLog", commitLogDir}, {"flushDiskType", "SYNC_FLUSH"}} {
+			w, err := c.Set(kv[0], kv[1], 1)
+			require.NoError(t, err, kv[0])
+			require.Nil(t, w, kv[0])
+		}
+	})
+	require.EqualValues(t, 1<<20, tb.b.store.FileSize(), "mappedFileSizeCommitLog")
+	require.DirExists(t, commitLogDir, "storePathCommitLog")
+	require.NoDirExists(t, filepath.Join(tb.cfg.StorePathRootDir, "commitlog"))
+	require.True(t, tb.b.data.syncFlush, "flushDiskType")
+
+	c := tb.b.Config()
+	sc, err := storeConfig(&c, netipLoopback())
+	require.NoError(t, err)
+	require.Equal(t, netipLoopback(), sc.StoreHost)
+	require.False(t, sc.Slave)
+	c.BrokerRole, c.BrokerID = RoleSlave, 1
+	sc, err = storeConfig(&c, netipLoopback())
+	require.NoError(t, err)
+	require.True(t, sc.Slave, "brokerRole=SLAVE")
+}
+
+// TestNetioKeyDefaultsAreNetio's: the remoting keys the broker maps onto netio.Config (netEngine,
+// netEventLoops, maxConnections, requestBudgetBytes) default to what netio.DefaultConfig says.
+func TestNetioKeyDefaultsAreNetios(t *testing.T) {
+	c := DefaultConfig()
+	nc, err := serverConfig(&c, "127.0.0.1", nil)
+	require.NoError(t, err)
+	def := netio.DefaultConfig()
+	require.Equal(t, def.Engine, nc.Engine)
+	require.Equal(t, def.EventLoops, nc.EventLoops)
+	require.Equal(t, def.MaxConnections, nc.MaxConnections)
+	require.Equal(t, def.RequestBudgetBytes, nc.RequestBudgetBytes)
 }

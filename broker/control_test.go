@@ -630,7 +630,7 @@ func TestEmbeddedNamesrvNeedsDepsNamesrv(t *testing.T) {
 	require.Len(t, asked, 1)
 	require.Equal(t, "127.0.0.1:19876", asked[0].ListenAddr, "bindHost: the loopback brokerIP1")
 	require.Equal(t, filepath.Join(cfg.StorePathRootDir, "namesrv", "kvConfig.json"), asked[0].KVConfigPath)
-	require.Equal(t, cfg.NetEngine, asked[0].NetEngine)
+	require.Equal(t, cfg.NetEngine.String(), asked[0].NetEngine)
 }
 
 // ctlCounterValue reads a counter's current value.

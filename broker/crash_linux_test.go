@@ -383,13 +383,13 @@ func testCrashPowerLoss(t *testing.T, flushDiskType string, rounds int) {
 		return func(c *Config) {
 			c.ListenPort, c.HAListenPort = port, haPort
 			c.StorePathRootDir = dir
-			c.FlushDiskType = flushDiskType
+			c.FlushDiskType = flushDiskTypeOf(flushDiskType)
 			c.MappedFileSizeCommitLog = crashCommitLogMiB << 20
 			c.MaxMessageSize = 64 << 10
 			c.FlushIntervalCommitLog = 50 * time.Millisecond
 			c.FlushIntervalConsumeQueue = 20 * time.Millisecond
 			c.SyncFlushTimeout = time.Minute
-			c.OSPageCacheBusyTimeOutMills = time.Minute
+			c.OSPageCacheBusyTimeout = time.Minute
 		}
 	}
 	dir := t.TempDir()

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/store"
 )
 
 // The data plane: send (send.go), pull (pull.go) with long polling (longpoll.go), query
@@ -49,13 +50,13 @@ type dataPlane struct {
 
 func newDataPlane(b *Broker, delayLevels int) *dataPlane {
 	d := &dataPlane{
-		syncFlush:      b.cfg.FlushDiskType == "SYNC_FLUSH",
+		syncFlush:      b.cfg.FlushDiskType == store.SyncFlush,
 		maxMessageSize: b.cfg.MaxMessageSize,
 		clusterName:    b.cfg.BrokerClusterName,
 		brokerIP:       b.storeHost.Addr().String(),
 		maxDelayLevel:  delayLevels,
 	}
-	d.hotPullMaxBehindBytes = hotPullThreshold(totalMemoryBytes(), b.cfg.AccessMessageInMemoryMaxRate)
+	d.hotPullMaxBehindBytes = hotPullThreshold(totalMemoryBytes(), b.cfg.AccessMessageInMemoryMaxRatio)
 	d.pullsOnLoop = b.metrics.pullRuns.WithLabelValues("loop")
 	d.pullsOnPool = b.metrics.pullRuns.WithLabelValues("pool")
 	d.pullReruns = b.metrics.pullRuns.WithLabelValues("rerun")

@@ -99,7 +99,7 @@ func requireDiskFullAnswer(t testing.TB, resp *codec.RemotingCommand) {
 func faultBrokerConfig(dir, flushDiskType string) func(*Config) {
 	return func(c *Config) {
 		c.StorePathRootDir = dir
-		c.FlushDiskType = flushDiskType
+		c.FlushDiskType = flushDiskTypeOf(flushDiskType)
 		c.MappedFileSizeCommitLog = 1 << 20
 		c.MaxMessageSize = 64 << 10
 		c.CleanResourceInterval = 20 * time.Millisecond

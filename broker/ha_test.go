@@ -26,7 +26,7 @@ func startPair(t *testing.T, role string, mutate func(*Config)) (master, slave *
 func startPairWith(t *testing.T, role string, mutateMaster, mutateSlave func(*Config)) (master, slave *testBroker) {
 	t.Helper()
 	master = startTestBroker(t, func(c *Config) {
-		c.BrokerRole = role
+		c.BrokerRole = brokerRoleOf(role)
 		c.HAListenPort = 0
 		c.SlaveTimeout = 3 * time.Second
 		if mutateMaster != nil {
@@ -34,7 +34,7 @@ func startPairWith(t *testing.T, role string, mutateMaster, mutateSlave func(*Co
 		}
 	})
 	slave = startTestBroker(t, func(c *Config) {
-		c.BrokerRole = "SLAVE"
+		c.BrokerRole = RoleSlave
 		c.BrokerID = 1
 		c.NamesrvEmbedded = false
 		c.NamesrvAddr = master.NamesrvAddr
@@ -148,7 +148,7 @@ func TestSlavePullRules(t *testing.T) {
 // catches the wait's goroutines).
 func TestNewThatFailsReleasesReplication(t *testing.T) {
 	cfg := testBrokerConfig(t)
-	cfg.BrokerRole = "SYNC_MASTER"
+	cfg.BrokerRole = RoleSyncMaster
 	cfg.HAListenPort = pickPort(t)
 	cfg.AclEnable = true
 	cfg.AclFile = t.TempDir() + "/absent.yml"

@@ -55,7 +55,7 @@ func (b *Broker) firstMessageInMemory(topic string, queueID int32) bool {
 	}
 	phy := b.store.GetCommitLogOffsetInQueue(topic, queueID, 0)
 	behind := b.store.MaxPhyOffset() - phy
-	return behind <= b.ctl.totalMemoryBytes*int64(b.cfg.AccessMessageInMemoryMaxRate)/100
+	return behind <= b.ctl.totalMemoryBytes*int64(b.cfg.AccessMessageInMemoryMaxRatio)/100
 }
 
 // processUpdateConsumerOffset stores a committed offset: the group must exist (26), the

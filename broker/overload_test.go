@@ -100,9 +100,9 @@ func TestOverloadSyncFlushFailsFast(t *testing.T) {
 	const syncFlushTimeout = 30 * time.Second
 	gate := newGateFS()
 	rb := startRelBroker(t, func(c *Config) {
-		c.FlushDiskType = "SYNC_FLUSH"
+		c.FlushDiskType = store.SyncFlush
 		c.SyncFlushTimeout = syncFlushTimeout
-		c.OSPageCacheBusyTimeOutMills = time.Minute
+		c.OSPageCacheBusyTimeout = time.Minute
 		c.MappedFileSizeCommitLog = 64 << 20 // no file roll: the allocator's syncs would wait too
 	}, gate)
 	admin := remotingtest.Dial(t, rb.addr)

@@ -353,7 +353,7 @@ func (b *Broker) isLocalHost(host string) bool {
 func (b *Broker) newEmbeddedNamesrv() (EmbeddedNamesrv, error) {
 	return b.ctl.newNamesrv(EmbeddedNamesrvSpec{
 		ListenAddr:   net.JoinHostPort(b.bindHost(), strconv.Itoa(b.cfg.NamesrvListenPort)),
-		NetEngine:    b.cfg.NetEngine,
+		NetEngine:    b.cfg.NetEngine.String(),
 		KVConfigPath: namesrvKVConfigPath(b.cfg.StorePathRootDir),
 		Logger:       b.logger,
 		Registerer:   b.ctl.registerer,

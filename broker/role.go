@@ -6,9 +6,10 @@ import (
 	"strconv"
 
 	"github.com/ringmq/ringmq/ha"
+	"github.com/ringmq/ringmq/internal/conf"
 )
 
-// Broker roles (PROTOCOL.md §13.1), RocketMQ's brokerRole values.
+// BrokerRole is brokerRole (PROTOCOL.md §13.1), RocketMQ's BrokerRole.
 //
 // A master (ASYNC_MASTER, SYNC_MASTER) has brokerId 0 and serves writes; a SYNC_MASTER's
 // sends also wait for a slave's acknowledgement. A SLAVE (brokerId > 0) shares its master's
@@ -16,11 +17,36 @@ import (
 // reads only: it refuses topic and subscription-group changes (slaveAdminRemark), sends
 // (the store refuses every put), send-backs and END_TRANSACTION, and runs neither the
 // delay-level scheduler nor the transaction check-back.
+type BrokerRole uint8
+
+// Broker roles.
 const (
-	RoleAsyncMaster = "ASYNC_MASTER"
-	RoleSyncMaster  = "SYNC_MASTER"
-	RoleSlave       = "SLAVE"
+	RoleAsyncMaster BrokerRole = iota
+	RoleSyncMaster
+	RoleSlave
 )
+
+var brokerRoleNames = []string{"ASYNC_MASTER", "SYNC_MASTER", "SLAVE"}
+
+// String returns RocketMQ's spelling.
+func (r BrokerRole) String() string { return enumName(brokerRoleNames, int(r), "BrokerRole") }
+
+// EnumValues lists the brokerRole spellings (conf.Enum).
+func (BrokerRole) EnumValues() []string { return append([]string(nil), brokerRoleNames...) }
+
+// MarshalText returns RocketMQ's spelling.
+func (r BrokerRole) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// UnmarshalText reads brokerRole as RocketMQ does (BrokerRole.valueOf): exactly ASYNC_MASTER,
+// SYNC_MASTER or SLAVE.
+func (r *BrokerRole) UnmarshalText(text []byte) error {
+	i, err := conf.ParseEnum(string(text), brokerRoleNames...)
+	if err != nil {
+		return err
+	}
+	*r = BrokerRole(i)
+	return nil
+}
 
 // slaveAdminRemark is RocketMQ's AdminBrokerProcessor.validateSlave remark, answered with
 // SYSTEM_ERROR to topic and subscription-group changes sent to a slave.
@@ -39,29 +65,15 @@ func (c *Config) IsSyncMaster() bool { return c.BrokerRole == RoleSyncMaster }
 // HAServerConfig is the master's HA listener configuration, listening on listenAddr
 // (host:haListenPort; port 0 picks one).
 func (c *Config) HAServerConfig(listenAddr string) ha.ServerConfig {
-	sc := ha.DefaultServerConfig(listenAddr)
-	sc.TransferBatchSize = c.HATransferBatchSize
-	sc.HeartbeatInterval = c.HASendHeartbeatInterval
-	sc.HousekeepingInterval = c.HAHousekeepingInterval
-	return sc
+	return c.Settings.ServerConfig(listenAddr)
 }
 
 // HAClientConfig is a slave's HA client configuration. MasterAddr is haMasterAddress; when
 // it is empty the client waits for an address learnt from the name servers.
-func (c *Config) HAClientConfig() ha.ClientConfig {
-	cc := ha.DefaultClientConfig(c.HAMasterAddress)
-	cc.HeartbeatInterval = c.HASendHeartbeatInterval
-	cc.HousekeepingInterval = c.HAHousekeepingInterval
-	return cc
-}
+func (c *Config) HAClientConfig() ha.ClientConfig { return c.Settings.ClientConfig() }
 
 // HAReplicasConfig is a SYNC_MASTER's acknowledgement-wait configuration.
-func (c *Config) HAReplicasConfig() ha.ReplicasConfig {
-	rc := ha.DefaultReplicasConfig()
-	rc.SlaveTimeout = c.SlaveTimeout
-	rc.FallBehindMax = c.HASlaveFallbehindMax
-	return rc
-}
+func (c *Config) HAReplicasConfig() ha.ReplicasConfig { return c.Settings.ReplicasConfig() }
 
 // validateHA checks the replication keys (Validate).
 func (c *Config) validateHA() error {

@@ -357,7 +357,7 @@ func (g *gatedStore) release(err error) {
 func TestSendSyncFlushRepliesOnlyAfterDurable(t *testing.T) {
 	var gate *gatedStore
 	db := startDataBroker(t, dataBrokerOptions{
-		mutate: func(c *Config) { c.FlushDiskType = "SYNC_FLUSH" },
+		mutate: func(c *Config) { c.FlushDiskType = store.SyncFlush },
 		wrap: func(s store.MessageStore) store.MessageStore {
 			gate = &gatedStore{MessageStore: s}
 			return gate
@@ -403,7 +403,7 @@ func TestSendSyncFlushRepliesOnlyAfterDurable(t *testing.T) {
 }
 
 func TestSendSyncFlushFileStoreIsDurableWhenAnswered(t *testing.T) {
-	db := startDataBroker(t, dataBrokerOptions{fileStore: true, mutate: func(c *Config) { c.FlushDiskType = "SYNC_FLUSH" }})
+	db := startDataBroker(t, dataBrokerOptions{fileStore: true, mutate: func(c *Config) { c.FlushDiskType = store.SyncFlush }})
 	fs, ok := db.b.store.(*store.Store)
 	require.True(t, ok)
 	c := remotingtest.Dial(t, db.addr)

@@ -138,7 +138,7 @@ func TestSlaveSynchronizeCopiesTheMastersMetadata(t *testing.T) {
 func TestSlaveSynchronizeRoundByRound(t *testing.T) {
 	master := startTestBroker(t, nil)
 	slave := startTestBroker(t, func(c *Config) {
-		c.BrokerRole = "SLAVE"
+		c.BrokerRole = RoleSlave
 		c.BrokerID = 1
 		c.NamesrvEmbedded = false // no registration: the master address is set by hand below
 		c.HAListenPort = 0

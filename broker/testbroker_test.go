@@ -13,12 +13,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/namesrv"
+	"github.com/ringmq/ringmq/store"
 )
 
 // The shared end-to-end harness: a real broker (file store on t.TempDir(), gnet server,
 // embedded name server) on 127.0.0.1 with ports the kernel picked.
 //
-//	tb := startTestBroker(t, func(c *Config) { c.FlushDiskType = "SYNC_FLUSH" })
+//	tb := startTestBroker(t, func(c *Config) { c.FlushDiskType = store.SyncFlush })
 //	// clients use tb.NamesrvAddr (name server) or tb.BrokerAddr (direct)
 //	tb.restart(t) // same store directory, same ports
 //
@@ -63,6 +64,25 @@ func testBrokerConfig(t testing.TB) Config {
 	return cfg
 }
 
+// flushDiskTypeOf is the FlushDiskType spelled s, for test tables that name modes as
+// broker.conf does.
+func flushDiskTypeOf(s string) store.FlushDiskType {
+	var t store.FlushDiskType
+	if err := t.UnmarshalText([]byte(s)); err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// brokerRoleOf is the BrokerRole spelled s (ASYNC_MASTER, SYNC_MASTER, SLAVE).
+func brokerRoleOf(s string) BrokerRole {
+	var r BrokerRole
+	if err := r.UnmarshalText([]byte(s)); err != nil {
+		panic(err)
+	}
+	return r
+}
+
 // storeModes are the store modes a feature must work in (issue 14): appends into the mapped file or
 // into the transient pool's buffers, each under ASYNC_FLUSH and SYNC_FLUSH. Run a feature's end-to-end
 // test under each: a bug that hides in one mode is a lost message in production.
@@ -70,10 +90,10 @@ var storeModes = []struct {
 	name  string
 	apply func(*Config)
 }{
-	{"mmap-async", func(c *Config) { c.FlushDiskType = "ASYNC_FLUSH" }},
-	{"mmap-sync", func(c *Config) { c.FlushDiskType = "SYNC_FLUSH" }},
-	{"pool-async", func(c *Config) { c.FlushDiskType = "ASYNC_FLUSH"; withTransientPool(c) }},
-	{"pool-sync", func(c *Config) { c.FlushDiskType = "SYNC_FLUSH"; withTransientPool(c) }},
+	{"mmap-async", func(c *Config) { c.FlushDiskType = store.AsyncFlush }},
+	{"mmap-sync", func(c *Config) { c.FlushDiskType = store.SyncFlush }},
+	{"pool-async", func(c *Config) { c.FlushDiskType = store.AsyncFlush; withTransientPool(c) }},
+	{"pool-sync", func(c *Config) { c.FlushDiskType = store.SyncFlush; withTransientPool(c) }},
 }
 
 // withTransientPool turns the transient pool on with a few unpinned buffers (RLIMIT_MEMLOCK is small

@@ -16,63 +16,16 @@ import (
 	"github.com/ringmq/ringmq/store"
 )
 
-// storeConfig maps the broker's RocketMQ keys onto the store's Config.
+// storeConfig is the store's configuration: cfg's embedded store.Config, which the store's
+// keys set directly, with the two settings no key sets, derived from other keys here:
+// StoreHost, the address written into every record (brokerIP1:listenPort, resolved by New
+// and passed as storeHost), and Slave (brokerRole=SLAVE). It is validated on a copy:
+// store.Config.Validate normalizes values (ConsumeQueue file size, disk ratio, flush
+// backend), and cfg keeps what the operator wrote.
 func storeConfig(cfg *Config, storeHost netip.AddrPort) (store.Config, error) {
-	sc := store.DefaultConfig(cfg.StorePathRootDir)
-	sc.StorePathCommitLog = cfg.StorePathCommitLog
-	sc.StorePathConsumeQueue = cfg.StorePathConsumeQueue
-	sc.StorePathIndex = cfg.StorePathIndex
-	sc.StoreCheckpoint = cfg.StoreCheckpoint
-	sc.AbortFile = cfg.AbortFile
-	sc.MappedFileSizeCommitLog = cfg.MappedFileSizeCommitLog
-	sc.MappedFileSizeConsumeQueue = cfg.MappedFileSizeConsumeQueue
-	sc.MaxMessageSize = cfg.MaxMessageSize
-	fdt, err := store.ParseFlushDiskType(cfg.FlushDiskType)
-	if err != nil {
-		return sc, err
-	}
-	sc.FlushDiskType = fdt
-	if cfg.FlushBackend != "" {
-		kind, err := store.ParseFlushBackend(cfg.FlushBackend)
-		if err != nil {
-			return sc, fmt.Errorf("%w: key flushBackend: %w", ErrConfig, err)
-		}
-		sc.FlushBackend = kind
-	}
-	sc.FlushIntervalCommitLog = cfg.FlushIntervalCommitLog
-	sc.FlushCommitLogLeastPages = cfg.FlushCommitLogLeastPages
-	sc.FlushCommitLogThoroughInterval = cfg.FlushCommitLogThoroughInterval
-	sc.CommitIntervalCommitLog = cfg.CommitIntervalCommitLog
-	sc.CommitCommitLogLeastPages = cfg.CommitCommitLogLeastPages
-	sc.CommitCommitLogThoroughInterval = cfg.CommitCommitLogThoroughInterval
-	sc.FlushIntervalConsumeQueue = cfg.FlushIntervalConsumeQueue
-	sc.FlushConsumeQueueLeastPages = cfg.FlushConsumeQueueLeastPages
-	sc.FlushConsumeQueueThoroughInterval = cfg.FlushConsumeQueueThoroughInterval
-	sc.SyncFlushTimeout = cfg.SyncFlushTimeout
-	sc.TransientStorePoolEnable = cfg.TransientStorePoolEnable
-	sc.TransientStorePoolSize = cfg.TransientStorePoolSize
-	sc.TransientStorePoolPinned = cfg.TransientStorePoolPinned
-	sc.WarmMappedFileEnable = cfg.WarmMappedFileEnable
-	sc.FlushLeastPagesWhenWarmMappedFile = cfg.FlushLeastPagesWhenWarmMappedFile
-	sc.WarmMappedFileMlock = cfg.WarmMappedFileMlock
-	sc.UseReentrantLockWhenPutMessage = cfg.UseReentrantLockWhenPutMessage
-	sc.OSPageCacheBusyTimeout = cfg.OSPageCacheBusyTimeOutMills
-	sc.FileReservedTime = cfg.FileReservedTime
-	sc.DeleteWhen = cfg.DeleteWhen
-	sc.DiskMaxUsedSpaceRatio = cfg.DiskMaxUsedSpaceRatio
-	sc.CleanFileForciblyEnable = cfg.CleanFileForciblyEnable
-	sc.CleanResourceInterval = cfg.CleanResourceInterval
-	sc.CheckCRCOnRecover = cfg.CheckCRCOnRecover
-	sc.MessageIndexEnable = cfg.MessageIndexEnable
-	sc.MaxHashSlotNum = cfg.MaxHashSlotNum
-	sc.MaxIndexNum = cfg.MaxIndexNum
+	sc := cfg.Config
 	sc.StoreHost = storeHost
 	sc.Slave = cfg.IsSlave()
-	sc.AccessMessageInMemoryMaxRatio = cfg.AccessMessageInMemoryMaxRate
-	sc.MaxTransferBytesOnMessageInMemory = cfg.MaxTransferBytesOnMessageInMemory
-	sc.MaxTransferCountOnMessageInMemory = cfg.MaxTransferCountOnMessageInMemory
-	sc.MaxTransferBytesOnMessageInDisk = cfg.MaxTransferBytesOnMessageInDisk
-	sc.MaxTransferCountOnMessageInDisk = cfg.MaxTransferCountOnMessageInDisk
 	return sc, sc.Validate()
 }
 
@@ -120,7 +73,7 @@ func resolveBrokerIP(configured string) (netip.Addr, error) {
 func serverConfig(cfg *Config, bindHost string, reg prometheus.Registerer) (netio.Config, error) {
 	nc := netio.DefaultConfig()
 	nc.Name = "broker"
-	nc.Engine = cfg.NetEngine
+	nc.Engine = cfg.NetEngine.String()
 	nc.Addr = net.JoinHostPort(bindHost, strconv.Itoa(cfg.ListenPort))
 	nc.EventLoops = cfg.NetEventLoops
 	nc.MaxConnections = cfg.MaxConnections

@@ -51,6 +51,8 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+
+	"github.com/ringmq/ringmq/internal/conf"
 )
 
 // Sentinel errors. Check with errors.Is.
@@ -127,6 +129,38 @@ func ParseKind(s string) (Kind, error) {
 		return KindIOUring, nil
 	}
 	return 0, fmt.Errorf("%w: flushBackend=%q, want iouring, msync or fdatasync", ErrConfig, s)
+}
+
+// kindNames are the flushBackend spellings broker.conf accepts, in the order --help lists them.
+var kindNames = []string{"iouring", "msync", "fdatasync"}
+
+var kindsByName = [...]Kind{KindIOUring, KindMsync, KindFdatasync}
+
+// EnumValues lists the flushBackend spellings (conf.Enum).
+func (Kind) EnumValues() []string { return append([]string(nil), kindNames...) }
+
+// MarshalText is the flushBackend spelling; the zero Kind, no choice made (the store then
+// picks by append mode), is empty.
+func (k Kind) MarshalText() ([]byte, error) {
+	if k == 0 {
+		return nil, nil
+	}
+	return []byte(k.String()), nil
+}
+
+// UnmarshalText reads a flushBackend value as broker.conf has always taken it: exactly
+// iouring, msync or fdatasync, or empty for the zero Kind. ParseKind is the lenient reader.
+func (k *Kind) UnmarshalText(text []byte) error {
+	if len(text) == 0 {
+		*k = 0
+		return nil
+	}
+	i, err := conf.ParseEnum(string(text), kindNames...)
+	if err != nil {
+		return err
+	}
+	*k = kindsByName[i]
+	return nil
 }
 
 // Backend makes bytes durable. Implementations: fdatasync.go, msync.go, uring.go (+ uring_linux.go).

@@ -28,10 +28,11 @@ type ClientConfig struct {
 	DialTimeout time.Duration
 }
 
-// DefaultClientConfig is RocketMQ's defaults.
+// DefaultClientConfig is RocketMQ's defaults (DefaultSettings) with masterAddr.
 func DefaultClientConfig(masterAddr string) ClientConfig {
-	return ClientConfig{MasterAddr: masterAddr, HeartbeatInterval: 5 * time.Second, HousekeepingInterval: 20 * time.Second,
-		ReconnectInterval: 5 * time.Second, DialTimeout: 3 * time.Second}
+	s := DefaultSettings()
+	s.HAMasterAddress = masterAddr
+	return s.ClientConfig()
 }
 
 // Validate names the first bad field.

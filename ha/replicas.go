@@ -48,10 +48,10 @@ type ReplicasConfig struct {
 	WaiterQueueMax int
 }
 
-// DefaultReplicasConfig is RocketMQ 4.9.3+'s: 3 s, 256 MiB.
+// DefaultReplicasConfig is RocketMQ 4.9.3+'s: 3 s, 256 MiB (DefaultSettings).
 func DefaultReplicasConfig() ReplicasConfig {
-	return ReplicasConfig{SlaveTimeout: 3 * time.Second, FallBehindMax: 256 << 20,
-		WaiterQueueMax: flush.DefaultGroupCommitConfig().WaiterQueueMax}
+	s := DefaultSettings()
+	return s.ReplicasConfig()
 }
 
 // Replicas is RocketMQ's GroupTransferService: puts wait until a slave reports an offset at or past their

@@ -24,10 +24,10 @@ type ServerConfig struct {
 	HousekeepingInterval time.Duration
 }
 
-// DefaultServerConfig is RocketMQ's defaults.
+// DefaultServerConfig is RocketMQ's defaults (DefaultSettings).
 func DefaultServerConfig(listenAddr string) ServerConfig {
-	return ServerConfig{ListenAddr: listenAddr, TransferBatchSize: 32 << 10, HeartbeatInterval: 5 * time.Second,
-		HousekeepingInterval: 20 * time.Second}
+	s := DefaultSettings()
+	return s.ServerConfig(listenAddr)
 }
 
 // Validate names the first bad field.

@@ -13,151 +13,140 @@ import (
 
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/flush"
+	"github.com/ringmq/ringmq/internal/conf"
 )
 
-// Config configures a Store. Field docs name the broker.conf key. Start from DefaultConfig.
+// Config configures a Store. Start from DefaultConfig.
+//
+// It is a settings struct (internal/conf): each field a broker.conf key sets carries the key
+// (RocketMQ's MessageStoreConfig name) in its prop tag, its default in its default tag, and
+// the meaning --help prints in its help tag. The broker's Config embeds this struct, so a key
+// sets the field here directly. Every default is written once, as the default tag next to
+// its field (fields no file sets too); a field without one defaults to its zero value.
 type Config struct {
-	// StorePathRootDir (storePathRootDir) holds every store file. Required.
-	StorePathRootDir string
-	// StorePathCommitLog (storePathCommitLog); empty = <root>/commitlog.
-	StorePathCommitLog string
-	// StorePathConsumeQueue (storePathConsumeQueue); empty = <root>/consumequeue.
-	StorePathConsumeQueue string
-	// StorePathIndex (storePathIndex); empty = <root>/index.
-	StorePathIndex string
-	// StoreCheckpoint (storeCheckpoint); empty = <root>/checkpoint.
-	StoreCheckpoint string
-	// AbortFile (abortFile); empty = <root>/abort.
-	AbortFile string
+	// StorePathRootDir holds every store file. Required. DefaultConfig takes it as its argument.
+	StorePathRootDir string `prop:"storePathRootDir" default:"./data" help:"directory of every store file (and of the broker's config/ files)"`
+	// The paths below are derived from StorePathRootDir when empty (commitLogDir, ...).
+	StorePathCommitLog    string `prop:"storePathCommitLog" help:"CommitLog directory; empty: <storePathRootDir>/commitlog"`
+	StorePathConsumeQueue string `prop:"storePathConsumeQueue" help:"ConsumeQueue directory; empty: <storePathRootDir>/consumequeue"`
+	StorePathIndex        string `prop:"storePathIndex" help:"IndexFile directory; empty: <storePathRootDir>/index"`
+	StoreCheckpoint       string `prop:"storeCheckpoint" help:"checkpoint file; empty: <storePathRootDir>/checkpoint"`
+	AbortFile             string `prop:"abortFile" help:"file present while the store is open; found at start it means a crash, and recovery checks more; empty: <storePathRootDir>/abort"`
 
-	// MappedFileSizeCommitLog (mappedFileSizeCommitLog, alias mapedFileSizeCommitLog): bytes per CommitLog
-	// file, default 1 GiB. Must be a multiple of the OS page size and hold a largest record plus 8 bytes.
-	MappedFileSizeCommitLog int64
-	// MappedFileSizeConsumeQueue (mappedFileSizeConsumeQueue, alias mapedFileSizeConsumeQueue): bytes per
-	// ConsumeQueue file, default 300,000 × 20. Rounded down to a multiple of 20 by Validate.
-	MappedFileSizeConsumeQueue int64
-	// MaxMessageSize (maxMessageSize): largest body, default 4 MiB. A record may be 64 KiB larger.
-	MaxMessageSize int
+	// MappedFileSizeCommitLog (alias mapedFileSizeCommitLog): bytes per CommitLog file. Must be a
+	// multiple of the OS page size and hold a largest record plus 8 bytes.
+	MappedFileSizeCommitLog int64 `prop:"mappedFileSizeCommitLog" default:"1073741824" help:"bytes per CommitLog file (a multiple of the page size)"`
+	// MappedFileSizeConsumeQueue (alias mapedFileSizeConsumeQueue): bytes per ConsumeQueue file,
+	// 300,000 entries of 20 bytes. Rounded down to a multiple of 20 by Validate.
+	MappedFileSizeConsumeQueue int64 `prop:"mappedFileSizeConsumeQueue" default:"6000000" help:"bytes per ConsumeQueue file (20 bytes an entry)"`
+	// MaxMessageSize: largest body. A record may be 64 KiB larger.
+	MaxMessageSize int `prop:"maxMessageSize" default:"4194304" help:"largest message body a send may carry (bytes)"`
 
-	// FlushDiskType (flushDiskType): ASYNC_FLUSH (default) or SYNC_FLUSH.
-	FlushDiskType FlushDiskType
-	// FlushBackend (flushBackend): iouring, msync or fdatasync. Zero picks by mode (see
-	// DefaultFlushBackend): msync for mmap'ed appends, fdatasync for the transient pool.
-	FlushBackend FlushBackend
-	// FlushIntervalCommitLog (flushIntervalCommitLog): async flush period, default 500 ms.
-	FlushIntervalCommitLog time.Duration
-	// FlushCommitLogLeastPages (flushCommitLogLeastPages): pages dirty before an async flush, default 4.
-	FlushCommitLogLeastPages int
-	// FlushCommitLogThoroughInterval (flushCommitLogThoroughInterval): flush regardless of pages, 10 s.
-	FlushCommitLogThoroughInterval time.Duration
-	// CommitIntervalCommitLog (commitIntervalCommitLog): transient pool commit period, default 200 ms.
-	CommitIntervalCommitLog time.Duration
-	// CommitCommitLogLeastPages (commitCommitLogLeastPages): pages waiting before a commit, default 4.
-	CommitCommitLogLeastPages int
-	// CommitCommitLogThoroughInterval (commitCommitLogThoroughInterval): commit regardless, 200 ms.
-	CommitCommitLogThoroughInterval time.Duration
-	// FlushIntervalConsumeQueue (flushIntervalConsumeQueue): ConsumeQueue/IndexFile flush and checkpoint
-	// period, default 1 s.
-	FlushIntervalConsumeQueue time.Duration
-	// FlushConsumeQueueLeastPages (flushConsumeQueueLeastPages): default 2.
-	FlushConsumeQueueLeastPages int
-	// FlushConsumeQueueThoroughInterval (flushConsumeQueueThoroughInterval): default 60 s.
-	FlushConsumeQueueThoroughInterval time.Duration
-	// SyncFlushTimeout (syncFlushTimeout): SYNC_FLUSH wait before FLUSH_DISK_TIMEOUT, default 5 s.
-	SyncFlushTimeout time.Duration
+	FlushDiskType FlushDiskType `prop:"flushDiskType" default:"ASYNC_FLUSH" help:"ASYNC_FLUSH answers a send once written and flushes every flushIntervalCommitLog; SYNC_FLUSH answers once the message is on disk (group commit)"`
+	// FlushBackend: zero picks by mode (see DefaultFlushBackend): msync for mmap'ed appends,
+	// fdatasync for the transient pool. A ringmq key.
+	FlushBackend           FlushBackend  `prop:"flushBackend" help:"how CommitLog bytes are made durable; empty: msync for mapped appends, fdatasync with transientStorePoolEnable (ringmq)"`
+	FlushIntervalCommitLog time.Duration `prop:"flushIntervalCommitLog" unit:"ms" default:"500" help:"ASYNC_FLUSH: how often the CommitLog is flushed"`
+	// FlushCommitLogLeastPages: 4 KiB pages dirty before an async flush.
+	FlushCommitLogLeastPages       int           `prop:"flushCommitLogLeastPages" default:"4" help:"ASYNC_FLUSH: dirty 4 KiB pages a periodic flush waits for"`
+	FlushCommitLogThoroughInterval time.Duration `prop:"flushCommitLogThoroughInterval" unit:"ms" default:"10000" help:"flush the CommitLog at least this often, whatever flushCommitLogLeastPages says"`
+	// The transient pool's commits (pooled bytes written to the file).
+	CommitIntervalCommitLog         time.Duration `prop:"commitIntervalCommitLog" unit:"ms" default:"200" help:"transientStorePoolEnable: how often pooled bytes are written to the CommitLog file"`
+	CommitCommitLogLeastPages       int           `prop:"commitCommitLogLeastPages" default:"4" help:"transientStorePoolEnable: pages a periodic commit waits for"`
+	CommitCommitLogThoroughInterval time.Duration `prop:"commitCommitLogThoroughInterval" unit:"ms" default:"200" help:"commit pooled bytes at least this often, whatever commitCommitLogLeastPages says"`
+	// FlushIntervalConsumeQueue is also the IndexFile flush and the checkpoint period.
+	FlushIntervalConsumeQueue         time.Duration `prop:"flushIntervalConsumeQueue" unit:"ms" default:"1000" help:"how often ConsumeQueues, IndexFiles and the checkpoint are flushed"`
+	FlushConsumeQueueLeastPages       int           `prop:"flushConsumeQueueLeastPages" default:"2" help:"dirty ConsumeQueue pages a periodic flush waits for"`
+	FlushConsumeQueueThoroughInterval time.Duration `prop:"flushConsumeQueueThoroughInterval" unit:"ms" default:"60000" help:"flush ConsumeQueues at least this often, whatever flushConsumeQueueLeastPages says"`
+	SyncFlushTimeout                  time.Duration `prop:"syncFlushTimeout" unit:"ms" default:"5000" help:"SYNC_FLUSH: how long a send waits for its flush before FLUSH_DISK_TIMEOUT"`
 	// SyncFlushIdleInterval: under SYNC_FLUSH, how often the whole CommitLog is flushed while no waiter is
-	// queued, for messages sent without waiting for the store; default 10 ms, as RocketMQ's
-	// GroupCommitService (no broker key: RocketMQ has none). FlushIntervalCommitLog applies to ASYNC_FLUSH.
-	SyncFlushIdleInterval time.Duration
+	// queued, for messages sent without waiting for the store; RocketMQ's GroupCommitService value (no
+	// broker key: RocketMQ has none). FlushIntervalCommitLog applies to ASYNC_FLUSH.
+	SyncFlushIdleInterval time.Duration `default:"10" unit:"ms"`
 
-	// TransientStorePoolEnable (transientStorePoolEnable): append into pinned buffers, commit to the file.
+	// TransientStorePoolEnable: append into pinned buffers, commit to the file.
 	// Off on a slave, as in RocketMQ: replicated bytes go straight into the mapping.
-	TransientStorePoolEnable bool
+	TransientStorePoolEnable bool `prop:"transientStorePoolEnable" help:"append into a pool of pinned buffers and commit them to the CommitLog file (off on a slave)"`
 
-	// Slave (brokerRole=SLAVE): puts are refused (ErrSlave); the CommitLog grows only through
-	// AppendReplica, at the master's offsets, and the dispatcher waits for a record whose bytes have not
-	// all arrived instead of calling it corrupt.
+	// Slave (brokerRole=SLAVE, set by the broker): puts are refused (ErrSlave); the CommitLog grows only
+	// through AppendReplica, at the master's offsets, and the dispatcher waits for a record whose bytes
+	// have not all arrived instead of calling it corrupt.
 	Slave bool
-	// TransientStorePoolSize (transientStorePoolSize): buffers in the pool, default 5.
-	TransientStorePoolSize int
-	// TransientStorePoolPinned (ringmq transientStorePoolPinned): require mlock, default true.
-	TransientStorePoolPinned bool
-	// WarmMappedFileEnable (warmMapedFileEnable): under SYNC_FLUSH the allocator warms each new CommitLog
+	// TransientStorePoolSize: buffers in the pool.
+	TransientStorePoolSize int `prop:"transientStorePoolSize" default:"5" help:"buffers in the transient store pool, each mappedFileSizeCommitLog bytes"`
+	// TransientStorePoolPinned (ringmq): require mlock.
+	TransientStorePoolPinned bool `prop:"transientStorePoolPinned" default:"true" help:"the pool's buffers must be pinned with mlock; false: run unpinned, with one warning, when mlock fails (ringmq)"`
+	// WarmMappedFileEnable: under SYNC_FLUSH the allocator warms each new CommitLog
 	// file whole before the writer reaches it: every page populated for writing (MADV_POPULATE_WRITE;
 	// without it, a zero written into each page) and the zeros synced to the disk, so later syncs of the
 	// file write data only. Under ASYNC_FLUSH the prefault window already populates the pages ahead of
 	// the writer, so whole files are warmed only with WarmMappedFileMlock or without MADV_POPULATE_WRITE
-	// (never with the transient pool, whose appends do not touch the mapping). Default false.
-	WarmMappedFileEnable bool
-	// FlushLeastPagesWhenWarmMappedFile (flushLeastPagesWhenWarmMapedFile): under SYNC_FLUSH, warming
-	// syncs the file every this many pages, default 4096 (16 MiB of 4 KiB pages).
-	FlushLeastPagesWhenWarmMappedFile int
-	// WarmMappedFileMlock (ringmq warmMappedFileMlock): pin each warmed file with mlock until the writer
-	// leaves it, as RocketMQ's warming does, default false. A failed mlock (RLIMIT_MEMLOCK) logs one
-	// warning naming the limit and leaves the file unpinned.
-	WarmMappedFileMlock bool
+	// (never with the transient pool, whose appends do not touch the mapping).
+	WarmMappedFileEnable bool `prop:"warmMapedFileEnable" help:"populate (and under SYNC_FLUSH sync) each new CommitLog file before it is written"`
+	// FlushLeastPagesWhenWarmMappedFile: under SYNC_FLUSH, warming syncs the file every this many pages
+	// (16 MiB of 4 KiB pages).
+	FlushLeastPagesWhenWarmMappedFile int `prop:"flushLeastPagesWhenWarmMapedFile" default:"4096" help:"warmMapedFileEnable under SYNC_FLUSH: sync the warmed file every this many pages"`
+	// WarmMappedFileMlock (ringmq): pin each warmed file with mlock until the writer leaves it, as
+	// RocketMQ's warming does. A failed mlock (RLIMIT_MEMLOCK) logs one warning naming the limit and
+	// leaves the file unpinned.
+	WarmMappedFileMlock bool `prop:"warmMappedFileMlock" help:"pin each warmed CommitLog file with mlock while it is written, as RocketMQ does (ringmq)"`
 
-	// UseReentrantLockWhenPutMessage (useReentrantLockWhenPutMessage): true = mutex (default), false = spin.
-	UseReentrantLockWhenPutMessage bool
-	// OSPageCacheBusyTimeout (osPageCacheBusyTimeOutMills): a put holding the lock longer makes
-	// IsOSPageCacheBusy true, default 1 s.
-	OSPageCacheBusyTimeout time.Duration
-	// PutLockWarnThreshold: time in the put lock logged as a warning ([NOTIFYME]), default 500 ms.
-	PutLockWarnThreshold time.Duration
+	// UseReentrantLockWhenPutMessage: true = mutex, false = spin.
+	UseReentrantLockWhenPutMessage bool `prop:"useReentrantLockWhenPutMessage" default:"true" help:"the put lock is a mutex; false: a spin lock"`
+	// OSPageCacheBusyTimeout: a put holding the lock longer makes IsOSPageCacheBusy true.
+	OSPageCacheBusyTimeout time.Duration `prop:"osPageCacheBusyTimeOutMills" unit:"ms" default:"1000" help:"a put holding the put lock longer means the page cache is busy: sends are refused with SYSTEM_BUSY"`
+	// PutLockWarnThreshold: time in the put lock logged as a warning ([NOTIFYME]).
+	PutLockWarnThreshold time.Duration `default:"500" unit:"ms"`
 
-	// FileReservedTime (fileReservedTime, hours in broker.conf): CommitLog file age before deletion, 72 h.
-	FileReservedTime time.Duration
-	// DeleteWhen (deleteWhen): hours of day, ';'-separated, when expired files are deleted, default "04".
-	DeleteWhen string
-	// DiskMaxUsedSpaceRatio (diskMaxUsedSpaceRatio): % used above which expired files go at once, default
-	// 75, clamped to 10..95 as RocketMQ does.
-	DiskMaxUsedSpaceRatio int
+	// FileReservedTime (hours in broker.conf): CommitLog file age before deletion.
+	FileReservedTime time.Duration `prop:"fileReservedTime" unit:"h" default:"72" help:"CommitLog files older than this are deleted at deleteWhen"`
+	// DeleteWhen: hours of day, ';'-separated, when expired files are deleted.
+	DeleteWhen string `prop:"deleteWhen" default:"04" help:"hours of the day (0..23, ';'-separated) when expired files are deleted"`
+	// DiskMaxUsedSpaceRatio: % used above which expired files go at once, clamped to 10..95 as
+	// RocketMQ does.
+	DiskMaxUsedSpaceRatio int `prop:"diskMaxUsedSpaceRatio" default:"75" help:"disk use (%) above which expired files are deleted at once, not at deleteWhen (10..95)"`
 	// DiskSpaceCleanForciblyRatio (rocketmq.broker.diskSpaceCleanForciblyRatio): % used above which the
-	// oldest files go even if not expired, default 85, when CleanFileForciblyEnable is set.
-	DiskSpaceCleanForciblyRatio int
-	// CleanFileForciblyEnable (cleanFileForciblyEnable): above DiskSpaceCleanForciblyRatio, delete the
+	// oldest files go even if not expired, when CleanFileForciblyEnable is set.
+	DiskSpaceCleanForciblyRatio int `default:"85"`
+	// CleanFileForciblyEnable: above DiskSpaceCleanForciblyRatio, delete the
 	// oldest CommitLog files before fileReservedTime, acknowledged and unconsumed messages included,
 	// logged at ERROR with the files and what each consumer group loses. Default false, unlike RocketMQ
 	// (true): without it a full disk refuses puts and keeps everything stored (README "When the disk
 	// fills up").
-	CleanFileForciblyEnable bool
+	CleanFileForciblyEnable bool `prop:"cleanFileForciblyEnable" help:"above 85% disk use, delete the oldest CommitLog files before fileReservedTime, unconsumed messages included (RocketMQ's default is true)"`
 	// DiskSpaceWarningLevelRatio (rocketmq.broker.diskSpaceWarningLevelRatio): % used above which puts are
-	// refused (ErrDiskFull), default 90.
-	DiskSpaceWarningLevelRatio int
-	// CleanResourceInterval (cleanResourceInterval): retention and disk-guard period, default 10 s.
-	CleanResourceInterval time.Duration
-	// DeleteFilesBatchMax: files deleted per retention pass (RocketMQ DELETE_FILES_BATCH_MAX), default 10.
-	DeleteFilesBatchMax int
+	// refused (ErrDiskFull).
+	DiskSpaceWarningLevelRatio int `default:"90"`
+	// CleanResourceInterval: retention and disk-guard period.
+	CleanResourceInterval time.Duration `prop:"cleanResourceInterval" unit:"ms" default:"10000" help:"how often retention and the disk-space checks run"`
+	// DeleteFilesBatchMax: files deleted per retention pass (RocketMQ DELETE_FILES_BATCH_MAX).
+	DeleteFilesBatchMax int `default:"10"`
 
-	// CheckCRCOnRecover (checkCRCOnRecover): verify body CRCs when scanning on recovery, default true.
-	CheckCRCOnRecover bool
+	// CheckCRCOnRecover: verify body CRCs when scanning on recovery.
+	CheckCRCOnRecover bool `prop:"checkCRCOnRecover" default:"true" help:"check every message body's CRC when recovering the CommitLog"`
 
-	// MessageIndexEnable (messageIndexEnable): build the IndexFile, default true.
-	MessageIndexEnable bool
-	// MaxHashSlotNum (maxHashSlotNum): slots per IndexFile, default 5,000,000.
-	MaxHashSlotNum int
-	// MaxIndexNum (maxIndexNum): entries per IndexFile, default 20,000,000.
-	MaxIndexNum int
-	// MaxMsgsNumBatch (maxMsgsNumBatch): cap on QueryMessage results, default 64.
-	MaxMsgsNumBatch int
+	// MessageIndexEnable: build the IndexFile.
+	MessageIndexEnable bool `prop:"messageIndexEnable" default:"true" help:"build IndexFiles (queries by message key and id)"`
+	MaxHashSlotNum     int  `prop:"maxHashSlotNum" default:"5000000" help:"hash slots per IndexFile"`
+	MaxIndexNum        int  `prop:"maxIndexNum" default:"20000000" help:"entries per IndexFile"`
+	// MaxMsgsNumBatch (RocketMQ's maxMsgsNumBatch, not a broker key here): cap on QueryMessage results.
+	MaxMsgsNumBatch int `default:"64"`
 
-	// StoreHost is the broker address written as STOREHOST into every record (brokerIP1:listenPort).
-	StoreHost netip.AddrPort
+	// StoreHost is the broker address written as STOREHOST into every record; the broker sets it
+	// to brokerIP1:listenPort.
+	StoreHost netip.AddrPort `default:"127.0.0.1:10911"`
 
-	// AccessMessageInMemoryMaxRatio (accessMessageInMemoryMaxRatio): % of RAM behind the CommitLog end
-	// counted as "in memory" for pull batch limits, default 40.
-	AccessMessageInMemoryMaxRatio int
-	// MaxTransferBytesOnMessageInMemory (maxTransferBytesOnMessageInMemory): default 256 KiB.
-	MaxTransferBytesOnMessageInMemory int
-	// MaxTransferCountOnMessageInMemory (maxTransferCountOnMessageInMemory): default 32.
-	MaxTransferCountOnMessageInMemory int
-	// MaxTransferBytesOnMessageInDisk (maxTransferBytesOnMessageInDisk): default 64 KiB.
-	MaxTransferBytesOnMessageInDisk int
-	// MaxTransferCountOnMessageInDisk (maxTransferCountOnMessageInDisk): default 8.
-	MaxTransferCountOnMessageInDisk int
+	// AccessMessageInMemoryMaxRatio: % of RAM behind the CommitLog end counted as "in memory" for pull
+	// batch limits.
+	AccessMessageInMemoryMaxRatio     int `prop:"accessMessageInMemoryMaxRatio" default:"40" help:"messages within this % of RAM behind the CommitLog end count as in memory (pull batch limits)"`
+	MaxTransferBytesOnMessageInMemory int `prop:"maxTransferBytesOnMessageInMemory" default:"262144" help:"bytes a pull returns at most when its messages are in memory"`
+	MaxTransferCountOnMessageInMemory int `prop:"maxTransferCountOnMessageInMemory" default:"32" help:"messages a pull returns at most when they are in memory"`
+	MaxTransferBytesOnMessageInDisk   int `prop:"maxTransferBytesOnMessageInDisk" default:"65536" help:"bytes a pull returns at most when its messages are on disk only"`
+	MaxTransferCountOnMessageInDisk   int `prop:"maxTransferCountOnMessageInDisk" default:"8" help:"messages a pull returns at most when they are on disk only"`
 }
 
-// Defaults (PROTOCOL.md §11).
+// Defaults (PROTOCOL.md §11) other packages size things by; they equal the default tags above
+// (TestDefaultConfigMatchesConstants).
 const (
 	DefaultMappedFileSizeCommitLog    = 1 << 30
 	ConsumeQueueEntryBytes            = 20
@@ -169,50 +158,13 @@ const (
 	ScheduleTopic = "SCHEDULE_TOPIC_XXXX"
 )
 
-// DefaultConfig returns RocketMQ's defaults with root as storePathRootDir.
+// DefaultConfig returns the defaults (RocketMQ's, from the default tags) with root as
+// storePathRootDir.
 func DefaultConfig(root string) Config {
-	return Config{
-		StorePathRootDir:                  root,
-		MappedFileSizeCommitLog:           DefaultMappedFileSizeCommitLog,
-		MappedFileSizeConsumeQueue:        DefaultMappedFileSizeConsumeQueue,
-		MaxMessageSize:                    DefaultMaxMessageSize,
-		FlushDiskType:                     AsyncFlush,
-		FlushIntervalCommitLog:            500 * time.Millisecond,
-		FlushCommitLogLeastPages:          4,
-		FlushCommitLogThoroughInterval:    10 * time.Second,
-		CommitIntervalCommitLog:           200 * time.Millisecond,
-		CommitCommitLogLeastPages:         4,
-		CommitCommitLogThoroughInterval:   200 * time.Millisecond,
-		FlushIntervalConsumeQueue:         time.Second,
-		FlushConsumeQueueLeastPages:       2,
-		FlushConsumeQueueThoroughInterval: 60 * time.Second,
-		SyncFlushTimeout:                  5 * time.Second,
-		SyncFlushIdleInterval:             10 * time.Millisecond,
-		TransientStorePoolSize:            5,
-		TransientStorePoolPinned:          true,
-		FlushLeastPagesWhenWarmMappedFile: 4096,
-		UseReentrantLockWhenPutMessage:    true,
-		OSPageCacheBusyTimeout:            time.Second,
-		PutLockWarnThreshold:              500 * time.Millisecond,
-		FileReservedTime:                  72 * time.Hour,
-		DeleteWhen:                        "04",
-		DiskMaxUsedSpaceRatio:             75,
-		DiskSpaceCleanForciblyRatio:       85,
-		DiskSpaceWarningLevelRatio:        90,
-		CleanResourceInterval:             10 * time.Second,
-		DeleteFilesBatchMax:               10,
-		CheckCRCOnRecover:                 true,
-		MessageIndexEnable:                true,
-		MaxHashSlotNum:                    5_000_000,
-		MaxIndexNum:                       20_000_000,
-		MaxMsgsNumBatch:                   64,
-		StoreHost:                         netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), 10911),
-		AccessMessageInMemoryMaxRatio:     40,
-		MaxTransferBytesOnMessageInMemory: 256 << 10,
-		MaxTransferCountOnMessageInMemory: 32,
-		MaxTransferBytesOnMessageInDisk:   64 << 10,
-		MaxTransferCountOnMessageInDisk:   8,
-	}
+	var c Config
+	conf.SetDefaults(&c)
+	c.StorePathRootDir = root
+	return c
 }
 
 func configError(key string, v any, want string) error {
@@ -392,6 +344,26 @@ func (t FlushDiskType) String() string {
 		return "SYNC_FLUSH"
 	}
 	return "FlushDiskType(" + strconv.Itoa(int(t)) + ")"
+}
+
+// flushDiskTypeNames are the flushDiskType spellings, indexed by FlushDiskType.
+var flushDiskTypeNames = []string{"ASYNC_FLUSH", "SYNC_FLUSH"}
+
+// EnumValues lists the flushDiskType spellings (conf.Enum).
+func (FlushDiskType) EnumValues() []string { return append([]string(nil), flushDiskTypeNames...) }
+
+// MarshalText returns RocketMQ's spelling.
+func (t FlushDiskType) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
+
+// UnmarshalText reads flushDiskType as RocketMQ does (FlushDiskType.valueOf): exactly
+// ASYNC_FLUSH or SYNC_FLUSH. ParseFlushDiskType is the lenient reader.
+func (t *FlushDiskType) UnmarshalText(text []byte) error {
+	i, err := conf.ParseEnum(string(text), flushDiskTypeNames...)
+	if err != nil {
+		return err
+	}
+	*t = FlushDiskType(i)
+	return nil
 }
 
 // ParseFlushDiskType reads ASYNC_FLUSH or SYNC_FLUSH (case-insensitive).

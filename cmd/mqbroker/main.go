@@ -89,7 +89,8 @@ func configure(args []string, stdout, stderr io.Writer) (broker.Config, *slog.Lo
 	printConfig := fs.BoolP("printConfigItem", "p", false, "print the effective configuration and exit")
 	logLevel := fs.String("logLevel", "info", "log level: debug, info, warn, error")
 	// One flag per config key, applied after the file. Kept as text and parsed by
-	// Config.Set, so that flags and file accept exactly the same values.
+	// Config.Set, so that flags and file accept exactly the same values. The usage comes
+	// from the key's tags (meaning, unit, allowed values); pflag adds the default.
 	keyFlags := map[string]*string{}
 	for _, key := range broker.PropertyNames() {
 		def, _ := cfg.Get(key)
@@ -97,11 +98,7 @@ func configure(args []string, stdout, stderr io.Writer) (broker.Config, *slog.Lo
 		if key == "namesrvAddr" {
 			short = "n"
 		}
-		usage := "broker.conf key " + key
-		if help := broker.PropertyHelp(key); help != "" {
-			usage += ": " + help
-		}
-		v := fs.StringP(key, short, def, usage)
+		v := fs.StringP(key, short, def, broker.PropertyUsage(key))
 		keyFlags[key] = v
 		if def == "true" || def == "false" {
 			fs.Lookup(key).NoOptDefVal = "true" // --key alone means true; --key=false works

@@ -179,7 +179,8 @@ func TestConfigErrors(t *testing.T) {
 	}{
 		{"bad value in file", "brokerName=b\nlistenPort=abc\n", nil, 1, `:2: broker: config: key listenPort: "abc" is not a whole number`},
 		{"bad flag value", "", []string{"--defaultTopicQueueNums=x"}, 1, `flag --defaultTopicQueueNums: broker: config: key defaultTopicQueueNums`},
-		{"invalid combination", "", []string{"--flushDiskType=SOMETIMES"}, 1, "key flushDiskType: must be ASYNC_FLUSH or SYNC_FLUSH"},
+		{"bad enum", "", []string{"--flushDiskType=SOMETIMES"}, 1, `flag --flushDiskType: broker: config: key flushDiskType: "SOMETIMES": must be ASYNC_FLUSH or SYNC_FLUSH`},
+		{"invalid combination", "", []string{"--brokerRole=SLAVE"}, 1, "key brokerId: 0: a SLAVE needs brokerId > 0"},
 		{"unknown flag", "", []string{"--noSuchKey=1"}, 2, "unknown flag: --noSuchKey"},
 		{"stray argument", "", []string{"extra"}, 2, "unexpected arguments: [extra]"},
 		{"missing file", "", []string{"-c", "/nonexistent/broker.conf"}, 1, "no such file"},
@@ -206,4 +207,34 @@ func TestStartFailureExitsNonZero(t *testing.T) {
 	var stderr syncBuffer
 	require.Equal(t, 1, run(args, io.Discard, &stderr, nil))
 	require.Contains(t, stderr.String(), "address already in use")
+}
+
+// TestHelpFromTheKeys: --help lists every key as a flag with what it means, its unit, its default and,
+// for an enum, the allowed values, all from the config's tags.
+func TestHelpFromTheKeys(t *testing.T) {
+	var stdout, stderr syncBuffer
+	require.Equal(t, 0, run([]string{"--help"}, &stdout, &stderr, nil))
+	help := stderr.String()
+	line := func(flag string) string {
+		t.Helper()
+		m := regexp.MustCompile(`(?m)^ +--` + flag + ` .*$`).FindString(help)
+		require.NotEmpty(t, m, "--%s in --help", flag)
+		return m
+	}
+	for flag, want := range map[string][]string{
+		"flushDiskType":       {"answers a send once written", "(one of ASYNC_FLUSH, SYNC_FLUSH)", `(default "ASYNC_FLUSH")`},
+		"brokerRole":          {"refuses writes", "(one of ASYNC_MASTER, SYNC_MASTER, SLAVE)", `(default "ASYNC_MASTER")`},
+		"flushBackend":        {"how CommitLog bytes are made durable", "(one of iouring, msync, fdatasync)"},
+		"syncFlushTimeout":    {"FLUSH_DISK_TIMEOUT (ms)", `(default "5000")`},
+		"fileReservedTime":    {"older than this", "(hours)", `(default "72")`},
+		"haTransferBatchSize": {"HA transfer frame", `(default "32768")`},
+		"listenPort":          {"port clients", `(default "10911")`},
+		"brokerName":          {"master and its slaves"},
+	} {
+		got := line(flag)
+		for _, w := range want {
+			require.Contains(t, got, w, flag)
+		}
+	}
+	require.NotContains(t, line("flushBackend"), "(default", "empty default: picked by append mode")
 }

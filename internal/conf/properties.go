@@ -1,5 +1,7 @@
 // Package conf reads RocketMQ-style configuration files: the Java .properties format that
-// broker.conf and namesrv.conf are written in (java.util.Properties.load).
+// broker.conf and namesrv.conf are written in (java.util.Properties.load). It also sets,
+// prints and documents settings structs from the tags on their fields (settings.go): key
+// name, default, unit, meaning and an enum's spellings, each written once.
 //
 // It returns every key=value pair in file order with the line it starts on, and leaves the
 // meaning of keys to the caller, so that a caller can name unknown keys and bad values by
