@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ringmq/ringmq/broker/metadata"
+	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/store"
 )
@@ -40,7 +41,7 @@ const brokerVersionDesc = "V5_3_3"
 
 // adminExt reads a required custom-header field; it answers SYSTEM_ERROR naming the field
 // (as Java's header decoding does) and returns ok=false when it is missing.
-func (b *Broker) adminExt(rc *RequestContext, key string) (string, bool) {
+func (b *Broker) adminExt(rc *remoting.Request, key string) (string, bool) {
 	v, ok := rc.Cmd.ExtFields[key]
 	if !ok {
 		rc.Reply.Answer(codec.ResponseSystemError, "the custom field <"+key+"> is null")
@@ -51,7 +52,7 @@ func (b *Broker) adminExt(rc *RequestContext, key string) (string, bool) {
 // refuseOnSlave answers SYSTEM_ERROR when this broker is a SLAVE and returns true: topics
 // and subscription groups change on the master, and reach a slave through metadata sync
 // (RocketMQ AdminBrokerProcessor.validateSlave).
-func (b *Broker) refuseOnSlave(rc *RequestContext) bool {
+func (b *Broker) refuseOnSlave(rc *remoting.Request) bool {
 	if !b.cfg.IsSlave() {
 		return false
 	}
@@ -67,13 +68,13 @@ func systemTopicRemark(topic string) string {
 // processUpdateAndCreateTopic creates or replaces a topic, writes topics.json and waits
 // (up to adminRegisterWait) for the name servers to learn it, so that the topic has a
 // route when the admin call returns.
-func (b *Broker) processUpdateAndCreateTopic(rc *RequestContext) {
+func (b *Broker) processUpdateAndCreateTopic(rc *remoting.Request) {
 	if b.refuseOnSlave(rc) {
 		return
 	}
 	var h codec.UpdateAndCreateTopicRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
-		rc.Reply.Answer(codec.ResponseSystemError, headerErrorRemark(err))
+		rc.Reply.Answer(codec.ResponseSystemError, remoting.HeaderErrorRemark(err))
 		return
 	}
 	if remark := metadata.ValidateTopicName(h.Topic); remark != "" {
@@ -163,13 +164,13 @@ func alterAttributes(create bool, current map[string]string, modification string
 
 // processDeleteTopicInBroker deletes a topic: its config, every group's offsets in it and
 // its ConsumeQueues (records stay in the CommitLog until retention), then re-registers.
-func (b *Broker) processDeleteTopicInBroker(rc *RequestContext) {
+func (b *Broker) processDeleteTopicInBroker(rc *remoting.Request) {
 	if b.refuseOnSlave(rc) {
 		return
 	}
 	var h codec.DeleteTopicRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
-		rc.Reply.Answer(codec.ResponseSystemError, headerErrorRemark(err))
+		rc.Reply.Answer(codec.ResponseSystemError, remoting.HeaderErrorRemark(err))
 		return
 	}
 	if remark := metadata.ValidateTopicName(h.Topic); remark != "" {
@@ -194,7 +195,7 @@ func (b *Broker) processDeleteTopicInBroker(rc *RequestContext) {
 }
 
 // processGetAllTopicConfig answers topics.json's content (compact).
-func (b *Broker) processGetAllTopicConfig(rc *RequestContext) {
+func (b *Broker) processGetAllTopicConfig(rc *remoting.Request) {
 	body, err := b.topics.Snapshot().Encode(false)
 	if err != nil {
 		rc.Reply.Answer(codec.ResponseSystemError, err.Error())
@@ -204,7 +205,7 @@ func (b *Broker) processGetAllTopicConfig(rc *RequestContext) {
 }
 
 // processGetTopicConfig answers one topic's TopicConfig JSON.
-func (b *Broker) processGetTopicConfig(rc *RequestContext) {
+func (b *Broker) processGetTopicConfig(rc *remoting.Request) {
 	topic, ok := b.adminExt(rc, "topic")
 	if !ok {
 		return
@@ -218,7 +219,7 @@ func (b *Broker) processGetTopicConfig(rc *RequestContext) {
 }
 
 // processUpdateAndCreateSubscriptionGroup creates or replaces a group from its JSON body.
-func (b *Broker) processUpdateAndCreateSubscriptionGroup(rc *RequestContext) {
+func (b *Broker) processUpdateAndCreateSubscriptionGroup(rc *remoting.Request) {
 	if b.refuseOnSlave(rc) {
 		return
 	}
@@ -241,7 +242,7 @@ func (b *Broker) processUpdateAndCreateSubscriptionGroup(rc *RequestContext) {
 }
 
 // processGetAllSubscriptionGroupConfig answers subscriptionGroup.json's content (compact).
-func (b *Broker) processGetAllSubscriptionGroupConfig(rc *RequestContext) {
+func (b *Broker) processGetAllSubscriptionGroupConfig(rc *remoting.Request) {
 	body, err := b.subscriptions.Snapshot().Encode(false)
 	if err != nil {
 		rc.Reply.Answer(codec.ResponseSystemError, err.Error())
@@ -251,7 +252,7 @@ func (b *Broker) processGetAllSubscriptionGroupConfig(rc *RequestContext) {
 }
 
 // processGetSubscriptionGroupConfig answers one group's config.
-func (b *Broker) processGetSubscriptionGroupConfig(rc *RequestContext) {
+func (b *Broker) processGetSubscriptionGroupConfig(rc *remoting.Request) {
 	group, ok := b.adminExt(rc, "group")
 	if !ok {
 		return
@@ -270,7 +271,7 @@ func (b *Broker) processGetSubscriptionGroupConfig(rc *RequestContext) {
 }
 
 // processDeleteSubscriptionGroup deletes a group; with cleanOffset=true also its offsets.
-func (b *Broker) processDeleteSubscriptionGroup(rc *RequestContext) {
+func (b *Broker) processDeleteSubscriptionGroup(rc *remoting.Request) {
 	if b.refuseOnSlave(rc) {
 		return
 	}
@@ -293,7 +294,7 @@ func (b *Broker) processDeleteSubscriptionGroup(rc *RequestContext) {
 
 // processGetBrokerConfig answers every config key as "key=value" lines (RocketMQ
 // MixAll.properties2String) with header version = the config's DataVersion JSON.
-func (b *Broker) processGetBrokerConfig(rc *RequestContext) {
+func (b *Broker) processGetBrokerConfig(rc *remoting.Request) {
 	cfg := b.cfg
 	var sb strings.Builder
 	for _, key := range PropertyNames() {
@@ -304,25 +305,25 @@ func (b *Broker) processGetBrokerConfig(rc *RequestContext) {
 		sb.WriteByte('\n')
 	}
 	version := fmt.Sprintf(`{"counter":0,"stateVersion":0,"timestamp":%d}`, b.ctl.bootTime.UnixMilli())
-	f := b.replies.frame()
-	f.bodies = append(f.bodies, []byte(sb.String()))
-	rc.Reply.Frame(f, codec.ResponseSuccess, "", []codec.Field{codec.StrField("version", version)}, f.bodies)
+	f := rc.Reply.NewFrame()
+	f.Bodies = append(f.Bodies, []byte(sb.String()))
+	rc.Reply.Frame(f, codec.ResponseSuccess, "", []codec.Field{codec.StrField("version", version)}, f.Bodies)
 }
 
 // processGetAllConsumerOffset answers consumerOffset.json's content (compact, bare keys).
-func (b *Broker) processGetAllConsumerOffset(rc *RequestContext) {
+func (b *Broker) processGetAllConsumerOffset(rc *remoting.Request) {
 	rc.Reply.Body(b.offsets.Snapshot().Encode(false))
 }
 
 // processGetAllDelayOffset answers the schedule service's live cursors in delayOffset.json's
 // form (compact, bare level keys).
-func (b *Broker) processGetAllDelayOffset(rc *RequestContext) {
+func (b *Broker) processGetAllDelayOffset(rc *remoting.Request) {
 	rc.Reply.Body(b.schedule.Encode(false))
 }
 
 // processQueryTopicConsumeByWho answers {"groupList":[...]}: groups subscribed to the
 // topic now, or with stored offsets in it.
-func (b *Broker) processQueryTopicConsumeByWho(rc *RequestContext) {
+func (b *Broker) processQueryTopicConsumeByWho(rc *remoting.Request) {
 	topic, ok := b.adminExt(rc, "topic")
 	if !ok {
 		return
@@ -359,7 +360,7 @@ func connectionsJSON(members []ClientChannelInfo) []connectionJSON {
 
 // processGetConsumerConnectionList answers RocketMQ's ConsumerConnection for a group, or
 // CONSUMER_NOT_ONLINE when it has no live member.
-func (b *Broker) processGetConsumerConnectionList(rc *RequestContext) {
+func (b *Broker) processGetConsumerConnectionList(rc *remoting.Request) {
 	group, ok := b.adminExt(rc, "consumerGroup")
 	if !ok {
 		return
@@ -384,7 +385,7 @@ func (b *Broker) processGetConsumerConnectionList(rc *RequestContext) {
 
 // processGetProducerConnectionList answers RocketMQ's ProducerConnection for a group, or
 // SYSTEM_ERROR when it has no live producer.
-func (b *Broker) processGetProducerConnectionList(rc *RequestContext) {
+func (b *Broker) processGetProducerConnectionList(rc *remoting.Request) {
 	group, ok := b.adminExt(rc, "producerGroup")
 	if !ok {
 		return
@@ -434,7 +435,7 @@ func appendQueueKey(dst []byte, brokerName string, queueID int32, topic string) 
 // max offset and the store time of its last message.
 //
 //	{"offsetTable":{{"brokerName":"b","queueId":0,"topic":"T"}:{"lastUpdateTimestamp":..,"maxOffset":..,"minOffset":..},...}}
-func (b *Broker) processGetTopicStatsInfo(rc *RequestContext) {
+func (b *Broker) processGetTopicStatsInfo(rc *remoting.Request) {
 	topic, ok := b.adminExt(rc, "topic")
 	if !ok {
 		return
@@ -467,7 +468,7 @@ func (b *Broker) processGetTopicStatsInfo(rc *RequestContext) {
 // group's committed offset, and the store time of the last consumed message.
 //
 //	{"consumeTps":0.0,"offsetTable":{{queue}:{"brokerOffset":..,"consumerOffset":..,"lastTimestamp":..,"pullOffset":..}}}
-func (b *Broker) processGetConsumeStats(rc *RequestContext) {
+func (b *Broker) processGetConsumeStats(rc *remoting.Request) {
 	group, ok := b.adminExt(rc, "consumerGroup")
 	if !ok {
 		return
@@ -509,7 +510,7 @@ func (b *Broker) processGetConsumeStats(rc *RequestContext) {
 }
 
 // processGetBrokerRuntimeInfo answers a KVTable with the keys mqadmin brokerStatus shows.
-func (b *Broker) processGetBrokerRuntimeInfo(rc *RequestContext) {
+func (b *Broker) processGetBrokerRuntimeInfo(rc *remoting.Request) {
 	table := b.runtimeInfo()
 	body, err := (&codec.KVTable{Table: table}).Encode()
 	if err != nil {

@@ -124,7 +124,7 @@ func BenchmarkPullPath(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		rc.Cmd = cmds[i%len(cmds)]
-		rc.Reply = db.b.replies.replyTo(conn, rc.Cmd)
+		rc.Reply = db.b.replies.To(conn, rc.Cmd)
 		db.b.processPullMessage(rc)
 		i++
 	}

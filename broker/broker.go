@@ -34,6 +34,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ringmq/ringmq/broker/metadata"
+	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/ha"
 	"github.com/ringmq/ringmq/netio"
@@ -111,8 +112,8 @@ type Broker struct {
 	// a time, and must not block.
 	onMasterLearned func(masterAddr, haServerAddr string)
 
-	replies *responder       // the pooled frames every Reply writes with (respond.go)
-	routes  map[int32]*route // routeByCode (routes.go); read without locks once New returns
+	replies *remoting.Replies // the pooled frames every Reply writes with (respond.go)
+	routes  map[int32]*route  // routeByCode (routes.go); read without locks once New returns
 	server  netio.Server
 	// fastServer serves the same handler on fastListenPort (RocketMQ's fast/VIP port); nil
 	// when it is off. fastPortDefaulted: fastListenPort was not set (listenPort − 2), so a
@@ -175,7 +176,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		reg = b.registry
 	}
 	b.metrics = newMetrics(reg)
-	b.replies = newResponder(b.metrics.replyErrors, b.logger)
+	b.replies = remoting.NewReplies(b.metrics.replyErrors, b.logger)
 	b.routes = maps.Clone(routeByCode)
 	b.ctl.registerer = reg
 	host, err := resolveBrokerIP(cfg.BrokerIP1)
@@ -230,7 +231,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	// Pools for work that may block on disk. Sizes follow the cores: more workers than
 	// cores only helps while they wait on page faults, which is exactly their job.
 	workers := max(4, 2*runtime.GOMAXPROCS(0))
-	expired := func(p *workerPool, rc *RequestContext, waited time.Duration) {
+	expired := func(p *workerPool, rc *remoting.Request, waited time.Duration) {
 		b.metrics.busy.WithLabelValues("timeout_clean_queue").Inc()
 		rc.Reply.Answer(codec.ResponseSystemBusy, fmt.Sprintf(
 			"[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: %dms, size of queue: %d",

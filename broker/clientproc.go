@@ -2,6 +2,7 @@ package broker
 
 import (
 	"github.com/ringmq/ringmq/broker/metadata"
+	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
 )
 
@@ -13,7 +14,7 @@ import (
 // processHeartbeat registers the client's producer and consumer groups. For each consumer
 // group it finds (or auto-creates) the subscription group and creates %RETRY%<group> with
 // the group's retryQueueNums, which is then registered with the name servers.
-func (b *Broker) processHeartbeat(rc *RequestContext) {
+func (b *Broker) processHeartbeat(rc *remoting.Request) {
 	hb, err := codec.DecodeHeartbeatData(rc.Cmd.Body)
 	if err != nil {
 		rc.Reply.Answer(codec.ResponseSystemError, err.Error())
@@ -42,10 +43,10 @@ func (b *Broker) processHeartbeat(rc *RequestContext) {
 }
 
 // processUnregisterClient forgets the client's producer and/or consumer group membership.
-func (b *Broker) processUnregisterClient(rc *RequestContext) {
+func (b *Broker) processUnregisterClient(rc *remoting.Request) {
 	var h codec.UnregisterClientRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
-		rc.Reply.Answer(codec.ResponseSystemError, headerErrorRemark(err))
+		rc.Reply.Answer(codec.ResponseSystemError, remoting.HeaderErrorRemark(err))
 		return
 	}
 	if h.ProducerGroup != "" {
@@ -59,10 +60,10 @@ func (b *Broker) processUnregisterClient(rc *RequestContext) {
 
 // processGetConsumerListByGroup answers {"consumerIdList":[...]} with the group's live
 // members, or SYSTEM_ERROR "no consumer for this group, <group>".
-func (b *Broker) processGetConsumerListByGroup(rc *RequestContext) {
+func (b *Broker) processGetConsumerListByGroup(rc *remoting.Request) {
 	var h codec.GetConsumerListByGroupRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
-		rc.Reply.Answer(codec.ResponseSystemError, headerErrorRemark(err))
+		rc.Reply.Answer(codec.ResponseSystemError, remoting.HeaderErrorRemark(err))
 		return
 	}
 	ids := b.consumers.ConsumerIDs(h.ConsumerGroup)
@@ -80,7 +81,7 @@ func (b *Broker) processGetConsumerListByGroup(rc *RequestContext) {
 
 // processLockBatchMQ locks (or renews) queues for an orderly consumer and answers the ones
 // it now holds: {"lockOKMQSet":[...]}.
-func (b *Broker) processLockBatchMQ(rc *RequestContext) {
+func (b *Broker) processLockBatchMQ(rc *remoting.Request) {
 	req, err := codec.DecodeLockBatchRequestBody(rc.Cmd.Body)
 	if err != nil {
 		rc.Reply.Answer(codec.ResponseSystemError, err.Error())
@@ -96,7 +97,7 @@ func (b *Broker) processLockBatchMQ(rc *RequestContext) {
 }
 
 // processUnlockBatchMQ releases the queues the client holds.
-func (b *Broker) processUnlockBatchMQ(rc *RequestContext) {
+func (b *Broker) processUnlockBatchMQ(rc *remoting.Request) {
 	req, err := codec.DecodeUnlockBatchRequestBody(rc.Cmd.Body)
 	if err != nil {
 		rc.Reply.Answer(codec.ResponseSystemError, err.Error())

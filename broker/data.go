@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"sync"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -93,11 +92,4 @@ func (b *Broker) initDataPlane() error {
 	b.store.SetArrivingListener(b.onMessageArriving)
 
 	return nil
-}
-
-// requestContext rebuilds a RequestContext around cmd for pool submission: the pool's
-// fast-failure answer needs only the Reply.
-func (r Reply) requestContext(cmd *codec.RemotingCommand, received time.Time) *RequestContext {
-	cmd.Opaque, cmd.SerializeType = r.opaque, r.serializeType
-	return &RequestContext{Conn: r.conn, Cmd: cmd, Received: received, Reply: r}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/broker/metadata"
+	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/remotingtest"
 	"github.com/ringmq/ringmq/netio"
@@ -164,11 +165,11 @@ func decodeRecords(t testing.TB, body []byte) []codec.Record {
 func TestHeaderErrorRemark(t *testing.T) {
 	var h codec.SendMessageRequestHeader
 	err := h.Decode(map[string]string{})
-	require.Equal(t, "the custom field <producerGroup> is null", headerErrorRemark(err))
+	require.Equal(t, "the custom field <producerGroup> is null", remoting.HeaderErrorRemark(err))
 	var p codec.PullMessageRequestHeader
 	err = p.Decode(map[string]string{"consumerGroup": "G", "topic": "T", "queueId": "x"})
-	require.Equal(t, `the custom field <queueId> has a bad value: "x"`, headerErrorRemark(err))
-	require.Equal(t, "boom", headerErrorRemark(errors.New("boom")))
+	require.Equal(t, `the custom field <queueId> has a bad value: "x"`, remoting.HeaderErrorRemark(err))
+	require.Equal(t, "boom", remoting.HeaderErrorRemark(errors.New("boom")))
 }
 
 func TestUnknownRequestCode(t *testing.T) {

@@ -9,29 +9,19 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/netio"
 )
 
 // Request dispatch: routes.go says where each request code runs; dispatch does it.
 
-// RequestContext carries one request to its processor. Cmd (and its Body) is valid
-// only until the processor returns when it runs inline; a processor that answers later
-// copies what it keeps (pooled processors get a private copy already).
-type RequestContext struct {
-	Conn     netio.Conn
-	Cmd      *codec.RemotingCommand
-	Received time.Time
-	// Reply answers the request (respond.go); it stays valid after Cmd is gone.
-	Reply Reply
-}
-
 // newRequestContext wraps a request frame received on conn.
-func (b *Broker) newRequestContext(conn netio.Conn, cmd *codec.RemotingCommand) *RequestContext {
-	return &RequestContext{Conn: conn, Cmd: cmd, Received: b.clock(), Reply: b.replies.replyTo(conn, cmd)}
+func (b *Broker) newRequestContext(conn netio.Conn, cmd *codec.RemotingCommand) *remoting.Request {
+	return b.replies.NewRequest(conn, cmd, b.clock())
 }
 
-type processorFunc func(rc *RequestContext)
+type processorFunc func(rc *remoting.Request)
 
 // pool is the named pool's workers.
 func (b *Broker) pool(name poolName) *workerPool {
@@ -68,8 +58,8 @@ func (b *Broker) dispatch(conn netio.Conn, cmd *codec.RemotingCommand) {
 
 // submitRest queues the pool part of an onLoopThenPool request; a refused submission is
 // answered SYSTEM_BUSY. rest holds only owned values (its handler copied what it needs).
-func (b *Broker) submitRest(name poolName, to Reply, received time.Time, rest func()) {
-	rc := to.requestContext(&codec.RemotingCommand{}, received)
+func (b *Broker) submitRest(name poolName, to remoting.Reply, received time.Time, rest func()) {
+	rc := to.Detached(&codec.RemotingCommand{}, received)
 	if err := b.pool(name).submitTask(poolTask{rc: rc, rest: rest}); err != nil {
 		b.metrics.busy.WithLabelValues("overload").Inc()
 		to.Answer(codec.ResponseSystemBusy, err.Error())
@@ -77,7 +67,7 @@ func (b *Broker) submitRest(name poolName, to Reply, received time.Time, rest fu
 }
 
 // submitOwned queues an onPool request with a private copy of its command.
-func (b *Broker) submitOwned(r *route, rc *RequestContext) {
+func (b *Broker) submitOwned(r *route, rc *remoting.Request) {
 	cmd := rc.Cmd
 	// The command escapes the event loop: give it a private copy of the body and of the
 	// header map (the engine recycles both for the connection's next frame).
@@ -99,7 +89,7 @@ func (b *Broker) submitOwned(r *route, rc *RequestContext) {
 	}
 	rc.Cmd = &owned
 	handle := r.handle
-	if err := b.pool(r.pool).submitTask(poolTask{rc: rc, fn: func(rc *RequestContext) { handle(b, rc) }, cost: cost}); err != nil {
+	if err := b.pool(r.pool).submitTask(poolTask{rc: rc, fn: func(rc *remoting.Request) { handle(b, rc) }, cost: cost}); err != nil {
 		b.pooledBytes.Add(-cost)
 		rc.Reply.Answer(codec.ResponseSystemBusy, err.Error())
 	}
@@ -126,7 +116,7 @@ type workerPool struct {
 	queue     chan poolTask
 	maxWait   time.Duration // 0: no fast-failure by wait time
 	clock     func() time.Time
-	onExpired func(p *workerPool, rc *RequestContext, waited time.Duration)
+	onExpired func(p *workerPool, rc *remoting.Request, waited time.Duration)
 	wg        sync.WaitGroup
 	depth     atomic.Int64
 	logger    *slog.Logger
@@ -142,14 +132,14 @@ type workerPool struct {
 
 // poolTask is fn(rc), or rest() with rc for the fast-failure answer.
 type poolTask struct {
-	rc   *RequestContext
+	rc   *remoting.Request
 	fn   processorFunc
 	rest func()
 	cost int64 // bytes counted in held until the task has run
 }
 
 func newWorkerPool(name string, workers, queue int, maxWait time.Duration, clock func() time.Time,
-	onExpired func(p *workerPool, rc *RequestContext, waited time.Duration), logger *slog.Logger) *workerPool {
+	onExpired func(p *workerPool, rc *remoting.Request, waited time.Duration), logger *slog.Logger) *workerPool {
 	p := &workerPool{name: name, queue: make(chan poolTask, queue), maxWait: maxWait, clock: clock,
 		onExpired: onExpired, logger: logger}
 	p.wg.Add(workers)
@@ -159,7 +149,7 @@ func newWorkerPool(name string, workers, queue int, maxWait time.Duration, clock
 	return p
 }
 
-func (p *workerPool) submit(rc *RequestContext, fn processorFunc) error {
+func (p *workerPool) submit(rc *remoting.Request, fn processorFunc) error {
 	return p.submitTask(poolTask{rc: rc, fn: fn})
 }
 

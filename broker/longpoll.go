@@ -335,7 +335,7 @@ func (h *PullRequestHoldService) rerun(pr *pullRequest) {
 	b := h.b
 	b.data.pullReruns.Inc()
 	pr.heapIndex = -1
-	rc := pr.to.requestContext(&pr.cmd, b.clock())
+	rc := pr.to.Detached(&pr.cmd, b.clock())
 	if err := b.pullPool.submit(rc, pr.run); err != nil {
 		b.runPull(pr) // the pool is full or closing: answer from here
 	}

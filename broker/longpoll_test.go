@@ -172,7 +172,7 @@ func TestLongPollParkRacingArrivalIsRerun(t *testing.T) {
 	sendOK(t, c, sendV1("TopicR", 0, []byte("already here"), ""))
 	conn := &fakeConn{}
 	pr := db.b.data.pulls.Get().(*pullRequest)
-	pr.to = db.b.replies.replyTo(conn, &codec.RemotingCommand{Opaque: 42})
+	pr.to = db.b.replies.To(conn, &codec.RemotingCommand{Opaque: 42})
 	pr.header = codec.PullMessageRequestHeader{ConsumerGroup: "G", Topic: "TopicR", QueueID: 0, QueueOffset: 0, MaxMsgNums: 32}
 	pr.filter.all = true
 	pr.suspendTimeout = time.Minute

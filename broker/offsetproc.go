@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 
+	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
 )
 
@@ -21,10 +22,10 @@ const (
 // reads it from the start), else 22 and the client applies its ConsumeFromWhere.
 // Only 0 and 22 are ever answered for a well-formed request (the Go client stops a queue
 // on anything else, PROTOCOL.md appendix B).
-func (b *Broker) processQueryConsumerOffset(rc *RequestContext) {
+func (b *Broker) processQueryConsumerOffset(rc *remoting.Request) {
 	var h codec.QueryConsumerOffsetRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
-		rc.Reply.Answer(codec.ResponseSystemError, headerErrorRemark(err))
+		rc.Reply.Answer(codec.ResponseSystemError, remoting.HeaderErrorRemark(err))
 		return
 	}
 	offset := b.offsets.Query(h.ConsumerGroup, h.Topic, h.QueueID)
@@ -60,12 +61,12 @@ func (b *Broker) firstMessageInMemory(topic string, queueID int32) bool {
 
 // processUpdateConsumerOffset stores a committed offset: the group must exist (26), the
 // topic must exist (17), queueId and commitOffset must be present (29), in that order.
-func (b *Broker) processUpdateConsumerOffset(rc *RequestContext) {
+func (b *Broker) processUpdateConsumerOffset(rc *remoting.Request) {
 	var h codec.UpdateConsumerOffsetRequestHeader
 	err := h.Decode(rc.Cmd.ExtFields)
 	var fe *codec.FieldError
 	if err != nil && !(errors.As(err, &fe) && (fe.Field == "queueId" || fe.Field == "commitOffset")) {
-		rc.Reply.Answer(codec.ResponseSystemError, headerErrorRemark(err))
+		rc.Reply.Answer(codec.ResponseSystemError, remoting.HeaderErrorRemark(err))
 		return
 	}
 	// Decode stops at the first bad field: read the two names directly so that the
@@ -82,7 +83,7 @@ func (b *Broker) processUpdateConsumerOffset(rc *RequestContext) {
 	if err != nil {
 		switch {
 		case errors.Is(err, codec.ErrBadField):
-			rc.Reply.Answer(codec.ResponseInvalidParameter, headerErrorRemark(err))
+			rc.Reply.Answer(codec.ResponseInvalidParameter, remoting.HeaderErrorRemark(err))
 		case fe.Field == "queueId":
 			rc.Reply.Answer(codec.ResponseInvalidParameter, "QueueId is null, topic is "+topic)
 		default:

@@ -30,6 +30,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/flush"
 	"github.com/ringmq/ringmq/internal/remotingtest"
@@ -274,7 +275,7 @@ func TestPooledCopiesCountAgainstTheRequestBudget(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{
 		mutate: func(c *Config) { c.RequestBudgetBytes = 1 << 20 },
 		beforeRun: func(b *Broker) {
-			b.routes[int32(code)] = &route{code: code, where: onPool, pool: poolAdmin, handle: func(_ *Broker, rc *RequestContext) {
+			b.routes[int32(code)] = &route{code: code, where: onPool, pool: poolAdmin, handle: func(_ *Broker, rc *remoting.Request) {
 				running.Add(1)
 				<-release
 				rc.Reply.OK()

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ringmq/ringmq/broker/metadata"
+	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/store"
 )
@@ -61,7 +62,7 @@ const defaultPullBatchSize = 32
 // while parked, and for the re-run after a wake-up.
 type pullRequest struct {
 	b      *Broker
-	to     Reply
+	to     remoting.Reply
 	header codec.PullMessageRequestHeader
 	filter tagFilter
 
@@ -99,15 +100,15 @@ func (pr *pullRequest) release() {
 }
 
 // runFromPool is the pull pool's entry point for a pull the hold service woke (longpoll.go).
-func (pr *pullRequest) runFromPool(*RequestContext) { pr.b.runPull(pr) }
+func (pr *pullRequest) runFromPool(*remoting.Request) { pr.b.runPull(pr) }
 
 // processPullMessage serves 11 and 361: decoded and checked on the event loop; a pull whose
 // data is hot (pullIsHot) runs there, a cold one continues on the pull pool (routes.go).
-func (b *Broker) processPullMessage(rc *RequestContext) (rest func()) {
+func (b *Broker) processPullMessage(rc *remoting.Request) (rest func()) {
 	pr := b.data.pulls.Get().(*pullRequest)
 	pr.to = rc.Reply
 	if err := pr.header.Decode(rc.Cmd.ExtFields); err != nil {
-		pr.to.Answer(codec.ResponseSystemError, headerErrorRemark(err))
+		pr.to.Answer(codec.ResponseSystemError, remoting.HeaderErrorRemark(err))
 		pr.release()
 		return nil
 	}
@@ -162,7 +163,7 @@ func (b *Broker) checkPull(pr *pullRequest) (codec.ResponseCode, string) {
 	if h.QueueID < 0 || h.QueueID >= tc.ReadQueueNums {
 		return codec.ResponseInvalidParameter, "queueId[" + itoa(int64(h.QueueID)) + "] is illegal, topic:[" +
 			h.Topic + "] topicConfig.readQueueNums:[" + itoa(int64(tc.ReadQueueNums)) + "] consumer:[" +
-			pr.to.conn.RemoteAddr().String() + "]"
+			pr.to.Conn().RemoteAddr().String() + "]"
 	}
 	if h.SysFlag&codec.PullSysFlagSubscription != 0 {
 		if !isTagExpressionType(h.ExpressionType) {
@@ -286,10 +287,10 @@ func (b *Broker) runPull(pr *pullRequest) {
 		codec.NumField("nextBeginOffset", nextBegin),
 		codec.NumField("suggestWhichBrokerId", suggest),
 	}
-	f := b.replies.frame()
+	f := pr.to.NewFrame()
 	var bodies [][]byte
 	if code == codec.ResponseSuccess {
-		f.get = res // released with the frame, once netio wrote the mapped slices
+		f.Get = res // released with the frame, once netio wrote the mapped slices
 		bodies = res.Buffers
 	} else {
 		res.Release()

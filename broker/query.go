@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strconv"
 
+	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
 )
 
@@ -28,11 +29,11 @@ import (
 const remarkQueryNotFound = "can not find message, maybe time range not correct"
 
 // processQueryMessage decodes on the event loop and queries on the query pool.
-func (b *Broker) processQueryMessage(rc *RequestContext) (rest func()) {
+func (b *Broker) processQueryMessage(rc *remoting.Request) (rest func()) {
 	to := rc.Reply
 	var h codec.QueryMessageRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
-		to.Answer(codec.ResponseSystemError, headerErrorRemark(err))
+		to.Answer(codec.ResponseSystemError, remoting.HeaderErrorRemark(err))
 		return nil
 	}
 	maxNum := int(h.MaxNum)
@@ -47,7 +48,7 @@ func (b *Broker) processQueryMessage(rc *RequestContext) (rest func()) {
 // the key, a hash collision — must not use up a small maxNum before the real matches.
 const queryCandidates = 64
 
-func (b *Broker) queryMessage(to Reply, h *codec.QueryMessageRequestHeader, maxNum int) {
+func (b *Broker) queryMessage(to remoting.Reply, h *codec.QueryMessageRequestHeader, maxNum int) {
 	candidates := maxNum
 	if maxNum > 0 {
 		candidates = max(maxNum, queryCandidates)
@@ -61,22 +62,22 @@ func (b *Broker) queryMessage(to Reply, h *codec.QueryMessageRequestHeader, maxN
 		codec.NumField("indexLastUpdatePhyoffset", res.IndexLastUpdatePhyOffset),
 		codec.NumField("indexLastUpdateTimestamp", res.IndexLastUpdateTimestamp),
 	}
-	f := b.replies.frame()
+	f := to.NewFrame()
 	for _, rec := range res.Buffers {
-		if maxNum > 0 && len(f.bodies) == maxNum {
+		if maxNum > 0 && len(f.Bodies) == maxNum {
 			break
 		}
 		if recordMatchesQuery(rec, h.Topic, h.Key, h.UniqueKeyQuery) {
-			f.bodies = append(f.bodies, rec)
+			f.Bodies = append(f.Bodies, rec)
 		}
 	}
-	if len(f.bodies) == 0 {
+	if len(f.Bodies) == 0 {
 		res.Release()
 		to.Frame(f, codec.ResponseQueryNotFound, remarkQueryNotFound, fields[:], nil)
 		return
 	}
-	f.query = res
-	to.Frame(f, codec.ResponseSuccess, "", fields[:], f.bodies)
+	f.Query = res
+	to.Frame(f, codec.ResponseSuccess, "", fields[:], f.Bodies)
 }
 
 // recordMatchesQuery reports whether a record found through the index really is one the
@@ -103,11 +104,11 @@ func recordMatchesQuery(rec []byte, topic, key string, unique bool) bool {
 }
 
 // processViewMessageByID decodes on the event loop and reads the record on the query pool.
-func (b *Broker) processViewMessageByID(rc *RequestContext) (rest func()) {
+func (b *Broker) processViewMessageByID(rc *remoting.Request) (rest func()) {
 	to := rc.Reply
 	var h codec.ViewMessageByIDRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
-		to.Answer(codec.ResponseSystemError, headerErrorRemark(err))
+		to.Answer(codec.ResponseSystemError, remoting.HeaderErrorRemark(err))
 		return nil
 	}
 	offset := h.Offset
@@ -118,9 +119,9 @@ func (b *Broker) processViewMessageByID(rc *RequestContext) (rest func()) {
 				"can not find message by the offset, "+strconv.FormatInt(offset, 10))
 			return
 		}
-		f := b.replies.frame()
-		f.release = release
-		f.bodies = append(f.bodies, rec)
-		to.Frame(f, codec.ResponseSuccess, "", nil, f.bodies)
+		f := to.NewFrame()
+		f.Release = release
+		f.Bodies = append(f.Bodies, rec)
+		to.Frame(f, codec.ResponseSuccess, "", nil, f.Bodies)
 	}
 }

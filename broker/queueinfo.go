@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
 )
 
@@ -20,33 +21,33 @@ import (
 // GET_MAX_OFFSET's 5.x "committed" flag is accepted and ignored: ringmq's ConsumeQueue
 // holds only committed (dispatched) entries, so both answers are the same.
 
-func (b *Broker) processGetMaxOffset(rc *RequestContext) {
+func (b *Broker) processGetMaxOffset(rc *remoting.Request) {
 	to := rc.Reply
 	var h codec.GetMaxOffsetRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
-		to.Answer(codec.ResponseSystemError, headerErrorRemark(err))
+		to.Answer(codec.ResponseSystemError, remoting.HeaderErrorRemark(err))
 		return
 	}
 	fields := [...]codec.Field{codec.NumField("offset", b.store.GetMaxOffsetInQueue(h.Topic, h.QueueID))}
 	to.Answer(codec.ResponseSuccess, "", fields[:]...)
 }
 
-func (b *Broker) processGetMinOffset(rc *RequestContext) {
+func (b *Broker) processGetMinOffset(rc *remoting.Request) {
 	to := rc.Reply
 	var h codec.GetMinOffsetRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
-		to.Answer(codec.ResponseSystemError, headerErrorRemark(err))
+		to.Answer(codec.ResponseSystemError, remoting.HeaderErrorRemark(err))
 		return
 	}
 	fields := [...]codec.Field{codec.NumField("offset", b.store.GetMinOffsetInQueue(h.Topic, h.QueueID))}
 	to.Answer(codec.ResponseSuccess, "", fields[:]...)
 }
 
-func (b *Broker) processSearchOffsetByTimestamp(rc *RequestContext) (rest func()) {
+func (b *Broker) processSearchOffsetByTimestamp(rc *remoting.Request) (rest func()) {
 	to := rc.Reply
 	var h codec.SearchOffsetRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
-		to.Answer(codec.ResponseSystemError, headerErrorRemark(err))
+		to.Answer(codec.ResponseSystemError, remoting.HeaderErrorRemark(err))
 		return nil
 	}
 	return func() {
@@ -56,11 +57,11 @@ func (b *Broker) processSearchOffsetByTimestamp(rc *RequestContext) (rest func()
 	}
 }
 
-func (b *Broker) processGetEarliestMsgStoretime(rc *RequestContext) (rest func()) {
+func (b *Broker) processGetEarliestMsgStoretime(rc *remoting.Request) (rest func()) {
 	to := rc.Reply
 	var h codec.GetEarliestMsgStoretimeRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
-		to.Answer(codec.ResponseSystemError, headerErrorRemark(err))
+		to.Answer(codec.ResponseSystemError, remoting.HeaderErrorRemark(err))
 		return nil
 	}
 	return func() {

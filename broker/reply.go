@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/store"
 )
@@ -42,7 +43,7 @@ const pushReplyTimeout = 3 * time.Second
 const propertyPushReplyTime = "PUSH_REPLY_TIME"
 
 // processSendReplyMessage serves 324 and 325.
-func (b *Broker) processSendReplyMessage(rc *RequestContext) {
+func (b *Broker) processSendReplyMessage(rc *remoting.Request) {
 	to := rc.Reply
 	region := [...]codec.Field{codec.StrField("MSG_REGION", defaultRegionID), codec.StrField("TRACE_ON", traceOnText)}
 	var h codec.SendMessageRequestHeader
@@ -53,7 +54,7 @@ func (b *Broker) processSendReplyMessage(rc *RequestContext) {
 		err = h.Decode(rc.Cmd.ExtFields)
 	}
 	if err != nil {
-		to.Answer(codec.ResponseSystemError, headerErrorRemark(err))
+		to.Answer(codec.ResponseSystemError, remoting.HeaderErrorRemark(err))
 		return
 	}
 	tc, code, remark := b.checkSend(rc, &h)

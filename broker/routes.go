@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 
+	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
 )
 
@@ -149,10 +150,10 @@ type route struct {
 	where placement
 	pool  poolName
 	// handle serves onLoop and onPool routes.
-	handle func(b *Broker, rc *RequestContext)
+	handle func(b *Broker, rc *remoting.Request)
 	// split serves onLoopThenPool routes: it runs on the event loop and returns nil when it
 	// has answered, else the rest of the work for the route's pool.
-	split func(b *Broker, rc *RequestContext) (rest func())
+	split func(b *Broker, rc *remoting.Request) (rest func())
 	acl   aclRule
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/remotingtest"
 )
@@ -85,8 +86,8 @@ func TestRouteTable(t *testing.T) {
 }
 
 func TestIndexRoutesRefusesMismatchedRoutes(t *testing.T) {
-	handle := func(*Broker, *RequestContext) {}
-	split := func(*Broker, *RequestContext) func() { return nil }
+	handle := func(*Broker, *remoting.Request) {}
+	split := func(*Broker, *remoting.Request) func() { return nil }
 	bad := map[string][]route{
 		"twice":             {{code: 1, where: onLoop, handle: handle}, {code: 1, where: onLoop, handle: handle}},
 		"loop without fn":   {{code: 1, where: onLoop}},

@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/ringmq/ringmq/broker/metadata"
+	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/ha"
 	"github.com/ringmq/ringmq/store"
@@ -110,7 +111,7 @@ const dlqQueueNums = 1
 // (durable) wrote it.
 type sendRequest struct {
 	b      *Broker
-	to     Reply
+	to     remoting.Reply
 	header codec.SendMessageRequestHeader
 
 	msg        codec.Message
@@ -149,7 +150,7 @@ func newSendRequest(b *Broker) *sendRequest {
 const maxPooledSendBytes = 256 << 10
 
 func (r *sendRequest) release() {
-	r.to = Reply{}
+	r.to = remoting.Reply{}
 	r.header = codec.SendMessageRequestHeader{}
 	r.msg = codec.Message{}
 	clear(r.batch.Messages)
@@ -166,7 +167,7 @@ func (r *sendRequest) release() {
 }
 
 // processSendMessage serves 10, 310 and 320 on the event loop.
-func (b *Broker) processSendMessage(rc *RequestContext) {
+func (b *Broker) processSendMessage(rc *remoting.Request) {
 	r := b.data.sendRequests.Get().(*sendRequest)
 	r.to = rc.Reply
 	cmd := rc.Cmd
@@ -177,7 +178,7 @@ func (b *Broker) processSendMessage(rc *RequestContext) {
 		err = r.header.DecodeV2(cmd.ExtFields)
 	}
 	if err != nil {
-		r.answer(codec.ResponseSystemError, headerErrorRemark(err), false)
+		r.answer(codec.ResponseSystemError, remoting.HeaderErrorRemark(err), false)
 		return
 	}
 	tc, code, remark := b.checkSend(rc, &r.header)
@@ -209,7 +210,7 @@ func (b *Broker) processSendMessage(rc *RequestContext) {
 
 // checkSend is the Java broker's msgCheck, plus the topic permission check. It returns the
 // topic's config, auto-creating the topic when allowed.
-func (b *Broker) checkSend(rc *RequestContext, h *codec.SendMessageRequestHeader) (codec.TopicConfig, codec.ResponseCode, string) {
+func (b *Broker) checkSend(rc *remoting.Request, h *codec.SendMessageRequestHeader) (codec.TopicConfig, codec.ResponseCode, string) {
 	if !metadata.IsWriteable(int32(b.cfg.BrokerPermission)) {
 		return codec.TopicConfig{}, codec.ResponseNoPermission,
 			"the broker[" + b.data.brokerIP + "] sending message is forbidden"
@@ -258,7 +259,7 @@ func (b *Broker) messageIllegalRemark() string {
 
 // bornHost is the connection's peer, IPv4-mapped addresses unmapped so that the record
 // takes the 4-byte form.
-func bornHost(rc *RequestContext) netip.AddrPort {
+func bornHost(rc *remoting.Request) netip.AddrPort {
 	ap := rc.Conn.RemoteAddr()
 	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }
@@ -267,7 +268,7 @@ func bornHost(rc *RequestContext) netip.AddrPort {
 func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // prepareMessage builds the single message of a 10/310 send in r.msg.
-func (b *Broker) prepareMessage(r *sendRequest, rc *RequestContext, tc *codec.TopicConfig) (codec.ResponseCode, string) {
+func (b *Broker) prepareMessage(r *sendRequest, rc *remoting.Request, tc *codec.TopicConfig) (codec.ResponseCode, string) {
 	h := &r.header
 	body := rc.Cmd.Body
 	if len(body) == 0 {
@@ -392,7 +393,7 @@ const mqVersionV349 = 121
 // body and properties and gets the batch-level properties (the header's plus CLUSTER)
 // appended, as RocketMQ 4.9 does; items get no UNIQ_KEY of the broker's (Java clients put
 // one in every item, the Go client none, PROTOCOL.md §5.6).
-func (b *Broker) prepareBatch(r *sendRequest, rc *RequestContext, tc *codec.TopicConfig) (codec.ResponseCode, string) {
+func (b *Broker) prepareBatch(r *sendRequest, rc *remoting.Request, tc *codec.TopicConfig) (codec.ResponseCode, string) {
 	h := &r.header
 	body := rc.Cmd.Body
 	switch {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/ringmq/ringmq/broker/metadata"
+	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/store"
 )
@@ -51,10 +52,10 @@ const defaultRetryDelayLevelBase = 3
 const remarkSubscriptionGroupNotExist = "subscription group not exist, "
 
 // processConsumerSendMsgBack serves 36.
-func (b *Broker) processConsumerSendMsgBack(rc *RequestContext) (rest func()) {
+func (b *Broker) processConsumerSendMsgBack(rc *remoting.Request) (rest func()) {
 	var h codec.ConsumerSendMsgBackRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
-		rc.Reply.Answer(codec.ResponseSystemError, headerErrorRemark(err))
+		rc.Reply.Answer(codec.ResponseSystemError, remoting.HeaderErrorRemark(err))
 		return nil
 	}
 	to := rc.Reply
@@ -74,7 +75,7 @@ func (b *Broker) isHotOffset(phys int64) bool {
 }
 
 // sendMessageBack does the work of 36 and answers.
-func (b *Broker) sendMessageBack(to Reply, h *codec.ConsumerSendMsgBackRequestHeader, version int32) {
+func (b *Broker) sendMessageBack(to remoting.Reply, h *codec.ConsumerSendMsgBackRequestHeader, version int32) {
 	if b.cfg.IsSlave() {
 		// The store refuses every put on a slave; answer as RocketMQ does then, before the
 		// group or retry topic is auto-created here (a slave takes both from its master).

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ringmq/ringmq/broker/metadata"
+	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/store"
 )
@@ -600,10 +601,10 @@ func (t *transactionService) sendCheck(msg *codec.Message, res store.PutResult) 
 }
 
 // processEndTransaction serves 37.
-func (b *Broker) processEndTransaction(rc *RequestContext) (rest func()) {
+func (b *Broker) processEndTransaction(rc *remoting.Request) (rest func()) {
 	var h codec.EndTransactionRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
-		rc.Reply.Answer(codec.ResponseSystemError, headerErrorRemark(err))
+		rc.Reply.Answer(codec.ResponseSystemError, remoting.HeaderErrorRemark(err))
 		return nil
 	}
 	if b.cfg.IsSlave() {
@@ -629,7 +630,7 @@ func (b *Broker) processEndTransaction(rc *RequestContext) (rest func()) {
 }
 
 // end applies an END_TRANSACTION and answers.
-func (t *transactionService) end(to Reply, h *codec.EndTransactionRequestHeader) {
+func (t *transactionService) end(to remoting.Reply, h *codec.EndTransactionRequestHeader) {
 	b := t.b
 	rec, release, err := b.store.LookMessageByOffset(h.CommitLogOffset)
 	if err != nil {

@@ -173,7 +173,7 @@ func (h *brokerHandler) OnRequest(c netio.Conn, cmd *codec.RemotingCommand) {
 	if h.acl != nil {
 		if remark := h.acl.check(c.RemoteAddr().Addr(), cmd); remark != "" {
 			// NO_PERMISSION, where Apache RocketMQ answers SYSTEM_ERROR (acl.go).
-			h.b.replies.replyTo(c, cmd).Answer(codec.ResponseNoPermission, remark)
+			h.b.replies.To(c, cmd).Answer(codec.ResponseNoPermission, remark)
 			return
 		}
 	}

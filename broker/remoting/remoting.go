@@ -1,4 +1,6 @@
-package broker
+// Package remoting is what every request processor of the broker shares: the request as it
+// reaches a processor (Request) and the one way to answer it (Reply).
+package remoting
 
 import (
 	"encoding/json"
@@ -6,6 +8,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -14,9 +17,33 @@ import (
 	"github.com/ringmq/ringmq/store"
 )
 
+// Request carries one request to its processor. Cmd (and its Body) is valid only until the
+// processor returns when it runs on the event loop; a processor that answers later copies
+// what it keeps (processors on a pool get a private copy already) and answers through Reply,
+// which stays valid.
+type Request struct {
+	Conn     netio.Conn
+	Cmd      *codec.RemotingCommand
+	Received time.Time
+	Reply    Reply
+}
+
+// NewRequest wraps a request frame received on conn at received.
+func (r *Replies) NewRequest(conn netio.Conn, cmd *codec.RemotingCommand, received time.Time) *Request {
+	return &Request{Conn: conn, Cmd: cmd, Received: received, Reply: r.To(conn, cmd)}
+}
+
+// Detached rebuilds a Request around cmd (which gets the reply's opaque and serialize type)
+// for work queued on a pool after the original command is gone: a pool's fast-failure answer
+// needs only the Reply.
+func (r Reply) Detached(cmd *codec.RemotingCommand, received time.Time) *Request {
+	cmd.Opaque, cmd.SerializeType = r.opaque, r.serializeType
+	return &Request{Conn: r.conn, Cmd: cmd, Received: received, Reply: r}
+}
+
 // Answering requests: one API.
 //
-// Every processor answers through its request's Reply handle (RequestContext.Reply), the
+// Every processor answers through its request's Reply handle (Request.Reply), the
 // same way whether it answers on the event loop, on a pool or later from a callback (a
 // flush completion, a long-polling wake-up, a push acknowledged): a Reply is a small value
 // that stays valid after netio has reused the request's command for the next frame, so a
@@ -42,37 +69,43 @@ type Reply struct {
 	conn          netio.Conn
 	opaque        int32
 	serializeType codec.SerializeType
-	out           *responder
+	out           *Replies
 }
 
-// responder holds what every Reply shares: the pooled frames and the error counter.
-type responder struct {
-	frames      sync.Pool // *outFrame
+// Replies holds what every Reply shares: the pooled frames and the error counter. One per
+// broker; safe for concurrent use.
+type Replies struct {
+	frames      sync.Pool // *Frame
 	replyErrors prometheus.Counter
 	logger      *slog.Logger
 }
 
-func newResponder(replyErrors prometheus.Counter, logger *slog.Logger) *responder {
-	r := &responder{replyErrors: replyErrors, logger: logger}
+// NewReplies counts failed writes in replyErrors and logs encoding failures to logger.
+func NewReplies(replyErrors prometheus.Counter, logger *slog.Logger) *Replies {
+	r := &Replies{replyErrors: replyErrors, logger: logger}
 	r.frames.New = func() any {
-		f := &outFrame{pool: &r.frames}
+		f := &Frame{pool: &r.frames}
 		f.done = f.finish
 		return f
 	}
 	return r
 }
 
-// Reply is the Reply for cmd received on conn.
-func (r *responder) replyTo(conn netio.Conn, cmd *codec.RemotingCommand) Reply {
+// To is the Reply for cmd received on conn.
+func (r *Replies) To(conn netio.Conn, cmd *codec.RemotingCommand) Reply {
 	return Reply{conn: conn, opaque: cmd.Opaque, serializeType: cmd.SerializeType, out: r}
 }
 
-// frame takes a pooled frame; Reply.Frame (or f.done) gives it back.
-func (r *responder) frame() *outFrame { return r.frames.Get().(*outFrame) }
+// NewFrame takes a pooled frame for a response whose bodies it keeps valid; Reply.Frame
+// gives it back once the response is written.
+func (r Reply) NewFrame() *Frame { return r.out.frames.Get().(*Frame) }
+
+// Conn is the connection the request came on.
+func (r Reply) Conn() netio.Conn { return r.conn }
 
 // Answer writes a response without a body; fields may be in any order.
 func (r Reply) Answer(code codec.ResponseCode, remark string, fields ...codec.Field) {
-	f := r.out.frame()
+	f := r.NewFrame()
 	r.Send(&f.buf, code, remark, fields, nil, f.done)
 }
 
@@ -81,9 +114,9 @@ func (r Reply) OK() { r.Answer(codec.ResponseSuccess, "") }
 
 // Body answers SUCCESS with body, which must not change until it is written.
 func (r Reply) Body(body []byte) {
-	f := r.out.frame()
-	f.bodies = append(f.bodies, body)
-	r.Send(&f.buf, codec.ResponseSuccess, "", nil, f.bodies, f.done)
+	f := r.NewFrame()
+	f.Bodies = append(f.Bodies, body)
+	r.Send(&f.buf, codec.ResponseSuccess, "", nil, f.Bodies, f.done)
 }
 
 // JSON answers SUCCESS with v encoded by encoding/json, or SYSTEM_ERROR naming why it could
@@ -99,7 +132,7 @@ func (r Reply) JSON(v any) {
 
 // Frame writes a response whose bodies f keeps valid (its result references); f is
 // released when netio is done with it, in every case.
-func (r Reply) Frame(f *outFrame, code codec.ResponseCode, remark string, fields []codec.Field, bodies [][]byte) {
+func (r Reply) Frame(f *Frame, code codec.ResponseCode, remark string, fields []codec.Field, bodies [][]byte) {
 	r.Send(&f.buf, code, remark, fields, bodies, f.done)
 }
 
@@ -131,39 +164,39 @@ func (r Reply) Send(buf *[]byte, code codec.ResponseCode, remark string, fields 
 	}
 }
 
-// outFrame is a pooled response in flight: its header buffer and whatever keeps its
-// bodies valid (a pull result, a query result, a record reference). done (bound once,
-// so passing it allocates nothing) releases them and returns the frame to its pool;
-// netio calls it once the bytes are written or copied.
-type outFrame struct {
-	buf     []byte
-	bodies  [][]byte
-	get     *store.GetMessageResult
-	query   *store.QueryMessageResult
-	release func()
-	pool    *sync.Pool
-	done    func()
+// Frame is a pooled response in flight: its header buffer and whatever keeps its bodies
+// valid (a pull result, a query result, a record reference), released once netio has
+// written or copied the bytes.
+type Frame struct {
+	Bodies  [][]byte
+	Get     *store.GetMessageResult   // released with the frame
+	Query   *store.QueryMessageResult // released with the frame
+	Release func()                    // called with the frame's release
+
+	buf  []byte
+	pool *sync.Pool
+	done func() // = finish, bound once so passing it allocates nothing
 }
 
 // maxPooledFrameBytes keeps an unusually large header buffer (a batch's long msgId list)
 // out of the pool.
 const maxPooledFrameBytes = 64 << 10
 
-func (f *outFrame) finish() {
-	if f.get != nil {
-		f.get.Release()
-		f.get = nil
+func (f *Frame) finish() {
+	if f.Get != nil {
+		f.Get.Release()
+		f.Get = nil
 	}
-	if f.query != nil {
-		f.query.Release()
-		f.query = nil
+	if f.Query != nil {
+		f.Query.Release()
+		f.Query = nil
 	}
-	if f.release != nil {
-		f.release()
-		f.release = nil
+	if f.Release != nil {
+		f.Release()
+		f.Release = nil
 	}
-	clear(f.bodies)
-	f.bodies = f.bodies[:0]
+	clear(f.Bodies)
+	f.Bodies = f.Bodies[:0]
 	f.buf = f.buf[:0]
 	if cap(f.buf) > maxPooledFrameBytes {
 		f.buf = nil
@@ -171,9 +204,9 @@ func (f *outFrame) finish() {
 	f.pool.Put(f)
 }
 
-// headerErrorRemark turns a typed-header decode error into the remark the Java broker
+// HeaderErrorRemark turns a typed-header decode error into the remark the Java broker
 // gives (its RemotingCommandException text names the field).
-func headerErrorRemark(err error) string {
+func HeaderErrorRemark(err error) string {
 	var fe *codec.FieldError
 	if errors.As(err, &fe) {
 		if errors.Is(fe.Err, codec.ErrMissingField) {
