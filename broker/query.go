@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"bytes"
 	"strconv"
 
 	"github.com/ringmq/ringmq/broker/remoting"
@@ -87,20 +86,11 @@ func recordMatchesQuery(rec []byte, topic, key string, unique bool) bool {
 	if err != nil || string(r.Topic) != topic {
 		return false
 	}
+	p := codec.ScanRecordProperties(r.Properties) // as the store read them into the index
 	if unique {
-		v, ok := codec.LookupProperty(r.Properties, codec.PropertyUniqClientMessageIDKey)
-		return ok && string(v) == key
+		return len(p.UniqKey) > 0 && string(p.UniqKey) == key
 	}
-	keys, ok := codec.LookupProperty(r.Properties, codec.PropertyKeys)
-	if !ok {
-		return false
-	}
-	for _, k := range bytes.Split(keys, []byte(" ")) {
-		if string(k) == key {
-			return true
-		}
-	}
-	return false
+	return len(p.Keys) > 0 && p.HasKey(key)
 }
 
 // processViewMessageByID decodes on the event loop and reads the record on the query pool.

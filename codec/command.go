@@ -148,16 +148,22 @@ func (c *RemotingCommand) AppendFrameHeader(dst []byte) ([]byte, error) {
 	if err != nil {
 		return dst[:start], err
 	}
+	return finishFrameHeader(dst, start, c.SerializeType, len(c.Body))
+}
+
+// finishFrameHeader patches the length word and header word of the frame that starts at
+// dst[start] (8 placeholder bytes, then the header), the length counting bodyLen more bytes.
+func finishFrameHeader(dst []byte, start int, st SerializeType, bodyLen int) ([]byte, error) {
 	headerLen := len(dst) - start - 8
 	if headerLen > maxHeaderLen {
 		return dst[:start], ErrHeaderLength
 	}
-	frameLen := 4 + uint64(headerLen) + uint64(len(c.Body))
+	frameLen := 4 + uint64(headerLen) + uint64(bodyLen)
 	if frameLen > maxFrameLenWord {
 		return dst[:start], ErrFrameTooLarge
 	}
 	binary.BigEndian.PutUint32(dst[start:], uint32(frameLen))
-	binary.BigEndian.PutUint32(dst[start+4:], uint32(c.SerializeType)<<24|uint32(headerLen))
+	binary.BigEndian.PutUint32(dst[start+4:], uint32(st)<<24|uint32(headerLen))
 	return dst, nil
 }
 

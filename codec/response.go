@@ -74,16 +74,10 @@ func AppendResponseFrameHeader(dst []byte, opaque int32, st SerializeType, code 
 	if err != nil {
 		return dst[:start], err
 	}
-	headerLen := len(dst) - start - 8
-	if headerLen > maxHeaderLen {
-		return dst[:start], ErrHeaderLength
-	}
-	if bodyLen < 0 || 4+uint64(headerLen)+uint64(bodyLen) > maxFrameLenWord {
+	if bodyLen < 0 {
 		return dst[:start], ErrFrameTooLarge
 	}
-	binary.BigEndian.PutUint32(dst[start:], uint32(4+headerLen+bodyLen))
-	binary.BigEndian.PutUint32(dst[start+4:], uint32(st)<<24|uint32(headerLen))
-	return dst, nil
+	return finishFrameHeader(dst, start, st, bodyLen)
 }
 
 // sortFields sorts by key with an insertion sort: responses carry a handful of fields, often

@@ -126,34 +126,14 @@ func (d *dispatcher) dispatchFile(mf *mappedFile, pos, limit int64) error {
 	return nil
 }
 
-// recordProps are the properties the dispatcher needs, found in one pass.
-type recordProps struct {
-	tags, keys, uniq, delay []byte
-}
 
-func scanProps(props []byte) (p recordProps) {
-	codec.RangeProperties(props, func(k, v []byte) bool {
-		switch string(k) {
-		case codec.PropertyTags:
-			p.tags = v
-		case codec.PropertyKeys:
-			p.keys = v
-		case codec.PropertyUniqClientMessageIDKey:
-			p.uniq = v
-		case codec.PropertyDelayTimeLevel:
-			p.delay = v
-		}
-		return true
-	})
-	return p
-}
 
 func (d *dispatcher) dispatch(rec *codec.Record, phys int64, size int32) error {
-	props := scanProps(rec.Properties)
+	props := codec.ScanRecordProperties(rec.Properties)
 	switch codec.TransactionType(rec.SysFlag) {
 	case codec.SysFlagTransactionNot, codec.SysFlagTransactionCommit:
 		cq := d.s.queues.findOrCreateBytes(rec.Topic, rec.QueueID)
-		tagsCode := d.tagsCode(rec, props)
+		tagsCode := d.tagsCode(rec, &props)
 		appended, err := cq.put(phys, size, tagsCode, rec.QueueOffset)
 		if err != nil {
 			d.s.flags.set(FlagWriteLogicsQueueError)
@@ -169,7 +149,7 @@ func (d *dispatcher) dispatch(rec *codec.Record, phys int64, size int32) error {
 		}
 	}
 	if d.s.index != nil {
-		if err := d.s.index.build(rec, phys, props.uniq, props.keys); err != nil {
+		if err := d.s.index.build(rec, phys, props.UniqKey, props.Keys); err != nil {
 			d.s.flags.set(FlagWriteIndexFileError)
 			if isNoSpace(err) {
 				d.s.flags.set(FlagDiskFull)
@@ -184,9 +164,9 @@ func (d *dispatcher) dispatch(rec *codec.Record, phys int64, size int32) error {
 
 // tagsCode is the ConsumeQueue tag field: the TAGS hash, or for SCHEDULE_TOPIC_XXXX the delivery time
 // (store time + the DELAY level's delay, RocketMQ's computeDeliverTimestamp).
-func (d *dispatcher) tagsCode(rec *codec.Record, p recordProps) int64 {
-	if string(rec.Topic) == ScheduleTopic && len(p.delay) > 0 {
-		level, ok := parseSmallInt(p.delay)
+func (d *dispatcher) tagsCode(rec *codec.Record, p *codec.RecordProperties) int64 {
+	if string(rec.Topic) == ScheduleTopic && len(p.DelayLevel) > 0 {
+		level, ok := p.Delay()
 		if ok && level > 0 {
 			var table []int64
 			if t := d.delays.Load(); t != nil {
@@ -199,20 +179,6 @@ func (d *dispatcher) tagsCode(rec *codec.Record, p recordProps) int64 {
 			return rec.StoreTimestamp + table[level-1]
 		}
 	}
-	return codec.TagsHashCode(p.tags)
+	return codec.TagsHashCode(p.Tags)
 }
 
-// parseSmallInt parses a non-negative decimal without allocating.
-func parseSmallInt(b []byte) (int, bool) {
-	if len(b) == 0 || len(b) > 9 {
-		return 0, false
-	}
-	n := 0
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n, true
-}

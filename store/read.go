@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -179,17 +178,13 @@ func (s *Store) LookMessageByOffset(phyOffset int64) (rec []byte, release func()
 		return nil, nil, fmt.Errorf("%w: CommitLog offset %d", ErrNotFound, phyOffset)
 	}
 	// A client-supplied offset must point at the start of a record, not into one.
-	if !isMessageMagic(b) || len(b) < codec.MinRecordBytes || int64(binary.BigEndian.Uint64(b[28:])) != phyOffset {
+	if !codec.IsMessageRecord(b) || len(b) < codec.MinRecordBytes || int64(binary.BigEndian.Uint64(b[28:])) != phyOffset {
 		release()
 		return nil, nil, fmt.Errorf("%w: no record at CommitLog offset %d", ErrNotFound, phyOffset)
 	}
 	return b, release, nil
 }
 
-func isMessageMagic(b []byte) bool {
-	_, magic, ok := codec.PeekRecordHeader(b)
-	return ok && (magic == codec.MagicCodeV1 || magic == codec.MagicCodeV2)
-}
 
 // QueryMessage finds messages of topic stored within [begin, end] (ms) whose KEYS contain key or whose
 // UNIQ_KEY is key, through the IndexFile (QUERY_MESSAGE), newest first, at most min(maxNum,
@@ -223,7 +218,7 @@ func (s *Store) QueryMessage(topic, key string, maxNum int, begin, end int64) (*
 		if mf == nil {
 			continue
 		}
-		if !recordHasKey(rec, topic, key) {
+		if !codec.RecordHasKey(rec, topic, key) {
 			mf.release()
 			continue
 		}
@@ -234,23 +229,6 @@ func (s *Store) QueryMessage(topic, key string, maxNum int, begin, end int64) (*
 	return res, nil
 }
 
-// recordHasKey checks a record's topic and its UNIQ_KEY / KEYS words against key.
-func recordHasKey(b []byte, topic, key string) bool {
-	rec, err := codec.DecodeRecord(b, false)
-	if err != nil || string(rec.Topic) != topic {
-		return false
-	}
-	p := scanProps(rec.Properties)
-	if string(p.uniq) == key {
-		return true
-	}
-	for _, w := range bytes.Split(p.keys, []byte{' '}) {
-		if string(w) == key {
-			return true
-		}
-	}
-	return false
-}
 
 // GetMaxOffsetInQueue is the queue's next logical offset (0 for an unknown queue).
 func (s *Store) GetMaxOffsetInQueue(topic string, queueID int32) int64 {

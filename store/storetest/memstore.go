@@ -3,7 +3,6 @@
 package storetest
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -209,10 +208,10 @@ func notify(l store.ArrivingListener, arrivals []memArrival) {
 // tagsCode is a ConsumeQueue entry's tag code: the TAGS hash, or for SCHEDULE_TOPIC_XXXX the delivery
 // time. Caller holds mu.
 func (m *MemStore) tagsCode(topic string, props []byte, storeTs int64) int64 {
-	p := scanProps(props)
-	tags := codec.TagsHashCode(p.tags)
-	if topic == store.ScheduleTopic && len(p.delay) > 0 {
-		if level, ok := parseSmallInt(p.delay); ok && level > 0 {
+	p := codec.ScanRecordProperties(props)
+	tags := codec.TagsHashCode(p.Tags)
+	if topic == store.ScheduleTopic && len(p.DelayLevel) > 0 {
+		if level, ok := p.Delay(); ok && level > 0 {
 			tags = storeTs + 1000
 			if len(m.delays) > 0 {
 				tags = storeTs + m.delays[min(level, len(m.delays))-1]
@@ -400,7 +399,7 @@ func (m *MemStore) LookMessageByOffset(phyOffset int64) ([]byte, func(), error) 
 		return nil, nil, fmt.Errorf("%w: CommitLog offset %d", store.ErrNotFound, phyOffset)
 	}
 	size := int64(binary.BigEndian.Uint32(m.log[phyOffset:]))
-	if !isMessageMagic(m.log[phyOffset:]) || phyOffset+size > int64(len(m.log)) {
+	if !codec.IsMessageRecord(m.log[phyOffset:]) || phyOffset+size > int64(len(m.log)) {
 		return nil, nil, fmt.Errorf("%w: no record at CommitLog offset %d", store.ErrNotFound, phyOffset)
 	}
 	return m.log[phyOffset : phyOffset+size : phyOffset+size], func() {}, nil
@@ -425,7 +424,7 @@ func (m *MemStore) QueryMessage(topic, key string, maxNum int, begin, end int64)
 		}
 		if codec.TransactionType(rec.SysFlag) != codec.SysFlagTransactionRollback &&
 			rec.StoreTimestamp >= begin && rec.StoreTimestamp <= end &&
-			recordHasKey(m.log[off:off+int(rec.TotalSize)], topic, key) {
+			codec.RecordHasKey(m.log[off:off+int(rec.TotalSize)], topic, key) {
 			offsets = append(offsets, int64(off))
 		}
 		off += int(rec.TotalSize)
@@ -577,66 +576,10 @@ func (m *MemStore) Stats() store.Stats {
 	return s
 }
 
-// The file store's record helpers, for the MemStore's own use (package store keeps its own unexported).
-
 // defaultPullBatch is GetMessage's batch when maxMsgNums <= 0, the file store's.
 const defaultPullBatch = 32
 
-type recordProps struct {
-	tags, keys, uniq, delay []byte
-}
 
-func scanProps(props []byte) (p recordProps) {
-	codec.RangeProperties(props, func(k, v []byte) bool {
-		switch string(k) {
-		case codec.PropertyTags:
-			p.tags = v
-		case codec.PropertyKeys:
-			p.keys = v
-		case codec.PropertyUniqClientMessageIDKey:
-			p.uniq = v
-		case codec.PropertyDelayTimeLevel:
-			p.delay = v
-		}
-		return true
-	})
-	return p
-}
 
-// parseSmallInt reads a non-negative decimal of at most 9 digits (DELAY).
-func parseSmallInt(b []byte) (int, bool) {
-	if len(b) == 0 || len(b) > 9 {
-		return 0, false
-	}
-	n := 0
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n, true
-}
 
-func isMessageMagic(b []byte) bool {
-	_, magic, ok := codec.PeekRecordHeader(b)
-	return ok && (magic == codec.MagicCodeV1 || magic == codec.MagicCodeV2)
-}
 
-// recordHasKey reports whether the record is topic's and has key as UNIQ_KEY or a KEYS word.
-func recordHasKey(b []byte, topic, key string) bool {
-	rec, err := codec.DecodeRecord(b, false)
-	if err != nil || string(rec.Topic) != topic {
-		return false
-	}
-	p := scanProps(rec.Properties)
-	if string(p.uniq) == key {
-		return true
-	}
-	for _, w := range bytes.Split(p.keys, []byte{' '}) {
-		if string(w) == key {
-			return true
-		}
-	}
-	return false
-}
