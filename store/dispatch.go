@@ -126,8 +126,6 @@ func (d *dispatcher) dispatchFile(mf *mappedFile, pos, limit int64) error {
 	return nil
 }
 
-
-
 func (d *dispatcher) dispatch(rec *codec.Record, phys int64, size int32) error {
 	props := codec.ScanRecordProperties(rec.Properties)
 	switch codec.TransactionType(rec.SysFlag) {
@@ -181,4 +179,3 @@ func (d *dispatcher) tagsCode(rec *codec.Record, p *codec.RecordProperties) int6
 	}
 	return codec.TagsHashCode(p.Tags)
 }
-

@@ -185,7 +185,6 @@ func (s *Store) LookMessageByOffset(phyOffset int64) (rec []byte, release func()
 	return b, release, nil
 }
 
-
 // QueryMessage finds messages of topic stored within [begin, end] (ms) whose KEYS contain key or whose
 // UNIQ_KEY is key, through the IndexFile (QUERY_MESSAGE), newest first, at most min(maxNum,
 // maxMsgsNumBatch). Hash collisions are filtered out here by reading each record. Call Release on the
@@ -228,7 +227,6 @@ func (s *Store) QueryMessage(topic, key string, maxNum int, begin, end int64) (*
 	}
 	return res, nil
 }
-
 
 // GetMaxOffsetInQueue is the queue's next logical offset (0 for an unknown queue).
 func (s *Store) GetMaxOffsetInQueue(topic string, queueID int32) int64 {

@@ -578,8 +578,3 @@ func (m *MemStore) Stats() store.Stats {
 
 // defaultPullBatch is GetMessage's batch when maxMsgNums <= 0, the file store's.
 const defaultPullBatch = 32
-
-
-
-
-
