@@ -215,12 +215,7 @@ func splitHostPortNumber(addr string) (string, int, error) {
 // testNamesrv builds the embedded name server as launch.Namesrv does (package broker's tests cannot
 // import package launch, which imports broker).
 func testNamesrv(spec EmbeddedNamesrvSpec) (EmbeddedNamesrv, error) {
-	nc := namesrv.DefaultConfig()
-	nc.ListenAddr = spec.ListenAddr
-	nc.NetEngine = spec.NetEngine
-	nc.NetEventLoops = 1
-	nc.KVConfigPath = spec.KVConfigPath
-	ns, err := namesrv.New(nc, spec.Logger, spec.Registerer)
+	ns, err := namesrv.NewEmbedded(spec.ListenAddr, spec.NetEngine, spec.KVConfigPath, spec.Logger, spec.Registerer)
 	if err != nil {
 		return nil, err
 	}

@@ -5,12 +5,13 @@ import (
 	"testing"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // BenchmarkRouteLookup is the hot request of a name server: build one topic's route (two
 // broker names, master + slave) and encode it as the Go client receives it.
 func BenchmarkRouteLookup(b *testing.B) {
-	m := newTestRoutes(newFakeClock())
+	m := newTestRoutes(testutil.NewManualClock())
 	for _, name := range []string{"broker-a", "broker-b"} {
 		mustRegister(&testing.T{}, m, registration("C", name, 0, name+":10911", 1, topicConfig("T", 8, 8, 6), topicConfig("U", 1, 1, 6)))
 		mustRegister(&testing.T{}, m, registration("C", name, 1, name+"-s:10911", 1))
@@ -52,7 +53,7 @@ func BenchmarkRegisterBroker(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.SetBytes(int64(len(raw)))
-				m := newTestRoutes(newFakeClock())
+				m := newTestRoutes(testutil.NewManualClock())
 				counter := int64(0)
 				b.ReportAllocs()
 				for b.Loop() {

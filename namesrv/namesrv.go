@@ -227,6 +227,19 @@ const (
 	stateStopped
 )
 
+// NewEmbedded builds the name server a broker runs beside itself (namesrvEmbedded=true): the
+// default config on listenAddr with one event loop — its load is a few requests per client
+// per 30 s — and its KV config at kvConfigPath.
+func NewEmbedded(listenAddr, netEngine, kvConfigPath string, logger *slog.Logger,
+	registerer prometheus.Registerer) (*Namesrv, error) {
+	cfg := DefaultConfig()
+	cfg.ListenAddr = listenAddr
+	cfg.NetEngine = netEngine
+	cfg.NetEventLoops = 1
+	cfg.KVConfigPath = kvConfigPath
+	return New(cfg, logger, registerer)
+}
+
 // New builds a NameServer from cfg: it validates cfg, loads the KV config file and
 // prepares (but does not bind) the listener. logger may not be nil; registerer, if not
 // nil, receives the name server's and its network server's metrics.

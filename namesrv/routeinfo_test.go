@@ -2,7 +2,6 @@ package namesrv
 
 import (
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -11,27 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
-
-// fakeClock is a settable clock for the route table.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{t: time.Unix(1_700_000_000, 0)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // fakeChannel stands in for a broker's connection.
 type fakeChannel struct {
@@ -42,7 +22,7 @@ type fakeChannel struct {
 func (c *fakeChannel) ID() uint64   { return c.id }
 func (c *fakeChannel) Close() error { c.closed.Add(1); return nil }
 
-func newTestRoutes(clock *fakeClock) *routeInfoManager {
+func newTestRoutes(clock *testutil.ManualClock) *routeInfoManager {
 	return newRouteInfoManager(slog.New(slog.DiscardHandler), clock.Now, DefaultBrokerExpiry)
 }
 
@@ -91,7 +71,7 @@ func encodeRoute(t *testing.T, m *routeInfoManager, topic string, standard bool)
 }
 
 func TestRegisterMasterAndSlave(t *testing.T) {
-	clock := newFakeClock()
+	clock := testutil.NewManualClock()
 	m := newTestRoutes(clock)
 
 	master := registration("DefaultCluster", "broker-a", 0, "10.0.0.1:10911", 1,
@@ -139,7 +119,7 @@ func TestRegisterMasterAndSlave(t *testing.T) {
 // The TBW102 route as the Go client reads it for an unknown topic, byte for byte in both
 // key styles.
 func TestTBW102RouteGolden(t *testing.T) {
-	m := newTestRoutes(newFakeClock())
+	m := newTestRoutes(testutil.NewManualClock())
 	mustRegister(t, m, registration("DefaultCluster", "broker-a", 0, "192.168.0.10:10911", 3,
 		topicConfig("TBW102", 8, 8, 7), topicConfig("SELF_TEST_TOPIC", 1, 1, 6)))
 	require.Equal(t,
@@ -155,7 +135,7 @@ func TestTBW102RouteGolden(t *testing.T) {
 }
 
 func TestExpiryWithInjectedClock(t *testing.T) {
-	clock := newFakeClock()
+	clock := testutil.NewManualClock()
 	m := newTestRoutes(clock)
 	chA := &fakeChannel{id: 1}
 	chB := &fakeChannel{id: 2}
@@ -199,7 +179,7 @@ func TestExpiryWithInjectedClock(t *testing.T) {
 }
 
 func TestChannelCloseDropsOnlyItsBrokers(t *testing.T) {
-	m := newTestRoutes(newFakeClock())
+	m := newTestRoutes(testutil.NewManualClock())
 	ch1 := &fakeChannel{id: 1}
 	reg := registration("C", "broker-a", 0, "10.0.0.1:10911", 1, topicConfig("T", 4, 4, 6), topicConfig("U", 4, 4, 6))
 	reg.channel = ch1
@@ -228,7 +208,7 @@ func TestChannelCloseDropsOnlyItsBrokers(t *testing.T) {
 // With the master gone and a slave alive, the route keeps its queues and lists the slave
 // only (PROTOCOL §13.1); the slave then learns no master.
 func TestMasterGoneSlaveKeepsRoute(t *testing.T) {
-	m := newTestRoutes(newFakeClock())
+	m := newTestRoutes(testutil.NewManualClock())
 	chM := &fakeChannel{id: 1}
 	master := registration("C", "broker-a", 0, "10.0.0.1:10911", 1, topicConfig("T", 4, 4, 6), topicConfig("U", 1, 1, 6))
 	master.channel = chM
@@ -254,7 +234,7 @@ func TestMasterGoneSlaveKeepsRoute(t *testing.T) {
 // A registered master whose live entry expired but whose address is still listed is not a
 // live master for the slave.
 func TestSlaveLearnsMasterOnlyWhileLive(t *testing.T) {
-	clock := newFakeClock()
+	clock := testutil.NewManualClock()
 	m := newTestRoutes(clock)
 	master := registration("C", "broker-a", 0, "10.0.0.1:10911", 1, topicConfig("T", 4, 4, 6), topicConfig("U", 1, 1, 6))
 	mustRegister(t, m, master)
@@ -268,7 +248,7 @@ func TestSlaveLearnsMasterOnlyWhileLive(t *testing.T) {
 
 // A slave re-registered as master (same ip:port, id 1 → 0) is listed once, under 0.
 func TestAddressMovesBetweenIDs(t *testing.T) {
-	m := newTestRoutes(newFakeClock())
+	m := newTestRoutes(testutil.NewManualClock())
 	mustRegister(t, m, registration("C", "broker-a", 0, "10.0.0.1:10911", 1, topicConfig("T", 4, 4, 6), topicConfig("U", 1, 1, 6)))
 	mustRegister(t, m, registration("C", "broker-a", 1, "10.0.0.2:10911", 1))
 	require.True(t, m.unregisterBroker("C", "10.0.0.1:10911", "broker-a"))
@@ -279,7 +259,7 @@ func TestAddressMovesBetweenIDs(t *testing.T) {
 // An unchanged dataVersion skips the topic update (only the timestamp is refreshed), so an
 // admin's wipe of write permission sticks until the broker's topics change.
 func TestDataVersionSkipsTopicUpdate(t *testing.T) {
-	m := newTestRoutes(newFakeClock())
+	m := newTestRoutes(testutil.NewManualClock())
 	reg := registration("C", "broker-a", 0, "10.0.0.1:10911", 5, topicConfig("T", 4, 4, 6), topicConfig("U", 2, 2, 6))
 	mustRegister(t, m, reg)
 	require.Equal(t, 2, m.wipeWritePerm("broker-a"))
@@ -321,7 +301,7 @@ func TestDataVersionSkipsTopicUpdate(t *testing.T) {
 }
 
 func TestDeleteTopic(t *testing.T) {
-	m := newTestRoutes(newFakeClock())
+	m := newTestRoutes(testutil.NewManualClock())
 	mustRegister(t, m, registration("C1", "broker-a", 0, "10.0.0.1:10911", 1, topicConfig("T", 4, 4, 6), topicConfig("U", 4, 4, 6)))
 	mustRegister(t, m, registration("C2", "broker-b", 0, "10.0.0.2:10911", 1, topicConfig("T", 4, 4, 6), topicConfig("U", 4, 4, 6)))
 
@@ -344,7 +324,7 @@ func TestDeleteTopic(t *testing.T) {
 }
 
 func TestRegisterTopic(t *testing.T) {
-	m := newTestRoutes(newFakeClock())
+	m := newTestRoutes(testutil.NewManualClock())
 	mustRegister(t, m, registration("C", "broker-a", 0, "10.0.0.1:10911", 1))
 	require.False(t, m.registerTopic("X", []codec.QueueData{
 		{BrokerName: "broker-a", Perm: 6, ReadQueueNums: 1, WriteQueueNums: 1},
@@ -359,7 +339,7 @@ func TestRegisterTopic(t *testing.T) {
 
 func TestRegisterRules(t *testing.T) {
 	t.Run("first registration with one topic refused", func(t *testing.T) {
-		m := newTestRoutes(newFakeClock())
+		m := newTestRoutes(testutil.NewManualClock())
 		_, err := m.registerBroker(registration("C", "broker-a", 0, "10.0.0.1:10911", 1, topicConfig("T", 4, 4, 6)))
 		require.ErrorIs(t, err, errRegisterFirstSingleTopic)
 		require.Empty(t, m.clusterInfo().BrokerAddrTable, "a refused registration leaves nothing behind")
@@ -368,7 +348,7 @@ func TestRegisterRules(t *testing.T) {
 		require.Equal(t, []string{"T"}, m.allTopics())
 	})
 	t.Run("newer stateVersion under the same id wins", func(t *testing.T) {
-		m := newTestRoutes(newFakeClock())
+		m := newTestRoutes(testutil.NewManualClock())
 		first := registration("C", "broker-a", 0, "10.0.0.1:10911", 1, topicConfig("T", 4, 4, 6), topicConfig("U", 1, 1, 6))
 		first.topics.DataVersion.StateVersion = 5
 		mustRegister(t, m, first)
@@ -380,7 +360,7 @@ func TestRegisterRules(t *testing.T) {
 		require.Equal(t, 1, brokers)
 	})
 	t.Run("filter servers", func(t *testing.T) {
-		m := newTestRoutes(newFakeClock())
+		m := newTestRoutes(testutil.NewManualClock())
 		reg := registration("C", "broker-a", 0, "10.0.0.1:10911", 1, topicConfig("T", 4, 4, 6), topicConfig("U", 1, 1, 6))
 		reg.filterServerList = []string{"10.0.0.1:9999"}
 		mustRegister(t, m, reg)
@@ -392,7 +372,7 @@ func TestRegisterRules(t *testing.T) {
 		require.Empty(t, rd.FilterServerTable)
 	})
 	t.Run("prime slave of a 5.x broker name refreshes queues", func(t *testing.T) {
-		m := newTestRoutes(newFakeClock())
+		m := newTestRoutes(testutil.NewManualClock())
 		no := false
 		master := registration("C", "broker-a", 0, "10.0.0.1:10911", 1, topicConfig("T", 4, 4, 6), topicConfig("U", 1, 1, 6))
 		master.enableActingMaster = &no
@@ -418,7 +398,7 @@ func TestRegisterRules(t *testing.T) {
 		require.True(t, rd.BrokerDatas[0].EnableActingMaster)
 	})
 	t.Run("old-version slave never refreshes queues", func(t *testing.T) {
-		m := newTestRoutes(newFakeClock())
+		m := newTestRoutes(testutil.NewManualClock())
 		mustRegister(t, m, registration("C", "broker-a", 0, "10.0.0.1:10911", 1, topicConfig("T", 4, 4, 6), topicConfig("U", 1, 1, 6)))
 		slave := registration("C", "broker-a", 1, "10.0.0.2:10911", 1)
 		mustRegister(t, m, slave)
@@ -431,7 +411,7 @@ func TestRegisterRules(t *testing.T) {
 }
 
 func TestRefreshBrokerDelaysExpiry(t *testing.T) {
-	clock := newFakeClock()
+	clock := testutil.NewManualClock()
 	m := newTestRoutes(clock)
 	mustRegister(t, m, registration("C", "broker-a", 0, "10.0.0.1:10911", 1))
 	clock.Advance(100 * time.Second)
@@ -482,7 +462,7 @@ func TestScannerLoop(t *testing.T) {
 // An address that moved to a new broker name (a renamed broker) is listed under both until
 // it is dropped; dropping it clears both.
 func TestDropAddressListedUnderTwoNames(t *testing.T) {
-	m := newTestRoutes(newFakeClock())
+	m := newTestRoutes(testutil.NewManualClock())
 	ch := &fakeChannel{id: 1}
 	old := registration("C", "old-name", 0, "10.0.0.1:10911", 1, topicConfig("T", 4, 4, 6), topicConfig("U", 1, 1, 6))
 	mustRegister(t, m, old)

@@ -11,6 +11,5 @@ var (
 	Bodyf           = bodyf
 	GetAll          = getAll
 	WaitDispatched  = waitDispatched
-	NewFakeClock    = newFakeClock
 	BornHostForTest = testBornHost
 )

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // javaHash is String.hashCode for ASCII, written out independently of codec.
@@ -28,7 +29,7 @@ func TestRecordAndEntryBytes(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(dir)
 	storeTime := time.UnixMilli(1_700_000_001_234)
-	clock := newFakeClock(storeTime)
+	clock := testutil.NewManualClockAt(storeTime)
 	s := openStarted(t, cfg, Deps{Clock: clock.Now})
 
 	props := "TAGS\x01TagA\x02KEYS\x01k1 k2\x02UNIQ_KEY\x01U1\x02"

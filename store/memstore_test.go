@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/testutil"
 	. "github.com/ringmq/ringmq/store"
 	"github.com/ringmq/ringmq/store/storetest"
 )
@@ -135,7 +136,7 @@ func TestPutMalformedPropertiesRefused(t *testing.T) {
 func TestTransactionsScheduleAndListener(t *testing.T) {
 	for _, kind := range []string{"file", "mem"} {
 		t.Run(kind, func(t *testing.T) {
-			clock := NewFakeClock(time.UnixMilli(5_000_000))
+			clock := testutil.NewManualClockAt(time.UnixMilli(5_000_000))
 			var s MessageStore
 			if kind == "file" {
 				s = OpenStarted(t, ConfigForTest(t.TempDir()), Deps{Clock: clock.Now})

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 type tagFilter struct{ code int64 }
@@ -18,7 +19,7 @@ func (f tagFilter) IsMatchedByConsumeQueue(tagsCode int64) bool { return tagsCod
 func TestGetMessageFileStatuses(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(dir)
-	clock := newFakeClock(time.Now())
+	clock := testutil.NewManualClockAt(time.Now())
 	s := openStarted(t, cfg, Deps{Clock: clock.Now})
 	// NO_MESSAGE_IN_QUEUE: a queue that exists with no entry.
 	s.queues.findOrCreate("E", 0)
@@ -107,7 +108,7 @@ func TestPullBatchLimits(t *testing.T) {
 
 func TestLookupsByOffsetTimeAndKey(t *testing.T) {
 	dir := t.TempDir()
-	clock := newFakeClock(time.UnixMilli(1_000_000))
+	clock := testutil.NewManualClockAt(time.UnixMilli(1_000_000))
 	s := openStarted(t, testConfig(dir), Deps{Clock: clock.Now})
 	var offs []int64
 	for i := 0; i < 30; i++ {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/store/vfs/faultfs"
 )
 
@@ -267,7 +268,7 @@ func TestCheckpointTimestampsSurviveARunWithoutWrites(t *testing.T) {
 	} {
 		t.Run(mode.name, func(t *testing.T) {
 			dir := t.TempDir()
-			clock := newFakeClock(time.UnixMilli(1_700_000_000_000))
+			clock := testutil.NewManualClockAt(time.UnixMilli(1_700_000_000_000))
 			cfg := testConfig(dir)
 			cfg.TransientStorePoolEnable = mode.transient
 			cfg.FlushDiskType = mode.flush

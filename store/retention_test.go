@@ -45,7 +45,7 @@ func TestRetentionByTime(t *testing.T) {
 	cfg.DeleteFilesBatchMax = 2
 	cfg.MaxIndexNum = 64 // several IndexFiles, so old ones can go
 	now := time.Now()
-	clock := newFakeClock(now)
+	clock := testutil.NewManualClockAt(now)
 	s := openStarted(t, cfg, Deps{FS: usageFS(&pct), Clock: clock.Now})
 	fillFiles(t, s, 6)
 	files := s.commitLog.mfq.snapshot()
@@ -108,7 +108,7 @@ func TestRetentionByDiskPressure(t *testing.T) {
 	pct.Store(50)
 	cfg := testConfig(t.TempDir())
 	now := time.Date(2030, 1, 1, 10, 0, 0, 0, time.Local) // not deleteWhen
-	clock := newFakeClock(now)
+	clock := testutil.NewManualClockAt(now)
 	s := openStarted(t, cfg, Deps{FS: usageFS(&pct), Clock: clock.Now})
 	fillFiles(t, s, 4)
 	files := s.commitLog.mfq.snapshot()

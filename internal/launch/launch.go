@@ -16,18 +16,12 @@ func New(cfg broker.Config, deps broker.Deps) (*broker.Broker, error) {
 	return broker.New(cfg, deps)
 }
 
-// Namesrv builds the embedded name server the broker asks for (a broker.NewEmbeddedNamesrvFunc): a
-// namesrv.Namesrv on the spec's address with one event loop, its load being a few requests per
-// client per 30 s.
+// Namesrv builds the embedded name server the broker asks for (a broker.NewEmbeddedNamesrvFunc)
+// with namesrv.NewEmbedded.
 func Namesrv(spec broker.EmbeddedNamesrvSpec) (broker.EmbeddedNamesrv, error) {
-	nc := namesrv.DefaultConfig()
-	nc.ListenAddr = spec.ListenAddr
-	nc.NetEngine = spec.NetEngine
-	nc.NetEventLoops = 1
-	nc.KVConfigPath = spec.KVConfigPath
-	ns, err := namesrv.New(nc, spec.Logger, spec.Registerer)
+	ns, err := namesrv.NewEmbedded(spec.ListenAddr, spec.NetEngine, spec.KVConfigPath, spec.Logger, spec.Registerer)
 	if err != nil {
-		return nil, err
+		return nil, err // not a typed nil in the interface
 	}
 	return ns, nil
 }

@@ -17,6 +17,16 @@ func NewManualClock() *ManualClock {
 	return &ManualClock{now: time.UnixMilli(1_700_000_000_000)}
 }
 
+// NewManualClockAt starts at t.
+func NewManualClockAt(t time.Time) *ManualClock { return &ManualClock{now: t} }
+
+// Set moves the clock to t.
+func (c *ManualClock) Set(t time.Time) {
+	c.mu.Lock()
+	c.now = t
+	c.mu.Unlock()
+}
+
 // Now is the clock's time.
 func (c *ManualClock) Now() time.Time {
 	c.mu.Lock()
