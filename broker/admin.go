@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ringmq/ringmq/broker/clients"
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
@@ -347,7 +348,7 @@ type connectionJSON struct {
 	Version    int32  `json:"version"`
 }
 
-func connectionsJSON(members []ClientChannelInfo) []connectionJSON {
+func connectionsJSON(members []clients.ClientChannelInfo) []connectionJSON {
 	out := make([]connectionJSON, 0, len(members))
 	for _, m := range members {
 		out = append(out, connectionJSON{

@@ -33,6 +33,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ringmq/ringmq/broker/clients"
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
@@ -69,13 +70,14 @@ type Broker struct {
 
 	store store.MessageStore
 
-	// Control plane (control*.go, topics.go, subscriptions.go, offsets.go, clients.go, register.go).
+	// Control plane (control.go, register.go; tables in broker/metadata, clients in broker/clients).
 	topics        *metadata.TopicConfigManager
 	subscriptions *metadata.SubscriptionGroupManager
 	offsets       *metadata.ConsumerOffsetManager
-	consumers     *ConsumerManager
-	producers     *ProducerManager
-	ctl           controlPlane // control.go: locks, registration, embedded name server, runtime stats
+	consumers     *clients.ConsumerManager
+	producers     *clients.ProducerManager
+	clients       *clients.Plane // the client requests (broker/clients)
+	ctl           controlPlane   // control.go: registration, embedded name server, runtime stats
 
 	// Data plane (send.go, pull.go, longpoll.go, query.go).
 	pullHold *PullRequestHoldService

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ringmq/ringmq/broker/clients"
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/netio"
@@ -37,7 +38,6 @@ const clientHousekeepingInterval = 10 * time.Second
 
 // controlPlane holds the control plane's parts that the contract stubs do not name.
 type controlPlane struct {
-	locks      *RebalanceLockManager
 	registrar  *registrar
 	runtime    *runtimeStats
 	registerer prometheus.Registerer // where the embedded name server registers its metrics
@@ -84,10 +84,15 @@ func (b *Broker) initControlPlane() error {
 	b.topics, b.subscriptions, b.offsets = tables.Topics, tables.Groups, tables.Offsets
 	// A forced deletion (cleanFileForciblyEnable) logs what each group loses.
 	b.store.SetConsumerOffsets(b.offsets.All)
-	b.consumers = newConsumerManager(b.clock, cfg.ChannelExpiredTimeout, b.logger)
-	b.consumers.notify = b.notifyConsumerIdsChanged
-	b.producers = newProducerManager(b.clock, cfg.ChannelExpiredTimeout, b.logger)
-	b.ctl.locks = newRebalanceLockManager(b.clock, DefaultLockMaxLiveTime)
+	b.consumers = clients.NewConsumerManager(b.clock, cfg.ChannelExpiredTimeout, b.logger, b.notifyConsumerIdsChanged)
+	b.producers = clients.NewProducerManager(b.clock, cfg.ChannelExpiredTimeout, b.logger)
+	b.clients = clients.New(clients.Deps{
+		Topics: b.topics, Groups: b.subscriptions, Offsets: b.offsets, Store: b.store,
+		Consumers: b.consumers, Producers: b.producers,
+		Locks:                         clients.NewRebalanceLockManager(b.clock, clients.DefaultLockMaxLiveTime),
+		TotalMemoryBytes:              func() int64 { return b.ctl.totalMemoryBytes },
+		AccessMessageInMemoryMaxRatio: cfg.AccessMessageInMemoryMaxRatio,
+	})
 	b.ctl.runtime = newRuntimeStats(b.store.Stats, b.clock)
 
 	// Services.

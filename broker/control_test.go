@@ -19,9 +19,11 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringmq/ringmq/broker/clients"
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/logtest"
+	"github.com/ringmq/ringmq/internal/remotingtest"
 	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/netio"
 	"github.com/ringmq/ringmq/store"
@@ -169,8 +171,8 @@ func putMessages(t testing.TB, b *Broker, topic string, queueID int32, n int) {
 func TestHeartbeatConsumerListAndNotify(t *testing.T) {
 	tb := startTestBroker(t, nil)
 	a, bcl := dialCtl(t, tb.BrokerAddr), dialCtl(t, tb.BrokerAddr)
-	subs := []codec.SubscriptionData{sub("TopicA", 1, "TagA"), sub("%RETRY%G1", 1)}
-	consumers := []codec.ConsumerData{*consumerData("G1", subs...)}
+	subs := []codec.SubscriptionData{remotingtest.Subscription("TopicA", 1, "TagA"), remotingtest.Subscription("%RETRY%G1", 1)}
+	consumers := []codec.ConsumerData{*remotingtest.ConsumerData("G1", subs...)}
 
 	requireResponse(t, a.heartbeat("10.0.0.1@1", consumers, "PG1"), codec.ResponseSuccess, "")
 	// The group and its retry topic were created; the retry topic reaches the name server.
@@ -234,8 +236,8 @@ func TestNotifyDisabledByGroupConfig(t *testing.T) {
 	quiet.NotifyConsumerIdsChangedEnable = false
 	require.NoError(t, b.subscriptions.Update(quiet))
 	c := dialCtl(t, b.Addr())
-	requireResponse(t, c.heartbeat("ip@1", []codec.ConsumerData{*consumerData("Quiet", sub("T", 1))}), codec.ResponseSuccess, "")
-	requireResponse(t, c.heartbeat("ip@1", []codec.ConsumerData{*consumerData("Loud", sub("T", 1))}), codec.ResponseSuccess, "")
+	requireResponse(t, c.heartbeat("ip@1", []codec.ConsumerData{*remotingtest.ConsumerData("Quiet", remotingtest.Subscription("T", 1))}), codec.ResponseSuccess, "")
+	requireResponse(t, c.heartbeat("ip@1", []codec.ConsumerData{*remotingtest.ConsumerData("Loud", remotingtest.Subscription("T", 1))}), codec.ResponseSuccess, "")
 	testutil.Eventually(t, "the notification to Loud", func() bool { return c.notifies("Loud") == 1 })
 	require.Equal(t, 0, c.notifies("Quiet"))
 }
@@ -290,12 +292,12 @@ func TestQueryConsumerOffsetRules(t *testing.T) {
 	}{
 		{"stored offset", 42, "", 0, 100, 0, codec.ResponseSuccess, 42, ""},
 		{"stored offset, setZero=false", 42, "false", 0, 100, 0, codec.ResponseSuccess, 42, ""},
-		{"nothing stored, setZero=false", -1, "false", 0, 100, 10, codec.ResponseQueryNotFound, 0, remarkOffsetNotFoundNoZero},
+		{"nothing stored, setZero=false", -1, "false", 0, 100, 10, codec.ResponseQueryNotFound, 0, clients.RemarkOffsetNotFoundNoZero},
 		{"young queue, first message in memory", -1, "", 0, 100, 10, codec.ResponseSuccess, 0, ""},
 		{"young queue, setZero=true", -1, "true", 0, 100, 400, codec.ResponseSuccess, 0, ""},
-		{"first message no longer in memory", -1, "true", 0, 100, 401, codec.ResponseQueryNotFound, 0, remarkOffsetNotFound},
-		{"queue no longer starts at 0", -1, "true", 5, 100, 10, codec.ResponseQueryNotFound, 0, remarkOffsetNotFound},
-		{"empty queue", -1, "true", 0, 0, 0, codec.ResponseQueryNotFound, 0, remarkOffsetNotFound},
+		{"first message no longer in memory", -1, "true", 0, 100, 401, codec.ResponseQueryNotFound, 0, clients.RemarkOffsetNotFound},
+		{"queue no longer starts at 0", -1, "true", 5, 100, 10, codec.ResponseQueryNotFound, 0, clients.RemarkOffsetNotFound},
+		{"empty queue", -1, "true", 0, 0, 0, codec.ResponseQueryNotFound, 0, clients.RemarkOffsetNotFound},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -525,7 +527,7 @@ func TestAdminRuntimeConfigAndConnections(t *testing.T) {
 
 	requireResponse(t, c.call(codec.RequestGetConsumerConnectionList, map[string]string{"consumerGroup": "CG"}, nil),
 		codec.ResponseConsumerNotOnline, "the consumer group[CG] not online")
-	requireResponse(t, c.heartbeat("10.1.1.1@7", []codec.ConsumerData{*consumerData("CG", sub("RT", 3, "TagA"))}, "PG"),
+	requireResponse(t, c.heartbeat("10.1.1.1@7", []codec.ConsumerData{*remotingtest.ConsumerData("CG", remotingtest.Subscription("RT", 3, "TagA"))}, "PG"),
 		codec.ResponseSuccess, "")
 	resp = c.adminOK(codec.RequestGetConsumerConnectionList, map[string]string{"consumerGroup": "CG"}, nil)
 	var cc struct {
@@ -557,7 +559,7 @@ func TestControlStateSurvivesRestart(t *testing.T) {
 	tb := startTestBroker(t, nil)
 	c := dialCtl(t, tb.BrokerAddr)
 	c.adminOK(codec.RequestUpdateAndCreateTopic, createTopicExt("Durable", 2), nil)
-	requireResponse(t, c.heartbeat("ip@1", []codec.ConsumerData{*consumerData("DG", sub("Durable", 1))}), codec.ResponseSuccess, "")
+	requireResponse(t, c.heartbeat("ip@1", []codec.ConsumerData{*remotingtest.ConsumerData("DG", remotingtest.Subscription("Durable", 1))}), codec.ResponseSuccess, "")
 	c.adminOK(codec.RequestUpdateConsumerOffset, map[string]string{"consumerGroup": "DG", "topic": "Durable", "queueId": "1", "commitOffset": "17"}, nil)
 	require.NoError(t, c.cl.Close()) // clients leave first, so that the port is free at once
 

@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 
+	"github.com/ringmq/ringmq/broker/clients"
 	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
 )
@@ -60,17 +61,17 @@ var routes = []route{
 	{code: codec.RequestGetMaxOffset, where: onLoop, handle: (*Broker).processGetMaxOffset},
 	{code: codec.RequestGetMinOffset, where: onLoop, handle: (*Broker).processGetMinOffset},
 
-	// Clients and consumer offsets (clientproc.go, offsetproc.go, locks.go): memory only; a
-	// topic or group they create is written by the config flusher.
-	{code: codec.RequestHeartBeat, where: onLoop, handle: (*Broker).processHeartbeat, acl: aclRule{heartbeat: true}},
-	{code: codec.RequestUnregisterClient, where: onLoop, handle: (*Broker).processUnregisterClient,
+	// Clients and consumer offsets (broker/clients): memory only; a
+	// topic or group they create is written by the metadata writer.
+	{code: codec.RequestHeartBeat, where: onLoop, handle: viaClients((*clients.Plane).ProcessHeartbeat), acl: aclRule{heartbeat: true}},
+	{code: codec.RequestUnregisterClient, where: onLoop, handle: viaClients((*clients.Plane).ProcessUnregisterClient),
 		acl: aclGroupOnly("consumerGroup")},
-	{code: codec.RequestGetConsumerListByGroup, where: onLoop, handle: (*Broker).processGetConsumerListByGroup,
+	{code: codec.RequestGetConsumerListByGroup, where: onLoop, handle: viaClients((*clients.Plane).ProcessGetConsumerListByGroup),
 		acl: aclGroupOnly("consumerGroup")},
-	{code: codec.RequestLockBatchMQ, where: onLoop, handle: (*Broker).processLockBatchMQ},
-	{code: codec.RequestUnlockBatchMQ, where: onLoop, handle: (*Broker).processUnlockBatchMQ},
-	{code: codec.RequestQueryConsumerOffset, where: onLoop, handle: (*Broker).processQueryConsumerOffset},
-	{code: codec.RequestUpdateConsumerOffset, where: onLoop, handle: (*Broker).processUpdateConsumerOffset,
+	{code: codec.RequestLockBatchMQ, where: onLoop, handle: viaClients((*clients.Plane).ProcessLockBatchMQ)},
+	{code: codec.RequestUnlockBatchMQ, where: onLoop, handle: viaClients((*clients.Plane).ProcessUnlockBatchMQ)},
+	{code: codec.RequestQueryConsumerOffset, where: onLoop, handle: viaClients((*clients.Plane).ProcessQueryConsumerOffset)},
+	{code: codec.RequestUpdateConsumerOffset, where: onLoop, handle: viaClients((*clients.Plane).ProcessUpdateConsumerOffset),
 		acl: aclGroupThenTopic},
 
 	// Admin (admin.go): they write config files, walk whole tables, read records from the
@@ -106,6 +107,11 @@ var routes = []route{
 	// to non-admin accounts first, as Java's Permission.ADMIN_CODE (plus 5.x's 513) does.
 	{code: codec.RequestUpdateBrokerConfig, acl: aclAdmin},
 	{code: requestUpdateAndCreateStaticTopic, acl: aclAdmin},
+}
+
+// viaClients adapts a client-plane handler to the table (built once, at package init).
+func viaClients(h func(*clients.Plane, *remoting.Request)) func(*Broker, *remoting.Request) {
+	return func(b *Broker, rc *remoting.Request) { h(b.clients, rc) }
 }
 
 // requestUpdateAndCreateStaticTopic is RocketMQ 5.x's UPDATE_AND_CREATE_STATIC_TOPIC.

@@ -1,4 +1,4 @@
-package broker
+package clients
 
 import (
 	"github.com/ringmq/ringmq/broker/metadata"
@@ -14,7 +14,7 @@ import (
 // processHeartbeat registers the client's producer and consumer groups. For each consumer
 // group it finds (or auto-creates) the subscription group and creates %RETRY%<group> with
 // the group's retryQueueNums, which is then registered with the name servers.
-func (b *Broker) processHeartbeat(rc *remoting.Request) {
+func (p *Plane) ProcessHeartbeat(rc *remoting.Request) {
 	hb, err := codec.DecodeHeartbeatData(rc.Cmd.Body)
 	if err != nil {
 		rc.Reply.Answer(codec.ResponseSystemError, err.Error())
@@ -27,46 +27,46 @@ func (b *Broker) processHeartbeat(rc *remoting.Request) {
 	ch := ClientChannelInfo{Conn: rc.Conn, ClientID: hb.ClientID, Language: rc.Cmd.Language, Version: rc.Cmd.Version}
 	for i := range hb.ConsumerDataSet {
 		data := &hb.ConsumerDataSet[i]
-		if g, ok := b.subscriptions.FindOrCreate(data.GroupName); ok {
+		if g, ok := p.d.Groups.FindOrCreate(data.GroupName); ok {
 			var sysFlag int32
 			if data.UnitMode {
 				sysFlag = metadata.TopicSysFlagUnitSub
 			}
-			b.topics.CreateInSendMessageBack(metadata.RetryTopic(data.GroupName), g.RetryQueueNums, metadata.PermRead|metadata.PermWrite, sysFlag)
+			p.d.Topics.CreateInSendMessageBack(metadata.RetryTopic(data.GroupName), g.RetryQueueNums, metadata.PermRead|metadata.PermWrite, sysFlag)
 		}
-		b.consumers.Register(data.GroupName, ch, data)
+		p.d.Consumers.Register(data.GroupName, ch, data)
 	}
-	for _, p := range hb.ProducerDataSet {
-		b.producers.Register(p.GroupName, ch)
+	for _, pd := range hb.ProducerDataSet {
+		p.d.Producers.Register(pd.GroupName, ch)
 	}
 	rc.Reply.OK()
 }
 
 // processUnregisterClient forgets the client's producer and/or consumer group membership.
-func (b *Broker) processUnregisterClient(rc *remoting.Request) {
+func (p *Plane) ProcessUnregisterClient(rc *remoting.Request) {
 	var h codec.UnregisterClientRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
 		rc.Reply.Answer(codec.ResponseSystemError, remoting.HeaderErrorRemark(err))
 		return
 	}
 	if h.ProducerGroup != "" {
-		b.producers.Unregister(h.ProducerGroup, h.ClientID, rc.Conn)
+		p.d.Producers.Unregister(h.ProducerGroup, h.ClientID, rc.Conn)
 	}
 	if h.ConsumerGroup != "" {
-		b.consumers.Unregister(h.ConsumerGroup, h.ClientID, rc.Conn)
+		p.d.Consumers.Unregister(h.ConsumerGroup, h.ClientID, rc.Conn)
 	}
 	rc.Reply.OK()
 }
 
 // processGetConsumerListByGroup answers {"consumerIdList":[...]} with the group's live
 // members, or SYSTEM_ERROR "no consumer for this group, <group>".
-func (b *Broker) processGetConsumerListByGroup(rc *remoting.Request) {
+func (p *Plane) ProcessGetConsumerListByGroup(rc *remoting.Request) {
 	var h codec.GetConsumerListByGroupRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
 		rc.Reply.Answer(codec.ResponseSystemError, remoting.HeaderErrorRemark(err))
 		return
 	}
-	ids := b.consumers.ConsumerIDs(h.ConsumerGroup)
+	ids := p.d.Consumers.ConsumerIDs(h.ConsumerGroup)
 	if len(ids) == 0 {
 		rc.Reply.Answer(codec.ResponseSystemError, "no consumer for this group, "+h.ConsumerGroup)
 		return
@@ -81,13 +81,13 @@ func (b *Broker) processGetConsumerListByGroup(rc *remoting.Request) {
 
 // processLockBatchMQ locks (or renews) queues for an orderly consumer and answers the ones
 // it now holds: {"lockOKMQSet":[...]}.
-func (b *Broker) processLockBatchMQ(rc *remoting.Request) {
+func (p *Plane) ProcessLockBatchMQ(rc *remoting.Request) {
 	req, err := codec.DecodeLockBatchRequestBody(rc.Cmd.Body)
 	if err != nil {
 		rc.Reply.Answer(codec.ResponseSystemError, err.Error())
 		return
 	}
-	locked := b.ctl.locks.TryLockBatch(req.ConsumerGroup, req.MQSet, req.ClientID)
+	locked := p.d.Locks.TryLockBatch(req.ConsumerGroup, req.MQSet, req.ClientID)
 	body, err := (&codec.LockBatchResponseBody{LockOKMQSet: locked}).Encode()
 	if err != nil {
 		rc.Reply.Answer(codec.ResponseSystemError, err.Error())
@@ -97,12 +97,12 @@ func (b *Broker) processLockBatchMQ(rc *remoting.Request) {
 }
 
 // processUnlockBatchMQ releases the queues the client holds.
-func (b *Broker) processUnlockBatchMQ(rc *remoting.Request) {
+func (p *Plane) ProcessUnlockBatchMQ(rc *remoting.Request) {
 	req, err := codec.DecodeUnlockBatchRequestBody(rc.Cmd.Body)
 	if err != nil {
 		rc.Reply.Answer(codec.ResponseSystemError, err.Error())
 		return
 	}
-	b.ctl.locks.UnlockBatch(req.ConsumerGroup, req.MQSet, req.ClientID)
+	p.d.Locks.UnlockBatch(req.ConsumerGroup, req.MQSet, req.ClientID)
 	rc.Reply.OK()
 }

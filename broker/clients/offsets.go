@@ -1,4 +1,4 @@
-package broker
+package clients
 
 import (
 	"errors"
@@ -12,8 +12,8 @@ import (
 
 // Remarks of QUERY_NOT_FOUND, as the Java broker words them.
 const (
-	remarkOffsetNotFoundNoZero = "Not found, do not set to zero, maybe this group boot first"
-	remarkOffsetNotFound       = "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first"
+	RemarkOffsetNotFoundNoZero = "Not found, do not set to zero, maybe this group boot first"
+	RemarkOffsetNotFound       = "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first"
 )
 
 // processQueryConsumerOffset answers the group's stored offset. With none stored:
@@ -22,22 +22,22 @@ const (
 // reads it from the start), else 22 and the client applies its ConsumeFromWhere.
 // Only 0 and 22 are ever answered for a well-formed request (the Go client stops a queue
 // on anything else, PROTOCOL.md appendix B).
-func (b *Broker) processQueryConsumerOffset(rc *remoting.Request) {
+func (p *Plane) ProcessQueryConsumerOffset(rc *remoting.Request) {
 	var h codec.QueryConsumerOffsetRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
 		rc.Reply.Answer(codec.ResponseSystemError, remoting.HeaderErrorRemark(err))
 		return
 	}
-	offset := b.offsets.Query(h.ConsumerGroup, h.Topic, h.QueueID)
+	offset := p.d.Offsets.Query(h.ConsumerGroup, h.Topic, h.QueueID)
 	if offset < 0 {
 		switch {
 		case !h.SetZeroIfNotFound:
-			rc.Reply.Answer(codec.ResponseQueryNotFound, remarkOffsetNotFoundNoZero)
+			rc.Reply.Answer(codec.ResponseQueryNotFound, RemarkOffsetNotFoundNoZero)
 			return
-		case b.firstMessageInMemory(h.Topic, h.QueueID):
+		case p.firstMessageInMemory(h.Topic, h.QueueID):
 			offset = 0
 		default:
-			rc.Reply.Answer(codec.ResponseQueryNotFound, remarkOffsetNotFound)
+			rc.Reply.Answer(codec.ResponseQueryNotFound, RemarkOffsetNotFound)
 			return
 		}
 	}
@@ -47,21 +47,22 @@ func (b *Broker) processQueryConsumerOffset(rc *remoting.Request) {
 // firstMessageInMemory reports whether the queue still holds its logical offset 0 and
 // that message lies within accessMessageInMemoryMaxRatio of RAM behind the CommitLog's end
 // (RocketMQ's "not in disk" test; RocketMQ 5 asks the page cache instead).
-func (b *Broker) firstMessageInMemory(topic string, queueID int32) bool {
-	if b.store.GetMinOffsetInQueue(topic, queueID) > 0 || b.store.GetMaxOffsetInQueue(topic, queueID) <= 0 {
+func (p *Plane) firstMessageInMemory(topic string, queueID int32) bool {
+	if p.d.Store.GetMinOffsetInQueue(topic, queueID) > 0 || p.d.Store.GetMaxOffsetInQueue(topic, queueID) <= 0 {
 		return false // offset 0 is gone, or there is no message yet
 	}
-	if b.ctl.totalMemoryBytes <= 0 {
+	memory := p.d.TotalMemoryBytes()
+	if memory <= 0 {
 		return true
 	}
-	phy := b.store.GetCommitLogOffsetInQueue(topic, queueID, 0)
-	behind := b.store.MaxPhyOffset() - phy
-	return behind <= b.ctl.totalMemoryBytes*int64(b.cfg.AccessMessageInMemoryMaxRatio)/100
+	phy := p.d.Store.GetCommitLogOffsetInQueue(topic, queueID, 0)
+	behind := p.d.Store.MaxPhyOffset() - phy
+	return behind <= memory*int64(p.d.AccessMessageInMemoryMaxRatio)/100
 }
 
 // processUpdateConsumerOffset stores a committed offset: the group must exist (26), the
 // topic must exist (17), queueId and commitOffset must be present (29), in that order.
-func (b *Broker) processUpdateConsumerOffset(rc *remoting.Request) {
+func (p *Plane) ProcessUpdateConsumerOffset(rc *remoting.Request) {
 	var h codec.UpdateConsumerOffsetRequestHeader
 	err := h.Decode(rc.Cmd.ExtFields)
 	var fe *codec.FieldError
@@ -72,11 +73,11 @@ func (b *Broker) processUpdateConsumerOffset(rc *remoting.Request) {
 	// Decode stops at the first bad field: read the two names directly so that the
 	// group and topic checks come first whatever else is wrong.
 	group, topic := rc.Cmd.ExtFields["consumerGroup"], rc.Cmd.ExtFields["topic"]
-	if !b.subscriptions.Contains(group) {
+	if !p.d.Groups.Contains(group) {
 		rc.Reply.Answer(codec.ResponseSubscriptionGroupNotExist, "Group "+group+" not exist!")
 		return
 	}
-	if !b.topics.Contains(topic) {
+	if !p.d.Topics.Contains(topic) {
 		rc.Reply.Answer(codec.ResponseTopicNotExist, "Topic "+topic+" not exist!")
 		return
 	}
@@ -91,6 +92,6 @@ func (b *Broker) processUpdateConsumerOffset(rc *remoting.Request) {
 		}
 		return
 	}
-	b.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
+	p.d.Offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
 	rc.Reply.OK()
 }

@@ -1,4 +1,4 @@
-package broker
+package clients
 
 import (
 	"log/slog"
@@ -63,8 +63,11 @@ type ConsumerManager struct {
 	groups map[string]*consumerGroupInfo
 }
 
-func newConsumerManager(clock func() time.Time, expiry time.Duration, logger *slog.Logger) *ConsumerManager {
-	return &ConsumerManager{clock: clock, expiry: expiry, logger: logger, groups: map[string]*consumerGroupInfo{}}
+// NewConsumerManager drops members silent for expiry (ScanExpired); notify may be nil.
+func NewConsumerManager(clock func() time.Time, expiry time.Duration, logger *slog.Logger,
+	notify func(group string, members []netio.Conn)) *ConsumerManager {
+	return &ConsumerManager{clock: clock, expiry: expiry, logger: logger, notify: notify,
+		groups: map[string]*consumerGroupInfo{}}
 }
 
 // groupChange is a notification to send once the lock is released.
@@ -289,7 +292,7 @@ type ProducerManager struct {
 	groups map[string]map[string]ClientChannelInfo // group → client id → channel
 }
 
-func newProducerManager(clock func() time.Time, expiry time.Duration, logger *slog.Logger) *ProducerManager {
+func NewProducerManager(clock func() time.Time, expiry time.Duration, logger *slog.Logger) *ProducerManager {
 	return &ProducerManager{clock: clock, expiry: expiry, logger: logger, groups: map[string]map[string]ClientChannelInfo{}}
 }
 

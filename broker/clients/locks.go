@@ -1,4 +1,4 @@
-package broker
+package clients
 
 import (
 	"sync"
@@ -35,7 +35,7 @@ type RebalanceLockManager struct {
 	table map[string]map[lockQueueKey]*lockEntry // group → queue → owner
 }
 
-func newRebalanceLockManager(clock func() time.Time, maxLiveTime time.Duration) *RebalanceLockManager {
+func NewRebalanceLockManager(clock func() time.Time, maxLiveTime time.Duration) *RebalanceLockManager {
 	return &RebalanceLockManager{clock: clock, maxLiveTime: maxLiveTime, table: map[string]map[lockQueueKey]*lockEntry{}}
 }
 

@@ -1,4 +1,4 @@
-package broker
+package clients
 
 import (
 	"testing"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/internal/logtest"
+	"github.com/ringmq/ringmq/internal/remotingtest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -15,8 +16,8 @@ func TestControlLookupsDoNotAllocate(t *testing.T) {
 	topics.CreateInSendMessageBack("T", 4, 6, 0)
 	offsets := metadata.NewConsumerOffsetManager(t.TempDir(), logtest.Discard())
 	offsets.Commit("G", "T", 1, 5)
-	consumers := newConsumerManager(time.Now, time.Minute, logtest.Discard())
-	consumers.Register("G", ClientChannelInfo{Conn: &ctlConn{id: 1}, ClientID: "c"}, consumerData("G", sub("T", 1, "TagA")))
+	consumers := NewConsumerManager(time.Now, time.Minute, logtest.Discard(), nil)
+	consumers.Register("G", ClientChannelInfo{Conn: &ctlConn{id: 1}, ClientID: "c"}, remotingtest.ConsumerData("G", remotingtest.Subscription("T", 1, "TagA")))
 	groups := metadata.NewSubscriptionGroupManager(true, t.TempDir(), time.Now, logtest.Discard())
 	groups.FindOrCreate("G")
 	var sink int64

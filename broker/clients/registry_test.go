@@ -1,4 +1,4 @@
-package broker
+package clients
 
 import (
 	"net/netip"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/logtest"
+	"github.com/ringmq/ringmq/internal/remotingtest"
 	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/netio"
 )
@@ -69,40 +70,25 @@ func (l *notifyLog) take() []string {
 	return out
 }
 
-func consumerData(group string, subs ...codec.SubscriptionData) *codec.ConsumerData {
-	return &codec.ConsumerData{
-		GroupName: group, ConsumeType: codec.ConsumePassively, MessageModel: codec.MessageModelClustering,
-		ConsumeFromWhere: codec.ConsumeFromLastOffset, SubscriptionDataSet: subs,
-	}
-}
-
-func sub(topic string, version int64, tags ...string) codec.SubscriptionData {
-	s := codec.SubscriptionData{Topic: topic, SubString: "*", SubVersion: version, ExpressionType: "TAG", TagsSet: tags}
-	if len(tags) > 0 {
-		s.SubString = tags[0]
-	}
-	return s
-}
-
 func TestConsumerManagerMembershipAndNotify(t *testing.T) {
 	clock := testutil.NewManualClock()
-	m := newConsumerManager(clock.Now, 120*time.Second, logtest.Discard())
+	m := NewConsumerManager(clock.Now, 120*time.Second, logtest.Discard(), nil)
 	var log notifyLog
 	m.notify = log.record
 	c1, c2, c1b := &ctlConn{id: 1}, &ctlConn{id: 2}, &ctlConn{id: 3}
 
-	require.True(t, m.Register("G", ClientChannelInfo{Conn: c1, ClientID: "ip@1"}, consumerData("G", sub("T", 1))))
+	require.True(t, m.Register("G", ClientChannelInfo{Conn: c1, ClientID: "ip@1"}, remotingtest.ConsumerData("G", remotingtest.Subscription("T", 1))))
 	require.Equal(t, []string{"G:1"}, log.take())
-	require.False(t, m.Register("G", ClientChannelInfo{Conn: c1, ClientID: "ip@1"}, consumerData("G", sub("T", 1))),
+	require.False(t, m.Register("G", ClientChannelInfo{Conn: c1, ClientID: "ip@1"}, remotingtest.ConsumerData("G", remotingtest.Subscription("T", 1))),
 		"a repeated heartbeat changes nothing")
 	require.Empty(t, log.take())
 
-	require.True(t, m.Register("G", ClientChannelInfo{Conn: c2, ClientID: "ip@2"}, consumerData("G", sub("T", 1))))
+	require.True(t, m.Register("G", ClientChannelInfo{Conn: c2, ClientID: "ip@2"}, remotingtest.ConsumerData("G", remotingtest.Subscription("T", 1))))
 	require.Equal(t, []string{"G:1,2"}, log.take(), "every member is told, the new one too")
 	require.Equal(t, []string{"ip@1", "ip@2"}, m.ConsumerIDs("G"))
 
 	// A client that reconnects replaces its connection; the member set is unchanged.
-	require.False(t, m.Register("G", ClientChannelInfo{Conn: c1b, ClientID: "ip@1"}, consumerData("G", sub("T", 1))))
+	require.False(t, m.Register("G", ClientChannelInfo{Conn: c1b, ClientID: "ip@1"}, remotingtest.ConsumerData("G", remotingtest.Subscription("T", 1))))
 	require.Empty(t, log.take())
 	m.OnConnClosed(c1) // the old connection closing does not drop the reconnected client
 	require.Equal(t, []string{"ip@1", "ip@2"}, m.ConsumerIDs("G"))
@@ -121,16 +107,16 @@ func TestConsumerManagerMembershipAndNotify(t *testing.T) {
 }
 
 func TestConsumerManagerSubscriptions(t *testing.T) {
-	m := newConsumerManager(time.Now, time.Minute, logtest.Discard())
+	m := NewConsumerManager(time.Now, time.Minute, logtest.Discard(), nil)
 	var log notifyLog
 	m.notify = log.record
 	c := &ctlConn{id: 1}
 	ch := ClientChannelInfo{Conn: c, ClientID: "ip@1"}
 
 	// The Go client's codeSet hashes UTF-8 bytes; the stored codes are Java's.
-	goStyle := sub("T", 10, "TagA", "标签")
+	goStyle := remotingtest.Subscription("T", 10, "TagA", "标签")
 	goStyle.CodeSet = codec.TagCodeSet{2598919, 12345}
-	m.Register("G", ch, consumerData("G", goStyle))
+	m.Register("G", ch, remotingtest.ConsumerData("G", goStyle))
 	log.take()
 	got := m.FindSubscriptionData("G", "T")
 	require.NotNil(t, got)
@@ -138,18 +124,18 @@ func TestConsumerManagerSubscriptions(t *testing.T) {
 	require.Equal(t, int64(10), got.SubVersion)
 
 	// Same topic, older or equal version: ignored; newer: replaced, without a notification.
-	older := sub("T", 9, "Other")
-	require.False(t, m.Register("G", ch, consumerData("G", older)))
+	older := remotingtest.Subscription("T", 9, "Other")
+	require.False(t, m.Register("G", ch, remotingtest.ConsumerData("G", older)))
 	require.Equal(t, []string{"TagA", "标签"}, m.FindSubscriptionData("G", "T").TagsSet)
-	newer := sub("T", 11, "TagB")
-	require.False(t, m.Register("G", ch, consumerData("G", newer)))
+	newer := remotingtest.Subscription("T", 11, "TagB")
+	require.False(t, m.Register("G", ch, remotingtest.ConsumerData("G", newer)))
 	require.Equal(t, codec.TagCodeSet{codec.JavaHashCode("TagB")}, m.FindSubscriptionData("G", "T").CodeSet)
 	require.Empty(t, log.take())
 
 	// A new topic, and a dropped one, are changes.
-	require.True(t, m.Register("G", ch, consumerData("G", newer, sub("U", 1))))
+	require.True(t, m.Register("G", ch, remotingtest.ConsumerData("G", newer, remotingtest.Subscription("U", 1))))
 	require.Equal(t, []string{"G"}, m.GroupsByTopic("U"))
-	require.True(t, m.Register("G", ch, consumerData("G", sub("U", 1))))
+	require.True(t, m.Register("G", ch, remotingtest.ConsumerData("G", remotingtest.Subscription("U", 1))))
 	require.Nil(t, m.FindSubscriptionData("G", "T"))
 	require.Equal(t, []string{"G:1", "G:1"}, log.take())
 	require.Nil(t, m.FindSubscriptionData("Nope", "U"))
@@ -157,15 +143,15 @@ func TestConsumerManagerSubscriptions(t *testing.T) {
 
 func TestClientExpiryWithInjectedClock(t *testing.T) {
 	clock := testutil.NewManualClock()
-	cm := newConsumerManager(clock.Now, 120*time.Second, logtest.Discard())
-	pm := newProducerManager(clock.Now, 120*time.Second, logtest.Discard())
+	cm := NewConsumerManager(clock.Now, 120*time.Second, logtest.Discard(), nil)
+	pm := NewProducerManager(clock.Now, 120*time.Second, logtest.Discard())
 	var log notifyLog
 	cm.notify = log.record
 	old, fresh := &ctlConn{id: 1}, &ctlConn{id: 2}
-	cm.Register("G", ClientChannelInfo{Conn: old, ClientID: "ip@1"}, consumerData("G", sub("T", 1)))
+	cm.Register("G", ClientChannelInfo{Conn: old, ClientID: "ip@1"}, remotingtest.ConsumerData("G", remotingtest.Subscription("T", 1)))
 	pm.Register("PG", ClientChannelInfo{Conn: old, ClientID: "ip@1"})
 	clock.Advance(60 * time.Second)
-	cm.Register("G", ClientChannelInfo{Conn: fresh, ClientID: "ip@2"}, consumerData("G", sub("T", 1)))
+	cm.Register("G", ClientChannelInfo{Conn: fresh, ClientID: "ip@2"}, remotingtest.ConsumerData("G", remotingtest.Subscription("T", 1)))
 	pm.Register("PG", ClientChannelInfo{Conn: fresh, ClientID: "ip@2"})
 	log.take()
 
@@ -187,7 +173,7 @@ func TestClientExpiryWithInjectedClock(t *testing.T) {
 
 func TestProducerManager(t *testing.T) {
 	clock := testutil.NewManualClock()
-	pm := newProducerManager(clock.Now, time.Minute, logtest.Discard())
+	pm := NewProducerManager(clock.Now, time.Minute, logtest.Discard())
 	a, b := &ctlConn{id: 1}, &ctlConn{id: 2}
 	pm.Register("PG", ClientChannelInfo{Conn: a, ClientID: "ip@1", Language: codec.LanguageGo, Version: 317})
 	clock.Advance(time.Second)
@@ -211,7 +197,7 @@ func TestProducerManager(t *testing.T) {
 
 func TestRebalanceLockExpiry(t *testing.T) {
 	clock := testutil.NewManualClock()
-	m := newRebalanceLockManager(clock.Now, DefaultLockMaxLiveTime)
+	m := NewRebalanceLockManager(clock.Now, DefaultLockMaxLiveTime)
 	q0 := codec.MessageQueue{Topic: "T", BrokerName: "b", QueueID: 0}
 	q1 := codec.MessageQueue{Topic: "T", BrokerName: "b", QueueID: 1}
 
