@@ -126,7 +126,7 @@ func New(d Deps) *Plane {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
 	if d.Runtime == nil {
-		d.Runtime = NewRuntimeStats(d.Store.Stats, d.Clock)
+		d.Runtime = NewRuntimeStats(func() store.Stats { return d.Store.Stats() }, d.Clock)
 	}
 	return &Plane{d: d}
 }
