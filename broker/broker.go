@@ -1,5 +1,6 @@
 // Package broker is ringmq's RocketMQ-compatible broker: the request processors
-// (send, pull with long polling, query, consumer offsets, client management, admin),
+// (send, pull with long polling, query, consumer offsets, client management; admin is
+// broker/admin, wired here),
 // the topic / subscription-group / consumer-offset managers with RocketMQ's JSON files,
 // registration with name servers, and the wiring of store and netio.
 //
@@ -33,6 +34,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ringmq/ringmq/broker/admin"
 	"github.com/ringmq/ringmq/broker/clients"
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/broker/remoting"
@@ -78,6 +80,9 @@ type Broker struct {
 	producers     *clients.ProducerManager
 	clients       *clients.Plane // the client requests (broker/clients)
 	ctl           controlPlane   // control.go: registration, embedded name server, runtime stats
+
+	// Admin plane (broker/admin): topic and group changes, tables, stats, runtime info.
+	admin *admin.Plane
 
 	// Data plane (send.go, pull.go, longpoll.go, query.go).
 	pullHold *PullRequestHoldService
@@ -252,6 +257,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	if err := b.initDataPlane(); err != nil {
 		return nil, err
 	}
+	b.initAdminPlane()
 	if err := b.initReplication(); err != nil {
 		return nil, err
 	}

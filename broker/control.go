@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ringmq/ringmq/broker/admin"
 	"github.com/ringmq/ringmq/broker/clients"
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
@@ -17,8 +18,9 @@ import (
 )
 
 // The control plane: topic / subscription-group / consumer-offset managers and their
-// files, client registries (heartbeats), orderly-consumption locks, the admin processors,
-// the embedded name server and registration with name servers.
+// files, client registries (heartbeats), orderly-consumption locks, the embedded name
+// server and registration with name servers. The admin processors are the admin plane
+// (broker/admin), wired here by initAdminPlane.
 //
 // Where its processors run: routes.go.
 //
@@ -39,7 +41,7 @@ const clientHousekeepingInterval = 10 * time.Second
 // controlPlane holds the control plane's parts that the contract stubs do not name.
 type controlPlane struct {
 	registrar  *registrar
-	runtime    *runtimeStats
+	runtime    *admin.RuntimeStats   // sampled by the "runtime stats" service, read by the admin plane
 	registerer prometheus.Registerer // where the embedded name server registers its metrics
 
 	newNamesrv         NewEmbeddedNamesrvFunc // Deps.Namesrv
@@ -93,13 +95,13 @@ func (b *Broker) initControlPlane() error {
 		TotalMemoryBytes:              func() int64 { return b.ctl.totalMemoryBytes },
 		AccessMessageInMemoryMaxRatio: cfg.AccessMessageInMemoryMaxRatio,
 	})
-	b.ctl.runtime = newRuntimeStats(b.store.Stats, b.clock)
+	b.ctl.runtime = admin.NewRuntimeStats(b.store.Stats, b.clock)
 
 	// Services.
 	b.addGuardedService("config flusher", tables.StartWriter, tables.StopWriter)
 	housekeeping := newTicking(clientHousekeepingInterval, b.scanExpiredClients)
 	b.addGuardedService("client housekeeping", housekeeping.start, housekeeping.shutdown)
-	sampler := newTicking(time.Second, b.ctl.runtime.sample)
+	sampler := newTicking(time.Second, b.ctl.runtime.Sample)
 	b.addGuardedService("runtime stats", sampler.start, sampler.shutdown)
 	if cfg.NamesrvEmbedded {
 		ns, err := b.newEmbeddedNamesrv()
@@ -117,6 +119,69 @@ func (b *Broker) initControlPlane() error {
 	b.topics.SetOnChange(reg.trigger)
 	// New adds the registration service after the remoting server.
 	return nil
+}
+
+// initAdminPlane builds the admin plane (broker/admin) once the tables, the client
+// registries, the schedule service and the pools exist. It adds no service: its runtime
+// stats sampler is the control plane's "runtime stats" service.
+func (b *Broker) initAdminPlane() {
+	b.admin = admin.New(admin.Deps{
+		Topics:       b.topics,
+		Groups:       b.subscriptions,
+		Offsets:      b.offsets,
+		Store:        b.store,
+		Consumers:    adminConsumers{b.consumers},
+		Producers:    adminProducers{b.producers},
+		DelayOffsets: b.schedule,
+		Runtime:      b.ctl.runtime,
+		Pools: admin.Pools{
+			Pull:  admin.Pool{Depth: b.pullPool.Depth, Capacity: cap(b.pullPool.queue)},
+			Query: admin.Pool{Depth: b.queryPool.Depth, Capacity: cap(b.queryPool.queue)},
+			Admin: admin.Pool{Depth: b.adminPool.Depth, Capacity: cap(b.adminPool.queue)},
+		},
+		BrokerName: b.cfg.BrokerName,
+		IsSlave:    b.cfg.IsSlave(),
+		BootTime:   b.ctl.bootTime,
+		Properties: func(yield func(key, value string) bool) {
+			for _, key := range PropertyNames() {
+				v, _ := b.cfg.Get(key)
+				if !yield(key, v) {
+					return
+				}
+			}
+		},
+		WaitRegistration: b.ctl.registrar.registerAndWait,
+		Clock:            b.clock,
+		Logger:           b.logger,
+	})
+}
+
+// adminConsumers shows the consumer registry to the admin plane (admin.Consumers).
+type adminConsumers struct{ *clients.ConsumerManager }
+
+func (c adminConsumers) Connection(group string) (admin.ConsumerConnection, bool) {
+	g, ok := c.Group(group)
+	if !ok {
+		return admin.ConsumerConnection{}, false
+	}
+	return admin.ConsumerConnection{Members: adminClients(g.Members), Subscriptions: g.Subscriptions,
+		ConsumeType: g.ConsumeType, MessageModel: g.MessageModel, ConsumeFromWhere: g.ConsumeFromWhere}, true
+}
+
+// adminProducers shows the producer registry to the admin plane (admin.Producers).
+type adminProducers struct{ *clients.ProducerManager }
+
+func (p adminProducers) Connections(group string) []admin.Client {
+	return adminClients(p.Members(group))
+}
+
+func adminClients(members []clients.ClientChannelInfo) []admin.Client {
+	out := make([]admin.Client, len(members))
+	for i, m := range members {
+		out[i] = admin.Client{Addr: m.Conn.RemoteAddr().String(), ClientID: m.ClientID, Language: m.Language,
+			Version: m.Version}
+	}
+	return out
 }
 
 // addGuardedService adds a service whose stop runs only if its start succeeded: Shutdown

@@ -168,6 +168,18 @@ func putMessages(t testing.TB, b *Broker, topic string, queueID int32, n int) {
 		func() bool { return b.store.GetMaxOffsetInQueue(topic, queueID) == before+int64(n) })
 }
 
+// storeTimeAt reads the store timestamp of a queue entry's message from b's store (what the
+// admin stats report as lastUpdateTimestamp / lastTimestamp / earliestMessageTimeStamp).
+func storeTimeAt(t testing.TB, b *Broker, topic string, queueID int32, offset int64) int64 {
+	t.Helper()
+	rec, release, err := b.store.LookMessageByOffset(b.store.GetCommitLogOffsetInQueue(topic, queueID, offset))
+	require.NoError(t, err)
+	defer release()
+	r, err := codec.DecodeRecord(rec, false)
+	require.NoError(t, err)
+	return r.StoreTimestamp
+}
+
 func TestHeartbeatConsumerListAndNotify(t *testing.T) {
 	tb := startTestBroker(t, nil)
 	a, bcl := dialCtl(t, tb.BrokerAddr), dialCtl(t, tb.BrokerAddr)
@@ -434,7 +446,7 @@ func TestAdminTopicLifecycleOverTheWire(t *testing.T) {
 
 	// Stats with messages in queue 1.
 	putMessages(t, b, "AdminT", 1, 2)
-	lastTime := b.storeTimeAt("AdminT", 1, 1)
+	lastTime := storeTimeAt(t, b, "AdminT", 1, 1)
 	require.Positive(t, lastTime)
 	resp = c.adminOK(codec.RequestGetTopicStatsInfo, map[string]string{"topic": "AdminT"}, nil)
 	require.Equal(t, `{"offsetTable":{`+
@@ -453,7 +465,7 @@ func TestAdminTopicLifecycleOverTheWire(t *testing.T) {
 	require.NoError(t, err)
 	c.adminOK(codec.RequestUpdateAndCreateSubscriptionGroup, nil, gbody)
 	c.adminOK(codec.RequestUpdateConsumerOffset, map[string]string{"consumerGroup": "AdminG", "topic": "AdminT", "queueId": "1", "commitOffset": "1"}, nil)
-	firstTime := b.storeTimeAt("AdminT", 1, 0)
+	firstTime := storeTimeAt(t, b, "AdminT", 1, 0)
 	resp = c.adminOK(codec.RequestGetConsumeStats, map[string]string{"consumerGroup": "AdminG", "topic": "AdminT"}, nil)
 	require.Contains(t, string(resp.Body), `{"brokerName":"broker-test","queueId":1,"topic":"AdminT"}:{"brokerOffset":2,"consumerOffset":1,"lastTimestamp":`+
 		strconv.FormatInt(firstTime, 10)+`,"pullOffset":1}`)
@@ -506,7 +518,7 @@ func TestAdminRuntimeConfigAndConnections(t *testing.T) {
 	require.Equal(t, strconv.FormatInt(b.ctl.bootTime.UnixMilli(), 10), kv.Table["bootTimestamp"])
 	require.True(t, strings.HasPrefix(kv.Table["runtime"], "[ 0 days, 0 hours, 0 minutes, "), kv.Table["runtime"])
 	require.Len(t, strings.Fields(kv.Table["putTps"]), 3)
-	require.Equal(t, strconv.FormatInt(b.storeTimeAt("RT", 0, 0), 10), kv.Table["earliestMessageTimeStamp"])
+	require.Equal(t, strconv.FormatInt(storeTimeAt(t, b, "RT", 0, 0), 10), kv.Table["earliestMessageTimeStamp"])
 
 	resp = c.adminOK(codec.RequestGetBrokerConfig, nil, nil)
 	require.Contains(t, string(resp.Body), "brokerName=broker-test\n")

@@ -14,7 +14,7 @@ import (
 // A master (ASYNC_MASTER, SYNC_MASTER) has brokerId 0 and serves writes; a SYNC_MASTER's
 // sends also wait for a slave's acknowledgement. A SLAVE (brokerId > 0) shares its master's
 // brokerClusterName and brokerName, replicates its CommitLog over the HA port and serves
-// reads only: it refuses topic and subscription-group changes (slaveAdminRemark), sends
+// reads only: it refuses topic and subscription-group changes (admin.SlaveRemark), sends
 // (the store refuses every put), send-backs and END_TRANSACTION, and runs neither the
 // delay-level scheduler nor the transaction check-back.
 type BrokerRole uint8
@@ -47,10 +47,6 @@ func (r *BrokerRole) UnmarshalText(text []byte) error {
 	*r = BrokerRole(i)
 	return nil
 }
-
-// slaveAdminRemark is RocketMQ's AdminBrokerProcessor.validateSlave remark, answered with
-// SYSTEM_ERROR to topic and subscription-group changes sent to a slave.
-const slaveAdminRemark = "Can't modify topic or subscription group from slave broker, please execute it from master broker."
 
 // remarkSendBackServiceNotAvailable is the send-back answer when the store refuses the put
 // (on a slave always): RocketMQ answers SYSTEM_ERROR with the put status's name.

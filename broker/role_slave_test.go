@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringmq/ringmq/broker/admin"
 	"github.com/ringmq/ringmq/codec"
 )
 
@@ -23,18 +24,18 @@ func TestSlaveRefusesWrites(t *testing.T) {
 
 	c := dialCtl(t, s.BrokerAddr())
 	requireResponse(t, c.call(codec.RequestUpdateAndCreateTopic, createTopicExt("SlaveT", 4), nil),
-		codec.ResponseSystemError, slaveAdminRemark)
+		codec.ResponseSystemError, admin.SlaveRemark)
 	require.False(t, s.topics.Contains("SlaveT"))
 	requireResponse(t, c.call(codec.RequestDeleteTopicInBroker, map[string]string{"topic": "TBW102"}, nil),
-		codec.ResponseSystemError, slaveAdminRemark)
+		codec.ResponseSystemError, admin.SlaveRemark)
 	body, err := new(codec.NewSubscriptionGroupConfig("SlaveG")).Encode()
 	require.NoError(t, err)
 	requireResponse(t, c.call(codec.RequestUpdateAndCreateSubscriptionGroup, nil, body),
-		codec.ResponseSystemError, slaveAdminRemark)
+		codec.ResponseSystemError, admin.SlaveRemark)
 	_, ok := s.subscriptions.Get("SlaveG")
 	require.False(t, ok)
 	requireResponse(t, c.call(codec.RequestDeleteSubscriptionGroup, map[string]string{"groupName": "SlaveG"}, nil),
-		codec.ResponseSystemError, slaveAdminRemark)
+		codec.ResponseSystemError, admin.SlaveRemark)
 	// Reads still work.
 	c.adminOK(codec.RequestGetAllTopicConfig, nil, nil)
 

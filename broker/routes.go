@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 
+	"github.com/ringmq/ringmq/broker/admin"
 	"github.com/ringmq/ringmq/broker/clients"
 	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
@@ -74,34 +75,42 @@ var routes = []route{
 	{code: codec.RequestUpdateConsumerOffset, where: onLoop, handle: viaClients((*clients.Plane).ProcessUpdateConsumerOffset),
 		acl: aclGroupThenTopic},
 
-	// Admin (admin.go): they write config files, walk whole tables, read records from the
-	// store, or wait for a registration round.
-	{code: codec.RequestUpdateAndCreateTopic, where: onPool, pool: poolAdmin, handle: (*Broker).processUpdateAndCreateTopic,
-		acl: aclAdmin},
-	{code: codec.RequestDeleteTopicInBroker, where: onPool, pool: poolAdmin, handle: (*Broker).processDeleteTopicInBroker,
-		acl: aclAdmin},
-	{code: codec.RequestGetAllTopicConfig, where: onPool, pool: poolAdmin, handle: (*Broker).processGetAllTopicConfig},
-	{code: codec.RequestGetTopicConfig, where: onPool, pool: poolAdmin, handle: (*Broker).processGetTopicConfig},
+	// Admin (broker/admin, through viaAdmin): they write config files, walk whole tables,
+	// read records from the store, or wait for a registration round.
+	{code: codec.RequestUpdateAndCreateTopic, where: onPool, pool: poolAdmin,
+		handle: viaAdmin((*admin.Plane).ProcessUpdateAndCreateTopic), acl: aclAdmin},
+	{code: codec.RequestDeleteTopicInBroker, where: onPool, pool: poolAdmin,
+		handle: viaAdmin((*admin.Plane).ProcessDeleteTopicInBroker), acl: aclAdmin},
+	{code: codec.RequestGetAllTopicConfig, where: onPool, pool: poolAdmin,
+		handle: viaAdmin((*admin.Plane).ProcessGetAllTopicConfig)},
+	{code: codec.RequestGetTopicConfig, where: onPool, pool: poolAdmin,
+		handle: viaAdmin((*admin.Plane).ProcessGetTopicConfig)},
 	{code: codec.RequestUpdateAndCreateSubscriptionGroup, where: onPool, pool: poolAdmin,
-		handle: (*Broker).processUpdateAndCreateSubscriptionGroup, acl: aclAdmin},
+		handle: viaAdmin((*admin.Plane).ProcessUpdateAndCreateSubscriptionGroup), acl: aclAdmin},
 	{code: codec.RequestGetAllSubscriptionGroupConfig, where: onPool, pool: poolAdmin,
-		handle: (*Broker).processGetAllSubscriptionGroupConfig},
+		handle: viaAdmin((*admin.Plane).ProcessGetAllSubscriptionGroupConfig)},
 	{code: codec.RequestDeleteSubscriptionGroup, where: onPool, pool: poolAdmin,
-		handle: (*Broker).processDeleteSubscriptionGroup, acl: aclAdmin},
+		handle: viaAdmin((*admin.Plane).ProcessDeleteSubscriptionGroup), acl: aclAdmin},
 	{code: codec.RequestGetSubscriptionGroupConfig, where: onPool, pool: poolAdmin,
-		handle: (*Broker).processGetSubscriptionGroupConfig},
-	{code: codec.RequestGetBrokerRuntimeInfo, where: onPool, pool: poolAdmin, handle: (*Broker).processGetBrokerRuntimeInfo},
-	{code: codec.RequestGetBrokerConfig, where: onPool, pool: poolAdmin, handle: (*Broker).processGetBrokerConfig},
-	{code: codec.RequestGetTopicStatsInfo, where: onPool, pool: poolAdmin, handle: (*Broker).processGetTopicStatsInfo},
-	{code: codec.RequestGetConsumeStats, where: onPool, pool: poolAdmin, handle: (*Broker).processGetConsumeStats},
+		handle: viaAdmin((*admin.Plane).ProcessGetSubscriptionGroupConfig)},
+	{code: codec.RequestGetBrokerRuntimeInfo, where: onPool, pool: poolAdmin,
+		handle: viaAdmin((*admin.Plane).ProcessGetBrokerRuntimeInfo)},
+	{code: codec.RequestGetBrokerConfig, where: onPool, pool: poolAdmin,
+		handle: viaAdmin((*admin.Plane).ProcessGetBrokerConfig)},
+	{code: codec.RequestGetTopicStatsInfo, where: onPool, pool: poolAdmin,
+		handle: viaAdmin((*admin.Plane).ProcessGetTopicStatsInfo)},
+	{code: codec.RequestGetConsumeStats, where: onPool, pool: poolAdmin,
+		handle: viaAdmin((*admin.Plane).ProcessGetConsumeStats)},
 	{code: codec.RequestGetConsumerConnectionList, where: onPool, pool: poolAdmin,
-		handle: (*Broker).processGetConsumerConnectionList},
+		handle: viaAdmin((*admin.Plane).ProcessGetConsumerConnectionList)},
 	{code: codec.RequestGetProducerConnectionList, where: onPool, pool: poolAdmin,
-		handle: (*Broker).processGetProducerConnectionList},
-	{code: codec.RequestGetAllConsumerOffset, where: onPool, pool: poolAdmin, handle: (*Broker).processGetAllConsumerOffset},
-	{code: codec.RequestGetAllDelayOffset, where: onPool, pool: poolAdmin, handle: (*Broker).processGetAllDelayOffset},
+		handle: viaAdmin((*admin.Plane).ProcessGetProducerConnectionList)},
+	{code: codec.RequestGetAllConsumerOffset, where: onPool, pool: poolAdmin,
+		handle: viaAdmin((*admin.Plane).ProcessGetAllConsumerOffset)},
+	{code: codec.RequestGetAllDelayOffset, where: onPool, pool: poolAdmin,
+		handle: viaAdmin((*admin.Plane).ProcessGetAllDelayOffset)},
 	{code: codec.RequestQueryTopicConsumeByWho, where: onPool, pool: poolAdmin,
-		handle: (*Broker).processQueryTopicConsumeByWho},
+		handle: viaAdmin((*admin.Plane).ProcessQueryTopicConsumeByWho)},
 
 	// Not served (answered REQUEST_CODE_NOT_SUPPORTED), but an ACL-enabled broker refuses them
 	// to non-admin accounts first, as Java's Permission.ADMIN_CODE (plus 5.x's 513) does.
@@ -112,6 +121,12 @@ var routes = []route{
 // viaClients adapts a client-plane handler to the table (built once, at package init).
 func viaClients(h func(*clients.Plane, *remoting.Request)) func(*Broker, *remoting.Request) {
 	return func(b *Broker, rc *remoting.Request) { h(b.clients, rc) }
+}
+
+// viaAdmin routes a request to the admin plane (broker/admin, built by New): h is a
+// method expression of *admin.Plane.
+func viaAdmin(h func(*admin.Plane, *remoting.Request)) func(*Broker, *remoting.Request) {
+	return func(b *Broker, rc *remoting.Request) { h(b.admin, rc) }
 }
 
 // requestUpdateAndCreateStaticTopic is RocketMQ 5.x's UPDATE_AND_CREATE_STATIC_TOPIC.

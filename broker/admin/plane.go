@@ -1,0 +1,132 @@
+package admin
+
+import (
+	"context"
+	"iter"
+	"log/slog"
+	"time"
+
+	"github.com/ringmq/ringmq/broker/metadata"
+	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/store"
+)
+
+// Store is what the admin plane reads from (and deletes in) the message store; a
+// store.MessageStore satisfies it.
+type Store interface {
+	GetMinOffsetInQueue(topic string, queueID int32) int64
+	GetMaxOffsetInQueue(topic string, queueID int32) int64
+	GetCommitLogOffsetInQueue(topic string, queueID int32, consumeQueueOffset int64) int64
+	LookMessageByOffset(phyOffset int64) (rec []byte, release func(), err error)
+	MinPhyOffset() int64
+	MaxPhyOffset() int64
+	BeginTimeInLock() time.Duration
+	Stats() store.Stats
+	// DeleteTopics removes topics' ConsumeQueues (DELETE_TOPIC_IN_BROKER).
+	DeleteTopics(topics ...string) error
+}
+
+var _ Store = store.MessageStore(nil)
+
+// Client is one live client connection (RocketMQ's Connection).
+type Client struct {
+	Addr     string // the connection's remote address, ip:port
+	ClientID string
+	Language codec.LanguageCode
+	Version  int32 // the client's MQVersion ordinal
+}
+
+// ConsumerConnection is a live consumer group (GET_CONSUMER_CONNECTION_LIST).
+type ConsumerConnection struct {
+	Members          []Client // sorted by client id
+	Subscriptions    map[string]*codec.SubscriptionData
+	ConsumeType      codec.ConsumeType
+	MessageModel     codec.MessageModel
+	ConsumeFromWhere codec.ConsumeFromWhere
+}
+
+// Consumers is the registry of live consumers (the broker's heartbeats).
+type Consumers interface {
+	// Connection is a group's live members and subscriptions; false when unknown.
+	Connection(group string) (ConsumerConnection, bool)
+	// ConsumerIDs lists a group's live members' client ids; nil when it has none.
+	ConsumerIDs(group string) []string
+	// GroupsByTopic lists the live groups subscribed to topic.
+	GroupsByTopic(topic string) []string
+	// FindSubscriptionData is a live group's subscription to topic, nil when none.
+	FindSubscriptionData(group, topic string) *codec.SubscriptionData
+}
+
+// Producers is the registry of live producers.
+type Producers interface {
+	// Connections lists a producer group's live members.
+	Connections(group string) []Client
+}
+
+// DelayOffsets is the schedule service's live cursors, in delayOffset.json's form.
+type DelayOffsets interface {
+	Encode(pretty bool) []byte
+}
+
+// Pool is what GET_BROKER_RUNTIME_INFO reports of one of the broker's bounded pools.
+type Pool struct {
+	Depth    func() int64 // requests queued now
+	Capacity int          // how many may queue
+}
+
+// Pools are the broker's pools that GET_BROKER_RUNTIME_INFO reports.
+type Pools struct {
+	Pull, Query, Admin Pool
+}
+
+// Deps is everything the admin plane uses. All are required but Runtime, Clock and Logger.
+type Deps struct {
+	Topics  *metadata.TopicConfigManager
+	Groups  *metadata.SubscriptionGroupManager
+	Offsets *metadata.ConsumerOffsetManager
+	Store   Store
+
+	Consumers    Consumers
+	Producers    Producers
+	DelayOffsets DelayOffsets
+
+	// Runtime samples the store counters behind the TPS figures; nil: they read 0.
+	Runtime *RuntimeStats
+	Pools   Pools
+
+	// BrokerName names the queues of GET_TOPIC_STATS_INFO and GET_CONSUME_STATS.
+	BrokerName string
+	// IsSlave: topics and subscription groups are refused (SlaveRemark).
+	IsSlave bool
+	// BootTime is when the broker was built (bootTimestamp, runtime, GET_BROKER_CONFIG's
+	// version).
+	BootTime time.Time
+	// Properties lists every broker setting as key, value, in GET_BROKER_CONFIG's order.
+	Properties iter.Seq2[string, string]
+	// WaitRegistration asks for a registration round with the name servers and waits until
+	// one that started after the call has ended, or ctx is done.
+	WaitRegistration func(ctx context.Context) error
+
+	Clock  func() time.Time // nil: time.Now
+	Logger *slog.Logger     // nil: discard
+}
+
+// Plane serves the admin requests. Build it with New; its handlers are safe for concurrent
+// use.
+type Plane struct {
+	d Deps
+}
+
+// New builds the admin plane.
+func New(d Deps) *Plane {
+	if d.Clock == nil {
+		d.Clock = time.Now
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Runtime == nil {
+		d.Runtime = NewRuntimeStats(func() store.Stats { return d.Store.Stats() }, d.Clock)
+	}
+	return &Plane{d: d}
+}
