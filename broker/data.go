@@ -55,13 +55,22 @@ func newDataPlane(b *Broker, delayLevels int) *dataPlane {
 		brokerIP:       b.storeHost.Addr().String(),
 		maxDelayLevel:  delayLevels,
 	}
-	d.hotPullMaxBehindBytes = hotPullThreshold(totalMemoryBytes(), b.cfg.AccessMessageInMemoryMaxRatio)
+	d.hotPullMaxBehindBytes = hotPullThreshold(b.ctl.totalMemoryBytes, b.cfg.AccessMessageInMemoryMaxRatio)
 	d.pullsOnLoop = b.metrics.pullRuns.WithLabelValues("loop")
 	d.pullsOnPool = b.metrics.pullRuns.WithLabelValues("pool")
 	d.pullReruns = b.metrics.pullRuns.WithLabelValues("rerun")
 	d.sendRequests.New = func() any { return newSendRequest(b) }
 	d.pulls.New = func() any { return newPullRequest(b) }
 	return d
+}
+
+// hotPullThreshold is RAM × ratio / 100; with RAM unknown it assumes 1 GiB. Pulls and
+// send-backs / END_TRANSACTION (isHotOffset) share it.
+func hotPullThreshold(totalRAMBytes int64, ratioPercent int) int64 {
+	if totalRAMBytes <= 0 {
+		totalRAMBytes = 1 << 30
+	}
+	return totalRAMBytes / 100 * int64(ratioPercent)
 }
 
 // initDataPlane registers the data-plane processors (send, batch send, pull, query,

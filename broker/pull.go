@@ -205,14 +205,6 @@ func (b *Broker) pullIsHot(h *codec.PullMessageRequestHeader) bool {
 	return st.MaxPhyOffset()-phy <= b.data.hotPullMaxBehindBytes
 }
 
-// hotPullThreshold is RAM × ratio / 100; with RAM unknown it assumes 1 GiB.
-func hotPullThreshold(totalRAMBytes int64, ratioPercent int) int64 {
-	if totalRAMBytes <= 0 {
-		totalRAMBytes = 1 << 30
-	}
-	return totalRAMBytes / 100 * int64(ratioPercent)
-}
-
 // pullStatusCode maps a GetMessageStatus to the pull response code (§9).
 func pullStatusCode(st store.GetMessageStatus, requestOffset int64) codec.ResponseCode {
 	switch st {
