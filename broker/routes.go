@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 
+	"github.com/ringmq/ringmq/broker/readplane"
 	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
 )
@@ -24,7 +25,7 @@ import (
 //     answers there (returns nil) or returns the rest of its work, which the dispatcher
 //     queues on the route's pool. Each such handler documents its decision: a pull or a
 //     send-back / END_TRANSACTION whose record lies in the hot part of the CommitLog
-//     stays on the loop (pull.go); a query, a view by id, a search by time always
+//     stays on the loop (readplane/pull.go); a query, a view by id, a search by time always
 //     continues on the pool after decoding on the loop (the header is decoded once, and
 //     the pool gets only owned values).
 //
@@ -32,7 +33,7 @@ import (
 // pool's limit (waitTimeMillsInPullQueue) answers SYSTEM_BUSY [TIMEOUT_CLEAN_QUEUE]
 // instead of running late (RocketMQ's BrokerFastFailure). Handlers never submit
 // themselves; the only other pool submission is the long-polling hold service handing a
-// woken pull back to poolPull (longpoll.go).
+// woken pull back to poolPull (readplane/longpoll.go, through readplane.Deps.Pool).
 var routes = []route{
 	// Sends (send.go, batch.go, reply.go): the put copies into mapped memory; SYNC_FLUSH and
 	// SYNC_MASTER answer from the group-commit callbacks.
@@ -45,20 +46,21 @@ var routes = []route{
 		split: (*Broker).processConsumerSendMsgBack, acl: aclGroupOnly("group")},
 	{code: codec.RequestEndTransaction, where: onLoopThenPool, pool: poolQuery, split: (*Broker).processEndTransaction},
 
-	// Reads (pull.go, longpoll.go, query.go, queueinfo.go).
-	{code: codec.RequestPullMessage, where: onLoopThenPool, pool: poolPull, split: (*Broker).processPullMessage,
-		acl: aclTopicThenGroup},
-	{code: codec.RequestLitePullMessage, where: onLoopThenPool, pool: poolPull, split: (*Broker).processPullMessage,
-		acl: aclTopicThenGroup},
-	{code: codec.RequestQueryMessage, where: onLoopThenPool, pool: poolQuery, split: (*Broker).processQueryMessage,
-		acl: aclTopicOnly("topic")},
-	{code: codec.RequestViewMessageByID, where: onLoopThenPool, pool: poolQuery, split: (*Broker).processViewMessageByID},
+	// Reads (package readplane: pull.go, longpoll.go, query.go, queueinfo.go).
+	{code: codec.RequestPullMessage, where: onLoopThenPool, pool: poolPull,
+		split: readSplit((*readplane.Plane).ProcessPullMessage), acl: aclTopicThenGroup},
+	{code: codec.RequestLitePullMessage, where: onLoopThenPool, pool: poolPull,
+		split: readSplit((*readplane.Plane).ProcessPullMessage), acl: aclTopicThenGroup},
+	{code: codec.RequestQueryMessage, where: onLoopThenPool, pool: poolQuery,
+		split: readSplit((*readplane.Plane).ProcessQueryMessage), acl: aclTopicOnly("topic")},
+	{code: codec.RequestViewMessageByID, where: onLoopThenPool, pool: poolQuery,
+		split: readSplit((*readplane.Plane).ProcessViewMessageByID)},
 	{code: codec.RequestSearchOffsetByTimestamp, where: onLoopThenPool, pool: poolQuery,
-		split: (*Broker).processSearchOffsetByTimestamp},
+		split: readSplit((*readplane.Plane).ProcessSearchOffsetByTimestamp)},
 	{code: codec.RequestGetEarliestMsgStoretime, where: onLoopThenPool, pool: poolQuery,
-		split: (*Broker).processGetEarliestMsgStoretime},
-	{code: codec.RequestGetMaxOffset, where: onLoop, handle: (*Broker).processGetMaxOffset},
-	{code: codec.RequestGetMinOffset, where: onLoop, handle: (*Broker).processGetMinOffset},
+		split: readSplit((*readplane.Plane).ProcessGetEarliestMsgStoretime)},
+	{code: codec.RequestGetMaxOffset, where: onLoop, handle: read((*readplane.Plane).ProcessGetMaxOffset)},
+	{code: codec.RequestGetMinOffset, where: onLoop, handle: read((*readplane.Plane).ProcessGetMinOffset)},
 
 	// Clients and consumer offsets (clientproc.go, offsetproc.go, locks.go): memory only; a
 	// topic or group they create is written by the config flusher.
@@ -106,6 +108,17 @@ var routes = []route{
 	// to non-admin accounts first, as Java's Permission.ADMIN_CODE (plus 5.x's 513) does.
 	{code: codec.RequestUpdateBrokerConfig, acl: aclAdmin},
 	{code: requestUpdateAndCreateStaticTopic, acl: aclAdmin},
+}
+
+// read adapts a read-plane handler to a route's handle: the table is built once at package
+// initialisation, so each row's closure is made once and a request allocates nothing here.
+func read(h func(*readplane.Plane, *remoting.Request)) func(*Broker, *remoting.Request) {
+	return func(b *Broker, rc *remoting.Request) { h(b.read, rc) }
+}
+
+// readSplit is read for split handlers (onLoopThenPool): the plane returns the pool part.
+func readSplit(h func(*readplane.Plane, *remoting.Request) (rest func())) func(*Broker, *remoting.Request) (rest func()) {
+	return func(b *Broker, rc *remoting.Request) (rest func()) { return h(b.read, rc) }
 }
 
 // requestUpdateAndCreateStaticTopic is RocketMQ 5.x's UPDATE_AND_CREATE_STATIC_TOPIC.
