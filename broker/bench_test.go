@@ -125,7 +125,7 @@ func BenchmarkPullPath(b *testing.B) {
 	for b.Loop() {
 		rc.Cmd = cmds[i%len(cmds)]
 		rc.Reply = db.b.replies.To(conn, rc.Cmd)
-		db.b.processPullMessage(rc)
+		db.b.read.ProcessPullMessage(rc)
 		i++
 	}
 	b.ReportMetric(float64(b.N*32)/b.Elapsed().Seconds(), "msgs/s")
@@ -146,7 +146,7 @@ func TestPullPathAllocations(t *testing.T) {
 		func() bool { return db.b.store.GetMaxOffsetInQueue("AllocPull", 0) == 64 })
 	conn := &nullConn{}
 	rc := db.b.newRequestContext(conn, pullCmd("AG", "AllocPull", 0, 0, 32, subFlag, 0, "TagA || TagB"))
-	allocs := testing.AllocsPerRun(200, func() { db.b.processPullMessage(rc) })
+	allocs := testing.AllocsPerRun(200, func() { db.b.read.ProcessPullMessage(rc) })
 	require.Zero(t, conn.failed.Load())
 	require.Zero(t, allocs, "a pull of 32 messages allocates nothing (tag filter, store read, vectored response)")
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/ringmq/ringmq/broker/admin"
 	"github.com/ringmq/ringmq/broker/clients"
 	"github.com/ringmq/ringmq/broker/metadata"
+	"github.com/ringmq/ringmq/broker/readplane"
 	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/ha"
@@ -84,10 +85,11 @@ type Broker struct {
 	// Admin plane (broker/admin): topic and group changes, tables, stats, runtime info.
 	admin *admin.Plane
 
-	// Data plane (send.go, pull.go, longpoll.go, query.go).
-	pullHold *PullRequestHoldService
+	// Data plane: sends (send.go) with their pools and derived settings (data.go); reads
+	// (pull with long polling, query, view, queue offsets and times) are package readplane.
 	uniqKeys *codec.UniqKeyGenerator
-	data     *dataPlane // pools and derived settings (data.go)
+	data     *dataPlane
+	read     *readplane.Plane
 
 	// Data plane, messaging: delayed delivery (delay.go), END_TRANSACTION and check-back
 	// (transaction.go).
@@ -254,7 +256,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	if err := b.initControlPlane(); err != nil {
 		return nil, err
 	}
-	if err := b.initDataPlane(); err != nil {
+	if err := b.initDataPlane(reg); err != nil {
 		return nil, err
 	}
 	b.initAdminPlane()
@@ -272,8 +274,8 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	// The server starts after everything it serves. At shutdown, parked pulls are
 	// answered while their connections are still open, then the server drains.
 	b.addService("remoting server", b.startServers, func(ctx context.Context) error {
-		if b.pullHold != nil {
-			if err := b.pullHold.Stop(ctx); err != nil {
+		if b.read != nil {
+			if err := b.read.Stop(ctx); err != nil {
 				return fmt.Errorf("pull request hold: %w", err)
 			}
 		}

@@ -50,7 +50,7 @@ type controlPlane struct {
 	embeddedAdvertised string // how clients reach it (brokerIP1:port)
 
 	bootTime         time.Time
-	totalMemoryBytes int64 // 0 = unknown: every offset counts as in memory (pull_linux.go)
+	totalMemoryBytes int64 // 0 = unknown: every offset counts as in memory (memory_linux.go)
 }
 
 // initControlPlane builds the managers (topics, subscriptions, offsets, consumers,

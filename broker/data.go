@@ -8,16 +8,20 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ringmq/ringmq/broker/readplane"
+	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/store"
 )
 
-// The data plane: send (send.go), pull (pull.go) with long polling (longpoll.go), query
-// and view (query.go), queue offsets and times (queueinfo.go), delayed delivery (delay.go),
-// retry and DLQ (sendback.go), transactions (transaction.go), request-reply (reply.go).
+// The data plane: send (send.go), delayed delivery (delay.go), retry and DLQ (sendback.go),
+// transactions (transaction.go), request-reply (reply.go); and the read plane (package
+// readplane: pull with long polling, query and view, queue offsets and times), which the
+// broker builds here and reaches through b.read.
 //
-// Where each request runs is in routes.go. Delayed delivery (delay.go) and the transaction
-// check service (transaction.go) run on their own goroutines.
+// Where each request runs is in routes.go. Delayed delivery (delay.go), the transaction
+// check service (transaction.go) and the read plane's long-polling hold service run on their
+// own goroutines.
 //
 // Every processor answers through its request's Reply (respond.go).
 
@@ -28,23 +32,21 @@ const (
 	traceOnText     = "true"
 )
 
-// dataPlane holds the data plane's pools and settings derived from the config once.
+// dataPlane holds the send plane's pools and settings derived from the config once.
 // Safe for concurrent use.
 type dataPlane struct {
 	sendRequests sync.Pool // *sendRequest
-	pulls        sync.Pool // *pullRequest
 
 	syncFlush      bool
 	maxMessageSize int
 	clusterName    string
 	brokerIP       string // brokerIP1 as text, for remarks
 	maxDelayLevel  int
-	// hotPullMaxBehindBytes: a pull whose data starts at most this far behind the
-	// CommitLog's end runs on the event loop (pull.go).
+	// hotPullMaxBehindBytes is the hot part of the CommitLog (hotPullThreshold): a record at
+	// most this far behind its end is read on the event loop. Send-back and END_TRANSACTION
+	// use it (isHotOffset), and the read plane gets the same value for pulls
+	// (readplane.Settings.HotMaxBehindBytes).
 	hotPullMaxBehindBytes int64
-
-	// Counters resolved once (a labelled look-up per pull would cost a hash and more).
-	pullsOnLoop, pullsOnPool, pullReruns prometheus.Counter
 }
 
 func newDataPlane(b *Broker, delayLevels int) *dataPlane {
@@ -55,20 +57,60 @@ func newDataPlane(b *Broker, delayLevels int) *dataPlane {
 		brokerIP:       b.storeHost.Addr().String(),
 		maxDelayLevel:  delayLevels,
 	}
-	d.hotPullMaxBehindBytes = hotPullThreshold(totalMemoryBytes(), b.cfg.AccessMessageInMemoryMaxRatio)
-	d.pullsOnLoop = b.metrics.pullRuns.WithLabelValues("loop")
-	d.pullsOnPool = b.metrics.pullRuns.WithLabelValues("pool")
-	d.pullReruns = b.metrics.pullRuns.WithLabelValues("rerun")
+	d.hotPullMaxBehindBytes = hotPullThreshold(b.ctl.totalMemoryBytes, b.cfg.AccessMessageInMemoryMaxRatio)
 	d.sendRequests.New = func() any { return newSendRequest(b) }
-	d.pulls.New = func() any { return newPullRequest(b) }
 	return d
 }
 
-// initDataPlane registers the data-plane processors (send, batch send, pull, query,
-// view, max/min offset, search by timestamp, earliest store time), creates the
-// long-polling hold service and hooks it to the store's arriving listener, and adds
-// its services. It runs after initControlPlane (the managers exist).
-func (b *Broker) initDataPlane() error {
+// hotPullThreshold is RAM × ratio / 100; with RAM unknown it assumes 1 GiB. It stays in the
+// broker because the send plane (isHotOffset) uses it as much as the read plane.
+func hotPullThreshold(totalRAMBytes int64, ratioPercent int) int64 {
+	if totalRAMBytes <= 0 {
+		totalRAMBytes = 1 << 30
+	}
+	return totalRAMBytes / 100 * int64(ratioPercent)
+}
+
+// newReadPlane builds the read plane (package readplane) from the config, the metadata
+// tables, the consumers' subscriptions, the store and the pull pool.
+func (b *Broker) newReadPlane(reg prometheus.Registerer) (*readplane.Plane, error) {
+	return readplane.New(readplane.Deps{
+		Store:         b.store,
+		Topics:        b.topics,
+		Groups:        b.subscriptions,
+		Offsets:       b.offsets,
+		Subscriptions: b.consumers,
+		Pool:          poolSubmitter{b.pullPool},
+		Settings: readplane.Settings{
+			BrokerPermission:   int32(b.cfg.BrokerPermission),
+			BrokerIP:           b.data.brokerIP,
+			LongPollingEnable:  b.cfg.LongPollingEnable,
+			ShortPollingTime:   b.cfg.ShortPollingTimeMills,
+			SlaveReadEnable:    b.cfg.SlaveReadEnable,
+			IsSlave:            b.cfg.IsSlave(),
+			OffsetCheckInSlave: b.cfg.OffsetCheckInSlave,
+			DefaultQueryMaxNum: b.cfg.DefaultQueryMaxNum,
+			HotMaxBehindBytes:  b.data.hotPullMaxBehindBytes,
+		},
+		Registerer: reg,
+		HoldFull:   b.metrics.busy.WithLabelValues("pull_hold_full"),
+		Clock:      b.clock,
+		Logger:     b.logger,
+	})
+}
+
+// poolSubmitter is a workerPool as the read plane's readplane.Pool (the long-polling re-run).
+type poolSubmitter struct{ p *workerPool }
+
+func (s poolSubmitter) Submit(rc *remoting.Request, fn func(*remoting.Request)) error {
+	return s.p.submit(rc, fn)
+}
+
+// initDataPlane sets up the send plane, builds the read plane (b.read) and hooks its
+// long-polling hold service to the store's arriving listener, and adds their services. It
+// runs after initControlPlane (the metadata tables and the consumer manager exist); the read
+// plane registers its collectors on reg.
+func (b *Broker) initDataPlane(reg prometheus.Registerer) error {
 	levels, err := ParseDelayLevels(b.cfg.MessageDelayLevel)
 	if err != nil {
 		return fmt.Errorf("%w: key messageDelayLevel: %w", ErrConfig, err)
@@ -79,8 +121,12 @@ func (b *Broker) initDataPlane() error {
 	b.data = newDataPlane(b, len(levels))
 	b.uniqKeys = codec.NewUniqKeyGenerator(b.storeHost.Addr(), os.Getpid(), rand.Int32())
 
-	b.pullHold = newPullRequestHoldService(b, defaultHoldConfig(b.cfg))
-	b.addService("pull request hold", b.pullHold.Start, b.pullHold.Stop)
+	read, err := b.newReadPlane(reg)
+	if err != nil {
+		return err
+	}
+	b.read = read
+	b.addService("pull request hold", b.read.Start, b.read.Stop)
 	// Delayed delivery, send-back, transactions and request-reply (delay.go, sendback.go,
 	// transaction.go, reply.go).
 	if err := b.initSchedule(levels); err != nil {

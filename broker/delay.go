@@ -625,7 +625,7 @@ func (b *Broker) initSchedule(delays []time.Duration) error {
 // every append, the schedule service the ones in its topic. Runs on the dispatcher goroutine.
 func (b *Broker) onMessageArriving(topic string, queueID int32, logicOffset, tagsCode, storeTimestamp int64,
 	properties []byte) {
-	b.pullHold.NotifyMessageArriving(topic, queueID, logicOffset, tagsCode, storeTimestamp, properties)
+	b.read.OnMessageArriving(topic, queueID, logicOffset, tagsCode, storeTimestamp, properties)
 	if topic == metadata.ScheduleTopic && b.schedule != nil {
 		b.schedule.NotifyMessageArriving(queueID, tagsCode)
 	}

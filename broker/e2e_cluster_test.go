@@ -52,7 +52,7 @@ func TestGoClientCluster(t *testing.T) {
 		for _, tb := range []*testBroker{slaveA, masterB, slaveB} {
 			if tb.b != nil {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				require.NoError(t, tb.b.pullHold.Stop(ctx))
+				require.NoError(t, tb.b.read.Stop(ctx))
 				cancel()
 			}
 		}

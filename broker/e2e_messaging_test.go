@@ -151,7 +151,7 @@ func (e *msgEnv) shutdown(t *testing.T) {
 	if e.tb.b != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		require.NoError(t, e.tb.b.pullHold.Stop(ctx))
+		require.NoError(t, e.tb.b.read.Stop(ctx))
 	}
 	e.shutdownConsumers()
 	testutil.Eventually(t, "the consumers' pull loops end", func() bool {

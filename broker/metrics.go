@@ -7,9 +7,9 @@ import "github.com/prometheus/client_golang/prometheus"
 type metrics struct {
 	replyErrors prometheus.Counter
 	requests    *prometheus.CounterVec // by request code name
-	busy        *prometheus.CounterVec // SYSTEM_BUSY answers, by reason
-	pullRuns    *prometheus.CounterVec // pull store reads, by where they ran (data plane)
-	pullsHeld   prometheus.Gauge       // pulls parked by long polling (data plane)
+	busy        *prometheus.CounterVec // SYSTEM_BUSY answers, by reason (pull_hold_full: the read plane's)
+	// The read plane registers its own (readplane.New): ringmq_broker_pull_runs_total and
+	// ringmq_broker_pulls_held.
 	// Control plane.
 	registrations    *prometheus.CounterVec // REGISTER_BROKER calls, by result
 	consumerNotifies prometheus.Counter     // NOTIFY_CONSUMER_IDS_CHANGED sent
@@ -30,14 +30,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "ringmq_broker_system_busy_total",
 			Help: "Requests answered SYSTEM_BUSY, by reason (overload, timeout_clean_queue, pc_synchronized, flush_queue_full, pooled_bytes).",
 		}, []string{"reason"}),
-		pullRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ringmq_broker_pull_runs_total",
-			Help: "Pull store reads, by where they ran (loop: event loop, pool: pull pool, rerun: after long polling).",
-		}, []string{"where"}),
-		pullsHeld: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "ringmq_broker_pulls_held",
-			Help: "Pull requests parked by long polling.",
-		}),
 		registrations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ringmq_broker_namesrv_registrations_total",
 			Help: "REGISTER_BROKER calls to name servers, by result (ok, error).",
@@ -51,7 +43,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Writes of topics.json, subscriptionGroup.json and consumerOffset.json, by file and result (ok, error).",
 		}, []string{"file", "result"}),
 	}
-	reg.MustRegister(m.replyErrors, m.requests, m.busy, m.pullRuns, m.pullsHeld,
+	reg.MustRegister(m.replyErrors, m.requests, m.busy,
 		m.registrations, m.consumerNotifies, m.configWrites)
 	return m
 }

@@ -22,6 +22,7 @@ package broker
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -149,7 +150,7 @@ func TestOverloadSyncFlushFailsFast(t *testing.T) {
 			}
 			var ps []pending
 			for i := range perProducer {
-				key := "ov-" + itoa(int64(p)) + "-" + itoa(int64(i))
+				key := "ov-" + strconv.Itoa(p) + "-" + strconv.Itoa(i)
 				q := int32((p + i) % 4)
 				opaque, err := c.TryRequest(sendV2("OverloadT", q, relBody(key, 512), props(codec.PropertyKeys, key)))
 				if err != nil {

@@ -6,14 +6,11 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/remotingtest"
-	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/store"
 )
 
@@ -272,56 +269,11 @@ func TestPullCommitOffsetFlag(t *testing.T) {
 	require.Equal(t, int64(1), db.b.offsets.Query("GO", "TopicO", 0))
 }
 
-func TestPullFarBehindRunsOnPool(t *testing.T) {
-	db := startDataBroker(t, dataBrokerOptions{fileStore: true, beforeRun: func(b *Broker) {
-		b.data.hotPullMaxBehindBytes = 0 // everything already written counts as cold
-	}})
-	c := remotingtest.Dial(t, db.addr)
-	for i := range 5 {
-		sendOK(t, c, sendV1("TopicF", 0, []byte("f"+strconv.Itoa(i)), ""))
-	}
-	testutil.Eventually(t, "TopicF/0 dispatched",
-		func() bool { return db.b.store.GetMaxOffsetInQueue("TopicF", 0) == 5 })
-	loop, pool := counterValue(t, db.b.data.pullsOnLoop), counterValue(t, db.b.data.pullsOnPool)
-	resp := c.Call(pullCmd("G", "TopicF", 0, 0, 32, subFlag, 0, "*"))
-	requirePull(t, resp, codec.ResponseSuccess, "FOUND", 5, 0, 5)
-	require.Len(t, decodeRecords(t, resp.Body), 5)
-	require.Equal(t, pool+1, counterValue(t, db.b.data.pullsOnPool))
-	// Offset == max needs no CommitLog read: the loop answers.
-	resp = c.Call(pullCmd("G", "TopicF", 0, 5, 32, subFlag, 0, "*"))
-	requirePull(t, resp, codec.ResponsePullNotFound, "OFFSET_OVERFLOW_ONE", 5, 0, 5)
-	require.Equal(t, loop+1, counterValue(t, db.b.data.pullsOnLoop))
-}
-
-func TestPullHotRunsOnLoopWithFileStore(t *testing.T) {
-	db := startDataBroker(t, dataBrokerOptions{fileStore: true})
-	c := remotingtest.Dial(t, db.addr)
-	h := sendOK(t, c, sendV1("TopicL", 0, []byte("hot"), props("TAGS", "T")))
-	testutil.Eventually(t, "TopicL/0 dispatched",
-		func() bool { return db.b.store.GetMaxOffsetInQueue("TopicL", 0) == 1 })
-	loop := counterValue(t, db.b.data.pullsOnLoop)
-	resp := c.Call(pullCmd("G", "TopicL", 0, 0, 32, subFlag, 0, "T"))
-	requirePull(t, resp, codec.ResponseSuccess, "FOUND", 1, 0, 1)
-	recs := decodeRecords(t, resp.Body)
-	require.Len(t, recs, 1)
-	require.Equal(t, offsetOf(t, h.MsgID), recs[0].PhysicalOffset)
-	require.Equal(t, loop+1, counterValue(t, db.b.data.pullsOnLoop))
-}
-
-func TestPullStatusCodeMapping(t *testing.T) {
-	require.Equal(t, codec.ResponsePullNotFound, pullStatusCode(store.NoMessageInQueue, 0))
-	require.Equal(t, codec.ResponsePullOffsetMoved, pullStatusCode(store.NoMessageInQueue, 1))
-	require.Equal(t, codec.ResponseSystemError, pullStatusCode(store.GetMessageStatus(200), 0))
+// The event loop / pull pool decision and the status mapping are tested in package readplane
+// (pull_test.go there); the bound comes from here.
+func TestHotPullThreshold(t *testing.T) {
 	require.Equal(t, int64(40<<30/100*40), hotPullThreshold(40<<30, 40))
 	require.Equal(t, int64(1<<30/100*40), hotPullThreshold(0, 40))
-}
-
-// counterValue reads a counter's current value.
-func counterValue(t testing.TB, c prometheus.Counter) float64 {
-	t.Helper()
-	var m dto.Metric
-	require.NoError(t, c.Write(&m))
-	return m.GetCounter().GetValue()
 }
 
 func TestLitePullMessage(t *testing.T) {

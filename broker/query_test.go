@@ -77,21 +77,6 @@ func TestQueryMessage(t *testing.T) {
 	t.Run("filestore", func(t *testing.T) { testQueryMessage(t, true) })
 }
 
-func TestRecordMatchesQuery(t *testing.T) {
-	m := codec.Message{Topic: "T", Body: []byte("b"), Properties: []byte(props("KEYS", "a bb", "UNIQ_KEY", "U1")),
-		BornHost: netipLoopback(), StoreHost: netipLoopback()}
-	rec, err := m.AppendRecord(nil)
-	require.NoError(t, err)
-	require.True(t, recordMatchesQuery(rec, "T", "bb", false))
-	require.True(t, recordMatchesQuery(rec, "T", "a", false))
-	require.False(t, recordMatchesQuery(rec, "T", "b", false))
-	require.False(t, recordMatchesQuery(rec, "T", "U1", false))
-	require.True(t, recordMatchesQuery(rec, "T", "U1", true))
-	require.False(t, recordMatchesQuery(rec, "T", "a", true))
-	require.False(t, recordMatchesQuery(rec, "Other", "a", false))
-	require.False(t, recordMatchesQuery(rec[:20], "T", "a", false))
-}
-
 func TestViewMessageByID(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{fileStore: true})
 	c := remotingtest.Dial(t, db.addr)

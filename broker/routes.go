@@ -5,6 +5,7 @@ import (
 
 	"github.com/ringmq/ringmq/broker/admin"
 	"github.com/ringmq/ringmq/broker/clients"
+	"github.com/ringmq/ringmq/broker/readplane"
 	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
 )
@@ -26,7 +27,7 @@ import (
 //     answers there (returns nil) or returns the rest of its work, which the dispatcher
 //     queues on the route's pool. Each such handler documents its decision: a pull or a
 //     send-back / END_TRANSACTION whose record lies in the hot part of the CommitLog
-//     stays on the loop (pull.go); a query, a view by id, a search by time always
+//     stays on the loop (readplane/pull.go); a query, a view by id, a search by time always
 //     continues on the pool after decoding on the loop (the header is decoded once, and
 //     the pool gets only owned values).
 //
@@ -34,7 +35,7 @@ import (
 // pool's limit (waitTimeMillsInPullQueue) answers SYSTEM_BUSY [TIMEOUT_CLEAN_QUEUE]
 // instead of running late (RocketMQ's BrokerFastFailure). Handlers never submit
 // themselves; the only other pool submission is the long-polling hold service handing a
-// woken pull back to poolPull (longpoll.go).
+// woken pull back to poolPull (readplane/longpoll.go, through readplane.Deps.Pool).
 var routes = []route{
 	// Sends (send.go, batch.go, reply.go): the put copies into mapped memory; SYNC_FLUSH and
 	// SYNC_MASTER answer from the group-commit callbacks.
@@ -47,20 +48,21 @@ var routes = []route{
 		split: (*Broker).processConsumerSendMsgBack, acl: aclGroupOnly("group")},
 	{code: codec.RequestEndTransaction, where: onLoopThenPool, pool: poolQuery, split: (*Broker).processEndTransaction},
 
-	// Reads (pull.go, longpoll.go, query.go, queueinfo.go).
-	{code: codec.RequestPullMessage, where: onLoopThenPool, pool: poolPull, split: (*Broker).processPullMessage,
-		acl: aclTopicThenGroup},
-	{code: codec.RequestLitePullMessage, where: onLoopThenPool, pool: poolPull, split: (*Broker).processPullMessage,
-		acl: aclTopicThenGroup},
-	{code: codec.RequestQueryMessage, where: onLoopThenPool, pool: poolQuery, split: (*Broker).processQueryMessage,
-		acl: aclTopicOnly("topic")},
-	{code: codec.RequestViewMessageByID, where: onLoopThenPool, pool: poolQuery, split: (*Broker).processViewMessageByID},
+	// Reads (package readplane: pull.go, longpoll.go, query.go, queueinfo.go).
+	{code: codec.RequestPullMessage, where: onLoopThenPool, pool: poolPull,
+		split: viaReadSplit((*readplane.Plane).ProcessPullMessage), acl: aclTopicThenGroup},
+	{code: codec.RequestLitePullMessage, where: onLoopThenPool, pool: poolPull,
+		split: viaReadSplit((*readplane.Plane).ProcessPullMessage), acl: aclTopicThenGroup},
+	{code: codec.RequestQueryMessage, where: onLoopThenPool, pool: poolQuery,
+		split: viaReadSplit((*readplane.Plane).ProcessQueryMessage), acl: aclTopicOnly("topic")},
+	{code: codec.RequestViewMessageByID, where: onLoopThenPool, pool: poolQuery,
+		split: viaReadSplit((*readplane.Plane).ProcessViewMessageByID)},
 	{code: codec.RequestSearchOffsetByTimestamp, where: onLoopThenPool, pool: poolQuery,
-		split: (*Broker).processSearchOffsetByTimestamp},
+		split: viaReadSplit((*readplane.Plane).ProcessSearchOffsetByTimestamp)},
 	{code: codec.RequestGetEarliestMsgStoretime, where: onLoopThenPool, pool: poolQuery,
-		split: (*Broker).processGetEarliestMsgStoretime},
-	{code: codec.RequestGetMaxOffset, where: onLoop, handle: (*Broker).processGetMaxOffset},
-	{code: codec.RequestGetMinOffset, where: onLoop, handle: (*Broker).processGetMinOffset},
+		split: viaReadSplit((*readplane.Plane).ProcessGetEarliestMsgStoretime)},
+	{code: codec.RequestGetMaxOffset, where: onLoop, handle: viaRead((*readplane.Plane).ProcessGetMaxOffset)},
+	{code: codec.RequestGetMinOffset, where: onLoop, handle: viaRead((*readplane.Plane).ProcessGetMinOffset)},
 
 	// Clients and consumer offsets (broker/clients): memory only; a
 	// topic or group they create is written by the metadata writer.
@@ -118,15 +120,28 @@ var routes = []route{
 	{code: requestUpdateAndCreateStaticTopic, acl: aclAdmin},
 }
 
-// viaClients adapts a client-plane handler to the table (built once, at package init).
-func viaClients(h func(*clients.Plane, *remoting.Request)) func(*Broker, *remoting.Request) {
-	return func(b *Broker, rc *remoting.Request) { h(b.clients, rc) }
+// The adapters below bind a plane's method expression to the table's handler types. The
+// table is built once at package initialisation, so each row's closure is made once and a
+// request allocates nothing here.
+
+// viaRead routes a request to the read plane (broker/readplane).
+func viaRead(h func(*readplane.Plane, *remoting.Request)) func(*Broker, *remoting.Request) {
+	return func(b *Broker, rc *remoting.Request) { h(b.read, rc) }
 }
 
-// viaAdmin routes a request to the admin plane (broker/admin, built by New): h is a
-// method expression of *admin.Plane.
+// viaReadSplit is viaRead for split handlers (onLoopThenPool): the plane returns the pool part.
+func viaReadSplit(h func(*readplane.Plane, *remoting.Request) (rest func())) func(*Broker, *remoting.Request) (rest func()) {
+	return func(b *Broker, rc *remoting.Request) (rest func()) { return h(b.read, rc) }
+}
+
+// viaAdmin routes a request to the admin plane (broker/admin).
 func viaAdmin(h func(*admin.Plane, *remoting.Request)) func(*Broker, *remoting.Request) {
 	return func(b *Broker, rc *remoting.Request) { h(b.admin, rc) }
+}
+
+// viaClients routes a request to the client plane (broker/clients).
+func viaClients(h func(*clients.Plane, *remoting.Request)) func(*Broker, *remoting.Request) {
+	return func(b *Broker, rc *remoting.Request) { h(b.clients, rc) }
 }
 
 // requestUpdateAndCreateStaticTopic is RocketMQ 5.x's UPDATE_AND_CREATE_STATIC_TOPIC.

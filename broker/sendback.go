@@ -42,8 +42,8 @@ import (
 // as for sends.
 //
 // The request runs on the event loop when the record lies within the hot part of the
-// CommitLog (the pull rule, pull.go), on the query pool otherwise: the record read may
-// fault pages in from disk.
+// CommitLog (the pull rule, readplane/pull.go), on the query pool otherwise: the record read
+// may fault pages in from disk.
 
 // defaultRetryDelayLevelBase is RocketMQ's first broker-chosen retry level: 3 + reconsume times.
 const defaultRetryDelayLevelBase = 3

@@ -1,4 +1,4 @@
-package broker
+package readplane
 
 import (
 	"github.com/ringmq/ringmq/broker/remoting"
@@ -21,29 +21,33 @@ import (
 // GET_MAX_OFFSET's 5.x "committed" flag is accepted and ignored: ringmq's ConsumeQueue
 // holds only committed (dispatched) entries, so both answers are the same.
 
-func (b *Broker) processGetMaxOffset(rc *remoting.Request) {
+// ProcessGetMaxOffset serves GET_MAX_OFFSET (30) on the event loop.
+func (p *Plane) ProcessGetMaxOffset(rc *remoting.Request) {
 	to := rc.Reply
 	var h codec.GetMaxOffsetRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
 		to.Answer(codec.ResponseSystemError, remoting.HeaderErrorRemark(err))
 		return
 	}
-	fields := [...]codec.Field{codec.NumField("offset", b.store.GetMaxOffsetInQueue(h.Topic, h.QueueID))}
+	fields := [...]codec.Field{codec.NumField("offset", p.store.GetMaxOffsetInQueue(h.Topic, h.QueueID))}
 	to.Answer(codec.ResponseSuccess, "", fields[:]...)
 }
 
-func (b *Broker) processGetMinOffset(rc *remoting.Request) {
+// ProcessGetMinOffset serves GET_MIN_OFFSET (31) on the event loop.
+func (p *Plane) ProcessGetMinOffset(rc *remoting.Request) {
 	to := rc.Reply
 	var h codec.GetMinOffsetRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
 		to.Answer(codec.ResponseSystemError, remoting.HeaderErrorRemark(err))
 		return
 	}
-	fields := [...]codec.Field{codec.NumField("offset", b.store.GetMinOffsetInQueue(h.Topic, h.QueueID))}
+	fields := [...]codec.Field{codec.NumField("offset", p.store.GetMinOffsetInQueue(h.Topic, h.QueueID))}
 	to.Answer(codec.ResponseSuccess, "", fields[:]...)
 }
 
-func (b *Broker) processSearchOffsetByTimestamp(rc *remoting.Request) (rest func()) {
+// ProcessSearchOffsetByTimestamp serves SEARCH_OFFSET_BY_TIMESTAMP (29): it decodes on the
+// event loop and returns the search for the query pool.
+func (p *Plane) ProcessSearchOffsetByTimestamp(rc *remoting.Request) (rest func()) {
 	to := rc.Reply
 	var h codec.SearchOffsetRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
@@ -51,13 +55,15 @@ func (b *Broker) processSearchOffsetByTimestamp(rc *remoting.Request) (rest func
 		return nil
 	}
 	return func() {
-		offset := b.store.GetOffsetInQueueByTime(h.Topic, h.QueueID, h.Timestamp, h.BoundaryType == codec.BoundaryUpper)
+		offset := p.store.GetOffsetInQueueByTime(h.Topic, h.QueueID, h.Timestamp, h.BoundaryType == codec.BoundaryUpper)
 		fields := [...]codec.Field{codec.NumField("offset", offset)}
 		to.Answer(codec.ResponseSuccess, "", fields[:]...)
 	}
 }
 
-func (b *Broker) processGetEarliestMsgStoretime(rc *remoting.Request) (rest func()) {
+// ProcessGetEarliestMsgStoretime serves GET_EARLIEST_MSG_STORETIME (32): it decodes on the
+// event loop and returns the look-up for the query pool.
+func (p *Plane) ProcessGetEarliestMsgStoretime(rc *remoting.Request) (rest func()) {
 	to := rc.Reply
 	var h codec.GetEarliestMsgStoretimeRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
@@ -65,7 +71,7 @@ func (b *Broker) processGetEarliestMsgStoretime(rc *remoting.Request) (rest func
 		return nil
 	}
 	return func() {
-		ts, err := b.store.GetEarliestMessageTime(h.Topic, h.QueueID)
+		ts, err := p.store.GetEarliestMessageTime(h.Topic, h.QueueID)
 		if err != nil {
 			ts = -1 // the Java store's answer for an empty or unknown queue
 		}

@@ -1,4 +1,4 @@
-package broker
+package readplane
 
 import (
 	"strconv"
@@ -41,13 +41,13 @@ import (
 //
 //	queue offset outside [min, max)           → loop (the answer needs no CommitLog read)
 //	CommitLog end − CommitLog offset of the
-//	  requested entry ≤ hotPullMaxBehindBytes → loop
+//	  requested entry ≤ HotMaxBehindBytes     → loop
 //	otherwise                                  → pull pool
 //
-// hotPullMaxBehindBytes is the Java broker's "in memory" bound: physical RAM ×
-// accessMessageInMemoryMaxRatio / 100 (40 % by default). The CommitLog is written
-// through the page cache, so its last bytes up to that bound are the ones the kernel keeps
-// — the same bound the store uses for its in-memory transfer limits and for
+// Settings.HotMaxBehindBytes is the Java broker's "in memory" bound, computed by the broker:
+// physical RAM × accessMessageInMemoryMaxRatio / 100 (40 % by default). The CommitLog is
+// written through the page cache, so its last bytes up to that bound are the ones the kernel
+// keeps — the same bound the store uses for its in-memory transfer limits and for
 // SuggestPullingFromSlave, so the two decisions agree. Reading the ConsumeQueue entry for
 // the check touches one 20-byte entry of a mapped ConsumeQueue file, which is far smaller
 // than the CommitLog and stays resident.
@@ -61,7 +61,7 @@ const defaultPullBatchSize = 32
 // value), the reply address. It is used for the first pass (inline or on the pull pool),
 // while parked, and for the re-run after a wake-up.
 type pullRequest struct {
-	b      *Broker
+	p      *Plane
 	to     remoting.Reply
 	header codec.PullMessageRequestHeader
 	filter tagFilter
@@ -81,38 +81,39 @@ type pullRequest struct {
 	// Pool submission without allocating: the pool's fast-failure answer needs a command
 	// with the opaque; run is bound once.
 	cmd       codec.RemotingCommand
-	run       processorFunc
+	run       func(*remoting.Request)
 	runOnPool func() // the first pass of a cold pull, handed to the dispatcher; bound once
 }
 
-func newPullRequest(b *Broker) *pullRequest {
-	pr := &pullRequest{b: b, heapIndex: -1}
+func newPullRequest(p *Plane) *pullRequest {
+	pr := &pullRequest{p: p, heapIndex: -1}
 	pr.run = pr.runFromPool
-	pr.runOnPool = func() { b.runPull(pr) }
+	pr.runOnPool = func() { p.runPull(pr) }
 	return pr
 }
 
 func (pr *pullRequest) release() {
 	f := pr.filter.more[:0]
-	*pr = pullRequest{b: pr.b, run: pr.run, runOnPool: pr.runOnPool, heapIndex: -1}
+	*pr = pullRequest{p: pr.p, run: pr.run, runOnPool: pr.runOnPool, heapIndex: -1}
 	pr.filter.more = f
-	pr.b.data.pulls.Put(pr)
+	pr.p.pulls.Put(pr)
 }
 
 // runFromPool is the pull pool's entry point for a pull the hold service woke (longpoll.go).
-func (pr *pullRequest) runFromPool(*remoting.Request) { pr.b.runPull(pr) }
+func (pr *pullRequest) runFromPool(*remoting.Request) { pr.p.runPull(pr) }
 
-// processPullMessage serves 11 and 361: decoded and checked on the event loop; a pull whose
-// data is hot (pullIsHot) runs there, a cold one continues on the pull pool (routes.go).
-func (b *Broker) processPullMessage(rc *remoting.Request) (rest func()) {
-	pr := b.data.pulls.Get().(*pullRequest)
+// ProcessPullMessage serves PULL_MESSAGE (11) and LITE_PULL_MESSAGE (361): decoded and
+// checked on the event loop; a pull whose data is hot (pullIsHot) runs there and rest is
+// nil, a cold one returns rest, its store read, for the pull pool (broker/routes.go).
+func (p *Plane) ProcessPullMessage(rc *remoting.Request) (rest func()) {
+	pr := p.pulls.Get().(*pullRequest)
 	pr.to = rc.Reply
 	if err := pr.header.Decode(rc.Cmd.ExtFields); err != nil {
 		pr.to.Answer(codec.ResponseSystemError, remoting.HeaderErrorRemark(err))
 		pr.release()
 		return nil
 	}
-	if code, remark := b.checkPull(pr); code != codec.ResponseSuccess {
+	if code, remark := p.checkPull(pr); code != codec.ResponseSuccess {
 		pr.to.Answer(code, remark)
 		pr.release()
 		return nil
@@ -124,27 +125,27 @@ func (b *Broker) processPullMessage(rc *remoting.Request) (rest func()) {
 	}
 	if h.SysFlag&codec.PullSysFlagSuspend != 0 {
 		pr.suspendTimeout = time.Duration(h.SuspendTimeoutMillis) * time.Millisecond
-		if !b.cfg.LongPollingEnable {
-			pr.suspendTimeout = b.cfg.ShortPollingTimeMills
+		if !p.set.LongPollingEnable {
+			pr.suspendTimeout = p.set.ShortPollingTime
 		}
 	}
-	if b.pullIsHot(h) {
-		b.data.pullsOnLoop.Inc()
-		b.runPull(pr)
+	if p.pullIsHot(h) {
+		p.pullsOnLoop.Inc()
+		p.runPull(pr)
 		return nil
 	}
-	b.data.pullsOnPool.Inc()
+	p.pullsOnPool.Inc()
 	return pr.runOnPool
 }
 
 // checkPull runs the checks before the store is read and fills pr's filter and group
 // settings. It returns SUCCESS or the error to answer.
-func (b *Broker) checkPull(pr *pullRequest) (codec.ResponseCode, string) {
+func (p *Plane) checkPull(pr *pullRequest) (codec.ResponseCode, string) {
 	h := &pr.header
-	if !metadata.IsReadable(int32(b.cfg.BrokerPermission)) {
-		return codec.ResponseNoPermission, "the broker[" + b.data.brokerIP + "] pulling message is forbidden"
+	if !metadata.IsReadable(p.set.BrokerPermission) {
+		return codec.ResponseNoPermission, "the broker[" + p.set.BrokerIP + "] pulling message is forbidden"
 	}
-	gc, ok := b.subscriptions.FindOrCreate(h.ConsumerGroup)
+	gc, ok := p.groups.FindOrCreate(h.ConsumerGroup)
 	if !ok {
 		return codec.ResponseSubscriptionGroupNotExist,
 			"subscription group [" + h.ConsumerGroup + "] does not exist"
@@ -153,7 +154,7 @@ func (b *Broker) checkPull(pr *pullRequest) (codec.ResponseCode, string) {
 		return codec.ResponseNoPermission, "subscription group no permission, " + h.ConsumerGroup
 	}
 	pr.groupBrokerID, pr.whichBrokerIfSlow = gc.BrokerID, gc.WhichBrokerWhenConsumeSlowly
-	tc, ok := b.topics.Get(h.Topic)
+	tc, ok := p.topics.Get(h.Topic)
 	if !ok {
 		return codec.ResponseTopicNotExist, "topic[" + h.Topic + "] not exist, apply first please!"
 	}
@@ -177,7 +178,7 @@ func (b *Broker) checkPull(pr *pullRequest) (codec.ResponseCode, string) {
 		}
 		return codec.ResponseSuccess, ""
 	}
-	sd := b.consumers.FindSubscriptionData(h.ConsumerGroup, h.Topic)
+	sd := p.subscriptions.FindSubscriptionData(h.ConsumerGroup, h.Topic)
 	if sd == nil {
 		return codec.ResponseSubscriptionNotExist, "the consumer's subscription not exist"
 	}
@@ -192,8 +193,8 @@ func (b *Broker) checkPull(pr *pullRequest) (codec.ResponseCode, string) {
 }
 
 // pullIsHot decides whether a pull may run on the event loop (see the file comment).
-func (b *Broker) pullIsHot(h *codec.PullMessageRequestHeader) bool {
-	st := b.store
+func (p *Plane) pullIsHot(h *codec.PullMessageRequestHeader) bool {
+	st := p.store
 	if h.QueueOffset < 0 || h.QueueOffset >= st.GetMaxOffsetInQueue(h.Topic, h.QueueID) ||
 		h.QueueOffset < st.GetMinOffsetInQueue(h.Topic, h.QueueID) {
 		return true
@@ -202,15 +203,7 @@ func (b *Broker) pullIsHot(h *codec.PullMessageRequestHeader) bool {
 	if phy < 0 {
 		return true
 	}
-	return st.MaxPhyOffset()-phy <= b.data.hotPullMaxBehindBytes
-}
-
-// hotPullThreshold is RAM × ratio / 100; with RAM unknown it assumes 1 GiB.
-func hotPullThreshold(totalRAMBytes int64, ratioPercent int) int64 {
-	if totalRAMBytes <= 0 {
-		totalRAMBytes = 1 << 30
-	}
-	return totalRAMBytes / 100 * int64(ratioPercent)
+	return st.MaxPhyOffset()-phy <= p.set.HotMaxBehindBytes
 }
 
 // pullStatusCode maps a GetMessageStatus to the pull response code (§9).
@@ -235,18 +228,18 @@ func pullStatusCode(st store.GetMessageStatus, requestOffset int64) codec.Respon
 
 // runPull reads the store and answers, or parks the request (first pass, SUSPEND, nothing
 // new). It runs on an event loop, a pull-pool worker, or the hold goroutine.
-func (b *Broker) runPull(pr *pullRequest) {
+func (p *Plane) runPull(pr *pullRequest) {
 	h := &pr.header
 	maxNums := int(h.MaxMsgNums)
 	if maxNums <= 0 {
 		maxNums = defaultPullBatchSize
 	}
-	res, err := b.store.GetMessage(h.ConsumerGroup, h.Topic, h.QueueID, h.QueueOffset, maxNums,
+	res, err := p.store.GetMessage(h.ConsumerGroup, h.Topic, h.QueueID, h.QueueOffset, maxNums,
 		int(h.MaxMsgBytes.Or(0)), &pr.filter)
-	if pr.firstPass && pr.commitAfterLookup && !b.cfg.IsSlave() {
+	if pr.firstPass && pr.commitAfterLookup && !p.set.IsSlave {
 		// Java stores the commit offset on the first pass whatever the lookup found; a slave never
 		// stores it (its offsets come from the master, PROTOCOL.md §13.1).
-		b.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
+		p.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
 	}
 	if err != nil {
 		pr.to.Answer(codec.ResponseSystemError, "store getMessage failed: "+err.Error())
@@ -258,24 +251,26 @@ func (b *Broker) runPull(pr *pullRequest) {
 	if code == codec.ResponsePullNotFound && pr.firstPass && pr.suspendTimeout > 0 {
 		res.Release()
 		pr.firstPass = false
-		if b.pullHold.suspend(pr) {
+		if p.hold.suspend(pr) {
 			return // answered later by the hold service
 		}
 		// The hold table is full: tell the client to back off rather than spin.
-		b.metrics.busy.WithLabelValues("pull_hold_full").Inc()
+		if p.holdFull != nil {
+			p.holdFull.Inc()
+		}
 		pr.to.Answer(codec.ResponseSystemBusy, remarkHoldFull)
 		pr.release()
 		return
 	}
 	var suggest int64
-	if b.cfg.SlaveReadEnable {
+	if p.set.SlaveReadEnable {
 		suggest = pr.groupBrokerID
 		if res.SuggestPullingFromSlave {
 			suggest = pr.whichBrokerIfSlow
 		}
 	}
 	nextBegin := res.NextBeginOffset
-	if code == codec.ResponsePullOffsetMoved && b.cfg.IsSlave() && !b.cfg.OffsetCheckInSlave {
+	if code == codec.ResponsePullOffsetMoved && p.set.IsSlave && !p.set.OffsetCheckInSlave {
 		// A slave trails its master: an offset it does not have yet is no reason to move the
 		// consumer. RocketMQ keeps the request offset and sends the client back to the group's
 		// broker (PROTOCOL.md §13.5).

@@ -1,4 +1,4 @@
-package broker
+package readplane
 
 import (
 	"strconv"
@@ -27,8 +27,9 @@ import (
 // remarkQueryNotFound is the Java broker's QUERY_NOT_FOUND remark.
 const remarkQueryNotFound = "can not find message, maybe time range not correct"
 
-// processQueryMessage decodes on the event loop and queries on the query pool.
-func (b *Broker) processQueryMessage(rc *remoting.Request) (rest func()) {
+// ProcessQueryMessage serves QUERY_MESSAGE (12): it decodes on the event loop and returns
+// the query for the query pool.
+func (p *Plane) ProcessQueryMessage(rc *remoting.Request) (rest func()) {
 	to := rc.Reply
 	var h codec.QueryMessageRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
@@ -37,9 +38,9 @@ func (b *Broker) processQueryMessage(rc *remoting.Request) (rest func()) {
 	}
 	maxNum := int(h.MaxNum)
 	if h.UniqueKeyQuery {
-		maxNum = b.cfg.DefaultQueryMaxNum
+		maxNum = p.set.DefaultQueryMaxNum
 	}
-	return func() { b.queryMessage(to, &h, maxNum) }
+	return func() { p.queryMessage(to, &h, maxNum) }
 }
 
 // queryCandidates is how many index hits a query asks the store for (the store caps it at
@@ -47,12 +48,12 @@ func (b *Broker) processQueryMessage(rc *remoting.Request) (rest func()) {
 // the key, a hash collision — must not use up a small maxNum before the real matches.
 const queryCandidates = 64
 
-func (b *Broker) queryMessage(to remoting.Reply, h *codec.QueryMessageRequestHeader, maxNum int) {
+func (p *Plane) queryMessage(to remoting.Reply, h *codec.QueryMessageRequestHeader, maxNum int) {
 	candidates := maxNum
 	if maxNum > 0 {
 		candidates = max(maxNum, queryCandidates)
 	}
-	res, err := b.store.QueryMessage(h.Topic, h.Key, candidates, h.BeginTimestamp, h.EndTimestamp)
+	res, err := p.store.QueryMessage(h.Topic, h.Key, candidates, h.BeginTimestamp, h.EndTimestamp)
 	if err != nil {
 		to.Answer(codec.ResponseSystemError, "query message failed: "+err.Error())
 		return
@@ -93,8 +94,9 @@ func recordMatchesQuery(rec []byte, topic, key string, unique bool) bool {
 	return len(p.Keys) > 0 && p.HasKey(key)
 }
 
-// processViewMessageByID decodes on the event loop and reads the record on the query pool.
-func (b *Broker) processViewMessageByID(rc *remoting.Request) (rest func()) {
+// ProcessViewMessageByID serves VIEW_MESSAGE_BY_ID (33): it decodes on the event loop and
+// returns the record read for the query pool.
+func (p *Plane) ProcessViewMessageByID(rc *remoting.Request) (rest func()) {
 	to := rc.Reply
 	var h codec.ViewMessageByIDRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
@@ -103,7 +105,7 @@ func (b *Broker) processViewMessageByID(rc *remoting.Request) (rest func()) {
 	}
 	offset := h.Offset
 	return func() {
-		rec, release, err := b.store.LookMessageByOffset(offset)
+		rec, release, err := p.store.LookMessageByOffset(offset)
 		if err != nil {
 			to.Answer(codec.ResponseSystemError,
 				"can not find message by the offset, "+strconv.FormatInt(offset, 10))

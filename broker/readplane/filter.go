@@ -1,4 +1,4 @@
-package broker
+package readplane
 
 import (
 	"errors"
@@ -93,7 +93,7 @@ func (f *tagFilter) setFromSubscription(sd *codec.SubscriptionData) {
 
 // errSubscriptionSplit: an expression that yields no tag (e.g. "||"), which Java's
 // FilterAPI cannot build either.
-var errSubscriptionSplit = errors.New("broker: subscription expression has no tag")
+var errSubscriptionSplit = errors.New("readplane: subscription expression has no tag")
 
 // setFromExpression parses a TAG expression the way RocketMQ's FilterAPI does: "",
 // "*" → all; otherwise split on "||", trim each part and keep the non-empty ones.

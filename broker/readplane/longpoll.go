@@ -1,4 +1,4 @@
-package broker
+package readplane
 
 import (
 	"container/heap"
@@ -66,20 +66,20 @@ type holdConfig struct {
 	sweepInterval time.Duration // periodic check of every parked queue
 }
 
-func defaultHoldConfig(cfg Config) holdConfig {
+func defaultHoldConfig(set Settings) holdConfig {
 	hc := holdConfig{maxHeld: 1 << 18, maxArrivals: 1 << 16, sweepInterval: 5 * time.Second}
-	if !cfg.LongPollingEnable && cfg.ShortPollingTimeMills > 0 {
-		hc.sweepInterval = cfg.ShortPollingTimeMills
+	if !set.LongPollingEnable && set.ShortPollingTime > 0 {
+		hc.sweepInterval = set.ShortPollingTime
 	}
 	return hc
 }
 
-// PullRequestHoldService parks pulls that found nothing (long polling) and wakes them
-// when the dispatcher appends to their queue or their suspend timeout passes.
-// NotifyMessageArriving and the parking path are safe for concurrent use; Start and Stop
-// are called once each by the broker's service lifecycle.
-type PullRequestHoldService struct {
-	b   *Broker
+// pullRequestHoldService (RocketMQ's PullRequestHoldService) parks pulls that found nothing
+// (long polling) and wakes them when the dispatcher appends to their queue or their suspend
+// timeout passes. NotifyMessageArriving and the parking path are safe for concurrent use;
+// Start and Stop are called once each (Plane.Start, Plane.Stop).
+type pullRequestHoldService struct {
+	p   *Plane
 	cfg holdConfig
 
 	held atomic.Int64 // parked or about to be; bounded by cfg.maxHeld
@@ -109,9 +109,9 @@ type PullRequestHoldService struct {
 	nextSweep time.Time
 }
 
-func newPullRequestHoldService(b *Broker, cfg holdConfig) *PullRequestHoldService {
-	return &PullRequestHoldService{
-		b:     b,
+func newPullRequestHoldService(p *Plane, cfg holdConfig) *pullRequestHoldService {
+	return &pullRequestHoldService{
+		p:     p,
 		cfg:   cfg,
 		wake:  make(chan struct{}, 1),
 		stop:  make(chan struct{}),
@@ -121,14 +121,14 @@ func newPullRequestHoldService(b *Broker, cfg holdConfig) *PullRequestHoldServic
 }
 
 // Start starts the hold goroutine.
-func (h *PullRequestHoldService) Start() error {
+func (h *pullRequestHoldService) Start() error {
 	go h.run()
 	return nil
 }
 
 // Stop answers every parked pull and stops the hold goroutine. Pulls parked after Stop
 // are answered at once.
-func (h *PullRequestHoldService) Stop(ctx context.Context) error {
+func (h *pullRequestHoldService) Stop(ctx context.Context) error {
 	h.mu.Lock()
 	already := h.mu.stopped
 	h.mu.stopped = true
@@ -145,12 +145,12 @@ func (h *PullRequestHoldService) Stop(ctx context.Context) error {
 }
 
 // HeldCount is the number of parked pulls (including ones not yet in the table).
-func (h *PullRequestHoldService) HeldCount() int { return int(h.held.Load()) }
+func (h *pullRequestHoldService) HeldCount() int { return int(h.held.Load()) }
 
 // NotifyMessageArriving is the store's ArrivingListener. It runs on the dispatcher
 // goroutine for every ConsumeQueue append, so it only queues the event (or, when the
 // queue is full, flags a sweep) and never blocks beyond a short mutex section.
-func (h *PullRequestHoldService) NotifyMessageArriving(topic string, queueID int32, logicOffset int64,
+func (h *pullRequestHoldService) NotifyMessageArriving(topic string, queueID int32, logicOffset int64,
 	tagsCode int64, storeTimestamp int64, properties []byte) {
 	if h.held.Load() == 0 {
 		return
@@ -165,7 +165,7 @@ func (h *PullRequestHoldService) NotifyMessageArriving(topic string, queueID int
 	h.signal()
 }
 
-func (h *PullRequestHoldService) signal() {
+func (h *pullRequestHoldService) signal() {
 	select {
 	case h.wake <- struct{}{}:
 	default:
@@ -174,24 +174,24 @@ func (h *PullRequestHoldService) signal() {
 
 // suspend parks pr (first pass found nothing). false: the table is full and the caller
 // answers SYSTEM_BUSY. After Stop the pull is answered at once instead of parked.
-func (h *PullRequestHoldService) suspend(pr *pullRequest) bool {
+func (h *pullRequestHoldService) suspend(pr *pullRequest) bool {
 	if h.held.Add(1) > int64(h.cfg.maxHeld) {
 		h.held.Add(-1)
 		return false
 	}
 	pr.key = holdKey{pr.header.Topic, pr.header.QueueID}
-	pr.deadline = h.b.clock().Add(pr.suspendTimeout)
+	pr.deadline = h.p.clock().Add(pr.suspendTimeout)
 	h.mu.Lock()
 	if h.mu.stopped {
 		h.mu.Unlock()
 		h.held.Add(-1)
-		h.b.runPull(pr) // firstPass is false: answers without parking
+		h.p.runPull(pr) // firstPass is false: answers without parking
 		return true
 	}
 	h.queued.Add(1)
 	h.mu.parks = append(h.mu.parks, pr)
 	h.mu.Unlock()
-	h.b.metrics.pullsHeld.Inc()
+	h.p.pullsHeld.Inc()
 	h.signal()
 	return true
 }
@@ -199,9 +199,9 @@ func (h *PullRequestHoldService) suspend(pr *pullRequest) bool {
 // run is the hold goroutine. Each pass: take new parks (re-running those whose data came
 // meanwhile), apply arrivals (or sweep after an overflow), sweep when due, re-run expired
 // requests, then sleep until the earliest deadline, the next sweep, a wake-up or Stop.
-func (h *PullRequestHoldService) run() {
+func (h *pullRequestHoldService) run() {
 	defer close(h.done)
-	clock := h.b.clock
+	clock := h.p.clock
 	h.nextSweep = clock().Add(h.cfg.sweepInterval)
 	timer := time.NewTimer(h.cfg.sweepInterval)
 	defer timer.Stop()
@@ -231,12 +231,12 @@ func (h *PullRequestHoldService) run() {
 
 // takeParks moves queued parks into the table. A park whose queue already holds data past
 // its offset (an arrival that beat the park) is re-run at once.
-func (h *PullRequestHoldService) takeParks() {
+func (h *pullRequestHoldService) takeParks() {
 	h.mu.Lock()
 	parks := h.mu.parks
 	h.mu.parks = h.parkBuf[:0]
 	h.mu.Unlock()
-	st := h.b.store
+	st := h.p.store
 	for i, pr := range parks {
 		parks[i] = nil
 		if st.GetMaxOffsetInQueue(pr.key.topic, pr.key.queueID) > pr.header.QueueOffset {
@@ -252,7 +252,7 @@ func (h *PullRequestHoldService) takeParks() {
 
 // takeArrivals wakes the parked pulls that an arrival satisfies. It reports whether
 // notifications were dropped (the caller then sweeps).
-func (h *PullRequestHoldService) takeArrivals() (overflow bool) {
+func (h *pullRequestHoldService) takeArrivals() (overflow bool) {
 	h.mu.Lock()
 	arrivals := h.mu.arrivals
 	h.mu.arrivals = h.arriveBuf[:0]
@@ -283,8 +283,8 @@ func (h *PullRequestHoldService) takeArrivals() (overflow bool) {
 
 // sweep re-runs every parked pull whose queue has grown past its offset (Java's
 // checkHoldRequest: no tag check, the re-run filters).
-func (h *PullRequestHoldService) sweep() {
-	st := h.b.store
+func (h *pullRequestHoldService) sweep() {
+	st := h.p.store
 	for key, list := range h.table {
 		maxOffset := st.GetMaxOffsetInQueue(key.topic, key.queueID)
 		kept := list[:0]
@@ -301,7 +301,7 @@ func (h *PullRequestHoldService) sweep() {
 }
 
 // expire re-runs the pulls whose suspend timeout has passed.
-func (h *PullRequestHoldService) expire(now time.Time) {
+func (h *pullRequestHoldService) expire(now time.Time) {
 	for len(h.deadlines) > 0 && !h.deadlines[0].deadline.After(now) {
 		pr := heap.Pop(&h.deadlines).(*pullRequest)
 		list := h.table[pr.key]
@@ -318,7 +318,7 @@ func (h *PullRequestHoldService) expire(now time.Time) {
 
 // setList stores a filtered list, dropping the key when empty, and clears the tail so the
 // backing array does not keep released requests reachable.
-func (h *PullRequestHoldService) setList(key holdKey, list, kept []*pullRequest) {
+func (h *pullRequestHoldService) setList(key holdKey, list, kept []*pullRequest) {
 	clear(list[len(kept):])
 	if len(kept) == 0 {
 		delete(h.table, key)
@@ -329,20 +329,21 @@ func (h *PullRequestHoldService) setList(key holdKey, list, kept []*pullRequest)
 
 // rerun hands a woken pull back for its second (last) pass. The request no longer
 // belongs to the hold service afterwards.
-func (h *PullRequestHoldService) rerun(pr *pullRequest) {
+func (h *pullRequestHoldService) rerun(pr *pullRequest) {
 	h.held.Add(-1)
-	h.b.metrics.pullsHeld.Dec()
-	b := h.b
-	b.data.pullReruns.Inc()
+	p := h.p
+	p.pullsHeld.Dec()
+	p.pullReruns.Inc()
 	pr.heapIndex = -1
-	rc := pr.to.Detached(&pr.cmd, b.clock())
-	if err := b.pullPool.submit(rc, pr.run); err != nil {
-		b.runPull(pr) // the pool is full or closing: answer from here
+	rc := pr.to.Detached(&pr.cmd, p.clock())
+	if err := p.pool.Submit(rc, pr.run); err != nil {
+		p.logger.Debug("readplane: pull pool refused a woken pull; answering from the hold goroutine", "err", err)
+		p.runPull(pr) // the pool is full or closing: answer from here
 	}
 }
 
 // answerAll answers every parked and queued pull (Stop).
-func (h *PullRequestHoldService) answerAll() {
+func (h *pullRequestHoldService) answerAll() {
 	h.mu.Lock()
 	parks := h.mu.parks
 	h.mu.parks = nil
@@ -350,15 +351,15 @@ func (h *PullRequestHoldService) answerAll() {
 	h.queued.Add(-int64(len(parks)))
 	for _, pr := range parks {
 		h.held.Add(-1)
-		h.b.metrics.pullsHeld.Dec()
-		h.b.runPull(pr)
+		h.p.pullsHeld.Dec()
+		h.p.runPull(pr)
 	}
 	for key, list := range h.table {
 		for _, pr := range list {
 			h.held.Add(-1)
-			h.b.metrics.pullsHeld.Dec()
+			h.p.pullsHeld.Dec()
 			pr.heapIndex = -1
-			h.b.runPull(pr)
+			h.p.runPull(pr)
 		}
 		delete(h.table, key)
 	}
