@@ -105,13 +105,7 @@ func (p *Plane) sendMessageBack(to remoting.Reply, h *codec.ConsumerSendMsgBackR
 	if h.UnitMode {
 		topicSysFlag = metadata.TopicSysFlagUnitSub
 	}
-	tc := p.topics.CreateInSendMessageBack(topic, gc.RetryQueueNums, metadata.PermRead|metadata.PermWrite, topicSysFlag)
-	if tc.TopicName == "" {
-		to.Answer(codec.ResponseSystemError, "topic["+topic+"] not exist")
-		return
-	}
-	if !metadata.IsWriteable(tc.Perm) {
-		to.Answer(codec.ResponseNoPermission, "the topic["+topic+"] sending message is forbidden")
+	if !p.sendBackTopic(to, topic, gc.RetryQueueNums, topicSysFlag) {
 		return
 	}
 	rec, release, err := p.store.LookMessageByOffset(h.Offset)
@@ -134,13 +128,7 @@ func (p *Plane) sendMessageBack(to remoting.Reply, h *codec.ConsumerSendMsgBackR
 	toDLQ := r.ReconsumeTimes >= maxReconsume || delayLevel < 0
 	if toDLQ {
 		topic, queueID = metadata.DLQTopic(h.Group), 0
-		tc = p.topics.CreateInSendMessageBack(topic, dlqQueueNums, metadata.PermRead|metadata.PermWrite, 0)
-		if tc.TopicName == "" {
-			to.Answer(codec.ResponseSystemError, "topic["+topic+"] not exist")
-			return
-		}
-		if !metadata.IsWriteable(tc.Perm) {
-			to.Answer(codec.ResponseNoPermission, "the topic["+topic+"] sending message is forbidden")
+		if !p.sendBackTopic(to, topic, dlqQueueNums, 0) {
 			return
 		}
 	} else if delayLevel == 0 {
@@ -196,4 +184,19 @@ func (p *Plane) sendMessageBack(to remoting.Reply, h *codec.ConsumerSendMsgBackR
 		return
 	}
 	to.OK()
+}
+
+// sendBackTopic creates a send-back's retry or DLQ topic on demand and checks that it is
+// writable. It answers and returns false when the topic cannot be written.
+func (p *Plane) sendBackTopic(to remoting.Reply, topic string, queueNums, topicSysFlag int32) bool {
+	tc := p.topics.CreateInSendMessageBack(topic, queueNums, metadata.PermRead|metadata.PermWrite, topicSysFlag)
+	if tc.TopicName == "" {
+		to.Answer(codec.ResponseSystemError, "topic["+topic+"] not exist")
+		return false
+	}
+	if !metadata.IsWriteable(tc.Perm) {
+		to.Answer(codec.ResponseNoPermission, "the topic["+topic+"] sending message is forbidden")
+		return false
+	}
+	return true
 }

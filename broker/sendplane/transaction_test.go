@@ -24,9 +24,7 @@ func TestEndTransactionCommitOfALegacyHalfIsCanonical(t *testing.T) {
 			"TRAN_MSG\x01true\x02\x01x\x02KEYS\x01k\x01j")}
 	code, remark := p.tx.commit(&half)
 	require.Equal(t, codec.ResponseSuccess, code, remark)
-	recs := queueRecords(t, st, "TopicTx", 1)
-	require.Len(t, recs, 1)
-	r := recs[0]
+	r := onlyRecord(t, st, "TopicTx", 1)
 	require.Equal(t, "half", string(r.Body))
 	require.NoError(t, codec.ValidateProperties(r.Properties))
 	require.Equal(t, map[string]string{"PGROUP": "PG", "WAIT": "false"}, codec.DecodeProperties(r.Properties))
@@ -37,10 +35,9 @@ func TestTransactionDiscardOfALegacyHalfIsCanonical(t *testing.T) {
 	half := codec.Record{Topic: []byte(metadata.TransHalfTopic), Body: []byte("half"), BornHost: legacyBornHost,
 		StoreHost: testHost, Properties: []byte(legacyHalfProperties)}
 	require.True(t, p.tx.discard(&half, true), "moved, not left to be retried for ever")
-	kept := queueRecords(t, st, metadata.TransCheckMaxTimeTopic, 0)
-	require.Len(t, kept, 1)
-	require.Equal(t, "half", string(kept[0].Body))
-	require.NoError(t, codec.ValidateProperties(kept[0].Properties))
+	kept := onlyRecord(t, st, metadata.TransCheckMaxTimeTopic, 0)
+	require.Equal(t, "half", string(kept.Body))
+	require.NoError(t, codec.ValidateProperties(kept.Properties))
 	require.Equal(t, map[string]string{"KEYS": "k", "DELAY": "3", "UNIQ_KEY": "U1"},
-		codec.DecodeProperties(kept[0].Properties))
+		codec.DecodeProperties(kept.Properties))
 }
