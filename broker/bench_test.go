@@ -77,7 +77,7 @@ func BenchmarkSendPath(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		db.b.processSendMessage(rc)
+		db.b.send.ProcessSendMessage(rc)
 	}
 	require.Zero(b, conn.failed.Load())
 	require.Equal(b, int64(b.N), conn.written.Load())
@@ -92,13 +92,13 @@ func TestSendPathAllocations(t *testing.T) {
 	conn := &nullConn{}
 	cmd := sendV1("AllocSend", 1, bytes.Repeat([]byte("x"), 1024), props("TAGS", "TagA", "UNIQ_KEY", "C0A8000100002A9F0000000000000001"))
 	rc := db.b.newRequestContext(conn, cmd)
-	allocs := testing.AllocsPerRun(200, func() { db.b.processSendMessage(rc) })
+	allocs := testing.AllocsPerRun(200, func() { db.b.send.ProcessSendMessage(rc) })
 	require.Zero(t, conn.failed.Load())
 	require.Zero(t, allocs, "the send path (processor + store put + response) allocates nothing per message")
 	// Without a client UNIQ_KEY the broker makes one: still nothing allocated.
 	cmd2 := sendV1("AllocSend", 1, bytes.Repeat([]byte("x"), 1024), props("TAGS", "TagA"))
 	rc2 := db.b.newRequestContext(conn, cmd2)
-	require.Zero(t, testing.AllocsPerRun(200, func() { db.b.processSendMessage(rc2) }))
+	require.Zero(t, testing.AllocsPerRun(200, func() { db.b.send.ProcessSendMessage(rc2) }))
 }
 
 func BenchmarkPullPath(b *testing.B) {

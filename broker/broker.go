@@ -39,6 +39,7 @@ import (
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/broker/readplane"
 	"github.com/ringmq/ringmq/broker/remoting"
+	"github.com/ringmq/ringmq/broker/sendplane"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/ha"
 	"github.com/ringmq/ringmq/netio"
@@ -85,16 +86,12 @@ type Broker struct {
 	// Admin plane (broker/admin): topic and group changes, tables, stats, runtime info.
 	admin *admin.Plane
 
-	// Data plane: sends (send.go) with their pools and derived settings (data.go); reads
-	// (pull with long polling, query, view, queue offsets and times) are package readplane.
-	uniqKeys *codec.UniqKeyGenerator
-	data     *dataPlane
+	// Data plane (data.go): sends, send-backs, replies, END_TRANSACTION and the transaction
+	// check service are package sendplane; reads (pull with long polling, query, view, queue
+	// offsets and times) are package readplane; delayed delivery is delay.go.
+	send     *sendplane.Plane
 	read     *readplane.Plane
-
-	// Data plane, messaging: delayed delivery (delay.go), END_TRANSACTION and check-back
-	// (transaction.go).
 	schedule *ScheduleMessageService
-	tx       *transactionService
 
 	// Bounded pools for work that may block on disk (dispatch.go).
 	pullPool  *workerPool

@@ -336,7 +336,7 @@ func TestStoreKeysReachTheOpenedStore(t *testing.T) {
 	require.EqualValues(t, 1<<20, tb.b.store.FileSize(), "mappedFileSizeCommitLog")
 	require.DirExists(t, commitLogDir, "storePathCommitLog")
 	require.NoDirExists(t, filepath.Join(tb.cfg.StorePathRootDir, "commitlog"))
-	require.True(t, tb.b.data.syncFlush, "flushDiskType")
+	require.True(t, tb.b.send.Settings().SyncFlush, "flushDiskType")
 
 	c := tb.b.Config()
 	sc, err := storeConfig(&c, netipLoopback())

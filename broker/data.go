@@ -4,66 +4,33 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ringmq/ringmq/broker/readplane"
 	"github.com/ringmq/ringmq/broker/remoting"
+	"github.com/ringmq/ringmq/broker/sendplane"
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/ha"
 	"github.com/ringmq/ringmq/store"
 )
 
-// The data plane: send (send.go), delayed delivery (delay.go), retry and DLQ (sendback.go),
-// transactions (transaction.go), request-reply (reply.go); and the read plane (package
-// readplane: pull with long polling, query and view, queue offsets and times), which the
-// broker builds here and reaches through b.read.
+// The data plane: the send plane (package sendplane: send, batch, retry and DLQ,
+// request-reply, END_TRANSACTION and the transaction check service), delayed delivery
+// (delay.go, the schedule service) and the read plane (package readplane: pull with long
+// polling, query and view, queue offsets and times). The broker builds the planes here and
+// reaches them through b.send and b.read.
 //
 // Where each request runs is in routes.go. Delayed delivery (delay.go), the transaction
-// check service (transaction.go) and the read plane's long-polling hold service run on their
+// check service (sendplane) and the read plane's long-polling hold service run on their
 // own goroutines.
 //
-// Every processor answers through its request's Reply (respond.go).
+// Every processor answers through its request's Reply (package remoting).
 
-// Response field values the Java broker adds to every send response (BrokerConfig
-// regionId and traceOn defaults).
-const (
-	defaultRegionID = "DefaultRegion"
-	traceOnText     = "true"
-)
-
-// dataPlane holds the send plane's pools and settings derived from the config once.
-// Safe for concurrent use.
-type dataPlane struct {
-	sendRequests sync.Pool // *sendRequest
-
-	syncFlush      bool
-	maxMessageSize int
-	clusterName    string
-	brokerIP       string // brokerIP1 as text, for remarks
-	maxDelayLevel  int
-	// hotPullMaxBehindBytes is the hot part of the CommitLog (hotPullThreshold): a record at
-	// most this far behind its end is read on the event loop. Send-back and END_TRANSACTION
-	// use it (isHotOffset), and the read plane gets the same value for pulls
-	// (readplane.Settings.HotMaxBehindBytes).
-	hotPullMaxBehindBytes int64
-}
-
-func newDataPlane(b *Broker, delayLevels int) *dataPlane {
-	d := &dataPlane{
-		syncFlush:      b.cfg.FlushDiskType == store.SyncFlush,
-		maxMessageSize: b.cfg.MaxMessageSize,
-		clusterName:    b.cfg.BrokerClusterName,
-		brokerIP:       b.storeHost.Addr().String(),
-		maxDelayLevel:  delayLevels,
-	}
-	d.hotPullMaxBehindBytes = hotPullThreshold(b.ctl.totalMemoryBytes, b.cfg.AccessMessageInMemoryMaxRatio)
-	d.sendRequests.New = func() any { return newSendRequest(b) }
-	return d
-}
-
-// hotPullThreshold is RAM × ratio / 100; with RAM unknown it assumes 1 GiB. It stays in the
-// broker because the send plane (isHotOffset) uses it as much as the read plane.
+// hotPullThreshold is RAM × ratio / 100; with RAM unknown it assumes 1 GiB: the hot part of
+// the CommitLog (hotPullThreshold), read on the event loop. It stays in the broker because
+// the send plane (send-back, END_TRANSACTION) uses it as much as the read plane (pulls): both
+// get it as Settings.HotMaxBehindBytes.
 func hotPullThreshold(totalRAMBytes int64, ratioPercent int) int64 {
 	if totalRAMBytes <= 0 {
 		totalRAMBytes = 1 << 30
@@ -83,20 +50,76 @@ func (b *Broker) newReadPlane(reg prometheus.Registerer) (*readplane.Plane, erro
 		Pool:          poolSubmitter{b.pullPool},
 		Settings: readplane.Settings{
 			BrokerPermission:   int32(b.cfg.BrokerPermission),
-			BrokerIP:           b.data.brokerIP,
+			BrokerIP:           b.storeHost.Addr().String(),
 			LongPollingEnable:  b.cfg.LongPollingEnable,
 			ShortPollingTime:   b.cfg.ShortPollingTimeMills,
 			SlaveReadEnable:    b.cfg.SlaveReadEnable,
 			IsSlave:            b.cfg.IsSlave(),
 			OffsetCheckInSlave: b.cfg.OffsetCheckInSlave,
 			DefaultQueryMaxNum: b.cfg.DefaultQueryMaxNum,
-			HotMaxBehindBytes:  b.data.hotPullMaxBehindBytes,
+			HotMaxBehindBytes:  hotPullThreshold(b.ctl.totalMemoryBytes, b.cfg.AccessMessageInMemoryMaxRatio),
 		},
 		Registerer: reg,
 		HoldFull:   b.metrics.busy.WithLabelValues("pull_hold_full"),
 		Clock:      b.clock,
 		Logger:     b.logger,
 	})
+}
+
+// newSendPlane builds the send plane (package sendplane) from the config, the metadata
+// tables, the producers, the store and the delay table's size. The SYNC_MASTER wait is made
+// later, by initReplication: the plane gets syncMasterWait, which reaches it through
+// b.replicas, only on a SYNC_MASTER.
+func (b *Broker) newSendPlane(delayLevels int) (*sendplane.Plane, error) {
+	interval := b.cfg.TransactionCheckInterval
+	if interval <= 0 {
+		interval = DefaultConfig().TransactionCheckInterval
+		b.logger.Warn("broker: transactionCheckInterval must be > 0; using the default", "interval", interval)
+	}
+	var replicas sendplane.Replicas
+	if b.cfg.IsSyncMaster() {
+		replicas = syncMasterWait{b}
+	}
+	return sendplane.New(sendplane.Deps{
+		Store:     b.store,
+		Topics:    b.topics,
+		Groups:    b.subscriptions,
+		Offsets:   b.offsets,
+		Producers: b.producers,
+		Replicas:  replicas,
+		UniqKeys:  codec.NewUniqKeyGenerator(b.storeHost.Addr(), os.Getpid(), rand.Int32()),
+		StoreHost: b.storeHost,
+		Settings: sendplane.Settings{
+			BrokerPermission:         int32(b.cfg.BrokerPermission),
+			BrokerIP:                 b.storeHost.Addr().String(),
+			BrokerAddr:               b.brokerAddr,
+			BrokerName:               b.cfg.BrokerName,
+			ClusterName:              b.cfg.BrokerClusterName,
+			IsSlave:                  b.cfg.IsSlave(),
+			SyncFlush:                b.cfg.FlushDiskType == store.SyncFlush,
+			MaxMessageSize:           b.cfg.MaxMessageSize,
+			RejectTransactionMessage: b.cfg.RejectTransactionMessage,
+			DelayLevels:              delayLevels,
+			HotMaxBehindBytes:        hotPullThreshold(b.ctl.totalMemoryBytes, b.cfg.AccessMessageInMemoryMaxRatio),
+			CheckTransactionMessage:  b.cfg.CheckTransactionMessage,
+			TransactionCheckInterval: interval,
+			TransactionTimeOut:       b.cfg.TransactionTimeOut,
+			TransactionCheckMax:      b.cfg.TransactionCheckMax,
+			FileReservedTime:         b.cfg.FileReservedTime,
+		},
+		PCBusy:         b.metrics.busy.WithLabelValues("pc_synchronized"),
+		FlushQueueFull: b.metrics.busy.WithLabelValues("flush_queue_full"),
+		Clock:          b.clock,
+		Logger:         b.logger,
+	})
+}
+
+// syncMasterWait is the send plane's SYNC_MASTER wait: b.replicas, which initReplication makes
+// after the plane is built (and before the broker serves).
+type syncMasterWait struct{ b *Broker }
+
+func (w syncMasterWait) Wait(msgEnd int64, done ha.Waiter) error {
+	return w.b.replicas.Wait(msgEnd, done)
 }
 
 // poolSubmitter is a workerPool as the read plane's readplane.Pool (the long-polling re-run).
@@ -106,10 +129,10 @@ func (s poolSubmitter) Submit(rc *remoting.Request, fn func(*remoting.Request)) 
 	return s.p.submit(rc, fn)
 }
 
-// initDataPlane sets up the send plane, builds the read plane (b.read) and hooks its
-// long-polling hold service to the store's arriving listener, and adds their services. It
-// runs after initControlPlane (the metadata tables and the consumer manager exist); the read
-// plane registers its collectors on reg.
+// initDataPlane builds the send plane (b.send), the read plane (b.read) and the schedule
+// service, hooks the hold service and the schedule service to the store's arriving listener,
+// and adds their services. It runs after initControlPlane (the metadata tables and the client
+// managers exist); the read plane registers its collectors on reg.
 func (b *Broker) initDataPlane(reg prometheus.Registerer) error {
 	levels, err := ParseDelayLevels(b.cfg.MessageDelayLevel)
 	if err != nil {
@@ -118,8 +141,11 @@ func (b *Broker) initDataPlane(reg prometheus.Registerer) error {
 	// The store writes a SCHEDULE_TOPIC_XXXX entry's delivery time into its tag field,
 	// so it needs the level table before the first delayed send.
 	b.store.SetDelayLevelTable(levels)
-	b.data = newDataPlane(b, len(levels))
-	b.uniqKeys = codec.NewUniqKeyGenerator(b.storeHost.Addr(), os.Getpid(), rand.Int32())
+	send, err := b.newSendPlane(len(levels))
+	if err != nil {
+		return err
+	}
+	b.send = send
 
 	read, err := b.newReadPlane(reg)
 	if err != nil {
@@ -127,14 +153,11 @@ func (b *Broker) initDataPlane(reg prometheus.Registerer) error {
 	}
 	b.read = read
 	b.addService("pull request hold", b.read.Start, b.read.Stop)
-	// Delayed delivery, send-back, transactions and request-reply (delay.go, sendback.go,
-	// transaction.go, reply.go).
+	// Delayed delivery (delay.go), then the transaction check service (sendplane).
 	if err := b.initSchedule(levels); err != nil {
 		return err
 	}
-	if err := b.initTransactions(); err != nil {
-		return err
-	}
+	b.addGuardedService("transaction check service", b.send.StartTransactions, b.send.StopTransactions)
 	b.store.SetArrivingListener(b.onMessageArriving)
 
 	return nil

@@ -20,7 +20,7 @@ import (
 
 // Delayed delivery: the schedule service (PROTOCOL.md §8.1).
 //
-// A send with DELAY=n (n > 0, transaction type NOT or COMMIT) is stored by send.go in
+// A send with DELAY=n (n > 0, transaction type NOT or COMMIT) is stored by the send plane (sendplane/send.go) in
 // SCHEDULE_TOPIC_XXXX queue n−1, n clamped to the messageDelayLevel table, with REAL_TOPIC
 // and REAL_QID saying where it belongs. The store's dispatcher writes each such entry's
 // delivery time — store time + the level's delay — into its ConsumeQueue tag field. Every
@@ -531,7 +531,7 @@ func (s *ScheduleMessageService) deliver(rec []byte) (int64, error) {
 		return r.QueueOffset, fmt.Errorf("%w: no REAL_TOPIC", errSkipRecord)
 	}
 	realQID, ok := codec.LookupProperty(r.Properties, codec.PropertyRealQueueID)
-	qid, valid := parseDecimal(realQID)
+	qid, valid := codec.ParseDecimal(realQID)
 	if !ok || !valid || qid < 0 {
 		return r.QueueOffset, fmt.Errorf("%w: bad REAL_QID %q", errSkipRecord, realQID)
 	}
@@ -586,19 +586,6 @@ func (s *ScheduleMessageService) logFailure(what string, level int32, err error)
 	s.failLog = now
 	s.deps.logger.Error("broker: schedule service: "+what+" failed; will retry", "level", level, "err", err)
 }
-
-// appendScheduleProperties appends what a message delayed at level (already clamped to the
-// table) carries in SCHEDULE_TOPIC_XXXX — DELAY, REAL_TOPIC, REAL_QID — and returns the
-// schedule queue it goes to (level − 1). p must end with a separator (or be empty).
-func appendScheduleProperties(p []byte, level int, realTopic string, realQueueID int32) ([]byte, int32) {
-	p = appendPropertyInt(p, codec.PropertyDelayTimeLevel, int64(level))
-	p = codec.AppendProperty(p, codec.PropertyRealTopic, realTopic)
-	p = appendPropertyInt(p, codec.PropertyRealQueueID, int64(realQueueID))
-	return p, int32(level - 1)
-}
-
-// clampDelayLevel caps a delay level at the table's last level.
-func (b *Broker) clampDelayLevel(level int) int { return min(level, b.data.maxDelayLevel) }
 
 // initSchedule builds the schedule service and adds it to the services; it delivers only on
 // a master (a slave's copy of the queue is delivered by its master).

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/broker/metadata"
+	"github.com/ringmq/ringmq/broker/sendplane"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/store"
 	"github.com/ringmq/ringmq/store/storetest"
@@ -69,7 +70,7 @@ func (e *scheduleEnv) newService(t *testing.T) *ScheduleMessageService {
 func (e *scheduleEnv) schedule(t *testing.T, level int, topic string, queueID int32, body string) store.PutResult {
 	t.Helper()
 	p := []byte(props("KEYS", "k-"+body, "TAGS", "T", "UNIQ_KEY", "U-"+body, "CLUSTER", "C"))
-	p, q := appendScheduleProperties(p, level, topic, queueID)
+	p, q := sendplane.AppendScheduleProperties(p, level, topic, queueID)
 	m := codec.Message{Topic: metadata.ScheduleTopic, QueueID: q, Flag: 7, SysFlag: codec.SysFlagMultiTags,
 		BornTimestamp: 1234, BornHost: scheduleBornHost, StoreHost: netipLoopback(), ReconsumeTimes: 2,
 		Body: []byte(body), Properties: p}
@@ -363,7 +364,7 @@ func TestScheduleDeliverDoesNotAllocate(t *testing.T) {
 	s, err := newScheduleMessageService(scheduleDeps{store: fs, delays: []time.Duration{time.Second},
 		storeHost: netipLoopback(), path: filepath.Join(t.TempDir(), "d.json")})
 	require.NoError(t, err)
-	p, q := appendScheduleProperties([]byte(props("UNIQ_KEY", "U1", "TAGS", "t")), 1, "TopicA", 0)
+	p, q := sendplane.AppendScheduleProperties([]byte(props("UNIQ_KEY", "U1", "TAGS", "t")), 1, "TopicA", 0)
 	m := codec.Message{Topic: metadata.ScheduleTopic, QueueID: q, BornHost: scheduleBornHost, StoreHost: netipLoopback(),
 		Body: make([]byte, 256), Properties: p}
 	rec, err := m.AppendRecord(nil)

@@ -437,9 +437,7 @@ func testE2ETransactions(t *testing.T, e *msgEnv) {
 	// Every half is settled once the unknown one was checked and committed: nothing else can
 	// arrive (the rollback's END came long before).
 	testutil.Eventually(t, "every half settled", func() bool {
-		b.tx.mu.Lock()
-		defer b.tx.mu.Unlock()
-		return b.tx.mu.halfOffset == b.store.GetMaxOffsetInQueue(metadata.TransHalfTopic, 0)
+		return b.send.TransactionHalfOffset() == b.store.GetMaxOffsetInQueue(metadata.TransHalfTopic, 0)
 	})
 	var bodies []string
 	for _, d := range got.snapshot() {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/broker/metadata"
+	"github.com/ringmq/ringmq/broker/sendplane"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/remotingtest"
 	"github.com/ringmq/ringmq/internal/testutil"
@@ -51,7 +52,7 @@ func benchScheduleStore(b *testing.B, delays []time.Duration) *store.Store {
 
 // scheduleMessage is a level-1 message for BenchTopicReal with UNIQ_KEY = id.
 func scheduleMessage(id int, body []byte) codec.Message {
-	p, q := appendScheduleProperties([]byte(props("UNIQ_KEY", strconv.Itoa(id), "TAGS", "t")), 1, "BenchTopicReal", 0)
+	p, q := sendplane.AppendScheduleProperties([]byte(props("UNIQ_KEY", strconv.Itoa(id), "TAGS", "t")), 1, "BenchTopicReal", 0)
 	return codec.Message{Topic: metadata.ScheduleTopic, QueueID: q, BornHost: scheduleBornHost, StoreHost: netipLoopback(),
 		BornTimestamp: time.Now().UnixMilli(), Body: body, Properties: p}
 }
@@ -140,7 +141,7 @@ func scheduleLateness(b *testing.B, rate int, duration time.Duration) *hdrhistog
 	require.NoError(b, err)
 	idOf := func(p []byte) int {
 		v, _ := codec.LookupProperty(p, codec.PropertyUniqClientMessageIDKey)
-		id, _ := parseDecimal(v)
+		id, _ := codec.ParseDecimal(v)
 		return id
 	}
 	st.SetArrivingListener(func(topic string, queueID int32, _, tagsCode, _ int64, p []byte) {

@@ -7,7 +7,7 @@ import "github.com/prometheus/client_golang/prometheus"
 type metrics struct {
 	replyErrors prometheus.Counter
 	requests    *prometheus.CounterVec // by request code name
-	busy        *prometheus.CounterVec // SYSTEM_BUSY answers, by reason (pull_hold_full: the read plane's)
+	busy        *prometheus.CounterVec // SYSTEM_BUSY answers, by reason (pull_hold_full: the read plane's; pc_synchronized, flush_queue_full: the send plane's)
 	// The read plane registers its own (readplane.New): ringmq_broker_pull_runs_total and
 	// ringmq_broker_pulls_held.
 	// Control plane.

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/broker/metadata"
+	"github.com/ringmq/ringmq/broker/sendplane"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/remotingtest"
 	"github.com/ringmq/ringmq/store"
@@ -212,22 +213,9 @@ func TestSendBackOfALegacyRecordIsCanonical(t *testing.T) {
 	require.Equal(t, before, db.b.store.MaxPhyOffset())
 }
 
-func TestEndTransactionCommitOfALegacyHalfIsCanonical(t *testing.T) {
-	db := startDataBroker(t, dataBrokerOptions{mutate: noChecks})
-	half := codec.Record{Topic: []byte(metadata.TransHalfTopic), Body: []byte("half"), BornHost: scheduleBornHost,
-		StoreHost: db.b.storeHost, Properties: []byte("\x02\x02" + props("REAL_TOPIC", "TopicTx", "REAL_QID", "1",
-			"PGROUP", "PG") + "TRAN_MSG\x01true\x02\x01x\x02KEYS\x01k\x01j")}
-	code, remark := db.b.tx.commit(&half)
-	require.Equal(t, codec.ResponseSuccess, code, remark)
-	r := onlyRecord(t, db, "TopicTx", 1)
-	require.Equal(t, "half", string(r.Body))
-	require.NoError(t, codec.ValidateProperties(r.Properties))
-	require.Equal(t, map[string]string{"PGROUP": "PG", "WAIT": "false"}, codec.DecodeProperties(r.Properties))
-}
-
 func TestScheduleDeliveryOfALegacyRecordIsCanonical(t *testing.T) {
 	e := newScheduleEnv(t, []time.Duration{time.Second}, nil)
-	p, q := appendScheduleProperties([]byte(legacyProperties+"\x02"), 1, "TopicS", 0)
+	p, q := sendplane.AppendScheduleProperties([]byte(legacyProperties+"\x02"), 1, "TopicS", 0)
 	m := codec.Message{Topic: metadata.ScheduleTopic, QueueID: q, BornHost: scheduleBornHost, StoreHost: netipLoopback(),
 		Body: []byte("later"), Properties: p}
 	rec, err := m.AppendRecord(nil)
@@ -240,17 +228,4 @@ func TestScheduleDeliveryOfALegacyRecordIsCanonical(t *testing.T) {
 	require.NoError(t, codec.ValidateProperties(got[0].Properties))
 	require.Equal(t, map[string]string{"KEYS": "k", "UNIQ_KEY": "U1", "WAIT": "false", "REAL_TOPIC": "TopicS", "REAL_QID": "0"},
 		codec.DecodeProperties(got[0].Properties))
-}
-
-func TestTransactionDiscardOfALegacyHalfIsCanonical(t *testing.T) {
-	db := startDataBroker(t, dataBrokerOptions{mutate: noChecks})
-	half := codec.Record{Topic: []byte(metadata.TransHalfTopic), Body: []byte("half"), BornHost: scheduleBornHost,
-		StoreHost: db.b.storeHost, Properties: []byte(legacyProperties)}
-	require.True(t, db.b.tx.discard(&half, true), "moved, not left to be retried for ever")
-	kept := queueRecords(t, db.b.store, metadata.TransCheckMaxTimeTopic, 0)
-	require.Len(t, kept, 1)
-	require.Equal(t, "half", string(kept[0].Body))
-	require.NoError(t, codec.ValidateProperties(kept[0].Properties))
-	require.Equal(t, map[string]string{"KEYS": "k", "DELAY": "3", "UNIQ_KEY": "U1"},
-		codec.DecodeProperties(kept[0].Properties))
 }

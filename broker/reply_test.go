@@ -51,7 +51,7 @@ func TestReplyIsPushedToTheRequester(t *testing.T) {
 			require.NoError(t, h.Decode(resp.ExtFields))
 			require.Equal(t, int32(0), h.QueueID)
 			require.Equal(t, int64(0), h.QueueOffset)
-			require.Equal(t, defaultRegionID, h.MsgRegion)
+			require.Equal(t, "DefaultRegion", h.MsgRegion)
 
 			// Stored as sent.
 			rec := viewRecord(t, replier, offsetOf(t, h.MsgID))

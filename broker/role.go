@@ -48,10 +48,6 @@ func (r *BrokerRole) UnmarshalText(text []byte) error {
 	return nil
 }
 
-// remarkSendBackServiceNotAvailable is the send-back answer when the store refuses the put
-// (on a slave always): RocketMQ answers SYSTEM_ERROR with the put status's name.
-const remarkSendBackServiceNotAvailable = "SERVICE_NOT_AVAILABLE"
-
 // IsSlave reports whether brokerRole is SLAVE.
 func (c *Config) IsSlave() bool { return c.BrokerRole == RoleSlave }
 

@@ -20,7 +20,7 @@ func TestSlaveRefusesWrites(t *testing.T) {
 	for _, svc := range s.services {
 		require.NotEqual(t, "schedule message service", svc.name, "the delay scheduler is not started on a slave")
 	}
-	require.False(t, s.tx.startedGo.Load(), "no transaction check-back on a slave")
+	require.False(t, s.send.TransactionChecking(), "no transaction check-back on a slave")
 
 	c := dialCtl(t, s.BrokerAddr())
 	requireResponse(t, c.call(codec.RequestUpdateAndCreateTopic, createTopicExt("SlaveT", 4), nil),

@@ -7,6 +7,7 @@ import (
 	"github.com/ringmq/ringmq/broker/clients"
 	"github.com/ringmq/ringmq/broker/readplane"
 	"github.com/ringmq/ringmq/broker/remoting"
+	"github.com/ringmq/ringmq/broker/sendplane"
 	"github.com/ringmq/ringmq/codec"
 )
 
@@ -27,7 +28,7 @@ import (
 //     answers there (returns nil) or returns the rest of its work, which the dispatcher
 //     queues on the route's pool. Each such handler documents its decision: a pull or a
 //     send-back / END_TRANSACTION whose record lies in the hot part of the CommitLog
-//     stays on the loop (readplane/pull.go); a query, a view by id, a search by time always
+//     stays on the loop (readplane/pull.go, sendplane/sendback.go); a query, a view by id, a search by time always
 //     continues on the pool after decoding on the loop (the header is decoded once, and
 //     the pool gets only owned values).
 //
@@ -37,16 +38,19 @@ import (
 // themselves; the only other pool submission is the long-polling hold service handing a
 // woken pull back to poolPull (readplane/longpoll.go, through readplane.Deps.Pool).
 var routes = []route{
-	// Sends (send.go, batch.go, reply.go): the put copies into mapped memory; SYNC_FLUSH and
-	// SYNC_MASTER answer from the group-commit callbacks.
-	{code: codec.RequestSendMessage, where: onLoop, handle: (*Broker).processSendMessage, acl: aclSendTo("topic")},
-	{code: codec.RequestSendMessageV2, where: onLoop, handle: (*Broker).processSendMessage, acl: aclSendTo("b")},
-	{code: codec.RequestSendBatchMessage, where: onLoop, handle: (*Broker).processSendMessage, acl: aclSendTo("b")},
-	{code: codec.RequestSendReplyMessage, where: onLoop, handle: (*Broker).processSendReplyMessage, acl: aclSendTo("topic")},
-	{code: codec.RequestSendReplyMessageV2, where: onLoop, handle: (*Broker).processSendReplyMessage, acl: aclSendTo("b")},
+	// Sends (package sendplane: send.go, reply.go, sendback.go, transaction.go): the put copies
+	// into mapped memory; SYNC_FLUSH and SYNC_MASTER answer from the group-commit callbacks.
+	{code: codec.RequestSendMessage, where: onLoop, handle: viaSend((*sendplane.Plane).ProcessSendMessage), acl: aclSendTo("topic")},
+	{code: codec.RequestSendMessageV2, where: onLoop, handle: viaSend((*sendplane.Plane).ProcessSendMessage), acl: aclSendTo("b")},
+	{code: codec.RequestSendBatchMessage, where: onLoop, handle: viaSend((*sendplane.Plane).ProcessSendMessage), acl: aclSendTo("b")},
+	{code: codec.RequestSendReplyMessage, where: onLoop, handle: viaSend((*sendplane.Plane).ProcessSendReplyMessage),
+		acl: aclSendTo("topic")},
+	{code: codec.RequestSendReplyMessageV2, where: onLoop, handle: viaSend((*sendplane.Plane).ProcessSendReplyMessage),
+		acl: aclSendTo("b")},
 	{code: codec.RequestConsumerSendMsgBack, where: onLoopThenPool, pool: poolQuery,
-		split: (*Broker).processConsumerSendMsgBack, acl: aclGroupOnly("group")},
-	{code: codec.RequestEndTransaction, where: onLoopThenPool, pool: poolQuery, split: (*Broker).processEndTransaction},
+		split: viaSendSplit((*sendplane.Plane).ProcessConsumerSendMsgBack), acl: aclGroupOnly("group")},
+	{code: codec.RequestEndTransaction, where: onLoopThenPool, pool: poolQuery,
+		split: viaSendSplit((*sendplane.Plane).ProcessEndTransaction)},
 
 	// Reads (package readplane: pull.go, longpoll.go, query.go, queueinfo.go).
 	{code: codec.RequestPullMessage, where: onLoopThenPool, pool: poolPull,
@@ -123,6 +127,16 @@ var routes = []route{
 // The adapters below bind a plane's method expression to the table's handler types. The
 // table is built once at package initialisation, so each row's closure is made once and a
 // request allocates nothing here.
+
+// viaSend routes a request to the send plane (broker/sendplane).
+func viaSend(h func(*sendplane.Plane, *remoting.Request)) func(*Broker, *remoting.Request) {
+	return func(b *Broker, rc *remoting.Request) { h(b.send, rc) }
+}
+
+// viaSendSplit is viaSend for split handlers (onLoopThenPool): the plane returns the pool part.
+func viaSendSplit(h func(*sendplane.Plane, *remoting.Request) (rest func())) func(*Broker, *remoting.Request) (rest func()) {
+	return func(b *Broker, rc *remoting.Request) (rest func()) { return h(b.send, rc) }
+}
 
 // viaRead routes a request to the read plane (broker/readplane).
 func viaRead(h func(*readplane.Plane, *remoting.Request)) func(*Broker, *remoting.Request) {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/broker/metadata"
+	"github.com/ringmq/ringmq/broker/sendplane"
 	"github.com/ringmq/ringmq/codec"
 )
 
@@ -79,7 +80,7 @@ func FuzzSendToStoredRecord(f *testing.F) {
 		var cmd *codec.RemotingCommand
 		var sent [][]byte // the bodies an acknowledged send must have stored, in order
 		refuse := false   // properties the broker must not accept
-		if _, err := clientProperties(nil, []byte(properties)); err != nil {
+		if _, err := sendplane.ClientProperties(nil, []byte(properties)); err != nil {
 			refuse = true
 		}
 		switch mode % 4 {
@@ -107,7 +108,7 @@ func FuzzSendToStoredRecord(f *testing.F) {
 					break
 				}
 				sent = append(sent, item.Body)
-				if _, err := clientProperties(nil, item.Properties); err != nil {
+				if _, err := sendplane.ClientProperties(nil, item.Properties); err != nil {
 					refuse = true
 				}
 			}
@@ -116,7 +117,7 @@ func FuzzSendToStoredRecord(f *testing.F) {
 
 		before := db.b.store.MaxPhyOffset()
 		conn := &fakeConn{}
-		db.b.processSendMessage(db.b.newRequestContext(conn, cmd))
+		db.b.send.ProcessSendMessage(db.b.newRequestContext(conn, cmd))
 		resps := conn.responses(t)
 		require.Len(t, resps, 1, "one answer, at once (ASYNC_FLUSH)")
 		resp := resps[0]

@@ -53,7 +53,7 @@ func TestSendUnknownTopicWithAutoCreateOff(t *testing.T) {
 	resp := c.Call(sendV1("NoSuchTopic", 0, []byte("x"), ""))
 	require.Equal(t, int32(codec.ResponseTopicNotExist), resp.Code)
 	require.Equal(t, "topic[NoSuchTopic] not exist, apply first please!", resp.Remark)
-	require.Equal(t, defaultRegionID, resp.ExtFields["MSG_REGION"])
+	require.Equal(t, "DefaultRegion", resp.ExtFields["MSG_REGION"])
 	require.Equal(t, "true", resp.ExtFields["TRACE_ON"])
 	_, ok := db.b.topics.Get("NoSuchTopic")
 	require.False(t, ok)
@@ -144,7 +144,7 @@ func TestSendStoresRecordAsJavaBrokerDoes(t *testing.T) {
 	resp := c.Call(cmd)
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
 	require.Empty(t, resp.Remark)
-	require.Equal(t, defaultRegionID, resp.ExtFields["MSG_REGION"])
+	require.Equal(t, "DefaultRegion", resp.ExtFields["MSG_REGION"])
 	require.Equal(t, "true", resp.ExtFields["TRACE_ON"])
 	var h codec.SendMessageResponseHeader
 	require.NoError(t, h.Decode(resp.ExtFields))
@@ -395,7 +395,7 @@ func TestSendSyncFlushRepliesOnlyAfterDurable(t *testing.T) {
 	gate.release(store.ErrFlushQueueFull)
 	resp = c.Await(sent)
 	require.Equal(t, int32(codec.ResponseSystemBusy), resp.Code)
-	require.Equal(t, remarkFlushQueueFull, resp.Remark)
+	require.Equal(t, "[PCBUSY_CLEAN_QUEUE]broker busy, group commit queue full, start flow control for a while", resp.Remark)
 
 	// WAIT=false does not wait.
 	sendOK(t, c, sendV1("TopicS", 0, []byte("fire and forget"), props("WAIT", "false")))
@@ -428,35 +428,4 @@ func TestSendPageCacheBusyAnswersSystemBusy(t *testing.T) {
 	require.Equal(t, int64(0), db.b.store.GetMaxOffsetInQueue("TopicA", 0))
 	gate.busy.Store(false)
 	sendOK(t, c, sendV1("TopicA", 0, []byte("x"), ""))
-}
-
-func TestCopyProperties(t *testing.T) {
-	cases := []struct {
-		in        string
-		dropDelay bool
-		want      string
-	}{
-		{"", false, ""},
-		{"a\x01b\x02", false, "a\x01b\x02"},
-		{"a\x01b", false, "a\x01b\x02"},
-		{"WAIT\x01true\x02a\x01b\x02", false, "a\x01b\x02"},
-		{"a\x01b\x02DELAY\x013\x02WAIT\x01false", true, "a\x01b\x02"},
-		{"a\x01b\x02DELAY\x013\x02", false, "a\x01b\x02DELAY\x013\x02"},
-		{"XWAIT\x01true\x02", false, "XWAIT\x01true\x02"},
-	}
-	for _, tc := range cases {
-		require.Equal(t, tc.want, string(copyProperties(nil, []byte(tc.in), tc.dropDelay)), "%q", tc.in)
-	}
-}
-
-func TestParseDecimal(t *testing.T) {
-	for in, want := range map[string]int{"0": 0, "18": 18, "-3": -3, "+7": 7, "2147483647": 2147483647} {
-		got, ok := parseDecimal([]byte(in))
-		require.True(t, ok, in)
-		require.Equal(t, want, got, in)
-	}
-	for _, in := range []string{"", "-", "1a", "2147483648", "99999999999"} {
-		_, ok := parseDecimal([]byte(in))
-		require.False(t, ok, in)
-	}
 }

@@ -148,12 +148,12 @@ func TestSendBackErrors(t *testing.T) {
 
 // A record outside the hot part of the CommitLog is read on the query pool.
 func TestSendBackColdRecordRunsOnThePool(t *testing.T) {
-	db := startDataBroker(t, dataBrokerOptions{fileStore: true, beforeRun: func(b *Broker) {
-		b.data.hotPullMaxBehindBytes = -1 // every record counts as cold
+	db := startDataBroker(t, dataBrokerOptions{fileStore: true, mutate: func(c *Config) {
+		c.AccessMessageInMemoryMaxRatio = 0 // every record behind the CommitLog's end counts as cold
 	}})
 	c := remotingtest.Dial(t, db.addr)
 	h := sendOK(t, c, sendV1("TopicCold", 0, []byte("cold"), ""))
-	require.False(t, db.b.isHotOffset(offsetOf(t, h.MsgID)))
+	require.False(t, db.b.send.IsHotOffset(offsetOf(t, h.MsgID)))
 	requireResponse(t, c.Call(sendBackCmd(offsetOf(t, h.MsgID), "GC", 2, nil)), codec.ResponseSuccess, "")
 	waitQueue(t, db.b, metadata.ScheduleTopic, 1, 1) // the file store dispatches in the background
 	require.Equal(t, "cold", string(onlyRecord(t, db, metadata.ScheduleTopic, 1).Body))

@@ -209,7 +209,7 @@ func TestEndTransactionCommitDeliversOnce(t *testing.T) {
 	endTx(t, c, "PG", h, codec.SysFlagTransactionRollback)
 	require.Len(t, queueRecords(t, db.b.store, "TopicTx", 2), 1)
 	require.Equal(t, []string{"0,"}, opBodies(t, db.b.store))
-	db.b.tx.checkOnce()
+	db.b.send.CheckTransactions()
 	require.Equal(t, int64(1), db.b.offsets.Query(metadata.SysTransCheckGroup, metadata.TransHalfTopic, 0))
 	require.Equal(t, int64(1), db.b.offsets.Query(metadata.SysTransCheckGroup, metadata.TransOpHalfTopic, 0))
 }
@@ -223,7 +223,7 @@ func TestEndTransactionRollbackAndUnknown(t *testing.T) {
 	endTx(t, c, "PG", h2, codec.SysFlagTransactionNot)
 	require.Zero(t, db.b.store.GetMaxOffsetInQueue("TopicTx", 0))
 	require.Equal(t, []string{"0,"}, opBodies(t, db.b.store), "only the rollback is recorded")
-	db.b.tx.checkOnce()
+	db.b.send.CheckTransactions()
 	require.Equal(t, int64(1), db.b.offsets.Query(metadata.SysTransCheckGroup, metadata.TransHalfTopic, 0), "the unknown one stays pending")
 
 	// A committed half with DELAY goes through the schedule queue.
@@ -279,17 +279,17 @@ func checkHeader(t testing.TB, cmd *codec.RemotingCommand) codec.CheckTransactio
 func TestTransactionCheckBackAndCommitFromCheck(t *testing.T) {
 	clock := testutil.NewManualClock()
 	db := startClockBroker(t, clock.Now, noChecks)
-	tx := db.b.tx
+	tx := db.b.send
 	c := dialPeer(t, db.addr, nil)
 	c.heartbeatProducer("10.0.0.1@p1", "PG")
 	h := sendHalf(t, c, "TopicCk", 1, "checked", "PG", "UC")
 
 	clock.Advance(db.b.cfg.TransactionTimeOut - time.Millisecond)
-	tx.checkOnce()
+	tx.CheckTransactions()
 	require.Empty(t, c.requests(codec.RequestCheckTransactionState), "younger than transactionTimeOut")
 
 	clock.Advance(time.Millisecond)
-	tx.checkOnce()
+	tx.CheckTransactions()
 	testutil.Eventually(t, "one CHECK_TRANSACTION_STATE",
 		func() bool { return len(c.requests(codec.RequestCheckTransactionState)) == 1 })
 	check := c.requests(codec.RequestCheckTransactionState)[0]
@@ -312,7 +312,7 @@ func TestTransactionCheckBackAndCommitFromCheck(t *testing.T) {
 
 	// Not answered: checked again one run later, the count goes up.
 	clock.Advance(db.b.cfg.TransactionTimeOut)
-	tx.checkOnce()
+	tx.CheckTransactions()
 	testutil.Eventually(t, "two CHECK_TRANSACTION_STATE",
 		func() bool { return len(c.requests(codec.RequestCheckTransactionState)) == 2 })
 	ch = checkHeader(t, c.requests(codec.RequestCheckTransactionState)[1])
@@ -329,7 +329,7 @@ func TestTransactionCheckBackAndCommitFromCheck(t *testing.T) {
 	require.Len(t, recs, 1, "committed once")
 	require.Equal(t, "checked", string(recs[0].Body))
 	clock.Advance(time.Hour)
-	tx.checkOnce()
+	tx.CheckTransactions()
 	require.Len(t, c.requests(codec.RequestCheckTransactionState), 2, "nothing left to check")
 	require.Equal(t, int64(3), db.b.offsets.Query(metadata.SysTransCheckGroup, metadata.TransHalfTopic, 0))
 }
@@ -341,7 +341,7 @@ func TestTransactionLateEndGoesToTheNewestCopy(t *testing.T) {
 	c.heartbeatProducer("10.0.0.1@p1", "PG")
 	h := sendHalf(t, c, "TopicLate", 0, "slow", "PG", "UL")
 	clock.Advance(db.b.cfg.TransactionTimeOut)
-	db.b.tx.checkOnce() // copy at half offset 1, check sent
+	db.b.send.CheckTransactions() // copy at half offset 1, check sent
 	testutil.Eventually(t, "one CHECK_TRANSACTION_STATE",
 		func() bool { return len(c.requests(codec.RequestCheckTransactionState)) == 1 })
 
@@ -355,7 +355,7 @@ func TestTransactionLateEndGoesToTheNewestCopy(t *testing.T) {
 		codec.SysFlagTransactionCommit, true)), codec.ResponseSuccess, "")
 	require.Len(t, queueRecords(t, db.b.store, "TopicLate", 0), 1)
 	clock.Advance(time.Hour)
-	db.b.tx.checkOnce()
+	db.b.send.CheckTransactions()
 	require.Len(t, c.requests(codec.RequestCheckTransactionState), 1)
 }
 
@@ -370,7 +370,7 @@ func TestTransactionDiscardedAfterCheckMax(t *testing.T) {
 	sendHalf(t, c, "TopicMax", 0, "never answered", "PG", "UM")
 	for range 3 {
 		clock.Advance(db.b.cfg.TransactionTimeOut)
-		db.b.tx.checkOnce()
+		db.b.send.CheckTransactions()
 	}
 	testutil.Eventually(t, "two CHECK_TRANSACTION_STATE",
 		func() bool { return len(c.requests(codec.RequestCheckTransactionState)) == 2 })
@@ -382,7 +382,7 @@ func TestTransactionDiscardedAfterCheckMax(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, []string{"0,", "1,", "2,"}, opBodies(t, db.b.store))
 	clock.Advance(time.Hour)
-	db.b.tx.checkOnce()
+	db.b.send.CheckTransactions()
 	require.Len(t, c.requests(codec.RequestCheckTransactionState), 2, "discarded: no more checks")
 	require.Zero(t, db.b.store.GetMaxOffsetInQueue("TopicMax", 0))
 }
@@ -393,8 +393,8 @@ func TestTransactionCheckWithoutProducerStillCounts(t *testing.T) {
 	c := dialPeer(t, db.addr, nil)
 	sendHalf(t, c, "TopicNoP", 0, "x", "PG", "UN")
 	clock.Advance(db.b.cfg.TransactionTimeOut)
-	db.b.tx.checkOnce()
-	require.Zero(t, db.b.tx.Checks(), "no producer of PG is connected")
+	db.b.send.CheckTransactions()
+	require.Zero(t, db.b.send.TransactionChecks(), "no producer of PG is connected")
 	halves := queueRecords(t, db.b.store, metadata.TransHalfTopic, 0)
 	require.Len(t, halves, 2)
 	require.Equal(t, "1", codec.DecodeProperties(halves[1].Properties)["TRANSACTION_CHECK_TIMES"])
@@ -410,13 +410,13 @@ func TestTransactionCheckImmunity(t *testing.T) {
 	require.Equal(t, int32(codec.ResponseSuccess), c.call(cmd).Code)
 	sendHalf(t, c, "TopicImm", 0, "normal", "PG", "UJ")
 	clock.Advance(db.b.cfg.TransactionTimeOut)
-	db.b.tx.checkOnce()
+	db.b.send.CheckTransactions()
 	// The immune half is put back unchecked; the one behind it is checked.
 	testutil.Eventually(t, "one CHECK_TRANSACTION_STATE",
 		func() bool { return len(c.requests(codec.RequestCheckTransactionState)) == 1 })
 	require.Equal(t, "UJ", checkHeader(t, c.requests(codec.RequestCheckTransactionState)[0]).MsgID)
 	clock.Advance(61 * time.Second)
-	db.b.tx.checkOnce()
+	db.b.send.CheckTransactions()
 	testutil.Eventually(t, "three CHECK_TRANSACTION_STATE",
 		func() bool { return len(c.requests(codec.RequestCheckTransactionState)) == 3 })
 	var ids []string
@@ -448,7 +448,7 @@ func TestTransactionStateSurvivesRestart(t *testing.T) {
 	require.Equal(t, int64(1), tb.b.store.GetMaxOffsetInQueue("TopicRs", 0))
 	testutil.Eventually(t, "two op-half records",
 		func() bool { return tb.b.store.GetMaxOffsetInQueue(metadata.TransOpHalfTopic, 0) == 2 })
-	tb.b.tx.checkOnce()
+	tb.b.send.CheckTransactions()
 	testutil.Eventually(t, "C is still pending and gets checked",
 		func() bool { return len(c.requests(codec.RequestCheckTransactionState)) == 1 })
 	ch := checkHeader(t, c.requests(codec.RequestCheckTransactionState)[0])
@@ -497,7 +497,7 @@ func TestEndTransactionInEveryStoreMode(t *testing.T) {
 				if len(c.requests(codec.RequestCheckTransactionState)) > 0 {
 					return true
 				}
-				b.tx.checkOnce()
+				b.send.CheckTransactions()
 				return false
 			})
 			ch := checkHeader(t, c.requests(codec.RequestCheckTransactionState)[0])

@@ -262,3 +262,30 @@ func newPropertiesError(props []byte, piece, start, j int, problem PropertiesPro
 	}
 	return e
 }
+
+// ParseDecimal parses an optionally signed decimal int32 — a numeric property value such as
+// DELAY, REAL_QID or TRANSACTION_CHECK_TIMES — without allocating.
+func ParseDecimal(b []byte) (int, bool) {
+	neg := false
+	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
+		neg = b[0] == '-'
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 10 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	if n > 1<<31-1 {
+		return 0, false
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}

@@ -206,3 +206,15 @@ func BenchmarkValidateProperties(b *testing.B) {
 		}
 	}
 }
+
+func TestParseDecimal(t *testing.T) {
+	for in, want := range map[string]int{"0": 0, "18": 18, "-3": -3, "+7": 7, "2147483647": 2147483647} {
+		got, ok := ParseDecimal([]byte(in))
+		require.True(t, ok, in)
+		require.Equal(t, want, got, in)
+	}
+	for _, in := range []string{"", "-", "1a", "2147483648", "99999999999"} {
+		_, ok := ParseDecimal([]byte(in))
+		require.False(t, ok, in)
+	}
+}

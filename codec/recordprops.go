@@ -51,17 +51,10 @@ func (p *RecordProperties) HasKey(key string) bool {
 // Delay is DELAY as a level: a non-negative decimal of at most 9 digits, else false.
 func (p *RecordProperties) Delay() (int, bool) {
 	b := p.DelayLevel
-	if len(b) == 0 || len(b) > 9 {
+	if len(b) == 0 || len(b) > 9 || b[0] < '0' || b[0] > '9' { // no sign
 		return 0, false
 	}
-	n := 0
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n, true
+	return ParseDecimal(b)
 }
 
 // RecordHasKey reports whether the encoded record is topic's and has key as its UNIQ_KEY

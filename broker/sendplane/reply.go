@@ -1,4 +1,4 @@
-package broker
+package sendplane
 
 import (
 	"math/rand/v2"
@@ -42,8 +42,8 @@ const pushReplyTimeout = 3 * time.Second
 // propertyPushReplyTime is MessageConst.PROPERTY_PUSH_REPLY_TIME.
 const propertyPushReplyTime = "PUSH_REPLY_TIME"
 
-// processSendReplyMessage serves 324 and 325.
-func (b *Broker) processSendReplyMessage(rc *remoting.Request) {
+// ProcessSendReplyMessage serves 324 and 325.
+func (p *Plane) ProcessSendReplyMessage(rc *remoting.Request) {
 	to := rc.Reply
 	region := [...]codec.Field{codec.StrField("MSG_REGION", defaultRegionID), codec.StrField("TRACE_ON", traceOnText)}
 	var h codec.SendMessageRequestHeader
@@ -57,7 +57,7 @@ func (b *Broker) processSendReplyMessage(rc *remoting.Request) {
 		to.Answer(codec.ResponseSystemError, remoting.HeaderErrorRemark(err))
 		return
 	}
-	tc, code, remark := b.checkSend(rc, &h)
+	tc, code, remark := p.checkSend(rc, &h)
 	if code != codec.ResponseSuccess {
 		to.Answer(code, remark, region[:]...)
 		return
@@ -71,12 +71,12 @@ func (b *Broker) processSendReplyMessage(rc *remoting.Request) {
 		queueID = rand.Int32N(tc.WriteQueueNums)
 	}
 	body := rc.Cmd.Body
-	if len(body) > b.data.maxMessageSize || len(h.Properties) > propertiesBytesLimit {
-		to.Answer(codec.ResponseMessageIllegal, b.messageIllegalRemark(), region[:]...)
+	if len(body) > p.set.MaxMessageSize || len(h.Properties) > propertiesBytesLimit {
+		to.Answer(codec.ResponseMessageIllegal, p.messageIllegalRemark(), region[:]...)
 		return
 	}
-	// Checked as for sends (send.go clientProperties), before they are stored or pushed.
-	props, err := clientProperties(nil, stringBytes(h.Properties))
+	// Checked as for sends (sendplane.ClientProperties), before they are stored or pushed.
+	props, err := ClientProperties(nil, stringBytes(h.Properties))
 	if err != nil {
 		to.Answer(codec.ResponseMessageIllegal, malformedPropertiesRemark("properties", err), region[:]...)
 		return
@@ -98,22 +98,22 @@ func (b *Broker) processSendReplyMessage(rc *remoting.Request) {
 			SysFlag:        sysFlag,
 			BornTimestamp:  h.BornTimestamp,
 			BornHost:       born,
-			StoreHost:      b.storeHost,
+			StoreHost:      p.storeHost,
 			ReconsumeTimes: h.ReconsumeTimes,
 			Body:           body,
 			Properties:     props,
 		}
-		res, err := b.store.PutMessage(&msg)
-		if c, _ := b.putOutcome(res, err); c == codec.ResponseSuccess {
+		res, err := p.store.PutMessage(&msg)
+		if c, _ := p.putOutcome(res, err); c == codec.ResponseSuccess {
 			stored, storedOK = res, true
 		} else {
-			b.logger.Debug("broker: reply message not stored", "topic", h.Topic, "err", err)
+			p.logger.Debug("broker: reply message not stored", "topic", h.Topic, "err", err)
 		}
 	}
 	msgID := "0"
 	var queueOffset int64
 	if storedOK {
-		msgID = codec.OffsetMsgID(b.storeHost, stored.WroteOffset)
+		msgID = codec.OffsetMsgID(p.storeHost, stored.WroteOffset)
 		queueOffset = stored.QueueOffset
 	}
 	fields := [...]codec.Field{region[0], region[1], codec.StrField("msgId", msgID), codec.NumField("queueId", int64(queueID)),
@@ -127,12 +127,12 @@ func (b *Broker) processSendReplyMessage(rc *remoting.Request) {
 		return
 	}
 	senderID := string(sender)
-	conn, ok := b.producers.FindConn(senderID)
+	conn, ok := p.producers.FindConn(senderID)
 	if !ok {
 		answer(codec.ResponseSystemError, "push reply message fail, channel of <"+senderID+"> not found.")
 		return
 	}
-	now := b.clock().UnixMilli()
+	now := p.clock().UnixMilli()
 	pushProps := append(make([]byte, 0, len(props)+40), props...)
 	if len(pushProps) > 0 && pushProps[len(pushProps)-1] != codec.PropertySeparator {
 		pushProps = append(pushProps, codec.PropertySeparator)
@@ -151,20 +151,20 @@ func (b *Broker) processSendReplyMessage(rc *remoting.Request) {
 		"reconsumeTimes":        strconv.Itoa(int(h.ReconsumeTimes)),
 		"unitMode":              strconv.FormatBool(h.UnitMode),
 		"bornHost":              born.String(),
-		"storeHost":             b.brokerAddr,
+		"storeHost":             p.set.BrokerAddr,
 		"storeTimestamp":        strconv.FormatInt(now, 10),
 	}
 	failed := "push reply message to " + senderID + "fail."
 	push := codec.NewRequest(codec.RequestPushReplyMessageToClient, ext, body)
 	if err := conn.InvokeAsync(push, pushReplyTimeout, func(resp *codec.RemotingCommand, err error) {
 		if err != nil || resp.Code != int32(codec.ResponseSuccess) {
-			b.logger.Debug("broker: push reply message failed", "clientId", senderID, "err", err)
+			p.logger.Debug("broker: push reply message failed", "clientId", senderID, "err", err)
 			answer(codec.ResponseSystemError, failed)
 			return
 		}
 		answer(codec.ResponseSuccess, "")
 	}); err != nil {
-		b.logger.Debug("broker: push reply message failed", "clientId", senderID, "err", err)
+		p.logger.Debug("broker: push reply message failed", "clientId", senderID, "err", err)
 		answer(codec.ResponseSystemError, failed)
 	}
 }

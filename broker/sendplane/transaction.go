@@ -1,4 +1,4 @@
-package broker
+package sendplane
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ import (
 // Transactions: END_TRANSACTION (37) and the check-back of halves nobody ended
 // (PROTOCOL.md §3.5, §8.3, §8.4).
 //
-// A prepared send is stored by send.go as a half message in RMQ_SYS_TRANS_HALF_TOPIC queue
+// A prepared send is stored by send.go (this package) as a half message in RMQ_SYS_TRANS_HALF_TOPIC queue
 // 0 (REAL_TOPIC/REAL_QID saved, transaction bits cleared), where no consumer looks. What
 // happens next is recorded in RMQ_SYS_TRANS_OP_HALF_TOPIC queue 0: one op record (tag "d",
 // body "<half queue offset>,") per half that needs no more attention.
@@ -69,6 +69,7 @@ import (
 // Transaction constants (RocketMQ TransactionalMessageUtil and friends).
 const (
 	transOpRemoveTag         = "d"
+	transReadBatch           = 32   // half or op records per store read
 	transCheckBatchesPerRun  = 4096 // × 32 halves: bounds one check run
 	remarkHalfNotFound       = "Find prepared transaction message failed"
 	remarkProducerGroupWrong = "The producer group wrong"
@@ -91,7 +92,7 @@ type halfRef struct {
 // transactionService holds the transaction state (see the file comment). Safe for
 // concurrent use: END_TRANSACTION on any goroutine, the checker on its own.
 type transactionService struct {
-	b        *Broker
+	p        *Plane
 	interval time.Duration
 	timeout  time.Duration
 	checkMax int
@@ -111,30 +112,24 @@ type transactionService struct {
 	startedGo atomic.Bool
 }
 
-// initTransactions builds the transaction service (its cursors from consumerOffset.json)
-// and adds the check service (master with checkTransactionMessageEnable only).
-func (b *Broker) initTransactions() error {
+// newTransactionService builds the transaction service, its cursors from the consumer offsets
+// (consumerOffset.json). The check service starts with the plane (StartTransactions), only on a
+// master with checkTransactionMessageEnable.
+func newTransactionService(p *Plane) *transactionService {
 	t := &transactionService{
-		b:        b,
-		interval: b.cfg.TransactionCheckInterval,
-		timeout:  b.cfg.TransactionTimeOut,
-		checkMax: b.cfg.TransactionCheckMax,
+		p:        p,
+		interval: p.set.TransactionCheckInterval,
+		timeout:  p.set.TransactionTimeOut,
+		checkMax: p.set.TransactionCheckMax,
 		kick:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
-	if t.interval <= 0 {
-		t.interval = DefaultConfig().TransactionCheckInterval
-		b.logger.Warn("broker: transactionCheckInterval must be > 0; using the default", "interval", t.interval)
-	}
 	t.mu.done = map[int64]int64{}
 	t.mu.latest = map[int64]halfRef{}
-	t.mu.halfOffset = max(b.offsets.Query(metadata.SysTransCheckGroup, metadata.TransHalfTopic, 0), 0)
-	t.mu.opRead = max(b.offsets.Query(metadata.SysTransCheckGroup, metadata.TransOpHalfTopic, 0), 0)
-	b.tx = t
-	runChecks := b.cfg.CheckTransactionMessage && !b.cfg.IsSlave()
-	b.addGuardedService("transaction check service", func() error { return t.start(runChecks) }, t.shutdown)
-	return nil
+	t.mu.halfOffset = max(p.offsets.Query(metadata.SysTransCheckGroup, metadata.TransHalfTopic, 0), 0)
+	t.mu.opRead = max(p.offsets.Query(metadata.SysTransCheckGroup, metadata.TransOpHalfTopic, 0), 0)
+	return t
 }
 
 // start reads the op records written since the last saved cursor (so END_TRANSACTION knows
@@ -180,7 +175,7 @@ func (t *transactionService) run() {
 
 // checkOnce is one run of the check service.
 func (t *transactionService) checkOnce() {
-	now := t.b.clock()
+	now := t.p.clock()
 	t.readOps()
 	t.scanHalves(now)
 	t.commitOffsets()
@@ -236,13 +231,13 @@ func (t *transactionService) commitOffsets() {
 		}
 	}
 	t.mu.Unlock()
-	t.b.offsets.Commit(metadata.SysTransCheckGroup, metadata.TransHalfTopic, 0, h)
-	t.b.offsets.Commit(metadata.SysTransCheckGroup, metadata.TransOpHalfTopic, 0, o)
+	t.p.offsets.Commit(metadata.SysTransCheckGroup, metadata.TransHalfTopic, 0, h)
+	t.p.offsets.Commit(metadata.SysTransCheckGroup, metadata.TransOpHalfTopic, 0, o)
 }
 
 // readOps reads the op records not seen yet and marks their halves retired.
 func (t *transactionService) readOps() {
-	st := t.b.store
+	st := t.p.store
 	t.mu.Lock()
 	cursor := t.mu.opRead
 	t.mu.Unlock()
@@ -252,9 +247,9 @@ func (t *transactionService) readOps() {
 		t.mu.Unlock()
 	}()
 	for {
-		res, err := st.GetMessage(metadata.SysTransCheckGroup, metadata.TransOpHalfTopic, 0, cursor, deliverBatch, 0, nil)
+		res, err := st.GetMessage(metadata.SysTransCheckGroup, metadata.TransOpHalfTopic, 0, cursor, transReadBatch, 0, nil)
 		if err != nil {
-			t.b.logger.Warn("broker: reading transaction op records failed", "err", err)
+			t.p.logger.Warn("broker: reading transaction op records failed", "err", err)
 			return
 		}
 		switch res.Status {
@@ -308,15 +303,15 @@ func parseOffset(b []byte) (int64, bool) {
 
 // scanHalves walks the half queue from H and checks, renews or discards what is due.
 func (t *transactionService) scanHalves(now time.Time) {
-	st := t.b.store
+	st := t.p.store
 	nowMs := now.UnixMilli()
 	for range transCheckBatchesPerRun {
 		t.mu.Lock()
 		cursor := t.mu.halfOffset
 		t.mu.Unlock()
-		res, err := st.GetMessage(metadata.SysTransCheckGroup, metadata.TransHalfTopic, 0, cursor, deliverBatch, 0, nil)
+		res, err := st.GetMessage(metadata.SysTransCheckGroup, metadata.TransHalfTopic, 0, cursor, transReadBatch, 0, nil)
 		if err != nil {
-			t.b.logger.Warn("broker: reading half messages failed", "err", err)
+			t.p.logger.Warn("broker: reading half messages failed", "err", err)
 			return
 		}
 		switch res.Status {
@@ -354,7 +349,7 @@ func (t *transactionService) scanHalves(now time.Time) {
 func (t *transactionService) checkHalf(rec []byte, nowMs int64) (stop bool) {
 	r, err := codec.DecodeRecord(rec, false)
 	if err != nil {
-		t.b.logger.Warn("broker: undecodable half message skipped", "err", err)
+		t.p.logger.Warn("broker: undecodable half message skipped", "err", err)
 		if len(rec) >= 28 {
 			t.mu.Lock()
 			t.advance(int64(binary.BigEndian.Uint64(rec[20:28])) + 1) // QUEUEOFFSET
@@ -381,7 +376,7 @@ func (t *transactionService) checkHalf(rec []byte, nowMs int64) (stop bool) {
 
 	checkTimes := 0
 	if v, ok := codec.LookupProperty(r.Properties, codec.PropertyTransactionCheckTimes); ok {
-		checkTimes, _ = parseDecimal(v)
+		checkTimes, _ = codec.ParseDecimal(v)
 	}
 	if r.StoreTimestamp >= nowMs {
 		return true // stored during this run (a copy it made, or a new half): all behind it are newer
@@ -390,7 +385,7 @@ func (t *transactionService) checkHalf(rec []byte, nowMs int64) (stop bool) {
 	age := nowMs - r.StoreTimestamp
 	if checkTimes == 0 {
 		if v, ok := codec.LookupProperty(r.Properties, codec.PropertyCheckImmunityTimeInSecond); ok {
-			if sec, ok := parseDecimal(v); ok && int64(sec)*1000 > timeoutMs && nowMs-r.BornTimestamp < int64(sec)*1000 {
+			if sec, ok := codec.ParseDecimal(v); ok && int64(sec)*1000 > timeoutMs && nowMs-r.BornTimestamp < int64(sec)*1000 {
 				if age < timeoutMs {
 					return true
 				}
@@ -405,7 +400,7 @@ func (t *transactionService) checkHalf(rec []byte, nowMs int64) (stop bool) {
 	}
 	// Older than the files are kept (by store time: a producer's clock may be far off):
 	// RocketMQ retires such halves unchecked.
-	if checkTimes >= t.checkMax || age > t.b.cfg.FileReservedTime.Milliseconds() {
+	if checkTimes >= t.checkMax || age > t.p.set.FileReservedTime.Milliseconds() {
 		return !t.discard(&r, checkTimes >= t.checkMax)
 	}
 	return !t.renew(&r, checkTimes+1, true)
@@ -425,13 +420,13 @@ func originOf(r *codec.Record) int64 {
 // producer. It returns false when the walk must stop (a put failed, or an END_TRANSACTION
 // holds the half).
 func (t *transactionService) renew(r *codec.Record, checkTimes int, check bool) bool {
-	b := t.b
+	p := t.p
 	h := r.QueueOffset
 	origin := originOf(r)
-	p := codec.AppendPropertiesWithout(make([]byte, 0, len(r.Properties)+64), r.Properties,
+	prop := codec.AppendPropertiesWithout(make([]byte, 0, len(r.Properties)+64), r.Properties,
 		codec.PropertyTransactionCheckTimes, codec.PropertyTransactionPreparedQueue)
-	p = appendPropertyInt(p, codec.PropertyTransactionCheckTimes, int64(checkTimes))
-	p = appendPropertyInt(p, codec.PropertyTransactionPreparedQueue, origin)
+	prop = appendPropertyInt(prop, codec.PropertyTransactionCheckTimes, int64(checkTimes))
+	prop = appendPropertyInt(prop, codec.PropertyTransactionPreparedQueue, origin)
 	msg := codec.Message{
 		Topic:          metadata.TransHalfTopic,
 		QueueID:        0,
@@ -439,10 +434,10 @@ func (t *transactionService) renew(r *codec.Record, checkTimes int, check bool) 
 		SysFlag:        r.SysFlag,
 		BornTimestamp:  r.BornTimestamp,
 		BornHost:       r.BornHost,
-		StoreHost:      b.storeHost,
+		StoreHost:      p.storeHost,
 		ReconsumeTimes: r.ReconsumeTimes,
 		Body:           r.Body,
-		Properties:     p,
+		Properties:     prop,
 	}
 	t.mu.Lock()
 	if v, ok := t.mu.done[h]; h < t.mu.halfOffset || ok {
@@ -453,10 +448,10 @@ func (t *transactionService) renew(r *codec.Record, checkTimes int, check bool) 
 		t.mu.Unlock()
 		return !ok || v != endClaimed
 	}
-	res, err := b.store.PutMessage(&msg)
+	res, err := p.store.PutMessage(&msg)
 	if err != nil {
 		t.mu.Unlock()
-		b.logger.Warn("broker: re-appending a half message for its check failed; will retry", "err", err)
+		p.logger.Warn("broker: re-appending a half message for its check failed; will retry", "err", err)
 		return false
 	}
 	t.mu.latest[origin] = halfRef{queueOffset: res.QueueOffset, phys: res.WroteOffset}
@@ -473,7 +468,7 @@ func (t *transactionService) renew(r *codec.Record, checkTimes int, check bool) 
 // discard retires a half for good: after transactionCheckMax checks it is kept in
 // TRANS_CHECK_MAX_TIME_TOPIC (toCheckMax), past fileReservedTime it is dropped.
 func (t *transactionService) discard(r *codec.Record, toCheckMax bool) bool {
-	b := t.b
+	p := t.p
 	h := r.QueueOffset
 	origin := originOf(r)
 	t.mu.Lock()
@@ -485,7 +480,7 @@ func (t *transactionService) discard(r *codec.Record, toCheckMax bool) bool {
 		return !ok || v != endClaimed
 	}
 	if toCheckMax {
-		b.topics.CreateInSendMessageBack(metadata.TransCheckMaxTimeTopic, 1, metadata.PermRead|metadata.PermWrite, 0)
+		p.topics.CreateInSendMessageBack(metadata.TransCheckMaxTimeTopic, 1, metadata.PermRead|metadata.PermWrite, 0)
 		props := r.Properties
 		if codec.ValidateProperties(props) != nil {
 			// A half stored before properties were checked: the store would refuse it as is,
@@ -494,14 +489,14 @@ func (t *transactionService) discard(r *codec.Record, toCheckMax bool) bool {
 		}
 		msg := codec.Message{
 			Topic: metadata.TransCheckMaxTimeTopic, QueueID: 0, Flag: r.Flag, SysFlag: r.SysFlag,
-			BornTimestamp: r.BornTimestamp, BornHost: r.BornHost, StoreHost: b.storeHost,
+			BornTimestamp: r.BornTimestamp, BornHost: r.BornHost, StoreHost: p.storeHost,
 			ReconsumeTimes: r.ReconsumeTimes, Body: r.Body, Properties: props,
 		}
-		if _, err := b.store.PutMessage(&msg); err != nil {
-			b.logger.Warn("broker: moving a half message to "+metadata.TransCheckMaxTimeTopic+" failed; will retry", "err", err)
+		if _, err := p.store.PutMessage(&msg); err != nil {
+			p.logger.Warn("broker: moving a half message to "+metadata.TransCheckMaxTimeTopic+" failed; will retry", "err", err)
 			return false
 		}
-		b.logger.Info("broker: transaction discarded after its last check", "halfOffset", h,
+		p.logger.Info("broker: transaction discarded after its last check", "halfOffset", h,
 			"checks", t.checkMax, "uniqKey", string(lookupOr(r.Properties, codec.PropertyUniqClientMessageIDKey)))
 	}
 	delete(t.mu.latest, origin)
@@ -510,7 +505,7 @@ func (t *transactionService) discard(r *codec.Record, toCheckMax bool) bool {
 	// The op record is written under the lock here: discards are rare, and the order
 	// "retired in memory, then on disk" must not interleave with a commit of the same half.
 	if _, err := t.putOp(h); err != nil {
-		b.logger.Warn("broker: writing a transaction op record failed", "halfOffset", h, "err", err)
+		p.logger.Warn("broker: writing a transaction op record failed", "halfOffset", h, "err", err)
 	}
 	return true
 }
@@ -524,7 +519,7 @@ func lookupOr(props []byte, key string) []byte {
 func (t *transactionService) writeOp(h int64) {
 	opOffset, err := t.putOp(h)
 	if err != nil {
-		t.b.logger.Warn("broker: writing a transaction op record failed", "halfOffset", h, "err", err)
+		t.p.logger.Warn("broker: writing a transaction op record failed", "halfOffset", h, "err", err)
 		return
 	}
 	t.mu.Lock()
@@ -536,7 +531,7 @@ func (t *transactionService) writeOp(h int64) {
 
 // putOp appends the op record "<h>," (tag d) and returns its op queue offset.
 func (t *transactionService) putOp(h int64) (int64, error) {
-	b := t.b
+	p := t.p
 	body := strconv.AppendInt(make([]byte, 0, 24), h, 10)
 	body = append(body, ',')
 	var props []byte
@@ -544,29 +539,29 @@ func (t *transactionService) putOp(h int64) (int64, error) {
 	props = codec.AppendProperty(props, codec.PropertyWaitStoreMsgOK, "false")
 	msg := codec.Message{
 		Topic:         metadata.TransOpHalfTopic,
-		BornTimestamp: b.clock().UnixMilli(),
-		BornHost:      b.storeHost,
-		StoreHost:     b.storeHost,
+		BornTimestamp: p.clock().UnixMilli(),
+		BornHost:      p.storeHost,
+		StoreHost:     p.storeHost,
 		Body:          body,
 		Properties:    props,
 	}
-	res, err := b.store.PutMessage(&msg)
+	res, err := p.store.PutMessage(&msg)
 	return res.QueueOffset, err
 }
 
 // sendCheck sends CHECK_TRANSACTION_STATE for the copy just written (msg, res) to a live
 // producer of its group. The body is the copy re-encoded with its real topic and queue.
 func (t *transactionService) sendCheck(msg *codec.Message, res store.PutResult) {
-	b := t.b
+	p := t.p
 	props := msg.Properties
 	group := lookupOr(props, codec.PropertyProducerGroup)
-	conn, ok := b.producers.AvailableConn(string(group))
+	conn, ok := p.producers.AvailableConn(string(group))
 	if !ok {
-		b.logger.Debug("broker: no live producer to check a transaction with", "group", string(group))
+		p.logger.Debug("broker: no live producer to check a transaction with", "group", string(group))
 		return
 	}
 	realTopic := string(lookupOr(props, codec.PropertyRealTopic))
-	realQID, _ := parseDecimal(lookupOr(props, codec.PropertyRealQueueID))
+	realQID, _ := codec.ParseDecimal(lookupOr(props, codec.PropertyRealQueueID))
 	body := *msg
 	body.Topic, body.QueueID = realTopic, int32(realQID)
 	body.QueueOffset, body.PhysicalOffset, body.StoreTimestamp = res.QueueOffset, res.WroteOffset, res.StoreTimestamp
@@ -575,7 +570,7 @@ func (t *transactionService) sendCheck(msg *codec.Message, res store.PutResult) 
 	}
 	rec, err := body.AppendRecord(nil)
 	if err != nil {
-		b.logger.Warn("broker: encoding a transaction check failed", "err", err)
+		p.logger.Warn("broker: encoding a transaction check failed", "err", err)
 		return
 	}
 	uniq := string(lookupOr(props, codec.PropertyUniqClientMessageIDKey))
@@ -590,24 +585,24 @@ func (t *transactionService) sendCheck(msg *codec.Message, res store.PutResult) 
 		CommitLogOffset:      res.WroteOffset,
 		MsgID:                uniq,
 		TransactionID:        txID,
-		OffsetMsgID:          codec.OffsetMsgID(b.storeHost, res.WroteOffset),
-		BrokerName:           b.cfg.BrokerName,
+		OffsetMsgID:          codec.OffsetMsgID(p.storeHost, res.WroteOffset),
+		BrokerName:           p.set.BrokerName,
 	}).Encode(ext)
 	if err := conn.InvokeOneway(codec.NewRequest(codec.RequestCheckTransactionState, ext, rec)); err != nil {
-		b.logger.Debug("broker: sending a transaction check failed", "group", string(group), "err", err)
+		p.logger.Debug("broker: sending a transaction check failed", "group", string(group), "err", err)
 		return
 	}
 	t.checks.Add(1)
 }
 
-// processEndTransaction serves 37.
-func (b *Broker) processEndTransaction(rc *remoting.Request) (rest func()) {
+// ProcessEndTransaction serves 37.
+func (p *Plane) ProcessEndTransaction(rc *remoting.Request) (rest func()) {
 	var h codec.EndTransactionRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
 		rc.Reply.Answer(codec.ResponseSystemError, remoting.HeaderErrorRemark(err))
 		return nil
 	}
-	if b.cfg.IsSlave() {
+	if p.set.IsSlave {
 		rc.Reply.Answer(codec.ResponseSlaveNotAvailable, "Message store is slave mode, so end transaction is forbidden.")
 		return nil
 	}
@@ -622,17 +617,17 @@ func (b *Broker) processEndTransaction(rc *remoting.Request) (rest func()) {
 		return nil
 	}
 	to := rc.Reply
-	if b.isHotOffset(h.CommitLogOffset) {
-		b.tx.end(to, &h)
+	if p.IsHotOffset(h.CommitLogOffset) {
+		p.tx.end(to, &h)
 		return nil
 	}
-	return func() { b.tx.end(to, &h) }
+	return func() { p.tx.end(to, &h) }
 }
 
 // end applies an END_TRANSACTION and answers.
 func (t *transactionService) end(to remoting.Reply, h *codec.EndTransactionRequestHeader) {
-	b := t.b
-	rec, release, err := b.store.LookMessageByOffset(h.CommitLogOffset)
+	p := t.p
+	rec, release, err := p.store.LookMessageByOffset(h.CommitLogOffset)
 	if err != nil {
 		to.Answer(codec.ResponseSystemError, remarkHalfNotFound)
 		return
@@ -689,7 +684,7 @@ func (t *transactionService) end(to remoting.Reply, h *codec.EndTransactionReque
 
 	target := &r
 	if half != r.QueueOffset { // the checker's newest copy
-		copyRec, copyRelease, err := b.store.LookMessageByOffset(ref.phys)
+		copyRec, copyRelease, err := p.store.LookMessageByOffset(ref.phys)
 		if err != nil {
 			unclaim()
 			to.Answer(codec.ResponseSystemError, remarkHalfNotFound)
@@ -726,23 +721,23 @@ func (t *transactionService) end(to remoting.Reply, h *codec.EndTransactionReque
 // Its properties are re-encoded from r's well-formed pairs only (codec.AppendPropertiesWithout),
 // so a half stored before properties were checked commits without its malformed pieces.
 func (t *transactionService) commit(r *codec.Record) (codec.ResponseCode, string) {
-	b := t.b
+	p := t.p
 	realTopic, ok := codec.LookupProperty(r.Properties, codec.PropertyRealTopic)
 	if !ok || len(realTopic) == 0 {
 		return codec.ResponseSystemError, "the half message has no " + codec.PropertyRealTopic
 	}
-	qid, _ := parseDecimal(lookupOr(r.Properties, codec.PropertyRealQueueID))
+	qid, _ := codec.ParseDecimal(lookupOr(r.Properties, codec.PropertyRealQueueID))
 	delayLevel := 0
 	if v, ok := codec.LookupProperty(r.Properties, codec.PropertyDelayTimeLevel); ok {
-		delayLevel, _ = parseDecimal(v)
+		delayLevel, _ = codec.ParseDecimal(v)
 	}
-	p := codec.AppendPropertiesWithout(make([]byte, 0, len(r.Properties)+48), r.Properties,
+	prop := codec.AppendPropertiesWithout(make([]byte, 0, len(r.Properties)+48), r.Properties,
 		codec.PropertyRealTopic, codec.PropertyRealQueueID, codec.PropertyTransactionPrepared,
 		codec.PropertyWaitStoreMsgOK, codec.PropertyDelayTimeLevel)
-	p = codec.AppendProperty(p, codec.PropertyWaitStoreMsgOK, "false")
+	prop = codec.AppendProperty(prop, codec.PropertyWaitStoreMsgOK, "false")
 	topic, queueID := string(realTopic), int32(max(qid, 0))
 	if delayLevel > 0 {
-		p, queueID = appendScheduleProperties(p, b.clampDelayLevel(delayLevel), topic, queueID)
+		prop, queueID = AppendScheduleProperties(prop, p.clampDelayLevel(delayLevel), topic, queueID)
 		topic = metadata.ScheduleTopic
 	}
 	msg := codec.Message{
@@ -752,12 +747,12 @@ func (t *transactionService) commit(r *codec.Record) (codec.ResponseCode, string
 		SysFlag:                   codec.ResetTransactionType(r.SysFlag, codec.SysFlagTransactionCommit),
 		BornTimestamp:             r.BornTimestamp,
 		BornHost:                  r.BornHost,
-		StoreHost:                 b.storeHost,
+		StoreHost:                 p.storeHost,
 		ReconsumeTimes:            r.ReconsumeTimes,
 		PreparedTransactionOffset: r.PhysicalOffset,
 		Body:                      r.Body,
-		Properties:                p,
+		Properties:                prop,
 	}
-	res, err := b.store.PutMessage(&msg)
-	return b.putOutcome(res, err)
+	res, err := p.store.PutMessage(&msg)
+	return p.putOutcome(res, err)
 }

@@ -1,4 +1,4 @@
-package broker
+package sendplane
 
 import (
 	"bytes"
@@ -60,10 +60,10 @@ import (
 //   - TRAN_MSG=true (or a PREPARED sysFlag) stores a half message: topic
 //     RMQ_SYS_TRANS_HALF_TOPIC queue 0, REAL_TOPIC/REAL_QID/__transactionId__ added,
 //     transaction bits cleared. END_TRANSACTION and the check-back service
-//     (transaction.go) turn halves into deliveries.
+//     (transaction.go, this package) turn halves into deliveries.
 //   - DELAY > 0 (transaction type NOT or COMMIT): stored in SCHEDULE_TOPIC_XXXX queue
 //     level−1 (level clamped to messageDelayLevel's size) with REAL_TOPIC/REAL_QID; the
-//     schedule service (delay.go) delivers it to the real topic when due.
+//     schedule service (broker/delay.go) delivers it to the real topic when due.
 //
 // The response header is the Java broker's: msgId (offsetMsgId; a batch's ids joined
 // with ','), queueId (the queue the producer addressed or was given), queueOffset (first
@@ -110,7 +110,7 @@ const dlqQueueNums = 1
 // is done with the response (done), which for SYNC_FLUSH is after the durability callback
 // (durable) wrote it.
 type sendRequest struct {
-	b      *Broker
+	p      *Plane
 	to     remoting.Reply
 	header codec.SendMessageRequestHeader
 
@@ -138,8 +138,8 @@ type sendRequest struct {
 	replicaCode codec.ResponseCode // the replica wait's outcome (SUCCESS when there was none)
 }
 
-func newSendRequest(b *Broker) *sendRequest {
-	r := &sendRequest{b: b}
+func newSendRequest(p *Plane) *sendRequest {
+	r := &sendRequest{p: p}
 	r.done = r.release
 	r.durable = r.onDurable
 	r.replicated = r.onReplicated
@@ -163,12 +163,12 @@ func (r *sendRequest) release() {
 		cap(r.batch.Messages) > 4096 || cap(r.props) > maxPooledSendBytes {
 		return // let the GC have it
 	}
-	r.b.data.sendRequests.Put(r)
+	r.p.sendRequests.Put(r)
 }
 
-// processSendMessage serves 10, 310 and 320 on the event loop.
-func (b *Broker) processSendMessage(rc *remoting.Request) {
-	r := b.data.sendRequests.Get().(*sendRequest)
+// ProcessSendMessage serves 10, 310 and 320 on the event loop.
+func (p *Plane) ProcessSendMessage(rc *remoting.Request) {
+	r := p.sendRequests.Get().(*sendRequest)
 	r.to = rc.Reply
 	cmd := rc.Cmd
 	var err error
@@ -181,7 +181,7 @@ func (b *Broker) processSendMessage(rc *remoting.Request) {
 		r.answer(codec.ResponseSystemError, remoting.HeaderErrorRemark(err), false)
 		return
 	}
-	tc, code, remark := b.checkSend(rc, &r.header)
+	tc, code, remark := p.checkSend(rc, &r.header)
 	if code != codec.ResponseSuccess {
 		r.answer(code, remark, true)
 		return
@@ -197,23 +197,23 @@ func (b *Broker) processSendMessage(rc *remoting.Request) {
 	}
 	if cmd.Code == int32(codec.RequestSendBatchMessage) || r.header.Batch {
 		r.isBatch = true
-		code, remark = b.prepareBatch(r, rc, &tc)
+		code, remark = p.prepareBatch(r, rc, &tc)
 	} else {
-		code, remark = b.prepareMessage(r, rc, &tc)
+		code, remark = p.prepareMessage(r, rc, &tc)
 	}
 	if code != codec.ResponseSuccess {
 		r.answer(code, remark, true)
 		return
 	}
-	b.put(r)
+	p.put(r)
 }
 
 // checkSend is the Java broker's msgCheck, plus the topic permission check. It returns the
 // topic's config, auto-creating the topic when allowed.
-func (b *Broker) checkSend(rc *remoting.Request, h *codec.SendMessageRequestHeader) (codec.TopicConfig, codec.ResponseCode, string) {
-	if !metadata.IsWriteable(int32(b.cfg.BrokerPermission)) {
+func (p *Plane) checkSend(rc *remoting.Request, h *codec.SendMessageRequestHeader) (codec.TopicConfig, codec.ResponseCode, string) {
+	if !metadata.IsWriteable(p.set.BrokerPermission) {
 		return codec.TopicConfig{}, codec.ResponseNoPermission,
-			"the broker[" + b.data.brokerIP + "] sending message is forbidden"
+			"the broker[" + p.set.BrokerIP + "] sending message is forbidden"
 	}
 	if remark := metadata.ValidateTopicName(h.Topic); remark != "" {
 		return codec.TopicConfig{}, codec.ResponseSystemError, remark
@@ -221,8 +221,8 @@ func (b *Broker) checkSend(rc *remoting.Request, h *codec.SendMessageRequestHead
 	if notAllowedSendTopics[h.Topic] {
 		return codec.TopicConfig{}, codec.ResponseNoPermission, "Sending message to topic[" + h.Topic + "] is forbidden."
 	}
-	tc, ok := b.topics.Get(h.Topic)
-	if !ok && !b.cfg.IsSlave() { // a slave's topics come from its master only
+	tc, ok := p.topics.Get(h.Topic)
+	if !ok && !p.set.IsSlave { // a slave's topics come from its master only
 		var topicSysFlag int32
 		if h.UnitMode {
 			if strings.HasPrefix(h.Topic, metadata.RetryGroupTopicPrefix) {
@@ -231,9 +231,9 @@ func (b *Broker) checkSend(rc *remoting.Request, h *codec.SendMessageRequestHead
 				topicSysFlag = metadata.TopicSysFlagUnit
 			}
 		}
-		tc, ok = b.topics.CreateInSendMessage(h.Topic, h.DefaultTopic, h.DefaultTopicQueueNums, topicSysFlag)
+		tc, ok = p.topics.CreateInSendMessage(h.Topic, h.DefaultTopic, h.DefaultTopicQueueNums, topicSysFlag)
 		if !ok && strings.HasPrefix(h.Topic, metadata.RetryGroupTopicPrefix) {
-			tc = b.topics.CreateInSendMessageBack(h.Topic, 1, metadata.PermRead|metadata.PermWrite, topicSysFlag)
+			tc = p.topics.CreateInSendMessageBack(h.Topic, 1, metadata.PermRead|metadata.PermWrite, topicSysFlag)
 			ok = tc.TopicName != ""
 		}
 	}
@@ -252,9 +252,9 @@ func (b *Broker) checkSend(rc *remoting.Request, h *codec.SendMessageRequestHead
 }
 
 // messageIllegalRemark is the Java broker's MESSAGE_ILLEGAL remark.
-func (b *Broker) messageIllegalRemark() string {
+func (p *Plane) messageIllegalRemark() string {
 	return "the message is illegal, maybe msg body or properties length not matched. msg body length limit " +
-		strconv.Itoa(b.data.maxMessageSize) + "B, msg properties length limit 32KB."
+		strconv.Itoa(p.set.MaxMessageSize) + "B, msg properties length limit 32KB."
 }
 
 // bornHost is the connection's peer, IPv4-mapped addresses unmapped so that the record
@@ -268,18 +268,18 @@ func bornHost(rc *remoting.Request) netip.AddrPort {
 func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // prepareMessage builds the single message of a 10/310 send in r.msg.
-func (b *Broker) prepareMessage(r *sendRequest, rc *remoting.Request, tc *codec.TopicConfig) (codec.ResponseCode, string) {
+func (p *Plane) prepareMessage(r *sendRequest, rc *remoting.Request, tc *codec.TopicConfig) (codec.ResponseCode, string) {
 	h := &r.header
 	body := rc.Cmd.Body
 	if len(body) == 0 {
 		return codec.ResponseMessageIllegal, "the message body is empty"
 	}
-	if len(body) > b.data.maxMessageSize || len(h.Properties) > propertiesBytesLimit {
-		return codec.ResponseMessageIllegal, b.messageIllegalRemark()
+	if len(body) > p.set.MaxMessageSize || len(h.Properties) > propertiesBytesLimit {
+		return codec.ResponseMessageIllegal, p.messageIllegalRemark()
 	}
 	// Checked before anything reads them. A copy (pairs with empty values dropped) goes to
 	// the arena, which a single message does not otherwise use.
-	clientProps, err := clientProperties(r.arena[:0], stringBytes(h.Properties))
+	clientProps, err := ClientProperties(r.arena[:0], stringBytes(h.Properties))
 	if err != nil {
 		return codec.ResponseMessageIllegal, malformedPropertiesRemark("properties", err)
 	}
@@ -289,7 +289,7 @@ func (b *Broker) prepareMessage(r *sendRequest, rc *remoting.Request, tc *codec.
 	// Retry topic past its reconsume limit → the group's DLQ (handleRetryAndDLQ).
 	toDLQ := false
 	if group, ok := strings.CutPrefix(topic, metadata.RetryGroupTopicPrefix); ok {
-		gc, found := b.subscriptions.FindOrCreate(group)
+		gc, found := p.groups.FindOrCreate(group)
 		if !found {
 			return codec.ResponseSubscriptionGroupNotExist, "subscription group not exist, " + group
 		}
@@ -301,7 +301,7 @@ func (b *Broker) prepareMessage(r *sendRequest, rc *remoting.Request, tc *codec.
 			toDLQ = true
 			topic = metadata.DLQTopic(group)
 			queueID = 0
-			*tc = b.topics.CreateInSendMessageBack(topic, dlqQueueNums, metadata.PermRead|metadata.PermWrite, 0)
+			*tc = p.topics.CreateInSendMessageBack(topic, dlqQueueNums, metadata.PermRead|metadata.PermWrite, 0)
 			if tc.TopicName == "" {
 				return codec.ResponseSystemError, "topic[" + topic + "] not exist"
 			}
@@ -322,7 +322,7 @@ func (b *Broker) prepareMessage(r *sendRequest, rc *remoting.Request, tc *codec.
 	delayLevel := 0
 	if !toDLQ {
 		if v, ok := codec.LookupProperty(clientProps, codec.PropertyDelayTimeLevel); ok {
-			n, ok := parseDecimal(v)
+			n, ok := codec.ParseDecimal(v)
 			if !ok {
 				return codec.ResponseMessageIllegal, "the DELAY property is not a number: " + strconv.Quote(string(v))
 			}
@@ -333,42 +333,42 @@ func (b *Broker) prepareMessage(r *sendRequest, rc *remoting.Request, tc *codec.
 	if half && h.ReconsumeTimes > 0 && delayLevel > 0 {
 		half = false
 	}
-	if half && b.cfg.RejectTransactionMessage {
-		return codec.ResponseNoPermission, "the broker[" + b.data.brokerIP + "] sending transaction message is forbidden"
+	if half && p.set.RejectTransactionMessage {
+		return codec.ResponseNoPermission, "the broker[" + p.set.BrokerIP + "] sending transaction message is forbidden"
 	}
 	delayed := false
 	if !half {
 		t := codec.TransactionType(sysFlag)
 		delayed = delayLevel > 0 && (t == codec.SysFlagTransactionNot || t == codec.SysFlagTransactionCommit)
 		if delayed {
-			delayLevel = b.clampDelayLevel(delayLevel)
+			delayLevel = p.clampDelayLevel(delayLevel)
 		}
 	}
 
 	// Properties: the client's minus WAIT (and DELAY when it is dropped or rewritten),
 	// then UNIQ_KEY if missing, CLUSTER, and the redirection's keys.
-	p := copyProperties(r.props[:0], clientProps, toDLQ || delayed)
+	prop := copyProperties(r.props[:0], clientProps, toDLQ || delayed)
 	if v, ok := codec.LookupProperty(clientProps, codec.PropertyUniqClientMessageIDKey); ok && len(v) > 0 {
 		r.uniqKey = append(r.uniqKey[:0], v...)
 	} else {
-		r.uniqKey = b.uniqKeys.Append(r.uniqKey[:0], b.clock())
-		p = appendPropertyBytes(p, codec.PropertyUniqClientMessageIDKey, r.uniqKey)
+		r.uniqKey = p.uniqKeys.Append(r.uniqKey[:0], p.clock())
+		prop = appendPropertyBytes(prop, codec.PropertyUniqClientMessageIDKey, r.uniqKey)
 	}
-	p = codec.AppendProperty(p, codec.PropertyCluster, b.data.clusterName)
+	prop = codec.AppendProperty(prop, codec.PropertyCluster, p.set.ClusterName)
 	switch {
 	case half:
-		p = codec.AppendProperty(p, codec.PropertyRealTopic, topic)
-		p = appendPropertyInt(p, codec.PropertyRealQueueID, int64(queueID))
-		p = appendPropertyBytes(p, codec.PropertyTransactionID, r.uniqKey)
+		prop = codec.AppendProperty(prop, codec.PropertyRealTopic, topic)
+		prop = appendPropertyInt(prop, codec.PropertyRealQueueID, int64(queueID))
+		prop = appendPropertyBytes(prop, codec.PropertyTransactionID, r.uniqKey)
 		sysFlag = codec.ResetTransactionType(sysFlag, codec.SysFlagTransactionNot)
 		topic, queueID = metadata.TransHalfTopic, 0
 	case delayed:
-		p, queueID = appendScheduleProperties(p, delayLevel, topic, queueID)
+		prop, queueID = AppendScheduleProperties(prop, delayLevel, topic, queueID)
 		topic = metadata.ScheduleTopic
 	}
-	r.props = p
-	if len(p) > propertiesBytesLimit {
-		return codec.ResponseMessageIllegal, b.messageIllegalRemark()
+	r.props = prop
+	if len(prop) > propertiesBytesLimit {
+		return codec.ResponseMessageIllegal, p.messageIllegalRemark()
 	}
 	r.msg = codec.Message{
 		Topic:          topic,
@@ -377,10 +377,10 @@ func (b *Broker) prepareMessage(r *sendRequest, rc *remoting.Request, tc *codec.
 		SysFlag:        sysFlag,
 		BornTimestamp:  h.BornTimestamp,
 		BornHost:       bornHost(rc),
-		StoreHost:      b.storeHost,
+		StoreHost:      p.storeHost,
 		ReconsumeTimes: h.ReconsumeTimes,
 		Body:           body,
-		Properties:     p,
+		Properties:     prop,
 	}
 	return codec.ResponseSuccess, ""
 }
@@ -393,7 +393,7 @@ const mqVersionV349 = 121
 // body and properties and gets the batch-level properties (the header's plus CLUSTER)
 // appended, as RocketMQ 4.9 does; items get no UNIQ_KEY of the broker's (Java clients put
 // one in every item, the Go client none, PROTOCOL.md §5.6).
-func (b *Broker) prepareBatch(r *sendRequest, rc *remoting.Request, tc *codec.TopicConfig) (codec.ResponseCode, string) {
+func (p *Plane) prepareBatch(r *sendRequest, rc *remoting.Request, tc *codec.TopicConfig) (codec.ResponseCode, string) {
 	h := &r.header
 	body := rc.Cmd.Body
 	switch {
@@ -405,10 +405,10 @@ func (b *Broker) prepareBatch(r *sendRequest, rc *remoting.Request, tc *codec.To
 		return codec.ResponseMessageIllegal, "batch message does not support transaction"
 	case len(body) == 0:
 		return codec.ResponseMessageIllegal, "the batch body is empty"
-	case len(body) > b.data.maxMessageSize || len(h.Properties) > propertiesBytesLimit:
-		return codec.ResponseMessageIllegal, b.messageIllegalRemark()
+	case len(body) > p.set.MaxMessageSize || len(h.Properties) > propertiesBytesLimit:
+		return codec.ResponseMessageIllegal, p.messageIllegalRemark()
 	}
-	headerProps, err := clientProperties(nil, stringBytes(h.Properties))
+	headerProps, err := ClientProperties(nil, stringBytes(h.Properties))
 	if err != nil {
 		return codec.ResponseMessageIllegal, malformedPropertiesRemark("properties", err)
 	}
@@ -426,7 +426,7 @@ func (b *Broker) prepareBatch(r *sendRequest, rc *remoting.Request, tc *codec.To
 	if len(batchProps) > 0 && batchProps[len(batchProps)-1] != codec.PropertySeparator {
 		batchProps = append(batchProps, codec.PropertySeparator)
 	}
-	batchProps = codec.AppendProperty(batchProps, codec.PropertyCluster, b.data.clusterName)
+	batchProps = codec.AppendProperty(batchProps, codec.PropertyCluster, p.set.ClusterName)
 	r.props = batchProps
 
 	arena := r.arena[:0]
@@ -453,7 +453,7 @@ func (b *Broker) prepareBatch(r *sendRequest, rc *remoting.Request, tc *codec.To
 		}
 		arena = append(arena, batchProps...)
 		if len(arena)-start > propertiesBytesLimit {
-			return codec.ResponseMessageIllegal, b.messageIllegalRemark()
+			return codec.ResponseMessageIllegal, p.messageIllegalRemark()
 		}
 		bounds = append(bounds, len(arena))
 		r.batch.Messages = append(r.batch.Messages, codec.Message{
@@ -477,18 +477,18 @@ func (b *Broker) prepareBatch(r *sendRequest, rc *remoting.Request, tc *codec.To
 		m := &r.batch.Messages[i]
 		m.Properties = arena[start:bounds[i]:bounds[i]]
 		m.BornHost = born
-		m.StoreHost = b.storeHost
+		m.StoreHost = p.storeHost
 		start = bounds[i]
 	}
 	r.arena, r.itemBounds = arena, bounds
 	return codec.ResponseSuccess, ""
 }
 
-// clientProperties checks a producer's properties (PROTOCOL.md §5.4) before anything reads
+// ClientProperties checks a producer's properties (PROTOCOL.md §5.4) before anything reads
 // them. Well-formed properties come back as they are, without a copy. Pairs with an empty
 // value are dropped, into a copy appended to scratch (see dropEmptyValues). Anything else
 // malformed fails with the *codec.PropertiesError naming the first bad piece.
-func clientProperties(scratch, props []byte) ([]byte, error) {
+func ClientProperties(scratch, props []byte) ([]byte, error) {
 	err := codec.ValidateProperties(props)
 	if err == nil {
 		return props, nil
@@ -557,32 +557,6 @@ func appendPropertyInt(dst []byte, key string, v int64) []byte {
 	return append(dst, codec.PropertySeparator)
 }
 
-// parseDecimal parses an optionally signed decimal int32 without allocating.
-func parseDecimal(b []byte) (int, bool) {
-	neg := false
-	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
-		neg = b[0] == '-'
-		b = b[1:]
-	}
-	if len(b) == 0 || len(b) > 10 {
-		return 0, false
-	}
-	n := 0
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int(c-'0')
-	}
-	if n > 1<<31-1 {
-		return 0, false
-	}
-	if neg {
-		n = -n
-	}
-	return n, true
-}
-
 // waitStoreMsgOK is Message.isWaitStoreMsgOK: absent or "true" (any case).
 func waitStoreMsgOK(props string) bool {
 	v, ok := codec.LookupProperty(stringBytes(props), codec.PropertyWaitStoreMsgOK)
@@ -591,35 +565,35 @@ func waitStoreMsgOK(props string) bool {
 
 // put stores the prepared message or batch and answers, now or (SYNC_FLUSH) from the
 // durability callback.
-func (b *Broker) put(r *sendRequest) {
-	if b.store.IsOSPageCacheBusy() {
-		b.metrics.busy.WithLabelValues("pc_synchronized").Inc()
+func (p *Plane) put(r *sendRequest) {
+	if p.store.IsOSPageCacheBusy() {
+		p.pcBusy.Inc()
 		r.answer(codec.ResponseSystemBusy, remarkPCBusy, true)
 		return
 	}
 	waitOK := waitStoreMsgOK(r.header.Properties)
-	wait := b.data.syncFlush && waitOK
-	replicate := b.replicas != nil && waitOK // SYNC_MASTER: ASYNC_MASTER never waits
-	if wait && b.store.SyncFlushQueueFull() {
+	wait := p.set.SyncFlush && waitOK
+	replicate := p.replicas != nil && waitOK // SYNC_MASTER: ASYNC_MASTER never waits
+	if wait && p.store.SyncFlushQueueFull() {
 		// Refused before storing: SYSTEM_BUSY must mean "not stored", as RocketMQ's fast failure
 		// does. (Between event loops a put can still meet a queue filled since this check; that one
 		// is stored and gets the same answer from onDurable.)
-		b.metrics.busy.WithLabelValues("flush_queue_full").Inc()
+		p.flushQueueFull.Inc()
 		r.answer(codec.ResponseSystemBusy, remarkFlushQueueFull, true)
 		return
 	}
 	var res store.PutResult
 	var err error
 	if r.isBatch {
-		res, err = b.store.PutMessages(&r.batch)
+		res, err = p.store.PutMessages(&r.batch)
 		for i := range r.batch.Messages {
 			r.batch.Messages[i].Body = nil // views into the connection's read buffer
 		}
 	} else {
-		res, err = b.store.PutMessage(&r.msg)
+		res, err = p.store.PutMessage(&r.msg)
 		r.msg.Body = nil
 	}
-	code, remark := b.putOutcome(res, err)
+	code, remark := p.putOutcome(res, err)
 	if code != codec.ResponseSuccess {
 		r.answer(code, remark, true)
 		return
@@ -634,12 +608,12 @@ func (b *Broker) put(r *sendRequest) {
 	r.flushCode, r.flushRemark, r.flushStored, r.replicaCode = codec.ResponseSuccess, "", true, codec.ResponseSuccess
 	r.waits.Store(int32(btoi(wait) + btoi(replicate)))
 	if replicate {
-		if err := b.replicas.Wait(res.EndOffset(), r.replicated); err != nil {
+		if err := p.replicas.Wait(res.EndOffset(), r.replicated); err != nil {
 			r.onReplicated(err)
 		}
 	}
 	if wait {
-		b.store.WaitDurable(res.EndOffset(), r.durable)
+		p.store.WaitDurable(res.EndOffset(), r.durable)
 	}
 }
 
@@ -654,7 +628,7 @@ func btoi(v bool) int {
 // handlePutMessageResult). SUCCESS means the message is stored. The error only explains a
 // failed status in the remark; an error beside PUT_OK (a broken store) is UNKNOWN_ERROR, never
 // a success.
-func (b *Broker) putOutcome(res store.PutResult, err error) (codec.ResponseCode, string) {
+func (p *Plane) putOutcome(res store.PutResult, err error) (codec.ResponseCode, string) {
 	switch res.Status {
 	case store.PutOK:
 		if err == nil {
@@ -666,9 +640,9 @@ func (b *Broker) putOutcome(res store.PutResult, err error) (codec.ResponseCode,
 			// re-encoded by the broker, e.g. a send-back of a record an older broker stored.
 			return codec.ResponseMessageIllegal, malformedPropertiesRemark("properties", err)
 		}
-		return codec.ResponseMessageIllegal, b.messageIllegalRemark()
+		return codec.ResponseMessageIllegal, p.messageIllegalRemark()
 	case store.OSPageCacheBusy:
-		b.metrics.busy.WithLabelValues("pc_synchronized").Inc()
+		p.pcBusy.Inc()
 		return codec.ResponseSystemBusy, remarkPCBusy
 	case store.CreateMappedFileFailed:
 		return codec.ResponseSystemError, remarkCreateMappedFileFailed
@@ -691,7 +665,7 @@ func (r *sendRequest) onDurable(err error) {
 	switch {
 	case err == nil:
 	case errors.Is(err, store.ErrFlushQueueFull):
-		r.b.metrics.busy.WithLabelValues("flush_queue_full").Inc()
+		r.p.flushQueueFull.Inc()
 		r.flushCode, r.flushRemark, r.flushStored = codec.ResponseSystemBusy, remarkFlushQueueFull, false
 	case errors.Is(err, store.ErrFlushTimeout):
 		r.flushCode = codec.ResponseFlushDiskTimeout
@@ -736,17 +710,17 @@ func (r *sendRequest) waitDone() {
 // SUCCESS unless a wait (durability, replica) said otherwise: FLUSH_DISK_TIMEOUT,
 // FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE.
 func (r *sendRequest) answerStored(code codec.ResponseCode, remark string) {
-	b := r.b
+	p := r.p
 	ids := r.msgIDs[:0] // the offsetMsgId of each record
 	if r.isBatch {
 		for i, off := range r.batch.PhysicalOffsets {
 			if i > 0 {
 				ids = append(ids, ',')
 			}
-			ids = codec.AppendOffsetMsgID(ids, b.storeHost, off)
+			ids = codec.AppendOffsetMsgID(ids, p.storeHost, off)
 		}
 	} else {
-		ids = codec.AppendOffsetMsgID(ids, b.storeHost, r.result.WroteOffset)
+		ids = codec.AppendOffsetMsgID(ids, p.storeHost, r.result.WroteOffset)
 	}
 	r.msgIDs = ids
 	fields := [...]codec.Field{

@@ -1,4 +1,4 @@
-package broker
+package sendplane
 
 import (
 	"errors"
@@ -23,7 +23,7 @@ import (
 //	                                            delayed at the requested level, or at
 //	                                            3 + reconsumeTimes when the request says 0
 //	                                            (clamped to the table: the schedule
-//	                                            service delivers it, delay.go)
+//	                                            service delivers it, broker/delay.go)
 //
 // maxReconsumeTimes is the group's retryMaxTimes (16 by default), or the request's when it
 // carries one (clients from V3_4_9 on). The new record keeps body, flag, sysFlag, born time
@@ -48,11 +48,15 @@ import (
 // defaultRetryDelayLevelBase is RocketMQ's first broker-chosen retry level: 3 + reconsume times.
 const defaultRetryDelayLevelBase = 3
 
+// remarkSendBackServiceNotAvailable is the send-back answer when the store refuses the put
+// (on a slave always): RocketMQ answers SYSTEM_ERROR with the put status's name.
+const remarkSendBackServiceNotAvailable = "SERVICE_NOT_AVAILABLE"
+
 // remarkSubscriptionGroupNotExist is the Java broker's remark (with its FAQ link).
 const remarkSubscriptionGroupNotExist = "subscription group not exist, "
 
-// processConsumerSendMsgBack serves 36.
-func (b *Broker) processConsumerSendMsgBack(rc *remoting.Request) (rest func()) {
+// ProcessConsumerSendMsgBack serves 36.
+func (p *Plane) ProcessConsumerSendMsgBack(rc *remoting.Request) (rest func()) {
 	var h codec.ConsumerSendMsgBackRequestHeader
 	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
 		rc.Reply.Answer(codec.ResponseSystemError, remoting.HeaderErrorRemark(err))
@@ -60,35 +64,35 @@ func (b *Broker) processConsumerSendMsgBack(rc *remoting.Request) (rest func()) 
 	}
 	to := rc.Reply
 	version := rc.Cmd.Version
-	if b.isHotOffset(h.Offset) {
-		b.sendMessageBack(to, &h, version)
+	if p.IsHotOffset(h.Offset) {
+		p.sendMessageBack(to, &h, version)
 		return nil
 	}
-	return func() { b.sendMessageBack(to, &h, version) }
+	return func() { p.sendMessageBack(to, &h, version) }
 }
 
-// isHotOffset reports whether a CommitLog offset lies in the part of the log that the page
+// IsHotOffset reports whether a CommitLog offset lies in the part of the log that the page
 // cache holds (the event loop may read it without faulting pages in from disk).
-func (b *Broker) isHotOffset(phys int64) bool {
-	end := b.store.MaxPhyOffset()
-	return phys >= 0 && phys <= end && end-phys <= b.data.hotPullMaxBehindBytes
+func (p *Plane) IsHotOffset(phys int64) bool {
+	end := p.store.MaxPhyOffset()
+	return phys >= 0 && phys <= end && end-phys <= p.set.HotMaxBehindBytes
 }
 
 // sendMessageBack does the work of 36 and answers.
-func (b *Broker) sendMessageBack(to remoting.Reply, h *codec.ConsumerSendMsgBackRequestHeader, version int32) {
-	if b.cfg.IsSlave() {
+func (p *Plane) sendMessageBack(to remoting.Reply, h *codec.ConsumerSendMsgBackRequestHeader, version int32) {
+	if p.set.IsSlave {
 		// The store refuses every put on a slave; answer as RocketMQ does then, before the
 		// group or retry topic is auto-created here (a slave takes both from its master).
 		to.Answer(codec.ResponseSystemError, remarkSendBackServiceNotAvailable)
 		return
 	}
-	gc, ok := b.subscriptions.FindOrCreate(h.Group)
+	gc, ok := p.groups.FindOrCreate(h.Group)
 	if !ok {
 		to.Answer(codec.ResponseSubscriptionGroupNotExist, remarkSubscriptionGroupNotExist+h.Group)
 		return
 	}
-	if !metadata.IsWriteable(int32(b.cfg.BrokerPermission)) {
-		to.Answer(codec.ResponseNoPermission, "the broker["+b.data.brokerIP+"] sending message is forbidden")
+	if !metadata.IsWriteable(p.set.BrokerPermission) {
+		to.Answer(codec.ResponseNoPermission, "the broker["+p.set.BrokerIP+"] sending message is forbidden")
 		return
 	}
 	if gc.RetryQueueNums <= 0 {
@@ -101,16 +105,10 @@ func (b *Broker) sendMessageBack(to remoting.Reply, h *codec.ConsumerSendMsgBack
 	if h.UnitMode {
 		topicSysFlag = metadata.TopicSysFlagUnitSub
 	}
-	tc := b.topics.CreateInSendMessageBack(topic, gc.RetryQueueNums, metadata.PermRead|metadata.PermWrite, topicSysFlag)
-	if tc.TopicName == "" {
-		to.Answer(codec.ResponseSystemError, "topic["+topic+"] not exist")
+	if !p.sendBackTopic(to, topic, gc.RetryQueueNums, topicSysFlag) {
 		return
 	}
-	if !metadata.IsWriteable(tc.Perm) {
-		to.Answer(codec.ResponseNoPermission, "the topic["+topic+"] sending message is forbidden")
-		return
-	}
-	rec, release, err := b.store.LookMessageByOffset(h.Offset)
+	rec, release, err := p.store.LookMessageByOffset(h.Offset)
 	if err != nil {
 		to.Answer(codec.ResponseSystemError, "look message by offset failed, "+strconv.FormatInt(h.Offset, 10))
 		return
@@ -130,13 +128,7 @@ func (b *Broker) sendMessageBack(to remoting.Reply, h *codec.ConsumerSendMsgBack
 	toDLQ := r.ReconsumeTimes >= maxReconsume || delayLevel < 0
 	if toDLQ {
 		topic, queueID = metadata.DLQTopic(h.Group), 0
-		tc = b.topics.CreateInSendMessageBack(topic, dlqQueueNums, metadata.PermRead|metadata.PermWrite, 0)
-		if tc.TopicName == "" {
-			to.Answer(codec.ResponseSystemError, "topic["+topic+"] not exist")
-			return
-		}
-		if !metadata.IsWriteable(tc.Perm) {
-			to.Answer(codec.ResponseNoPermission, "the topic["+topic+"] sending message is forbidden")
+		if !p.sendBackTopic(to, topic, dlqQueueNums, 0) {
 			return
 		}
 	} else if delayLevel == 0 {
@@ -145,27 +137,27 @@ func (b *Broker) sendMessageBack(to remoting.Reply, h *codec.ConsumerSendMsgBack
 
 	// Properties: the record's, without the keys rewritten below, then RETRY_TOPIC,
 	// ORIGIN_MESSAGE_ID, WAIT=false and, for a retry, the schedule keys.
-	p := codec.AppendPropertiesWithout(make([]byte, 0, len(r.Properties)+160), r.Properties,
+	prop := codec.AppendPropertiesWithout(make([]byte, 0, len(r.Properties)+160), r.Properties,
 		codec.PropertyWaitStoreMsgOK, codec.PropertyDelayTimeLevel, codec.PropertyRealTopic,
 		codec.PropertyRealQueueID, codec.PropertyRetryTopic, codec.PropertyOriginMessageID)
 	retryTopic, ok := codec.LookupProperty(r.Properties, codec.PropertyRetryTopic)
 	if !ok || len(retryTopic) == 0 {
 		retryTopic = r.Topic
 	}
-	p = appendPropertyBytes(p, codec.PropertyRetryTopic, retryTopic)
+	prop = appendPropertyBytes(prop, codec.PropertyRetryTopic, retryTopic)
 	if origin, ok := codec.LookupProperty(r.Properties, codec.PropertyOriginMessageID); ok && len(origin) > 0 {
-		p = appendPropertyBytes(p, codec.PropertyOriginMessageID, origin)
+		prop = appendPropertyBytes(prop, codec.PropertyOriginMessageID, origin)
 	} else {
-		p = appendPropertyBytes(p, codec.PropertyOriginMessageID, codec.AppendOffsetMsgID(nil, r.StoreHost, r.PhysicalOffset))
+		prop = appendPropertyBytes(prop, codec.PropertyOriginMessageID, codec.AppendOffsetMsgID(nil, r.StoreHost, r.PhysicalOffset))
 	}
-	p = codec.AppendProperty(p, codec.PropertyWaitStoreMsgOK, "false")
+	prop = codec.AppendProperty(prop, codec.PropertyWaitStoreMsgOK, "false")
 	storeTopic, storeQueueID := topic, queueID
 	if !toDLQ {
-		p, storeQueueID = appendScheduleProperties(p, b.clampDelayLevel(delayLevel), topic, queueID)
+		prop, storeQueueID = AppendScheduleProperties(prop, p.clampDelayLevel(delayLevel), topic, queueID)
 		storeTopic = metadata.ScheduleTopic
 	}
-	if len(p) > propertiesBytesLimit {
-		to.Answer(codec.ResponseMessageIllegal, b.messageIllegalRemark())
+	if len(prop) > propertiesBytesLimit {
+		to.Answer(codec.ResponseMessageIllegal, p.messageIllegalRemark())
 		return
 	}
 	msg := codec.Message{
@@ -175,21 +167,36 @@ func (b *Broker) sendMessageBack(to remoting.Reply, h *codec.ConsumerSendMsgBack
 		SysFlag:        r.SysFlag,
 		BornTimestamp:  r.BornTimestamp,
 		BornHost:       r.BornHost,
-		StoreHost:      b.storeHost,
+		StoreHost:      p.storeHost,
 		ReconsumeTimes: r.ReconsumeTimes + 1,
 		Body:           r.Body,
-		Properties:     p,
+		Properties:     prop,
 	}
-	res, err := b.store.PutMessage(&msg)
+	res, err := p.store.PutMessage(&msg)
 	if res.Status == store.ServiceNotAvailable && !errors.Is(err, store.ErrDiskFull) {
 		// RocketMQ answers a refused send-back with SYSTEM_ERROR and the status name. A full
 		// disk gets the send path's SERVICE_NOT_AVAILABLE answer, which names the reason.
 		to.Answer(codec.ResponseSystemError, remarkSendBackServiceNotAvailable)
 		return
 	}
-	if code, remark := b.putOutcome(res, err); code != codec.ResponseSuccess {
+	if code, remark := p.putOutcome(res, err); code != codec.ResponseSuccess {
 		to.Answer(code, remark)
 		return
 	}
 	to.OK()
+}
+
+// sendBackTopic creates a send-back's retry or DLQ topic on demand and checks that it is
+// writable. It answers and returns false when the topic cannot be written.
+func (p *Plane) sendBackTopic(to remoting.Reply, topic string, queueNums, topicSysFlag int32) bool {
+	tc := p.topics.CreateInSendMessageBack(topic, queueNums, metadata.PermRead|metadata.PermWrite, topicSysFlag)
+	if tc.TopicName == "" {
+		to.Answer(codec.ResponseSystemError, "topic["+topic+"] not exist")
+		return false
+	}
+	if !metadata.IsWriteable(tc.Perm) {
+		to.Answer(codec.ResponseNoPermission, "the topic["+topic+"] sending message is forbidden")
+		return false
+	}
+	return true
 }
