@@ -1,15 +1,16 @@
-// Package broker is ringmq's RocketMQ-compatible broker: the request processors
-// (send, pull with long polling, query, consumer offsets, client management; admin is
-// broker/admin, wired here),
-// the topic / subscription-group / consumer-offset managers with RocketMQ's JSON files,
-// registration with name servers, and the wiring of store and netio.
+// Package broker wires ringmq's RocketMQ-compatible broker together: its configuration
+// (config.go, RocketMQ's keys), the store and the remoting servers, the dispatch table
+// (routes.go: every request code, where it runs, its handler and its ACL rule) and the
+// dispatcher with its bounded pools (dispatch.go), ACL (acl.go), registration with name
+// servers (register.go), replication (ha.go, slavesync.go), delayed delivery (delay.go) and
+// the lifecycle (New, Start, Shutdown).
 //
-// # Where requests run
-//
-// See dispatch.go: memory-only work runs on the gnet event loop that read the
-// request; work that can block on disk runs on bounded pools that fail fast with
-// SYSTEM_BUSY. Durability waits (SYNC_FLUSH) are callbacks from the store's group
-// commit, never parked goroutines.
+// The request processors live in the plane packages, each built here with what it needs
+// passed in: broker/sendplane (sends, send-back, request-reply, transactions),
+// broker/readplane (pulls with long polling, query, queue offsets), broker/clients
+// (heartbeats, client registries, queue locks, consumer offsets), broker/admin (topics,
+// groups, stats). Their tables are broker/metadata's; they answer through
+// broker/remoting's Reply. DESIGN.md at the repository root draws the map.
 //
 // # Files (under <storePathRootDir>/config, RocketMQ's names and JSON)
 //
@@ -17,7 +18,7 @@
 //
 // Each is written atomically (temp file, fsync, rename, fsync dir) with the previous
 // version kept as <file>.bak, and read back from .bak when the main file is missing
-// or damaged.
+// or damaged (broker/metadata).
 package broker
 
 import (

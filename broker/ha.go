@@ -13,7 +13,7 @@ import (
 
 // Replication wiring (package ha, PROTOCOL.md §13): a master listens on haListenPort and streams its
 // CommitLog to slaves, a SYNC_MASTER also waits for a slave's acknowledgement before answering a send
-// (send.go put); a slave follows its master's CommitLog through an HA client. Every store.MessageStore
+// (broker/sendplane); a slave follows its master's CommitLog through an HA client. Every store.MessageStore
 // is both of ha's small interfaces.
 var (
 	_ ha.MasterLog = store.MessageStore(nil)
