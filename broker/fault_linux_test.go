@@ -11,8 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"fmt"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // TestFaultDiskFullTmpfs fills a real file system: a 40 MiB tmpfs mounted for the test (root
@@ -67,6 +69,25 @@ func TestFaultDiskFullTmpfs(t *testing.T) {
 		defer f.Close()
 		require.NoError(t, unix.Fallocate(int(f.Fd()), 0, 0, bytes))
 	}
+	// commitLogFiles waits until the CommitLog directory holds n files: the fillers below are sized
+	// for the files the allocator makes in the background (the current one and up to two
+	// prepared ones, as many as fit).
+	commitLogFiles := func(n int) {
+		t.Helper()
+		testutil.Eventually(t, fmt.Sprintf("%d CommitLog files", n), func() bool {
+			entries, err := os.ReadDir(filepath.Join(dir, "commitlog"))
+			if err != nil {
+				return false
+			}
+			files := 0
+			for _, e := range entries {
+				if len(e.Name()) == 20 {
+					files++
+				}
+			}
+			return files >= n
+		})
+	}
 	usedPercent := func() float64 {
 		var st unix.Statfs_t
 		require.NoError(t, unix.Statfs(mnt, &st))
@@ -75,6 +96,7 @@ func TestFaultDiskFullTmpfs(t *testing.T) {
 
 	// 1. Above diskSpaceWarningLevelRatio. The store holds 24 MiB of CommitLog files: the current one
 	// and the two the allocator keeps ready.
+	commitLogFiles(3)
 	fill(12 << 20)
 	require.Greater(t, usedPercent(), 90.0)
 	requireDiskFullAnswer(t, s.sendUntil(codec.ResponseServiceNotAvailable, 1000))
@@ -84,6 +106,7 @@ func TestFaultDiskFullTmpfs(t *testing.T) {
 	s.verify()
 
 	// 2. ENOSPC for the next CommitLog file.
+	commitLogFiles(3)
 	fill(9 << 20)
 	require.Less(t, usedPercent(), 85.0, "below the forced-deletion ratio: no stored file may go")
 	resp := s.sendUntil(codec.ResponseServiceNotAvailable, 60<<10)
@@ -110,7 +133,9 @@ func TestFaultDiskFullTmpfs(t *testing.T) {
 	s.verify()
 
 	// 3. Above every ratio with several CommitLog files stored: the pass that refuses sends is the
-	// one that would delete them forcibly; the pass that accepts sends again comes after it.
+	// one that would delete them forcibly; the pass that accepts sends again comes after it. The
+	// store holds four 8 MiB files by now (a fifth does not fit beside them).
+	commitLogFiles(4)
 	fill(6 << 20)
 	require.Greater(t, usedPercent(), 90.0)
 	requireDiskFullAnswer(t, s.sendUntil(codec.ResponseServiceNotAvailable, 1000))
