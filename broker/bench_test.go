@@ -115,7 +115,7 @@ func BenchmarkPullPath(b *testing.B) {
 	conn := &nullConn{}
 	cmds := make([]*codec.RemotingCommand, msgs/32)
 	for i := range cmds {
-		cmds[i] = pullCmd("BG", "BenchPull", 0, int64(i*32), 32, subFlag, 0, "TagA")
+		cmds[i] = remotingtest.PullRequest("BG", "BenchPull", 0, int64(i*32), 32, subFlag, 0, "TagA")
 		cmds[i].Opaque = int32(i)
 	}
 	rc := db.b.newRequestContext(conn, cmds[0])
@@ -145,7 +145,7 @@ func TestPullPathAllocations(t *testing.T) {
 	testutil.Eventually(t, "AllocPull/0 dispatched",
 		func() bool { return db.b.store.GetMaxOffsetInQueue("AllocPull", 0) == 64 })
 	conn := &nullConn{}
-	rc := db.b.newRequestContext(conn, pullCmd("AG", "AllocPull", 0, 0, 32, subFlag, 0, "TagA || TagB"))
+	rc := db.b.newRequestContext(conn, remotingtest.PullRequest("AG", "AllocPull", 0, 0, 32, subFlag, 0, "TagA || TagB"))
 	allocs := testing.AllocsPerRun(200, func() { db.b.read.ProcessPullMessage(rc) })
 	require.Zero(t, conn.failed.Load())
 	require.Zero(t, allocs, "a pull of 32 messages allocates nothing (tag filter, store read, vectored response)")
@@ -247,7 +247,7 @@ func BenchmarkPullLoopback(b *testing.B) {
 	frames := make([][][]byte, conns)
 	for q := range frames {
 		for off := 0; off < msgs; off += 32 {
-			cmd := pullCmd("BPL", "BenchPullLoop", int32(q), int64(off), 32, subFlag, 0, "*")
+			cmd := remotingtest.PullRequest("BPL", "BenchPullLoop", int32(q), int64(off), 32, subFlag, 0, "*")
 			cmd.Opaque = 1
 			f, err := cmd.AppendFrame(nil)
 			require.NoError(b, err)

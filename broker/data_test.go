@@ -2,11 +2,9 @@ package broker
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"net/netip"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,7 +14,6 @@ import (
 	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/remotingtest"
-	"github.com/ringmq/ringmq/netio"
 	"github.com/ringmq/ringmq/store"
 	"github.com/ringmq/ringmq/store/storetest"
 )
@@ -138,30 +135,6 @@ func sendOK(t testing.TB, c *remotingtest.Conn, cmd *codec.RemotingCommand) code
 	return h
 }
 
-// pullRequest builds a PULL_MESSAGE (11) request.
-func pullCmd(group, topic string, queueID int32, offset int64, maxNums int32, sysFlag int32,
-	suspend time.Duration, subscription string) *codec.RemotingCommand {
-	h := codec.PullMessageRequestHeader{ConsumerGroup: group, Topic: topic, QueueID: queueID, QueueOffset: offset,
-		MaxMsgNums: maxNums, SysFlag: sysFlag, CommitOffset: -1, SuspendTimeoutMillis: suspend.Milliseconds(),
-		Subscription: subscription, ExpressionType: codec.ExpressionTypeTag}
-	ext := map[string]string{}
-	h.Encode(ext)
-	return codec.NewRequest(codec.RequestPullMessage, ext, nil)
-}
-
-// decodeRecords splits a pull / query body into records.
-func decodeRecords(t testing.TB, body []byte) []codec.Record {
-	t.Helper()
-	var out []codec.Record
-	for len(body) > 0 {
-		r, err := codec.DecodeRecord(body, true)
-		require.NoError(t, err)
-		out = append(out, r)
-		body = body[r.TotalSize:]
-	}
-	return out
-}
-
 func TestHeaderErrorRemark(t *testing.T) {
 	var h codec.SendMessageRequestHeader
 	err := h.Decode(map[string]string{})
@@ -196,61 +169,7 @@ func viewRecord(t testing.TB, c *remotingtest.Conn, offset int64) codec.Record {
 	ext := map[string]string{"offset": strconv.FormatInt(offset, 10)}
 	resp := c.Call(codec.NewRequest(codec.RequestViewMessageByID, ext, nil))
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
-	recs := decodeRecords(t, resp.Body)
+	recs := remotingtest.Records(t, resp.Body)
 	require.Len(t, recs, 1)
 	return recs[0]
-}
-
-// fakeConn is a netio.Conn that keeps what is written to it, for driving processors
-// directly. Methods other than the ones below panic (nil embedded interface).
-type fakeConn struct {
-	netio.Conn
-	mu     sync.Mutex
-	frames [][]byte // complete frames (header + bodies), copied
-}
-
-func (c *fakeConn) ID() uint64 { return 1 }
-
-func (c *fakeConn) RemoteAddr() netip.AddrPort { return netip.MustParseAddrPort("127.0.0.1:40000") }
-
-func (c *fakeConn) LocalAddr() netip.AddrPort { return netip.MustParseAddrPort("127.0.0.1:10911") }
-
-func (c *fakeConn) WriteCommand(cmd *codec.RemotingCommand) error {
-	frame, err := cmd.AppendFrame(nil)
-	if err != nil {
-		return err
-	}
-	c.mu.Lock()
-	c.frames = append(c.frames, frame)
-	c.mu.Unlock()
-	return nil
-}
-
-func (c *fakeConn) WriteFrame(header []byte, bodies [][]byte, release func()) error {
-	frame := append([]byte(nil), header...)
-	for _, b := range bodies {
-		frame = append(frame, b...)
-	}
-	c.mu.Lock()
-	c.frames = append(c.frames, frame)
-	c.mu.Unlock()
-	if release != nil {
-		release()
-	}
-	return nil
-}
-
-// responses decodes what was written so far.
-func (c *fakeConn) responses(t testing.TB) []*codec.RemotingCommand {
-	t.Helper()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []*codec.RemotingCommand
-	for _, f := range c.frames {
-		require.Equal(t, len(f)-4, int(binary.BigEndian.Uint32(f)), "length word")
-		cmd, err := codec.DecodeCommand(f[4:])
-		require.NoError(t, err)
-		out = append(out, cmd)
-	}
-	return out
 }

@@ -231,7 +231,7 @@ func testE2EQuery(t *testing.T, e *msgEnv) {
 			return nil
 		}
 		var out []string
-		for _, r := range decodeRecords(t, resp.Body) {
+		for _, r := range remotingtest.Records(t, resp.Body) {
 			out = append(out, string(r.Body))
 		}
 		sort.Strings(out)

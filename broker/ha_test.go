@@ -78,9 +78,9 @@ func TestSyncMasterAnswersAfterTheSlaveHasTheMessage(t *testing.T) {
 			testutil.Eventually(t, "the slave synced TopicHA's config",
 				func() bool { return slave.b.topics.Contains("TopicHA") })
 			sc := remotingtest.Dial(t, slave.BrokerAddr)
-			resp := sc.Call(pullCmd("G", "TopicHA", 0, 0, 32, codec.PullSysFlagSubscription, 0, "*"))
+			resp := sc.Call(remotingtest.PullRequest("G", "TopicHA", 0, 0, 32, codec.PullSysFlagSubscription, 0, "*"))
 			require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
-			recs := decodeRecords(t, resp.Body)
+			recs := remotingtest.Records(t, resp.Body)
 			require.Len(t, recs, 20)
 			require.Equal(t, "replicated-a", string(recs[0].Body))
 			require.Equal(t, end, slave.b.store.MaxPhyOffset())
@@ -129,14 +129,14 @@ func TestSlavePullRules(t *testing.T) {
 	testutil.Eventually(t, "the slave dispatched TopicSP/0",
 		func() bool { return slave.b.store.GetMaxOffsetInQueue("TopicSP", 0) == 3 })
 	sc := remotingtest.Dial(t, slave.BrokerAddr)
-	resp := sc.Call(pullCmd("G", "TopicSP", 0, 1, 32, subFlag, 0, "*"))
+	resp := sc.Call(remotingtest.PullRequest("G", "TopicSP", 0, 1, 32, subFlag, 0, "*"))
 	requirePull(t, resp, codec.ResponseSuccess, "FOUND", 3, 0, 3)
-	require.Len(t, decodeRecords(t, resp.Body), 2)
+	require.Len(t, remotingtest.Records(t, resp.Body), 2)
 
-	resp = sc.Call(pullCmd("G", "TopicSP", 0, 100, 32, subFlag, 0, "*"))
+	resp = sc.Call(remotingtest.PullRequest("G", "TopicSP", 0, 100, 32, subFlag, 0, "*"))
 	requirePull(t, resp, codec.ResponsePullRetryImmediately, "OFFSET_OVERFLOW_BADLY", 100, 0, 3)
 
-	cmd := pullCmd("G", "TopicSP", 0, 2, 32, subFlag|codec.PullSysFlagCommitOffset, 0, "*")
+	cmd := remotingtest.PullRequest("G", "TopicSP", 0, 2, 32, subFlag|codec.PullSysFlagCommitOffset, 0, "*")
 	cmd.ExtFields["commitOffset"] = "2"
 	resp = sc.Call(cmd)
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)

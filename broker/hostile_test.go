@@ -262,7 +262,7 @@ func (g *goodClient) run(addr string, id int, stop <-chan struct{}, done *sync.W
 			return
 		}
 		// Dispatch to the ConsumeQueue is asynchronous: a long-polling pull waits for it.
-		resp, err = c.TryCall(pullCmd("HostileGood", goodTopic, queueID, h.QueueOffset, 1,
+		resp, err = c.TryCall(remotingtest.PullRequest("HostileGood", goodTopic, queueID, h.QueueOffset, 1,
 			codec.PullSysFlagSubscription|codec.PullSysFlagSuspend, 15*time.Second, "*"), 30*time.Second)
 		if err != nil || resp.Code != int32(codec.ResponseSuccess) {
 			g.record(0, fmt.Sprintf("client %d pull %d: %v %v", id, i, err, resp))
@@ -391,7 +391,7 @@ func TestHostileInput(t *testing.T) {
 		return m
 	}
 	pull := func(topic string, queueID int32, offset int64) *codec.RemotingCommand {
-		return pullCmd("HostileGroup", topic, queueID, offset, 32, codec.PullSysFlagSubscription, 0, "*")
+		return remotingtest.PullRequest("HostileGroup", topic, queueID, offset, 32, codec.PullSysFlagSubscription, 0, "*")
 	}
 	withSysFlag := func(cmd *codec.RemotingCommand, v string) *codec.RemotingCommand {
 		cmd.ExtFields["f"] = v

@@ -34,7 +34,7 @@ func testLongPollWiring(t *testing.T, fileStore bool) {
 	testutil.Eventually(t, "TopicW/0 dispatched",
 		func() bool { return db.b.store.GetMaxOffsetInQueue("TopicW", 0) == 1 })
 
-	opaque := consumer.Request(pullCmd("G", "TopicW", 0, 1, 32, suspendFlags, 20*time.Second, "*"))
+	opaque := consumer.Request(remotingtest.PullRequest("G", "TopicW", 0, 1, 32, suspendFlags, 20*time.Second, "*"))
 	// Parked (a "*" pull whose park is taken after the arrival is re-run at once, with the
 	// same answer: no need to wait for the hold goroutine's table).
 	testutil.Eventually(t, "the pull parked", func() bool { return db.b.read.HeldCount() == 1 })
@@ -43,7 +43,7 @@ func testLongPollWiring(t *testing.T, fileStore bool) {
 	resp := consumer.Await(opaque)
 	require.Equal(t, opaque, resp.Opaque)
 	requirePull(t, resp, codec.ResponseSuccess, "FOUND", 2, 0, 2)
-	recs := decodeRecords(t, resp.Body)
+	recs := remotingtest.Records(t, resp.Body)
 	require.Len(t, recs, 1)
 	require.Equal(t, "second", string(recs[0].Body))
 	require.Equal(t, offsetOf(t, h.MsgID), recs[0].PhysicalOffset)

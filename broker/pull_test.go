@@ -47,9 +47,9 @@ func TestPullStatusTable(t *testing.T) {
 	}
 
 	// FOUND: the stored records, byte for byte.
-	resp := c.Call(pullCmd("G", "TopicP", 0, 0, 32, subFlag, 0, "*"))
+	resp := c.Call(remotingtest.PullRequest("G", "TopicP", 0, 0, 32, subFlag, 0, "*"))
 	requirePull(t, resp, codec.ResponseSuccess, "FOUND", 3, 0, 3)
-	recs := decodeRecords(t, resp.Body)
+	recs := remotingtest.Records(t, resp.Body)
 	require.Len(t, recs, 3)
 	for i, r := range recs {
 		require.Equal(t, "m"+strconv.Itoa(i), string(r.Body))
@@ -64,35 +64,35 @@ func TestPullStatusTable(t *testing.T) {
 	require.Equal(t, want, resp.Body)
 
 	// maxMsgNums limits the batch; 0 means 32.
-	resp = c.Call(pullCmd("G", "TopicP", 0, 1, 1, subFlag, 0, "*"))
+	resp = c.Call(remotingtest.PullRequest("G", "TopicP", 0, 1, 1, subFlag, 0, "*"))
 	requirePull(t, resp, codec.ResponseSuccess, "FOUND", 2, 0, 3)
-	require.Len(t, decodeRecords(t, resp.Body), 1)
-	resp = c.Call(pullCmd("G", "TopicP", 0, 0, 0, subFlag, 0, "*"))
+	require.Len(t, remotingtest.Records(t, resp.Body), 1)
+	resp = c.Call(remotingtest.PullRequest("G", "TopicP", 0, 0, 0, subFlag, 0, "*"))
 	requirePull(t, resp, codec.ResponseSuccess, "FOUND", 3, 0, 3)
-	require.Len(t, decodeRecords(t, resp.Body), 3)
+	require.Len(t, remotingtest.Records(t, resp.Body), 3)
 
 	// Nothing new.
-	resp = c.Call(pullCmd("G", "TopicP", 0, 3, 32, subFlag, 0, "*"))
+	resp = c.Call(remotingtest.PullRequest("G", "TopicP", 0, 3, 32, subFlag, 0, "*"))
 	requirePull(t, resp, codec.ResponsePullNotFound, "OFFSET_OVERFLOW_ONE", 3, 0, 3)
 	require.Empty(t, resp.Body)
 	// Past the end: corrected to the start (min is 0).
-	resp = c.Call(pullCmd("G", "TopicP", 0, 10, 32, subFlag, 0, "*"))
+	resp = c.Call(remotingtest.PullRequest("G", "TopicP", 0, 10, 32, subFlag, 0, "*"))
 	requirePull(t, resp, codec.ResponsePullOffsetMoved, "OFFSET_OVERFLOW_BADLY", 0, 0, 3)
 	// A queue without data.
-	resp = c.Call(pullCmd("G", "TopicP", 1, 0, 32, subFlag, 0, "*"))
+	resp = c.Call(remotingtest.PullRequest("G", "TopicP", 1, 0, 32, subFlag, 0, "*"))
 	requirePull(t, resp, codec.ResponsePullNotFound, "NO_MATCHED_LOGIC_QUEUE", 0, 0, 0)
-	resp = c.Call(pullCmd("G", "TopicP", 1, 5, 32, subFlag, 0, "*"))
+	resp = c.Call(remotingtest.PullRequest("G", "TopicP", 1, 5, 32, subFlag, 0, "*"))
 	requirePull(t, resp, codec.ResponsePullOffsetMoved, "NO_MATCHED_LOGIC_QUEUE", 0, 0, 0)
 
 	// Tag filter: nothing matches → PULL_RETRY_IMMEDIATELY past the filtered entries.
-	resp = c.Call(pullCmd("G", "TopicP", 0, 0, 32, subFlag, 0, "TagB"))
+	resp = c.Call(remotingtest.PullRequest("G", "TopicP", 0, 0, 32, subFlag, 0, "TagB"))
 	requirePull(t, resp, codec.ResponsePullRetryImmediately, "NO_MATCHED_MESSAGE", 3, 0, 3)
 	sendOK(t, c, sendV1("TopicP", 0, []byte("b"), props("TAGS", "TagB")))
 	sendOK(t, c, sendV1("TopicP", 0, []byte("c"), props("TAGS", "TagC")))
 	sendOK(t, c, sendV1("TopicP", 0, []byte("d"), props("TAGS", "TagD")))
-	resp = c.Call(pullCmd("G", "TopicP", 0, 0, 32, subFlag, 0, " TagB ||TagD"))
+	resp = c.Call(remotingtest.PullRequest("G", "TopicP", 0, 0, 32, subFlag, 0, " TagB ||TagD"))
 	requirePull(t, resp, codec.ResponseSuccess, "FOUND", 6, 0, 6)
-	recs = decodeRecords(t, resp.Body)
+	recs = remotingtest.Records(t, resp.Body)
 	require.Len(t, recs, 2)
 	require.Equal(t, "b", string(recs[0].Body))
 	require.Equal(t, "d", string(recs[1].Body))
@@ -142,7 +142,7 @@ func TestPullOffsetTooSmallAndOtherStatuses(t *testing.T) {
 	}
 	for _, tc := range cases {
 		canned.set(store.GetMessageResult{Status: tc.status, NextBeginOffset: 5, MinOffset: 5, MaxOffset: 9})
-		resp := c.Call(pullCmd("G", "Canned", 0, 2, 32, subFlag, 0, "*"))
+		resp := c.Call(remotingtest.PullRequest("G", "Canned", 0, 2, 32, subFlag, 0, "*"))
 		requirePull(t, resp, tc.code, tc.status.String(), 5, 5, 9)
 	}
 }
@@ -152,50 +152,50 @@ func TestPullChecks(t *testing.T) {
 	c := remotingtest.Dial(t, db.addr)
 	sendOK(t, c, sendV1("TopicC", 0, []byte("x"), ""))
 
-	cmd := pullCmd("G", "TopicC", 0, 0, 32, subFlag, 0, "*")
+	cmd := remotingtest.PullRequest("G", "TopicC", 0, 0, 32, subFlag, 0, "*")
 	delete(cmd.ExtFields, "queueOffset")
 	resp := c.Call(cmd)
 	require.Equal(t, int32(codec.ResponseSystemError), resp.Code)
 	require.Equal(t, "the custom field <queueOffset> is null", resp.Remark)
 
-	resp = c.Call(pullCmd("G", "NoTopic", 0, 0, 32, subFlag, 0, "*"))
+	resp = c.Call(remotingtest.PullRequest("G", "NoTopic", 0, 0, 32, subFlag, 0, "*"))
 	require.Equal(t, int32(codec.ResponseTopicNotExist), resp.Code)
 	require.Equal(t, "topic[NoTopic] not exist, apply first please!", resp.Remark)
 
-	resp = c.Call(pullCmd("G", "TopicC", 4, 0, 32, subFlag, 0, "*"))
+	resp = c.Call(remotingtest.PullRequest("G", "TopicC", 4, 0, 32, subFlag, 0, "*"))
 	require.Equal(t, int32(codec.ResponseInvalidParameter), resp.Code)
 	require.True(t, strings.HasPrefix(resp.Remark, "queueId[4] is illegal, topic:[TopicC] topicConfig.readQueueNums:[4] consumer:[127.0.0.1:"), resp.Remark)
 
-	resp = c.Call(pullCmd("G", "TopicC", 0, 0, 32, 0, 0, ""))
+	resp = c.Call(remotingtest.PullRequest("G", "TopicC", 0, 0, 32, 0, 0, ""))
 	require.Equal(t, int32(codec.ResponseSubscriptionNotExist), resp.Code)
 	require.Equal(t, "the consumer's subscription not exist", resp.Remark)
 
-	sql := pullCmd("G", "TopicC", 0, 0, 32, subFlag, 0, "a > 1")
+	sql := remotingtest.PullRequest("G", "TopicC", 0, 0, 32, subFlag, 0, "a > 1")
 	sql.ExtFields["expressionType"] = codec.ExpressionTypeSQL92
 	resp = c.Call(sql)
 	require.Equal(t, int32(codec.ResponseSystemError), resp.Code)
 	require.Equal(t, "The broker does not support consumer to filter message by SQL92", resp.Remark)
 
-	resp = c.Call(pullCmd("G", "TopicC", 0, 0, 32, subFlag, 0, "||"))
+	resp = c.Call(remotingtest.PullRequest("G", "TopicC", 0, 0, 32, subFlag, 0, "||"))
 	require.Equal(t, int32(codec.ResponseSubscriptionParseFailed), resp.Code)
 	require.Equal(t, "parse the consumer's subscription failed", resp.Remark)
 
 	g := codec.NewSubscriptionGroupConfig("Disabled")
 	g.ConsumeEnable = false
 	require.NoError(t, db.b.subscriptions.Update(g))
-	resp = c.Call(pullCmd("Disabled", "TopicC", 0, 0, 32, subFlag, 0, "*"))
+	resp = c.Call(remotingtest.PullRequest("Disabled", "TopicC", 0, 0, 32, subFlag, 0, "*"))
 	require.Equal(t, int32(codec.ResponseNoPermission), resp.Code)
 	require.Equal(t, "subscription group no permission, Disabled", resp.Remark)
 
 	tc := codec.NewTopicConfig("WriteOnly")
 	tc.ReadQueueNums, tc.WriteQueueNums, tc.Perm = 1, 1, metadata.PermWrite
 	require.NoError(t, db.b.topics.Update(tc))
-	resp = c.Call(pullCmd("G", "WriteOnly", 0, 0, 32, subFlag, 0, "*"))
+	resp = c.Call(remotingtest.PullRequest("G", "WriteOnly", 0, 0, 32, subFlag, 0, "*"))
 	require.Equal(t, int32(codec.ResponseNoPermission), resp.Code)
 	require.Equal(t, "the topic[WriteOnly] pulling message is forbidden", resp.Remark)
 
 	// Still usable after all the refusals.
-	resp = c.Call(pullCmd("G", "TopicC", 0, 0, 32, subFlag, 0, "*"))
+	resp = c.Call(remotingtest.PullRequest("G", "TopicC", 0, 0, 32, subFlag, 0, "*"))
 	requirePull(t, resp, codec.ResponseSuccess, "FOUND", 1, 0, 1)
 }
 
@@ -203,7 +203,7 @@ func TestPullUnknownGroupWithoutAutoCreate(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{mutate: func(c *Config) { c.AutoCreateSubscriptionGroup = false }})
 	c := remotingtest.Dial(t, db.addr)
 	sendOK(t, c, sendV1("TopicC", 0, []byte("x"), ""))
-	resp := c.Call(pullCmd("NoGroup", "TopicC", 0, 0, 32, subFlag, 0, "*"))
+	resp := c.Call(remotingtest.PullRequest("NoGroup", "TopicC", 0, 0, 32, subFlag, 0, "*"))
 	require.Equal(t, int32(codec.ResponseSubscriptionGroupNotExist), resp.Code)
 	require.Equal(t, "subscription group [NoGroup] does not exist", resp.Remark)
 }
@@ -236,17 +236,17 @@ func TestPullUsesHeartbeatSubscription(t *testing.T) {
 	}
 	heartbeat(t, c, "GH", "TopicH", "TagA || Ünï", 10)
 
-	resp := c.Call(pullCmd("GH", "TopicH", 0, 0, 32, 0, 0, ""))
+	resp := c.Call(remotingtest.PullRequest("GH", "TopicH", 0, 0, 32, 0, 0, ""))
 	requirePull(t, resp, codec.ResponseSuccess, "FOUND", 4, 0, 4)
 	var bodies []string
-	for _, r := range decodeRecords(t, resp.Body) {
+	for _, r := range remotingtest.Records(t, resp.Body) {
 		bodies = append(bodies, string(r.Body))
 	}
 	// The non-ASCII tag matches: codes are recomputed with Java's UTF-16 hash.
 	require.Equal(t, []string{"TagA", "TagA", "Ünï"}, bodies)
 
 	// A request with a newer subVersion than the heartbeat's is refused.
-	cmd := pullCmd("GH", "TopicH", 0, 0, 32, 0, 0, "")
+	cmd := remotingtest.PullRequest("GH", "TopicH", 0, 0, 32, 0, 0, "")
 	cmd.ExtFields["subVersion"] = "11"
 	resp = c.Call(cmd)
 	require.Equal(t, int32(codec.ResponseSubscriptionNotLatest), resp.Code)
@@ -257,13 +257,13 @@ func TestPullCommitOffsetFlag(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{})
 	c := remotingtest.Dial(t, db.addr)
 	sendOK(t, c, sendV1("TopicO", 0, []byte("x"), ""))
-	cmd := pullCmd("GO", "TopicO", 0, 0, 32, subFlag|codec.PullSysFlagCommitOffset, 0, "*")
+	cmd := remotingtest.PullRequest("GO", "TopicO", 0, 0, 32, subFlag|codec.PullSysFlagCommitOffset, 0, "*")
 	cmd.ExtFields["commitOffset"] = "1"
 	requirePull(t, c.Call(cmd), codec.ResponseSuccess, "FOUND", 1, 0, 1)
 	require.Equal(t, int64(1), db.b.offsets.Query("GO", "TopicO", 0))
 
 	// Without the flag nothing is stored.
-	cmd = pullCmd("GO", "TopicO", 0, 0, 32, subFlag, 0, "*")
+	cmd = remotingtest.PullRequest("GO", "TopicO", 0, 0, 32, subFlag, 0, "*")
 	cmd.ExtFields["commitOffset"] = "0"
 	requirePull(t, c.Call(cmd), codec.ResponseSuccess, "FOUND", 1, 0, 1)
 	require.Equal(t, int64(1), db.b.offsets.Query("GO", "TopicO", 0))
@@ -280,11 +280,11 @@ func TestLitePullMessage(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{})
 	c := remotingtest.Dial(t, db.addr)
 	sendOK(t, c, sendV1("TopicLite", 0, []byte("lite"), ""))
-	cmd := pullCmd("GLite", "TopicLite", 0, 0, 32, subFlag|codec.PullSysFlagLitePull, 0, "*")
+	cmd := remotingtest.PullRequest("GLite", "TopicLite", 0, 0, 32, subFlag|codec.PullSysFlagLitePull, 0, "*")
 	cmd.Code = int32(codec.RequestLitePullMessage)
 	resp := c.Call(cmd)
 	requirePull(t, resp, codec.ResponseSuccess, "FOUND", 1, 0, 1)
-	recs := decodeRecords(t, resp.Body)
+	recs := remotingtest.Records(t, resp.Body)
 	require.Len(t, recs, 1)
 	require.Equal(t, "lite", string(recs[0].Body))
 }

@@ -37,7 +37,7 @@ func TestQueryByKeyReturnsExactlyTheKeyedMessages(t *testing.T) {
 	bodiesOf := func(resp *codec.RemotingCommand) []string {
 		require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
 		var out []string
-		for _, r := range decodeRecords(t, resp.Body) {
+		for _, r := range remotingtest.Records(t, resp.Body) {
 			require.Equal(t, "TopicQ", string(r.Topic))
 			out = append(out, string(r.Body))
 		}
@@ -61,7 +61,7 @@ func TestQueryByKeyReturnsExactlyTheKeyedMessages(t *testing.T) {
 
 	// VIEW_MESSAGE_BY_ID of each found record's CommitLog offset gives the same record.
 	resp = query("shared", 32, false, 0, later)
-	for _, r := range decodeRecords(t, resp.Body) {
+	for _, r := range remotingtest.Records(t, resp.Body) {
 		v := viewRecord(t, c, r.PhysicalOffset)
 		require.Equal(t, string(r.Body), string(v.Body), "offset %s", strconv.FormatInt(r.PhysicalOffset, 10))
 	}

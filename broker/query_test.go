@@ -29,7 +29,7 @@ func testQueryMessage(t *testing.T, fileStore bool) {
 	// The index is built by the dispatcher.
 	testutil.Eventually(t, "the index to hold both shared messages", func() bool {
 		resp := c.Call(queryCmd("TopicK", "shared", 32, false))
-		return resp.Code == int32(codec.ResponseSuccess) && len(decodeRecords(t, resp.Body)) == 2
+		return resp.Code == int32(codec.ResponseSuccess) && len(remotingtest.Records(t, resp.Body)) == 2
 	})
 
 	resp := c.Call(queryCmd("TopicK", "shared", 32, false))
@@ -37,7 +37,7 @@ func testQueryMessage(t *testing.T, fileStore bool) {
 	var qh codec.QueryMessageResponseHeader
 	require.NoError(t, qh.Decode(resp.ExtFields))
 	var bodies []string
-	for _, r := range decodeRecords(t, resp.Body) {
+	for _, r := range remotingtest.Records(t, resp.Body) {
 		require.Equal(t, "TopicK", string(r.Topic))
 		bodies = append(bodies, string(r.Body))
 	}
@@ -45,14 +45,14 @@ func testQueryMessage(t *testing.T, fileStore bool) {
 
 	resp = c.Call(queryCmd("TopicK", "order-2", 32, false))
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
-	recs := decodeRecords(t, resp.Body)
+	recs := remotingtest.Records(t, resp.Body)
 	require.Len(t, recs, 1)
 	require.Equal(t, offsetOf(t, h2.MsgID), recs[0].PhysicalOffset)
 
 	// By UNIQ_KEY (the transactionId of the send).
 	resp = c.Call(queryCmd("TopicK", h1.TransactionID, 0, true))
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
-	recs = decodeRecords(t, resp.Body)
+	recs = remotingtest.Records(t, resp.Body)
 	require.Len(t, recs, 1)
 	require.Equal(t, "one", string(recs[0].Body))
 	// A KEYS word is no UNIQ_KEY.

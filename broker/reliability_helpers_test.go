@@ -257,7 +257,7 @@ func relPullQueue(t testing.TB, c *remotingtest.Conn, topic string, queueID int3
 	var out []relRecord
 	offset := int64(0)
 	for {
-		cmd := pullCmd("RelVerifyGroup", topic, queueID, offset, 32, codec.PullSysFlagSubscription, 0, "*")
+		cmd := remotingtest.PullRequest("RelVerifyGroup", topic, queueID, offset, 32, codec.PullSysFlagSubscription, 0, "*")
 		resp := c.Call(cmd)
 		var h codec.PullMessageResponseHeader
 		require.NoError(t, h.Decode(resp.ExtFields), "pull %s/%d@%d: code %d %s", topic, queueID, offset, resp.Code, resp.Remark)

@@ -12,6 +12,7 @@ import (
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/broker/sendplane"
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/conntest"
 )
 
 // FuzzSendToStoredRecord drives a send request — SEND_MESSAGE (10), SEND_MESSAGE_V2 (310)
@@ -116,9 +117,9 @@ func FuzzSendToStoredRecord(f *testing.F) {
 		cmd.Opaque = 1
 
 		before := db.b.store.MaxPhyOffset()
-		conn := &fakeConn{}
+		conn := &conntest.Conn{}
 		db.b.send.ProcessSendMessage(db.b.newRequestContext(conn, cmd))
-		resps := conn.responses(t)
+		resps := conn.MustResponses(t)
 		require.Len(t, resps, 1, "one answer, at once (ASYNC_FLUSH)")
 		resp := resps[0]
 		if resp.Code != int32(codec.ResponseSuccess) {

@@ -14,6 +14,7 @@ import (
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/logtest"
+	"github.com/ringmq/ringmq/internal/remotingtest"
 	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/netio"
 	"github.com/ringmq/ringmq/store"
@@ -303,7 +304,7 @@ func TestTransactionCheckBackAndCommitFromCheck(t *testing.T) {
 		CommitLogOffset: cp.PhysicalOffset, MsgID: "UC", TransactionID: "UC",
 		OffsetMsgID: codec.OffsetMsgID(db.b.storeHost, cp.PhysicalOffset), BrokerName: "broker-test"}, ch)
 	require.Equal(t, []string{"0,"}, opBodies(t, db.b.store), "the first copy is retired")
-	body := decodeRecords(t, check.Body)
+	body := remotingtest.Records(t, check.Body)
 	require.Len(t, body, 1)
 	require.Equal(t, "TopicCk", string(body[0].Topic))
 	require.Equal(t, int32(1), body[0].QueueID)

@@ -2,12 +2,10 @@ package admin
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/netip"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,8 +15,8 @@ import (
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/conntest"
 	"github.com/ringmq/ringmq/internal/logtest"
-	"github.com/ringmq/ringmq/netio"
 	"github.com/ringmq/ringmq/store"
 )
 
@@ -26,46 +24,17 @@ import (
 // over the wire, against a real broker, is tested in package broker (control_test.go,
 // role_slave_test.go, goclient_admin_test.go).
 
-// frameConn keeps the responses written to it, decoded.
-type frameConn struct {
-	netio.Conn // only WriteFrame and RemoteAddr are used
-	mu         sync.Mutex
-	got        []*codec.RemotingCommand
-}
-
-func (c *frameConn) RemoteAddr() netip.AddrPort { return netip.MustParseAddrPort("10.0.0.1:4000") }
-
-func (c *frameConn) WriteFrame(header []byte, bodies [][]byte, release func()) error {
-	frame := append([]byte(nil), header...)
-	for _, b := range bodies {
-		frame = append(frame, b...)
-	}
-	if release != nil {
-		release()
-	}
-	if int(binary.BigEndian.Uint32(frame)) != len(frame)-4 {
-		panic("length word does not count the bodies")
-	}
-	cmd, err := codec.DecodeCommand(frame[4:])
-	if err != nil {
-		panic(err)
-	}
-	c.mu.Lock()
-	c.got = append(c.got, cmd)
-	c.mu.Unlock()
-	return nil
-}
-
 // call runs one handler on a request with ext and body and returns its only response.
 func call(t *testing.T, h func(*remoting.Request), ext map[string]string, body []byte) *codec.RemotingCommand {
 	t.Helper()
 	replies := remoting.NewReplies(prometheus.NewCounter(prometheus.CounterOpts{Name: "reply_errors_total"}),
 		logtest.Discard())
-	conn := &frameConn{}
+	conn := &conntest.Conn{Remote: netip.MustParseAddrPort("10.0.0.1:4000")}
 	cmd := codec.NewRequest(codec.RequestGetTopicConfig, ext, body)
 	h(replies.NewRequest(conn, cmd, time.Time{}))
-	require.Len(t, conn.got, 1, "one response")
-	return conn.got[0]
+	got := conn.MustResponses(t)
+	require.Len(t, got, 1, "one response")
+	return got[0]
 }
 
 func requireAnswer(t *testing.T, resp *codec.RemotingCommand, code codec.ResponseCode, remark string) {

@@ -2,7 +2,6 @@ package readplane
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"net/netip"
 	"sync"
@@ -17,9 +16,9 @@ import (
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/conntest"
 	"github.com/ringmq/ringmq/internal/logtest"
 	"github.com/ringmq/ringmq/internal/testutil"
-	"github.com/ringmq/ringmq/netio"
 	"github.com/ringmq/ringmq/store"
 	"github.com/ringmq/ringmq/store/storetest"
 )
@@ -171,26 +170,26 @@ func (rp *readPlane) waitHeld(n int) {
 // pending is a request handed to the plane; its answer arrives on conn.
 type pending struct {
 	t      testing.TB
-	conn   *fakeConn
+	conn   *conntest.Conn
 	opaque int32
 }
 
 // Await waits for the request's answer and checks it carries the request's opaque.
 func (r *pending) Await() *codec.RemotingCommand {
 	r.t.Helper()
-	testutil.Eventually(r.t, "the answer", func() bool { return len(r.conn.responses(r.t)) > 0 })
-	resps := r.conn.responses(r.t)
+	testutil.Eventually(r.t, "the answer", func() bool { return len(r.conn.MustResponses(r.t)) > 0 })
+	resps := r.conn.MustResponses(r.t)
 	require.Len(r.t, resps, 1, "one answer per request")
 	require.Equal(r.t, r.opaque, resps[0].Opaque)
 	return resps[0]
 }
 
 // answered reports whether the request has been answered yet.
-func (r *pending) answered() bool { return len(r.conn.responses(r.t)) > 0 }
+func (r *pending) answered() bool { return len(r.conn.MustResponses(r.t)) > 0 }
 
 // request wraps cmd, given a fresh opaque, as the dispatcher would for a request received now.
 func (rp *readPlane) request(cmd *codec.RemotingCommand) (*remoting.Request, *pending) {
-	conn := &fakeConn{}
+	conn := &conntest.Conn{}
 	cmd.Opaque = rp.opaques.Add(1)
 	return rp.replies.NewRequest(conn, cmd, time.Now()), &pending{t: rp.t, conn: conn, opaque: cmd.Opaque}
 }
@@ -288,60 +287,6 @@ func (p *goPool) close() {
 
 var errPoolClosed = errors.New("test pool closed")
 
-// fakeConn is a netio.Conn that keeps what is written to it. Methods other than the ones below
-// panic (nil embedded interface).
-type fakeConn struct {
-	netio.Conn
-	mu     sync.Mutex
-	frames [][]byte // complete frames (header + bodies), copied
-}
-
-func (c *fakeConn) ID() uint64 { return 1 }
-
-func (c *fakeConn) RemoteAddr() netip.AddrPort { return netip.MustParseAddrPort("127.0.0.1:40000") }
-
-func (c *fakeConn) LocalAddr() netip.AddrPort { return testHost }
-
-func (c *fakeConn) WriteFrame(header []byte, bodies [][]byte, release func()) error {
-	frame := append([]byte(nil), header...)
-	for _, b := range bodies {
-		frame = append(frame, b...)
-	}
-	c.mu.Lock()
-	c.frames = append(c.frames, frame)
-	c.mu.Unlock()
-	if release != nil {
-		release()
-	}
-	return nil
-}
-
-// responses decodes what was written so far.
-func (c *fakeConn) responses(t testing.TB) []*codec.RemotingCommand {
-	t.Helper()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []*codec.RemotingCommand
-	for _, f := range c.frames {
-		require.Equal(t, len(f)-4, int(binary.BigEndian.Uint32(f)), "length word")
-		cmd, err := codec.DecodeCommand(f[4:])
-		require.NoError(t, err)
-		out = append(out, cmd)
-	}
-	return out
-}
-
-// pullCmd builds a PULL_MESSAGE (11) request.
-func pullCmd(group, topic string, queueID int32, offset int64, maxNums int32, sysFlag int32,
-	suspend time.Duration, subscription string) *codec.RemotingCommand {
-	h := codec.PullMessageRequestHeader{ConsumerGroup: group, Topic: topic, QueueID: queueID, QueueOffset: offset,
-		MaxMsgNums: maxNums, SysFlag: sysFlag, CommitOffset: -1, SuspendTimeoutMillis: suspend.Milliseconds(),
-		Subscription: subscription, ExpressionType: codec.ExpressionTypeTag}
-	ext := map[string]string{}
-	h.Encode(ext)
-	return codec.NewRequest(codec.RequestPullMessage, ext, nil)
-}
-
 const (
 	subFlag      = codec.PullSysFlagSubscription
 	suspendFlags = codec.PullSysFlagSuspend | codec.PullSysFlagSubscription
@@ -360,19 +305,6 @@ func requirePull(t testing.TB, resp *codec.RemotingCommand, code codec.ResponseC
 	require.Equal(t, maxOff, h.MaxOffset, "maxOffset")
 	require.Equal(t, int64(0), h.SuggestWhichBrokerID)
 	return h
-}
-
-// decodeRecords splits a pull / query body into records.
-func decodeRecords(t testing.TB, body []byte) []codec.Record {
-	t.Helper()
-	var out []codec.Record
-	for len(body) > 0 {
-		r, err := codec.DecodeRecord(body, true)
-		require.NoError(t, err)
-		out = append(out, r)
-		body = body[r.TotalSize:]
-	}
-	return out
 }
 
 // counterValue reads a counter's current value.

@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/conntest"
+	"github.com/ringmq/ringmq/internal/remotingtest"
 	"github.com/ringmq/ringmq/internal/testutil"
 )
 
@@ -18,7 +20,7 @@ func testLongPollWakesOnArrival(t *testing.T, fileStore bool) {
 	rp.waitMax("TopicW", 0, 1)
 
 	const suspend = 20 * time.Second // what the Go client asks for
-	parked := rp.pull(pullCmd("G", "TopicW", 0, 1, 32, suspendFlags, suspend, "*"))
+	parked := rp.pull(remotingtest.PullRequest("G", "TopicW", 0, 1, 32, suspendFlags, suspend, "*"))
 	rp.waitHeld(1)
 
 	sentAt := time.Now()
@@ -28,7 +30,7 @@ func testLongPollWakesOnArrival(t *testing.T, fileStore bool) {
 	require.Less(t, latency, 2*time.Second, "woken by the arrival, long before the %v suspend timeout", suspend)
 	t.Logf("parked pull answered %v after the put", latency)
 	requirePull(t, resp, codec.ResponseSuccess, "FOUND", 2, 0, 2)
-	recs := decodeRecords(t, resp.Body)
+	recs := remotingtest.Records(t, resp.Body)
 	require.Len(t, recs, 1)
 	require.Equal(t, "second", string(recs[0].Body))
 	require.Equal(t, phys, recs[0].PhysicalOffset)
@@ -43,7 +45,7 @@ func TestLongPollWakesOnArrival(t *testing.T) {
 func TestLongPollTagMismatchStaysParked(t *testing.T) {
 	rp := startPlane(t, planeOptions{})
 	rp.createTopic("TopicM", 1)
-	parked := rp.pull(pullCmd("G", "TopicM", 0, 0, 32, suspendFlags, 20*time.Second, "TagB"))
+	parked := rp.pull(remotingtest.PullRequest("G", "TopicM", 0, 0, 32, suspendFlags, 20*time.Second, "TagB"))
 	rp.waitHeld(1)
 
 	applied := rp.p.hold.applied.Load()
@@ -56,7 +58,7 @@ func TestLongPollTagMismatchStaysParked(t *testing.T) {
 	rp.put("TopicM", 0, "b", "TagB")
 	resp := parked.Await()
 	requirePull(t, resp, codec.ResponseSuccess, "FOUND", 2, 0, 2)
-	recs := decodeRecords(t, resp.Body)
+	recs := remotingtest.Records(t, resp.Body)
 	require.Len(t, recs, 1)
 	require.Equal(t, "b", string(recs[0].Body))
 }
@@ -66,7 +68,7 @@ func TestLongPollTimesOutWithPullNotFound(t *testing.T) {
 	rp.put("TopicT", 0, "x", "")
 	const suspend = 300 * time.Millisecond
 	start := time.Now()
-	resp := rp.pull(pullCmd("G", "TopicT", 0, 1, 32, suspendFlags, suspend, "*")).Await()
+	resp := rp.pull(remotingtest.PullRequest("G", "TopicT", 0, 1, 32, suspendFlags, suspend, "*")).Await()
 	elapsed := time.Since(start)
 	require.GreaterOrEqual(t, elapsed, suspend)
 	require.Less(t, elapsed, 3*time.Second)
@@ -82,7 +84,7 @@ func TestShortPollingWhenLongPollingDisabled(t *testing.T) {
 	rp.createTopic("TopicT", 1)
 	require.Equal(t, 200*time.Millisecond, rp.p.hold.cfg.sweepInterval, "shortPollingTimeMills is the sweep period")
 	start := time.Now()
-	resp := rp.pull(pullCmd("G", "TopicT", 0, 0, 32, suspendFlags, 20*time.Second, "*")).Await()
+	resp := rp.pull(remotingtest.PullRequest("G", "TopicT", 0, 0, 32, suspendFlags, 20*time.Second, "*")).Await()
 	require.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond)
 	require.Less(t, time.Since(start), 5*time.Second)
 	requirePull(t, resp, codec.ResponsePullNotFound, "NO_MATCHED_LOGIC_QUEUE", 0, 0, 0)
@@ -91,7 +93,7 @@ func TestShortPollingWhenLongPollingDisabled(t *testing.T) {
 func TestLongPollCommitsOffsetOnFirstPassOnly(t *testing.T) {
 	rp := startPlane(t, planeOptions{})
 	rp.createTopic("TopicC", 1)
-	cmd := pullCmd("GC", "TopicC", 0, 0, 32, suspendFlags|codec.PullSysFlagCommitOffset, 20*time.Second, "*")
+	cmd := remotingtest.PullRequest("GC", "TopicC", 0, 0, 32, suspendFlags|codec.PullSysFlagCommitOffset, 20*time.Second, "*")
 	cmd.ExtFields["commitOffset"] = "7"
 	parked := rp.pull(cmd)
 	rp.waitHeld(1)
@@ -108,11 +110,11 @@ func TestLongPollHoldTableIsBounded(t *testing.T) {
 	rp.createTopic("TopicB", 4)
 	var parked []*pending
 	for q := range int32(2) {
-		parked = append(parked, rp.pull(pullCmd("G", "TopicB", q, 0, 32, suspendFlags, 20*time.Second, "*")))
+		parked = append(parked, rp.pull(remotingtest.PullRequest("G", "TopicB", q, 0, 32, suspendFlags, 20*time.Second, "*")))
 	}
 	rp.waitHeld(2)
 	busy := counterValue(t, rp.busy)
-	resp := rp.pull(pullCmd("G", "TopicB", 2, 0, 32, suspendFlags, 20*time.Second, "*")).Await()
+	resp := rp.pull(remotingtest.PullRequest("G", "TopicB", 2, 0, 32, suspendFlags, 20*time.Second, "*")).Await()
 	require.Equal(t, int32(codec.ResponseSystemBusy), resp.Code)
 	require.Equal(t, remarkHoldFull, resp.Remark)
 	require.Equal(t, busy+1, counterValue(t, rp.busy), "counted as SYSTEM_BUSY pull_hold_full")
@@ -126,7 +128,7 @@ func TestLongPollHoldTableIsBounded(t *testing.T) {
 	}
 	require.Equal(t, 0, rp.p.HeldCount())
 	// After Stop a pull that would park is answered at once.
-	resp = rp.pull(pullCmd("G", "TopicB", 0, 0, 32, suspendFlags, 20*time.Second, "*")).Await()
+	resp = rp.pull(remotingtest.PullRequest("G", "TopicB", 0, 0, 32, suspendFlags, 20*time.Second, "*")).Await()
 	requirePull(t, resp, codec.ResponsePullNotFound, "NO_MATCHED_LOGIC_QUEUE", 0, 0, 0)
 }
 
@@ -135,15 +137,15 @@ func TestLongPollParkRacingArrivalIsRerun(t *testing.T) {
 	// notified while nothing was parked) must not wait for the sweep or its timeout.
 	rp := startPlane(t, planeOptions{})
 	rp.put("TopicR", 0, "already here", "")
-	conn := &fakeConn{}
+	conn := &conntest.Conn{}
 	pr := rp.p.pulls.Get().(*pullRequest)
 	pr.to = rp.replies.To(conn, &codec.RemotingCommand{Opaque: 42})
 	pr.header = codec.PullMessageRequestHeader{ConsumerGroup: "G", Topic: "TopicR", QueueID: 0, QueueOffset: 0, MaxMsgNums: 32}
 	pr.filter.all = true
 	pr.suspendTimeout = time.Minute
 	require.True(t, rp.p.hold.suspend(pr))
-	testutil.Eventually(t, "the parked pull's answer", func() bool { return len(conn.responses(t)) == 1 })
-	resp := conn.responses(t)[0]
+	testutil.Eventually(t, "the parked pull's answer", func() bool { return len(conn.MustResponses(t)) == 1 })
+	resp := conn.MustResponses(t)[0]
 	require.Equal(t, int32(42), resp.Opaque)
 	requirePull(t, resp, codec.ResponseSuccess, "FOUND", 1, 0, 1)
 	require.Equal(t, 0, rp.p.HeldCount())
@@ -161,7 +163,7 @@ func TestLongPollManyParkedPullsAllWake(t *testing.T) {
 	var all []parkedPull
 	for i := range perQueue {
 		for q := range int32(queues) {
-			pr := rp.pull(pullCmd("G"+strconv.Itoa(i), "TopicMany", q, 0, 32, suspendFlags, 20*time.Second, "*"))
+			pr := rp.pull(remotingtest.PullRequest("G"+strconv.Itoa(i), "TopicMany", q, 0, 32, suspendFlags, 20*time.Second, "*"))
 			all = append(all, parkedPull{q, pr})
 		}
 	}
@@ -172,7 +174,7 @@ func TestLongPollManyParkedPullsAllWake(t *testing.T) {
 	for _, p := range all {
 		resp := p.pr.Await()
 		requirePull(t, resp, codec.ResponseSuccess, "FOUND", 1, 0, 1)
-		recs := decodeRecords(t, resp.Body)
+		recs := remotingtest.Records(t, resp.Body)
 		require.Len(t, recs, 1)
 		require.Equal(t, "q"+strconv.Itoa(int(p.q)), string(recs[0].Body))
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/remotingtest"
 )
 
 // The plane's other handlers, driven as the dispatcher drives them (the wire-level tests of
@@ -35,10 +36,10 @@ func TestQueueInfoQueryAndViewThroughThePlane(t *testing.T) {
 	view := rp.call(codec.NewRequest(codec.RequestViewMessageByID,
 		map[string]string{"offset": strconv.FormatInt(phys[1], 10)}, nil))
 	require.Equal(t, int32(codec.ResponseSuccess), view.Code, view.Remark)
-	recs := decodeRecords(t, view.Body)
+	recs := remotingtest.Records(t, view.Body)
 	require.Len(t, recs, 1)
 	require.Equal(t, "i1", string(recs[0].Body))
-	first := decodeRecords(t, rp.call(codec.NewRequest(codec.RequestViewMessageByID,
+	first := remotingtest.Records(t, rp.call(codec.NewRequest(codec.RequestViewMessageByID,
 		map[string]string{"offset": strconv.FormatInt(phys[0], 10)}, nil)).Body)[0]
 	require.Equal(t, first.StoreTimestamp, offsetOf(codec.RequestGetEarliestMsgStoretime, q, "timestamp"))
 	search := map[string]string{"topic": "TopicI", "queueId": "0", "timestamp": strconv.FormatInt(first.StoreTimestamp-1000, 10)}
@@ -52,7 +53,7 @@ func TestQueueInfoQueryAndViewThroughThePlane(t *testing.T) {
 	}
 	resp := query("k2")
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
-	recs = decodeRecords(t, resp.Body)
+	recs = remotingtest.Records(t, resp.Body)
 	require.Len(t, recs, 1)
 	require.Equal(t, "i2", string(recs[0].Body))
 	resp = query("missing")

@@ -1,6 +1,11 @@
 package remotingtest
 
-import "github.com/ringmq/ringmq/codec"
+import (
+	"testing"
+	"time"
+
+	"github.com/ringmq/ringmq/codec"
+)
 
 // ConsumerData is a heartbeat's entry for a clustering, push-mode consumer group that starts
 // from the last offset, subscribed as subs says.
@@ -19,4 +24,31 @@ func Subscription(topic string, version int64, tags ...string) codec.Subscriptio
 		s.SubString = tags[0]
 	}
 	return s
+}
+
+// PullRequest is a PULL_MESSAGE (11) request: maxNums messages of a queue from offset, with
+// the given sys flags, long-polling suspend time and TAG subscription; no commit offset.
+func PullRequest(group, topic string, queueID int32, offset int64, maxNums int32, sysFlag int32,
+	suspend time.Duration, subscription string) *codec.RemotingCommand {
+	h := codec.PullMessageRequestHeader{ConsumerGroup: group, Topic: topic, QueueID: queueID, QueueOffset: offset,
+		MaxMsgNums: maxNums, SysFlag: sysFlag, CommitOffset: -1, SuspendTimeoutMillis: suspend.Milliseconds(),
+		Subscription: subscription, ExpressionType: codec.ExpressionTypeTag}
+	ext := map[string]string{}
+	h.Encode(ext)
+	return codec.NewRequest(codec.RequestPullMessage, ext, nil)
+}
+
+// Records splits a pull or query body into its records (CRC checked), failing t on a bad one.
+func Records(t testing.TB, body []byte) []codec.Record {
+	t.Helper()
+	var out []codec.Record
+	for at := 0; at < len(body); {
+		r, err := codec.DecodeRecord(body[at:], true)
+		if err != nil {
+			t.Fatalf("record %d, at byte %d of the body: %v", len(out), at, err)
+		}
+		out = append(out, r)
+		at += int(r.TotalSize)
+	}
+	return out
 }
