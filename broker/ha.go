@@ -7,7 +7,6 @@ import (
 	"net"
 	"strconv"
 
-	"github.com/ringmq/ringmq/flush"
 	"github.com/ringmq/ringmq/ha"
 )
 
@@ -61,11 +60,7 @@ func (b *Broker) initReplication() error {
 	}
 	b.haServer = srv
 	if b.cfg.IsSyncMaster() {
-		metrics, merr := flush.NewMetrics(b.ctl.registerer, "replica")
-		if merr != nil {
-			metrics = nil
-		}
-		r, err := ha.NewReplicas(b.cfg.HAReplicasConfig(), srv, metrics, b.logger)
+		r, err := ha.NewReplicas(b.cfg.HAReplicasConfig(), srv, b.ctl.registerer, b.logger)
 		if err != nil {
 			_ = srv.Close()
 			return err
