@@ -279,7 +279,7 @@ type Config struct {
 	SyncFlushIdleInterval time.Duration
 
 	// TransientStorePoolEnable (transientStorePoolEnable): append into pinned buffers, commit to the file.
-	// Off on a slave, as in RocketMQ: replicated bytes go straight into the mapping.
+	// Off on a slave, as in RocketMQ: replicated bytes go straight to the file (AppendReplica).
 	TransientStorePoolEnable bool
 
 	// Slave (brokerRole=SLAVE): puts are refused (ErrSlave); the CommitLog grows only through
