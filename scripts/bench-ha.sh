@@ -15,8 +15,9 @@
 #   copy of its stopped store; the last line gives the medians). PROFILE=1 takes CPU profiles of master and slave during each catch-up
 #   (catchup-{master,slave}-N.pprof, PROFILE_SECONDS long, 3 by default); TRACE=1 a runtime/trace of each
 #   (catchup-{master,slave}-N.trace, TRACE seconds long); PERF=2 a system-wide perf record (catchup-N.perf).
-#   SLAVE_BINS="a/mqbroker b/mqbroker": catch-up round N runs the slave from the Nth (cycling) of these
-#   builds, for an interleaved A/B of the slave side against one master.
+#   BINS="new=bin old=/tmp/old/bin": an A/B of builds (directories with mqbroker; mqbench is always
+#   $BIN's). Every round runs every configuration with each build in turn (results named ...-new, ...-old),
+#   and every catch-up round restarts the master and the slave from each build in turn.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${BIN:-bin}
@@ -28,6 +29,7 @@ out=${OUT:-bench/results/ha-$(date +%Y%m%dT%H%M%S)}
 store_root=${STORE_DIR:-bench/results/tmp}
 IFS=, read -r -a configs <<<"${CONFIGS-ASYNC_MASTER ASYNC_FLUSH,SYNC_MASTER ASYNC_FLUSH,ASYNC_MASTER SYNC_FLUSH,SYNC_MASTER SYNC_FLUSH}"
 IFS=, read -r -a points <<<"${POINTS:-1 1,4 16,16 32}"
+read -r -a builds <<<"${BINS:-=$bin}" # tag=dir; the default has no tag
 
 py=$(python3 -c 'import sys; print(sys.executable)') # not through a version manager's shell shim
 free_port() { "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -109,22 +111,23 @@ stop_all() {
 }
 trap stop_all EXIT
 
-# start_master ROLE FLUSH STORE → sets mport mmetrics mha mlog
+# start_master ROLE FLUSH STORE [BINDIR] → sets mport mmetrics mha mlog master_pid
 start_master() {
   mlog="$out/master-$logtag.log"
   mport=$(free_port); mha=$(free_port); mmetrics=$(free_port); local ns; ns=$(free_port)
-  "$bin/mqbroker" --storePathRootDir="$3" --brokerIP1=127.0.0.1 --listenPort="$mport" --haListenPort="$mha" \
+  "${4:-$bin}/mqbroker" --storePathRootDir="$3" --brokerIP1=127.0.0.1 --listenPort="$mport" --haListenPort="$mha" \
     --namesrvListenPort="$ns" --metricsAddr="127.0.0.1:$mmetrics" --brokerRole="$1" --flushDiskType="$2" --fastListenPort=0 \
     --mappedFileSizeCommitLog=268435456 ${HA_BATCH:+--haTransferBatchSize=$HA_BATCH} >"$mlog" 2>&1 &
-  pids+=($!)
+  master_pid=$!
+  pids+=($master_pid)
   wait_port "$mport"
 }
-# start_slave FLUSH STORE [LOGTAG [BINARY]] → sets smetrics slave_pid; returns once the master logged one
+# start_slave FLUSH STORE [LOGTAG [BINDIR]] → sets smetrics slave_pid; returns once the master logged one
 # more slave
 start_slave() {
   local port; port=$(free_port); smetrics=$(free_port)
   local seen; seen=$(grep -c "ha: slave connected" "$mlog" 2>/dev/null || true)
-  "${4:-$bin/mqbroker}" --storePathRootDir="$2" --brokerIP1=127.0.0.1 --listenPort="$port" --haListenPort="$(free_port)" \
+  "${4:-$bin}/mqbroker" --storePathRootDir="$2" --brokerIP1=127.0.0.1 --listenPort="$port" --haListenPort="$(free_port)" \
     --namesrvEmbedded=false --fastListenPort=0 --metricsAddr="127.0.0.1:$smetrics" --brokerRole=SLAVE --brokerId=1 \
     --haMasterAddress="127.0.0.1:$mha" --flushDiskType="$1" --mappedFileSizeCommitLog=268435456 >"$out/slave-${3:-$logtag}.log" 2>&1 &
   slave_pid=$!
@@ -137,26 +140,29 @@ start_slave() {
 
 for round in $(seq 1 "$rounds"); do
   for c in "${configs[@]}"; do
-    read -r role flush <<<"$c"
-    logtag="$role-$flush-$round"
-    rm -rf "$store_root/ha-m" "$store_root/ha-s"
-    start_master "$role" "$flush" "$store_root/ha-m"
-    start_slave "$flush" "$store_root/ha-s"
-    for p in "${points[@]}"; do
-      read -r conns inflight <<<"$p"
-      name="$role-$flush-${conns}x${inflight}"
-      lagfile=""
-      if [ "$role $flush $conns" = "ASYNC_MASTER ASYNC_FLUSH 4" ]; then
-        lagfile="$out/lag-round-$round.txt"
-        sample_lag "$smetrics" "$mmetrics" >"$lagfile" &
-        lag_pid=$!
-      fi
-      "$bin/mqbench" produce --broker "127.0.0.1:$mport" --topic HABench --queues 8 --create-topic \
-        --conns "$conns" --inflight "$inflight" --size 1024 --duration "$duration" --warmup "$warmup" \
-        --name "$name" --out "$out/$name/round-$round" --progress never | tail -n 1
-      if [ -n "$lagfile" ]; then kill "$lag_pid" 2>/dev/null || true; wait "$lag_pid" 2>/dev/null || true; fi
+    for build in "${builds[@]}"; do
+      tag=${build%%=*}; bdir=${build#*=}
+      read -r role flush <<<"$c"
+      logtag="$role-$flush-$round${tag:+-$tag}"
+      rm -rf "$store_root/ha-m" "$store_root/ha-s"
+      start_master "$role" "$flush" "$store_root/ha-m" "$bdir"
+      start_slave "$flush" "$store_root/ha-s" "" "$bdir"
+      for p in "${points[@]}"; do
+        read -r conns inflight <<<"$p"
+        name="$role-$flush-${conns}x${inflight}${tag:+-$tag}"
+        lagfile=""
+        if [ "$role $flush $conns" = "ASYNC_MASTER ASYNC_FLUSH 4" ]; then
+          lagfile="$out/lag-round-$round${tag:+-$tag}.txt"
+          sample_lag "$smetrics" "$mmetrics" >"$lagfile" &
+          lag_pid=$!
+        fi
+        "$bin/mqbench" produce --broker "127.0.0.1:$mport" --topic HABench --queues 8 --create-topic \
+          --conns "$conns" --inflight "$inflight" --size 1024 --duration "$duration" --warmup "$warmup" \
+          --name "$name" --out "$out/$name/round-$round" --progress never | tail -n 1
+        if [ -n "$lagfile" ]; then kill "$lag_pid" 2>/dev/null || true; wait "$lag_pid" 2>/dev/null || true; fi
+      done
+      stop_all
     done
-    stop_all
   done
 done
 rm -rf "$store_root/ha-m" "$store_root/ha-s"
@@ -169,8 +175,8 @@ fi
 # store is kept (ha-s.stopped) so that every catch-up round starts from the same point.
 logtag=catchup
 catchup_rounds=${CATCHUP_ROUNDS:-1}
-start_master ASYNC_MASTER ASYNC_FLUSH "$store_root/ha-m"
-start_slave ASYNC_FLUSH "$store_root/ha-s"
+start_master ASYNC_MASTER ASYNC_FLUSH "$store_root/ha-m" "${builds[0]#*=}"
+start_slave ASYNC_FLUSH "$store_root/ha-s" "" "${builds[0]#*=}"
 "$bin/mqbench" produce --broker "127.0.0.1:$mport" --topic HABench --queues 8 --create-topic --conns 4 --inflight 16 \
   --size 1024 --duration 1s --progress never >/dev/null
 kill -TERM "$slave_pid"; wait "$slave_pid" 2>/dev/null || true
@@ -181,14 +187,18 @@ while [ "$(( $(max_offset "$mmetrics") - base ))" -lt "$catchup" ]; do
     --size 1024 --duration 5s --progress never >/dev/null
 done
 target=$(max_offset "$mmetrics")
+stop_all
 : >"$out/catchup.txt"
 for cr in $(seq 1 "$catchup_rounds"); do
+ for build in "${builds[@]}"; do
+  tag=${build%%=*}; bdir=${build#*=}
+  # The master restarts on its store (its pages are still cached), the slave from its stopped store.
+  logtag=catchup-$cr${tag:+-$tag}
+  start_master ASYNC_MASTER ASYNC_FLUSH "$store_root/ha-m" "$bdir"
   rm -rf "$store_root/ha-s"; cp -a "$store_root/ha-s.stopped" "$store_root/ha-s"
   sync; sleep 1 # the copy's writeback is not this round's
   start=$(date +%s.%N)
-  sbin=""
-  if [ -n "${SLAVE_BINS:-}" ]; then read -r -a sbins <<<"$SLAVE_BINS"; sbin=${sbins[$(( (cr - 1) % ${#sbins[@]} ))]}; fi
-  start_slave ASYNC_FLUSH "$store_root/ha-s" "catchup-$cr" "$sbin"
+  start_slave ASYNC_FLUSH "$store_root/ha-s" "" "$bdir"
   prof=()
   if [ -n "${PROFILE:-}" ]; then
     for side in master:$mmetrics slave:$smetrics; do
@@ -207,13 +217,12 @@ for cr in $(seq 1 "$catchup_rounds"); do
       prof+=($!)
     done
   fi
-  read -r bytes secs mid t1 end cpus < <(watch_catchup "$smetrics" "$target" "${pids[0]}" "$slave_pid")
+  read -r bytes secs mid t1 end cpus < <(watch_catchup "$smetrics" "$target" "$master_pid" "$slave_pid")
   for p in "${prof[@]}"; do wait "$p" || true; done
-  kill -TERM "$slave_pid"; wait "$slave_pid" 2>/dev/null || true
-  unset 'pids[-1]'
+  stop_all
   # Timed from the first poll after the connect (a little may be in already) to the first poll at the
   # master's end; once more from before the slave process started; and the rate between 10 % and 90 %.
-  "$py" - "$cr" "$bytes" "$secs" "$mid" "$start" "$end" "$cpus" "$sbin" >>"$out/catchup.txt" <<'PY'
+  "$py" - "$cr" "$bytes" "$secs" "$mid" "$start" "$end" "$cpus" "$tag" >>"$out/catchup.txt" <<'PY'
 import sys
 cr, n, secs, mid, s, e = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], float(sys.argv[5]), float(sys.argv[6])
 m, sl = (float(x) for x in sys.argv[7].split(","))
@@ -221,28 +230,39 @@ print(f"catch-up round {cr}{(' (' + sys.argv[8] + ')') if len(sys.argv) > 8 and 
       f"(10-90 %: {mid} GB/s); {e-s:.2f} s including the slave process's start; "
       f"CPU s per GB: master {m/n*1e9:.2f}, slave {sl/n*1e9:.2f}")
 PY
+ done
 done
-stop_all
 rm -rf "$store_root/ha-m" "$store_root/ha-s" "$store_root/ha-s.stopped"
 "$py" - "$out/catchup.txt" >>"$out/catchup.txt" <<'PY'
 import re, statistics, sys
-rows = [l for l in open(sys.argv[1]) if l.startswith("catch-up round")]
-def med(pat):
-    return statistics.median(float(re.search(pat, l).group(1)) for l in rows)
-print(f"catch-up median of {len(rows)}: {med(r'= ([0-9.]+) GB/s '):.2f} GB/s after the connect, "
-      f"{med(r'10-90 %: ([0-9.]+)'):.2f} GB/s from 10 to 90 %; CPU s per GB: master {med(r'master ([0-9.]+)'):.2f}, "
-      f"slave {med(r'slave ([0-9.]+)'):.2f}")
+groups = {}
+for l in open(sys.argv[1]):
+    m = re.match(r"catch-up round \d+( \((.*)\))?:", l)
+    if m:
+        groups.setdefault(m.group(2) or "", []).append(l)
+for tag, rows in groups.items():
+    def med(pat):
+        return statistics.median(float(re.search(pat, l).group(1)) for l in rows)
+    print(f"catch-up median of {len(rows)}{' (' + tag + ')' if tag else ''}: {med(r'= ([0-9.]+) GB/s '):.2f} GB/s after "
+          f"the connect, {med(r'10-90 %: ([0-9.]+)'):.2f} GB/s from 10 to 90 %; CPU s per GB: master "
+          f"{med(r'master ([0-9.]+)'):.2f}, slave {med(r'slave ([0-9.]+)'):.2f}")
 PY
 cat "$out/catchup.txt"
 if [ "${#configs[@]}" -eq 0 ]; then exit 0; fi
-"$py" - "$out"/lag-round-*.txt >"$out/lag.txt" <<'PY'
-import sys, statistics
-v = [int(x) for f in sys.argv[1:] for x in open(f).read().split()]
+: >"$out/lag.txt"
+for build in "${builds[@]}"; do
+  tag=${build%%=*}
+  "$py" - "$tag" "$out"/lag-round-*.txt >>"$out/lag.txt" <<'PY'
+import re, statistics, sys
+tag = sys.argv[1]
+files = [f for f in sys.argv[2:] if re.search(r"lag-round-\d+" + ("-" + re.escape(tag) if tag else "") + r"\.txt$", f)]
+v = [int(x) for f in files for x in open(f).read().split()]
 if v:
     v.sort()
-    print(f"replication lag during ASYNC_MASTER 4x16 ({len(v)} samples): median {statistics.median(v):.0f} B, "
-          f"p99 {v[int(len(v)*0.99)-1]} B, max {v[-1]} B")
+    print(f"replication lag during ASYNC_MASTER 4x16{' (' + tag + ')' if tag else ''} ({len(v)} samples): "
+          f"median {statistics.median(v):.0f} B, p99 {v[int(len(v)*0.99)-1]} B, max {v[-1]} B")
 PY
+done
 cat "$out/lag.txt"
 "$bin/mqbench" report "$out" --md "$out/report.md" --html "$out/report.html" --title "ASYNC_MASTER vs SYNC_MASTER, 1 KiB"
 echo "wrote $out/report.md"
