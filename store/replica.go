@@ -117,10 +117,11 @@ func (s *Store) AppendReplica(offset int64, n int, r io.Reader) error {
 }
 
 // AppendReplica reads from the connection replicaReadChunk bytes at a time and writes replicaWriteChunk
-// at a time. The write size matters: the page cache takes folios of about a write's size, and on the
-// machine of issue 16 (a VM whose free memory goes back to the host) a folio above order 3 comes from
-// memory the host faults in again 4 KiB at a time: pwrite into new pages ran at 0.13–0.37 GB/s with
-// 1 MiB writes and 1–2.7 GB/s with 16 KiB ones.
+// at a time. The write size matters: the page cache takes folios of about a write's size, and large
+// folios written while the dispatcher reads the file through its mapping were slow on the machine of
+// issue 16 (a 2 vCPU VM): BenchmarkReplicaWriteNewPages, 512 MiB into new pages with a mapping reader,
+// 3 runs: 16 KiB writes 1.4-2.5 GB/s, 1 MiB writes 0.13-0.43 GB/s, populate + copy 0.19-0.42 GB/s; and a
+// 1 GiB catch-up, 3 interleaved rounds: 0.43-0.58 GB/s with 16 KiB writes, 0.10-0.15 GB/s with 1 MiB ones.
 const (
 	replicaReadChunk  = 1 << 20
 	replicaWriteChunk = 16 << 10
