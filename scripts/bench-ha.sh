@@ -15,6 +15,9 @@
 #   copy of its stopped store; the last line gives the medians). PROFILE=1 takes CPU profiles of master and slave during each catch-up
 #   (catchup-{master,slave}-N.pprof, PROFILE_SECONDS long, 3 by default); TRACE=1 a runtime/trace of each
 #   (catchup-{master,slave}-N.trace, TRACE seconds long); PERF=2 a system-wide perf record (catchup-N.perf).
+#   COLD=1: before each catch-up round the master's CommitLog is dropped from the page cache
+#   (posix_fadvise DONTNEED; the pages its restart mapped stay), so the master reads from the disk, as it
+#   does for a slave far behind (this VM's DAMON also pages out file pages idle for about a minute).
 #   BINS="new=bin old=/tmp/old/bin": an A/B of builds (directories with mqbroker; mqbench is always
 #   $BIN's). Every round runs every configuration with each build in turn (results named ...-new, ...-old),
 #   and every catch-up round restarts the master and the slave from each build in turn.
@@ -197,6 +200,11 @@ for cr in $(seq 1 "$catchup_rounds"); do
   start_master ASYNC_MASTER ASYNC_FLUSH "$store_root/ha-m" "$bdir"
   rm -rf "$store_root/ha-s"; cp -a "$store_root/ha-s.stopped" "$store_root/ha-s"
   sync; sleep 1 # the copy's writeback is not this round's
+  if [ -n "${COLD:-}" ]; then # the master's CommitLog leaves the page cache (but what its restart mapped)
+    "$py" -c 'import glob, os, sys
+for p in glob.glob(sys.argv[1] + "/commitlog/*"):
+    fd = os.open(p, os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED); os.close(fd)' "$store_root/ha-m"
+  fi
   start=$(date +%s.%N)
   start_slave ASYNC_FLUSH "$store_root/ha-s" "" "$bdir"
   prof=()
