@@ -60,9 +60,15 @@ bench:
 # store under bench/results/tmp, runs the same load against each in interleaved rounds (3,
 # medians), and writes bench/results/<stamp>/report.html and BENCHMARKS.md tables (and the
 # marked section of ./BENCHMARKS.md, if it has one). At most 10 minutes; QUICK=1 at most 2.
+# HA=1 then runs the replication benchmark too (scripts/bench-ha.sh: a master and a slave, ASYNC_MASTER
+# vs SYNC_MASTER under both flush types at 1×1, 4×16 and 16×32, replication lag, a 2 GiB catch-up; 3
+# rounds, about 9 more minutes; with QUICK=1 one round of 2 s runs and a 256 MiB catch-up, about 2) into
+# bench/results/ha-<stamp>/report.md; its figures go into BENCHMARKS.md's Replication section by hand.
+HA_QUICK := ROUNDS=1 DURATION=2s WARMUP=500ms CATCHUP_BYTES=268435456 CATCHUP_ROUNDS=1
 .PHONY: bench-report
 bench-report: build
 	$(BIN)/mqbench suite --broker-bin $(BIN)/mqbroker --results bench/results $(if $(filter 1 true yes,$(QUICK)),--quick)
+	$(if $(filter 1 true yes,$(HA)),BIN=$(BIN) $(if $(filter 1 true yes,$(QUICK)),$(HA_QUICK)) scripts/bench-ha.sh)
 
 # A local cluster (issue 16): a name server and two brokerNames, each a master with a slave, on
 # 127.0.0.1 with their stores under ./data/cluster. ROLE=SYNC_MASTER for synchronous replication.

@@ -50,11 +50,7 @@ func (b *Broker) initReplication() error {
 	}
 	b.haServer = srv
 	if b.cfg.IsSyncMaster() {
-		metrics, merr := ha.NewMetrics(b.ctl.registerer)
-		if merr != nil {
-			metrics = nil
-		}
-		r, err := ha.NewReplicas(b.cfg.HAReplicasConfig(), srv, metrics, b.logger)
+		r, err := ha.NewReplicas(b.cfg.HAReplicasConfig(), srv, b.ctl.registerer, b.logger)
 		if err != nil {
 			_ = srv.Close()
 			return err

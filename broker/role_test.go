@@ -45,7 +45,8 @@ func TestHAConfigKeys(t *testing.T) {
 	require.Equal(t, "10.0.0.9", c.BrokerIP2)
 
 	require.Equal(t, ha.ServerConfig{ListenAddr: "0.0.0.0:20912", TransferBatchSize: 65536,
-		HeartbeatInterval: time.Second, HousekeepingInterval: 7 * time.Second}, c.HAServerConfig("0.0.0.0:20912"))
+		CatchUpBatchSize: ha.DefaultServerConfig("").CatchUpBatchSize, HeartbeatInterval: time.Second,
+		HousekeepingInterval: 7 * time.Second}, c.HAServerConfig("0.0.0.0:20912"))
 	cc := ha.DefaultClientConfig("10.0.0.1:10912")
 	cc.HeartbeatInterval, cc.HousekeepingInterval = time.Second, 7*time.Second
 	require.Equal(t, cc, c.HAClientConfig())

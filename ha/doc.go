@@ -10,13 +10,14 @@
 //	          8 bytes                              8                 4          bodySize (0: heartbeat)
 //
 // The master (Server) sends the CommitLog bytes from the offset the slave reports, at most
-// haTransferBatchSize per frame and never across a CommitLog file, straight from the mapped file (or the
-// transient pool buffer) to the socket in one vectored write: no copy through a Go buffer. The slave
-// (Client) reads each body straight into its own CommitLog at the same physical offset, then reports its
-// new end; its store dispatches ConsumeQueue and IndexFile entries from those bytes as a master's does.
+// haTransferBatchSize per frame while the slave follows closely and up to CatchUpBatchSize (1 MiB) while it
+// is behind, never across a CommitLog file, straight from the mapped file (or the transient pool buffer) to
+// the socket in one vectored write: no copy through a Go buffer. The slave (Client) hands each body to its
+// store, which writes it into its own CommitLog at the same physical offset, then reports its new end; its
+// store dispatches ConsumeQueue and IndexFile entries from those bytes as a master's does.
 //
-// A SYNC_MASTER put waits for any slave to report an offset past the message's end (Replicas.Wait), the
-// waiters batched the way the flush group commit batches them: no goroutine or timer per waiter.
+// A SYNC_MASTER put waits for any slave to report an offset past the message's end (Replicas.Wait): no
+// goroutine or timer per waiter; the goroutine that reads the report completes the waiters it covers.
 //
 // The package knows the store only through the small interfaces in store.go; it imports neither the
 // broker nor the store.

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -299,3 +300,70 @@ type discardConn struct{ net.Conn }
 
 func (discardConn) Write(b []byte) (int, error)      { return len(b), nil }
 func (discardConn) SetWriteDeadline(time.Time) error { return nil }
+
+// readFrame reads one transfer frame from a fake slave's connection.
+func readFrame(t *testing.T, nc net.Conn) (FrameHeader, []byte) {
+	t.Helper()
+	require.NoError(t, nc.SetReadDeadline(time.Now().Add(10*time.Second)))
+	var hdr [FrameHeaderBytes]byte
+	_, err := io.ReadFull(nc, hdr[:])
+	require.NoError(t, err)
+	h, err := ParseFrameHeader(hdr[:])
+	require.NoError(t, err)
+	body := make([]byte, h.BodySize)
+	_, err = io.ReadFull(nc, body)
+	require.NoError(t, err)
+	return h, body
+}
+
+// A slave that is behind gets frames that double from TransferBatchSize up to CatchUpBatchSize while each
+// fills its cap, cut at a file's end as always; once caught up, frames start at TransferBatchSize again.
+// The frames are ordinary ones: contiguous offsets, the master's bytes.
+func TestCatchUpFramesGrow(t *testing.T) {
+	const fileSize = 64 << 10
+	master := newMemLog(fileSize)
+	for i := range 100 { // 100 × 1000 B: file 0 full (65 records + padding), 35,000 B in file 1
+		master.Append(record(i, 1000))
+	}
+	cfg := testServerConfig()
+	cfg.TransferBatchSize, cfg.CatchUpBatchSize = 1000, 8000
+	cfg.HeartbeatInterval = time.Hour // no heartbeat frames in between
+	cfg.HousekeepingInterval = 2 * time.Hour
+	srv, err := NewServer(cfg, master, nil)
+	require.NoError(t, err)
+	srv.Start()
+	t.Cleanup(func() { _ = srv.Close() })
+
+	nc, err := net.Dial("tcp", srv.Addr().String())
+	require.NoError(t, err)
+	defer nc.Close()
+	var rep [ReportBytes]byte
+	binary.BigEndian.PutUint64(rep[:], 1) // a slave holding the first byte: the transfer starts at 1
+	_, err = nc.Write(rep[:])
+	require.NoError(t, err)
+
+	frames := func(until int64) (sizes []int32) {
+		for next := int64(1); next < until; {
+			h, body := readFrame(t, nc)
+			require.Equal(t, next, h.PhyOffset, "contiguous frames")
+			require.Equal(t, master.Bytes(next, next+int64(h.BodySize)), body)
+			sizes = append(sizes, h.BodySize)
+			next += int64(h.BodySize)
+		}
+		return sizes
+	}
+	end := master.MaxPhyOffset()
+	require.Equal(t, int64(fileSize+35000), end)
+	// File 0 from 1: 1000, 2000, 4000 (to 7001), 8000 × 7 (to 63,001), then the file's last 2535 (cut at
+	// its end: the cap stays); file 1 (35,000): 8000 × 4, then 3000 (less than asked).
+	require.Equal(t, []int32{1000, 2000, 4000, 8000, 8000, 8000, 8000, 8000, 8000, 8000, 2535, 8000, 8000, 8000, 8000, 3000},
+		frames(end))
+
+	// Caught up: the next records go out from TransferBatchSize again.
+	master.Append(record(100, 3000))
+	srv.Notify()
+	h, _ := readFrame(t, nc)
+	require.Equal(t, FrameHeader{PhyOffset: end, BodySize: 1000}, h)
+	h, _ = readFrame(t, nc)
+	require.Equal(t, FrameHeader{PhyOffset: end + 1000, BodySize: 2000}, h)
+}

@@ -42,7 +42,8 @@ const (
 // (host:haListenPort; port 0 picks one).
 func (s *Settings) ServerConfig(listenAddr string) ServerConfig {
 	return ServerConfig{ListenAddr: listenAddr, TransferBatchSize: s.HATransferBatchSize,
-		HeartbeatInterval: s.HASendHeartbeatInterval, HousekeepingInterval: s.HAHousekeepingInterval}
+		CatchUpBatchSize: catchUpBatchSize, HeartbeatInterval: s.HASendHeartbeatInterval,
+		HousekeepingInterval: s.HAHousekeepingInterval}
 }
 
 // ClientConfig is a slave's HA client configuration. MasterAddr is haMasterAddress; when it is
@@ -59,3 +60,7 @@ func (s *Settings) ReplicasConfig() ReplicasConfig {
 	return ReplicasConfig{SlaveTimeout: s.SlaveTimeout, FallBehindMax: s.HASlaveFallbehindMax,
 		WaiterQueueMax: flush.DefaultGroupCommitConfig().WaiterQueueMax}
 }
+
+// catchUpBatchSize is how large frames grow while a slave is behind (ServerConfig.CatchUpBatchSize):
+// no broker key sets it (RocketMQ has none).
+const catchUpBatchSize = 1 << 20

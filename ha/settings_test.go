@@ -12,7 +12,7 @@ import (
 // TestDefaultConfigs: the default tags give RocketMQ's values, as the constructors wrote them
 // before the defaults moved next to the keys (issue 15 item 4).
 func TestDefaultConfigs(t *testing.T) {
-	require.Equal(t, ServerConfig{ListenAddr: "h:1", TransferBatchSize: 32 << 10, HeartbeatInterval: 5 * time.Second,
+	require.Equal(t, ServerConfig{ListenAddr: "h:1", TransferBatchSize: 32 << 10, CatchUpBatchSize: 1 << 20, HeartbeatInterval: 5 * time.Second,
 		HousekeepingInterval: 20 * time.Second}, DefaultServerConfig("h:1"))
 	require.Equal(t, ClientConfig{MasterAddr: "m:2", HeartbeatInterval: 5 * time.Second, HousekeepingInterval: 20 * time.Second,
 		ReconnectInterval: 5 * time.Second, DialTimeout: 3 * time.Second}, DefaultClientConfig("m:2"))

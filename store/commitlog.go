@@ -104,6 +104,8 @@ type commitLog struct {
 	pin, unpin func([]byte) error
 	pinWarned  atomic.Bool // the one mlock failure warning was logged
 
+	replicaBuf []byte // a slave's AppendReplica: large frames pass through it to the file (replica.go)
+
 	smallBuffers sync.Pool // *encodeBuffer of smallEncodeBytes
 	largeBuffers sync.Pool // *encodeBuffer of cfg.maxRecordBytes()
 }
@@ -529,6 +531,9 @@ func (cl *commitLog) allocateStandby() (made bool, err error) {
 	defer mf.release()
 	switch {
 	case touch != nil:
+	case cl.cfg.Slave && !warm:
+		// A slave's appends are pwrites (replica.go), not copies into the mapping: populating would only
+		// bring large zeroed folios and writable mappings (TLB shootdowns at every flush) for nothing.
 	case warm:
 		// Outside allocMu and after the file joined the queue: a roll must never wait for the warming,
 		// and MADV_POPULATE_WRITE leaves the content alone, so appends may already run in the file.
@@ -644,7 +649,7 @@ func (cl *commitLog) kickPrefaulter() {
 // MADV_POPULATE_WRITE is safe here (it leaves content alone): touching pages by writing could race with
 // a put.
 func (cl *commitLog) prefault(want int64) {
-	if cl.prefaultOff.Load() {
+	if cl.prefaultOff.Load() || cl.cfg.Slave { // a slave appends with pwrite (replica.go)
 		return // the kernel cannot populate; warming touches whole files before they join the queue
 	}
 	from := max(cl.prefaultTo.Load(), cl.maxOffset.Load()) &^ int64(pageSize-1)

@@ -65,7 +65,7 @@ type Config struct {
 	SyncFlushIdleInterval time.Duration `default:"10" unit:"ms"`
 
 	// TransientStorePoolEnable: append into pinned buffers, commit to the file.
-	// Off on a slave, as in RocketMQ: replicated bytes go straight into the mapping.
+	// Off on a slave, as in RocketMQ: replicated bytes go straight to the file (AppendReplica).
 	TransientStorePoolEnable bool `prop:"transientStorePoolEnable" help:"append into a pool of pinned buffers and commit them to the CommitLog file (off on a slave)"`
 
 	// Slave (brokerRole=SLAVE, set by the broker): puts are refused (ErrSlave); the CommitLog grows only

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"io"
 	"testing"
 	"time"
 
@@ -198,4 +199,61 @@ func TestReadReplicaStopsAtThePublishedEnd(t *testing.T) {
 	require.NotNil(t, release)
 	require.Len(t, b, int(end), "up to MaxPhyOffset, not up to the file's wrote")
 	release()
+}
+
+// progressReader reads from r and notes the store's published end at each Read.
+type progressReader struct {
+	r    io.Reader
+	s    *Store
+	seen []int64
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	p.seen = append(p.seen, p.s.MaxPhyOffset())
+	return p.r.Read(b)
+}
+
+// TestSlaveAppendsWithWrite: a slave writes replicated bytes to the file (pwrite) a MiB read at a time,
+// each published once written, so a large frame is readable before its end has arrived; the readers'
+// mapping shows them. It never populates its CommitLog mapping, ahead or in prepared files (populating
+// gave large zeroed folios and writable mappings that a write does not need).
+func TestSlaveAppendsWithWrite(t *testing.T) {
+	mcfg := testConfig(t.TempDir())
+	mcfg.MappedFileSizeCommitLog = 4 << 20
+	master := openStarted(t, mcfg, Deps{})
+	for i := 0; master.MaxPhyOffset() < 4<<20+100; i++ {
+		mustPut(t, master, testMessage("TopicW", int32(i%2), bytes.Repeat(bodyf("w%04d-", i), 500)))
+	}
+	end := master.MaxPhyOffset()
+	data := readLog(t, master, 0, end)
+	cfg := testConfig(t.TempDir())
+	cfg.Slave = true
+	cfg.MappedFileSizeCommitLog = 4 << 20
+	s := openStarted(t, cfg, Deps{})
+
+	first := 3<<20 + 123 // mid-record: the dispatcher waits for the rest
+	pr := &progressReader{r: bytes.NewReader(data[:first]), s: s}
+	require.NoError(t, s.AppendReplica(0, first, pr))
+	require.Equal(t, int64(first), s.MaxPhyOffset())
+	require.Contains(t, pr.seen, int64(1<<20), "the first MiB was published while the rest was read")
+	require.Contains(t, pr.seen, int64(2<<20))
+	require.NoError(t, s.AppendReplica(int64(first), 4<<20-first, bytes.NewReader(data[first:4<<20])))
+	require.NoError(t, s.AppendReplica(4<<20, int(end-4<<20), bytes.NewReader(data[4<<20:]))) // the next file
+	require.Equal(t, end, s.MaxPhyOffset())
+	require.Equal(t, data, readLog(t, s, 0, end), "the mapping shows what was written")
+	waitDispatched(t, s)
+	for q := int32(0); q < 2; q++ {
+		require.Equal(t, len(getAll(t, master, "TopicW", q)), len(getAll(t, s, "TopicW", q)))
+	}
+
+	testutil.Eventually(t, "the prepared files", func() bool { return s.commitLog.standbyCount() == standbyFiles })
+	files := s.commitLog.mfq.snapshot()
+	require.Len(t, files, 2)
+	s.commitLog.allocMu.Lock()
+	files = append(files, s.commitLog.standbys...)
+	s.commitLog.allocMu.Unlock()
+	for _, mf := range files {
+		require.Zero(t, mf.populated.Load(), "file %s populated", mf.path)
+	}
+	require.Zero(t, s.commitLog.prefaultTo.Load(), "nothing prefaulted")
 }
