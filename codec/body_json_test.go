@@ -136,12 +136,20 @@ func FuzzBodyBareKeys(f *testing.F) {
 		if bare, ok := unquoteDigitKeys(out); ok {
 			back, err := QuoteBareKeys(bare)
 			require.NoError(t, err, "bare form %q", bare)
-			var x, y any
-			require.NoError(t, json.Unmarshal(out, &x))
-			require.NoError(t, json.Unmarshal(back, &y))
-			require.Equal(t, x, y)
+			// json.Number: a valid number past float64's range (a fuzzer's 300-digit one) is still a value.
+			require.Equal(t, decodeJSONNumbers(t, out), decodeJSONNumbers(t, back))
 		}
 	})
+}
+
+// decodeJSONNumbers decodes valid JSON with numbers kept as their text.
+func decodeJSONNumbers(t *testing.T, data []byte) any {
+	t.Helper()
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	var v any
+	require.NoError(t, d.Decode(&v))
+	return v
 }
 
 // unquoteDigitKeys turns every object key made only of ASCII digits into a bare key, the
