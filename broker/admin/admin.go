@@ -388,7 +388,13 @@ func (p *Plane) storeTimeAt(topic string, queueID int32, offset int64) int64 {
 	if offset < p.d.Store.GetMinOffsetInQueue(topic, queueID) || offset >= p.d.Store.GetMaxOffsetInQueue(topic, queueID) {
 		return 0
 	}
-	rec, release, err := p.d.Store.LookMessageByOffset(p.d.Store.GetCommitLogOffsetInQueue(topic, queueID, offset))
+	return p.storeTimeOfRecord(p.d.Store.GetCommitLogOffsetInQueue(topic, queueID, offset))
+}
+
+// storeTimeOfRecord returns the store timestamp of the record at a CommitLog offset, 0 when it
+// cannot be read.
+func (p *Plane) storeTimeOfRecord(phyOffset int64) int64 {
+	rec, release, err := p.d.Store.LookMessageByOffset(phyOffset)
 	if err != nil {
 		return 0
 	}

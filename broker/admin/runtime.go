@@ -85,16 +85,7 @@ func (p *Plane) earliestMessageTime() int64 {
 	if p.d.Store.MaxPhyOffset() <= p.d.Store.MinPhyOffset() {
 		return 0
 	}
-	rec, release, err := p.d.Store.LookMessageByOffset(p.d.Store.MinPhyOffset())
-	if err != nil {
-		return 0
-	}
-	defer release()
-	r, err := codec.DecodeRecord(rec, false)
-	if err != nil {
-		return 0
-	}
-	return r.StoreTimestamp
+	return p.storeTimeOfRecord(p.d.Store.MinPhyOffset())
 }
 
 // runtimeText formats an uptime as RocketMQ does: "[ 0 days, 1 hours, 2 minutes, 3 seconds ]".
