@@ -3,6 +3,7 @@ package metadata
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -118,4 +119,38 @@ func TestSubscriptionGroupManager(t *testing.T) {
 	require.NoError(t, m3.Load())
 	require.False(t, m3.Contains("G2"))
 	require.True(t, m3.Contains("G1"), "G1 was in the file written by Update")
+}
+
+// TestSubscriptionGroupReplaceRacesFindOrCreate: a slave's sync replaces the table while pulls
+// auto-create groups in it; under -race, nothing of the installed table is read outside the lock.
+func TestSubscriptionGroupReplaceRacesFindOrCreate(t *testing.T) {
+	clock := testutil.NewManualClock()
+	m := NewSubscriptionGroupManager(true, t.TempDir(), clock.Now, logtest.Discard())
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, ok := m.FindOrCreate("G" + strconv.Itoa(i)); !ok {
+				t.Errorf("G%d not created", i)
+				return
+			}
+		}
+	}()
+	for i := range 50 {
+		w := &codec.SubscriptionGroupWrapper{
+			SubscriptionGroupTable: map[string]codec.SubscriptionGroupConfig{"M": codec.NewSubscriptionGroupConfig("M")},
+			DataVersion:            codec.DataVersion{Counter: int64(i + 1), Timestamp: 1},
+		}
+		replaced, err := m.ReplaceFromMaster(w)
+		require.NoError(t, err)
+		require.True(t, replaced)
+	}
+	close(stop)
+	<-done
+	require.True(t, m.Contains("M"))
 }

@@ -223,8 +223,9 @@ func (m *SubscriptionGroupManager) ReplaceFromMaster(w *codec.SubscriptionGroupW
 		return false, nil
 	}
 	m.table, m.forbidden, m.version = table, forbidden, w.DataVersion
+	n := len(table) // read under the lock: writers change the installed map after Unlock
 	m.mu.Unlock()
-	m.logger.Info("broker: subscription groups replaced by the master's", "groups", len(table),
+	m.logger.Info("broker: subscription groups replaced by the master's", "groups", n,
 		"dataVersionCounter", w.DataVersion.Counter, "dataVersionTimestamp", w.DataVersion.Timestamp)
 	return true, m.file.persist()
 }
