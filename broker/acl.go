@@ -331,7 +331,7 @@ var aclBase64 = base64.StdEncoding.Strict()
 
 // verifySignature checks Signature against the content variants described above.
 func (a *aclAccount) verifySignature(cmd *codec.RemotingCommand, s *aclScratch) bool {
-	sig := cmd.ExtFields[aclSignatureField]
+	sig, _ := cmd.Ext(aclSignatureField)
 	if sig == "" || len(sig) > aclSignatureMaxLength {
 		return false
 	}
@@ -340,14 +340,14 @@ func (a *aclAccount) verifySignature(cmd *codec.RemotingCommand, s *aclScratch) 
 		return false
 	}
 	s.keys = s.keys[:0]
-	for k := range cmd.ExtFields {
+	for k := range cmd.ExtAll() {
 		if k != aclSignatureField {
 			s.keys = append(s.keys, k)
 		}
 	}
 	slices.Sort(s.keys)
-	_, hasToken := cmd.ExtFields[aclSecurityTokenField]
-	_, hasUniq := cmd.ExtFields[aclUniqueKeyQuery]
+	_, hasToken := cmd.Ext(aclSecurityTokenField)
+	_, hasUniq := cmd.Ext(aclUniqueKeyQuery)
 	// Bit 0: leave SecurityToken out; bit 1: leave _UNIQUE_KEY_QUERY out.
 	order := [4]uint8{0, 1, 2, 3}
 	if cmd.Language == codec.LanguageGo {
@@ -364,7 +364,8 @@ func (a *aclAccount) verifySignature(cmd *codec.RemotingCommand, s *aclScratch) 
 			if (omit&1 != 0 && k == aclSecurityTokenField) || (omit&2 != 0 && k == aclUniqueKeyQuery) {
 				continue
 			}
-			s.content = append(s.content, cmd.ExtFields[k]...)
+			v, _ := cmd.Ext(k)
+			s.content = append(s.content, v...)
 		}
 		mac.Reset()
 		mac.Write(s.content)
@@ -497,7 +498,7 @@ func (v *aclValidator) check(remote netip.Addr, cmd *codec.RemotingCommand) stri
 			return ""
 		}
 	}
-	accessKey := cmd.ExtFields[aclAccessKeyField]
+	accessKey, _ := cmd.Ext(aclAccessKeyField)
 	if accessKey == "" {
 		return v.deny(cmd, aclDeniedNoAccessKey, fmt.Sprintf(
 			"No accessKey is configured: the broker has aclEnable=true and request code %d from %s carries no AccessKey; configure the client's credentials",
@@ -515,7 +516,7 @@ func (v *aclValidator) check(remote netip.Addr, cmd *codec.RemotingCommand) stri
 	v.scratch.Put(s)
 	if !ok {
 		why := "the Signature does not match the secretKey"
-		if cmd.ExtFields[aclSignatureField] == "" {
+		if sig, _ := cmd.Ext(aclSignatureField); sig == "" {
 			why = "the request carries no Signature"
 		}
 		return v.deny(cmd, aclDeniedSignature, fmt.Sprintf("Check signature failed for accessKey=%s: %s", accessKey, why))
@@ -532,28 +533,28 @@ func (v *aclValidator) check(remote netip.Addr, cmd *codec.RemotingCommand) stri
 
 // checkResources applies the request's rule to the resources it names.
 func (v *aclValidator) checkResources(acct *aclAccount, cmd *codec.RemotingCommand, rule *aclRule) string {
-	ext := cmd.ExtFields
+	ext := func(key string) string { v, _ := cmd.Ext(key); return v }
 	if rule.heartbeat {
 		return v.checkHeartbeat(acct, cmd)
 	}
 	if rule.group != "" && rule.groupFirst {
-		if r := v.needGroup(cmd, acct, ext[rule.group], aclSub); r != "" {
+		if r := v.needGroup(cmd, acct, ext(rule.group), aclSub); r != "" {
 			return r
 		}
 	}
 	if rule.topic != "" {
 		var r string
 		if rule.send {
-			r = v.needSend(cmd, acct, ext[rule.topic])
+			r = v.needSend(cmd, acct, ext(rule.topic))
 		} else {
-			r = v.needTopic(cmd, acct, ext[rule.topic], aclSub)
+			r = v.needTopic(cmd, acct, ext(rule.topic), aclSub)
 		}
 		if r != "" {
 			return r
 		}
 	}
 	if rule.group != "" && !rule.groupFirst {
-		return v.needGroup(cmd, acct, ext[rule.group], aclSub)
+		return v.needGroup(cmd, acct, ext(rule.group), aclSub)
 	}
 	return ""
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -82,12 +81,7 @@ func (b *Broker) submitOwned(r *route, rc *remoting.Request) {
 			"[OVERLOAD]system busy: queued requests hold %d bytes, requestBudgetBytes is %d", held, b.cfg.RequestBudgetBytes))
 		return
 	}
-	owned := *cmd
-	owned.ExtFields = maps.Clone(cmd.ExtFields)
-	if len(cmd.Body) > 0 {
-		owned.Body = append([]byte(nil), cmd.Body...)
-	}
-	rc.Cmd = &owned
+	rc.Cmd = cmd.Clone()
 	handle := r.handle
 	if err := b.pool(r.pool).submitTask(poolTask{rc: rc, fn: func(rc *remoting.Request) { handle(b, rc) }, cost: cost}); err != nil {
 		b.pooledBytes.Add(-cost)
@@ -98,7 +92,7 @@ func (b *Broker) submitOwned(r *route, rc *remoting.Request) {
 // pooledCopyBytes is what dispatch copies for a pooled processor: the body and the header's fields.
 func pooledCopyBytes(cmd *codec.RemotingCommand) int64 {
 	n := len(cmd.Body)
-	for k, v := range cmd.ExtFields {
+	for k, v := range cmd.ExtAll() {
 		n += len(k) + len(v)
 	}
 	return int64(n)

@@ -53,15 +53,24 @@ const ServerVersion int32 = 479
 // long as that buffer is; copy it before handing the command to another goroutine. The
 // strings of a decoded command (Remark, ExtFields) are owned copies.
 type RemotingCommand struct {
-	Code          int32             // request code in requests, response code in responses
-	Language      LanguageCode      // sender's language
-	Version       int32             // sender's MQVersion ordinal
-	Opaque        int32             // request id, echoed by the response
-	Flag          int32             // FlagResponse | FlagOneway
-	Remark        string            // error text in responses; empty when absent
-	ExtFields     map[string]string // the custom header; nil when absent
-	Body          []byte            // after decode: a view into the caller's frame buffer (no copy)
-	SerializeType SerializeType     // header serialization it was decoded with / will be encoded with
+	Code     int32        // request code in requests, response code in responses
+	Language LanguageCode // sender's language
+	Version  int32        // sender's MQVersion ordinal
+	Opaque   int32        // request id, echoed by the response
+	Flag     int32        // FlagResponse | FlagOneway
+	Remark   string       // error text in responses; empty when absent
+	// ExtFields is the custom header; nil or empty when absent, and empty for a hot request
+	// decoded by DecodeRequestInto, whose fields are kept as a list (extlist.go): code that
+	// may meet one reads fields with Ext, ExtAll or a typed header's DecodeFrom. Encoders
+	// read ExtFields only.
+	ExtFields     map[string]string
+	Body          []byte        // after decode: a view into the caller's frame buffer (no copy)
+	SerializeType SerializeType // header serialization it was decoded with / will be encoded with
+
+	// extList is a hot request's custom header (DecodeRequestInto). listHot asks the
+	// header decoders for it.
+	extList []extField
+	listHot bool
 }
 
 // IsResponse reports whether the response flag bit is set.
@@ -194,6 +203,18 @@ func DecodeCommand(payload []byte) (*RemotingCommand, error) {
 // then holds the header's code, language, version, opaque, flag and serialize type (no
 // remark, extFields or body), enough to answer the request and go on with the next frame.
 func DecodeCommandInto(c *RemotingCommand, payload []byte) error {
+	return decodeCommandInto(c, payload, false)
+}
+
+// DecodeRequestInto is DecodeCommandInto for a server's incoming frames: the custom header
+// of a send or a pull (hotRequest) is kept as a field list instead of ExtFields (read it
+// with Ext, ExtAll or a typed header's DecodeFrom); every other frame decodes as with
+// DecodeCommandInto. c's field list, like its map, is emptied and reused.
+func DecodeRequestInto(c *RemotingCommand, payload []byte) error {
+	return decodeCommandInto(c, payload, true)
+}
+
+func decodeCommandInto(c *RemotingCommand, payload []byte, listHot bool) error {
 	if len(payload) < 4 {
 		return ErrFrameTooShort
 	}
@@ -204,9 +225,9 @@ func DecodeCommandInto(c *RemotingCommand, payload []byte) error {
 		return ErrHeaderLength
 	}
 	header := payload[4 : 4+headerLen]
-	ext := c.ExtFields
+	ext, list := c.ExtFields, c.extList
 	clear(ext)
-	*c = RemotingCommand{ExtFields: ext, SerializeType: st}
+	*c = RemotingCommand{ExtFields: ext, extList: list[:0], SerializeType: st, listHot: listHot}
 	var err error
 	switch st {
 	case SerializeJSON:
@@ -216,6 +237,7 @@ func DecodeCommandInto(c *RemotingCommand, payload []byte) error {
 	default:
 		err = ErrSerializeType
 	}
+	c.listHot = false
 	if err != nil {
 		return err
 	}

@@ -194,6 +194,12 @@ func decodeJSONHeader(c *RemotingCommand, data []byte) error {
 		c.Remark = all[remark.start:remark.end]
 	}
 	if extPresent {
+		if c.listHot && hotRequest(c) {
+			for _, sp := range spans {
+				c.extList = append(c.extList, extField{all[sp.key.start:sp.key.end], all[sp.val.start:sp.val.end]})
+			}
+			return nil
+		}
 		m := c.ExtFields
 		if m == nil {
 			m = make(map[string]string, len(spans))

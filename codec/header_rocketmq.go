@@ -104,8 +104,9 @@ func decodeRocketMQHeader(c *RemotingCommand, data []byte) error {
 	if entries == 0 {
 		return nil
 	}
+	list := c.listHot && hotRequest(c)
 	m := c.ExtFields
-	if m == nil {
+	if m == nil && !list {
 		m = make(map[string]string, entries)
 	}
 	for p := extOff; p < len(all); {
@@ -115,10 +116,16 @@ func decodeRocketMQHeader(c *RemotingCommand, data []byte) error {
 		p += keyLen
 		valLen := int(int32(binary.BigEndian.Uint32(rest[p:])))
 		p += 4
-		m[key] = all[p : p+valLen]
+		if list {
+			c.extList = append(c.extList, extField{key, all[p : p+valLen]})
+		} else {
+			m[key] = all[p : p+valLen]
+		}
 		p += valLen
 	}
-	c.ExtFields = m
+	if !list {
+		c.ExtFields = m
+	}
 	return nil
 }
 

@@ -44,10 +44,10 @@ func (o Optional[T]) Or(def T) T {
 	return def
 }
 
-// extReader reads typed values out of an ExtFields map and keeps the first error. It lives
+// extReader reads typed values out of a custom header (ExtSource) and keeps the first error. It lives
 // on the decoder's stack; errors are built only on the error path.
 type extReader struct {
-	ext    map[string]string
+	ext    ExtSource
 	header string
 	err    error
 }
@@ -59,7 +59,7 @@ func (r *extReader) fail(key, value string, sentinel error) {
 }
 
 func (r *extReader) lookup(key string, required bool) (string, bool) {
-	v, ok := r.ext[key]
+	v, ok := r.ext.Ext(key)
 	if !ok && required {
 		r.fail(key, "", ErrMissingField)
 	}
@@ -123,7 +123,7 @@ func (r *extReader) optBool(key string) Optional[bool] {
 
 // boolean reads a bool; an absent optional key gives def.
 func (r *extReader) boolean(key string, required, def bool) bool {
-	if _, ok := r.ext[key]; !ok && required {
+	if _, ok := r.ext.Ext(key); !ok && required {
 		r.fail(key, "", ErrMissingField)
 	}
 	return r.optBool(key).Or(def)

@@ -9,7 +9,7 @@ type UnregisterClientRequestHeader struct {
 
 // Decode reads the keys.
 func (h *UnregisterClientRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext, header: "UnregisterClientRequestHeader"}
+	r := extReader{ext: ExtMap(ext), header: "UnregisterClientRequestHeader"}
 	*h = UnregisterClientRequestHeader{
 		ClientID:      r.str("clientID", true),
 		ProducerGroup: r.str("producerGroup", false),
@@ -33,7 +33,7 @@ type GetConsumerListByGroupRequestHeader struct {
 
 // Decode reads the key.
 func (h *GetConsumerListByGroupRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext, header: "GetConsumerListByGroupRequestHeader"}
+	r := extReader{ext: ExtMap(ext), header: "GetConsumerListByGroupRequestHeader"}
 	*h = GetConsumerListByGroupRequestHeader{ConsumerGroup: r.str("consumerGroup", true)}
 	return r.err
 }
@@ -51,7 +51,7 @@ type NotifyConsumerIdsChangedRequestHeader struct {
 
 // Decode reads the key.
 func (h *NotifyConsumerIdsChangedRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext, header: "NotifyConsumerIdsChangedRequestHeader"}
+	r := extReader{ext: ExtMap(ext), header: "NotifyConsumerIdsChangedRequestHeader"}
 	*h = NotifyConsumerIdsChangedRequestHeader{ConsumerGroup: r.str("consumerGroup", true)}
 	return r.err
 }
@@ -78,7 +78,7 @@ type UpdateAndCreateTopicRequestHeader struct {
 
 // Decode reads the keys.
 func (h *UpdateAndCreateTopicRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext, header: "UpdateAndCreateTopicRequestHeader"}
+	r := extReader{ext: ExtMap(ext), header: "UpdateAndCreateTopicRequestHeader"}
 	*h = UpdateAndCreateTopicRequestHeader{
 		Topic:           r.str("topic", true),
 		DefaultTopic:    r.str("defaultTopic", true),
@@ -115,7 +115,7 @@ type DeleteTopicRequestHeader struct {
 
 // Decode reads the key.
 func (h *DeleteTopicRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext, header: "DeleteTopicRequestHeader"}
+	r := extReader{ext: ExtMap(ext), header: "DeleteTopicRequestHeader"}
 	*h = DeleteTopicRequestHeader{Topic: r.str("topic", true)}
 	return r.err
 }

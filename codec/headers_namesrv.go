@@ -16,7 +16,7 @@ type RegisterBrokerRequestHeader struct {
 
 // Decode reads the keys.
 func (h *RegisterBrokerRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext, header: "RegisterBrokerRequestHeader"}
+	r := extReader{ext: ExtMap(ext), header: "RegisterBrokerRequestHeader"}
 	*h = RegisterBrokerRequestHeader{
 		BrokerName:             r.str("brokerName", true),
 		BrokerAddr:             r.str("brokerAddr", true),
@@ -54,7 +54,7 @@ type RegisterBrokerResponseHeader struct {
 
 // Decode reads the keys.
 func (h *RegisterBrokerResponseHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext, header: "RegisterBrokerResponseHeader"}
+	r := extReader{ext: ExtMap(ext), header: "RegisterBrokerResponseHeader"}
 	*h = RegisterBrokerResponseHeader{HAServerAddr: r.str("haServerAddr", false), MasterAddr: r.str("masterAddr", false)}
 	return r.err
 }
@@ -75,7 +75,7 @@ type UnregisterBrokerRequestHeader struct {
 
 // Decode reads the keys.
 func (h *UnregisterBrokerRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext, header: "UnregisterBrokerRequestHeader"}
+	r := extReader{ext: ExtMap(ext), header: "UnregisterBrokerRequestHeader"}
 	*h = UnregisterBrokerRequestHeader{
 		BrokerName:  r.str("brokerName", true),
 		BrokerAddr:  r.str("brokerAddr", true),
@@ -101,7 +101,7 @@ type GetRouteInfoRequestHeader struct {
 
 // Decode reads the keys.
 func (h *GetRouteInfoRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext, header: "GetRouteInfoRequestHeader"}
+	r := extReader{ext: ExtMap(ext), header: "GetRouteInfoRequestHeader"}
 	*h = GetRouteInfoRequestHeader{
 		Topic:                  r.str("topic", true),
 		AcceptStandardJSONOnly: r.boolean("acceptStandardJsonOnly", false, false),
@@ -125,7 +125,7 @@ type DeleteTopicFromNamesrvRequestHeader struct {
 
 // Decode reads the keys.
 func (h *DeleteTopicFromNamesrvRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext, header: "DeleteTopicFromNamesrvRequestHeader"}
+	r := extReader{ext: ExtMap(ext), header: "DeleteTopicFromNamesrvRequestHeader"}
 	*h = DeleteTopicFromNamesrvRequestHeader{Topic: r.str("topic", true), ClusterName: r.str("clusterName", false)}
 	return r.err
 }
@@ -148,7 +148,7 @@ type DeleteKVConfigRequestHeader = GetKVConfigRequestHeader
 
 // Decode reads the keys.
 func (h *GetKVConfigRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext, header: "GetKVConfigRequestHeader"}
+	r := extReader{ext: ExtMap(ext), header: "GetKVConfigRequestHeader"}
 	*h = GetKVConfigRequestHeader{Namespace: r.str("namespace", true), Key: r.str("key", true)}
 	return r.err
 }
@@ -166,7 +166,7 @@ type GetKVConfigResponseHeader struct {
 
 // Decode reads the key.
 func (h *GetKVConfigResponseHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext, header: "GetKVConfigResponseHeader"}
+	r := extReader{ext: ExtMap(ext), header: "GetKVConfigResponseHeader"}
 	*h = GetKVConfigResponseHeader{Value: r.str("value", false)}
 	return r.err
 }
@@ -185,7 +185,7 @@ type PutKVConfigRequestHeader struct {
 
 // Decode reads the keys.
 func (h *PutKVConfigRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext, header: "PutKVConfigRequestHeader"}
+	r := extReader{ext: ExtMap(ext), header: "PutKVConfigRequestHeader"}
 	*h = PutKVConfigRequestHeader{
 		Namespace: r.str("namespace", true),
 		Key:       r.str("key", true),

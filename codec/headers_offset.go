@@ -12,7 +12,7 @@ type QueryConsumerOffsetRequestHeader struct {
 
 // Decode reads the keys.
 func (h *QueryConsumerOffsetRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext, header: "QueryConsumerOffsetRequestHeader"}
+	r := extReader{ext: ExtMap(ext), header: "QueryConsumerOffsetRequestHeader"}
 	*h = QueryConsumerOffsetRequestHeader{
 		ConsumerGroup:     r.str("consumerGroup", true),
 		Topic:             r.str("topic", true),
@@ -38,7 +38,7 @@ type OffsetResponseHeader struct {
 
 // Decode reads the key.
 func (h *OffsetResponseHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext, header: "OffsetResponseHeader"}
+	r := extReader{ext: ExtMap(ext), header: "OffsetResponseHeader"}
 	*h = OffsetResponseHeader{Offset: r.i64("offset", true)}
 	return r.err
 }
@@ -56,7 +56,7 @@ type UpdateConsumerOffsetRequestHeader struct {
 
 // Decode reads the keys.
 func (h *UpdateConsumerOffsetRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext, header: "UpdateConsumerOffsetRequestHeader"}
+	r := extReader{ext: ExtMap(ext), header: "UpdateConsumerOffsetRequestHeader"}
 	*h = UpdateConsumerOffsetRequestHeader{
 		ConsumerGroup: r.str("consumerGroup", true),
 		Topic:         r.str("topic", true),
@@ -84,7 +84,7 @@ type GetMaxOffsetRequestHeader struct {
 
 // Decode reads the keys.
 func (h *GetMaxOffsetRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext, header: "GetMaxOffsetRequestHeader"}
+	r := extReader{ext: ExtMap(ext), header: "GetMaxOffsetRequestHeader"}
 	*h = GetMaxOffsetRequestHeader{
 		Topic:     r.str("topic", true),
 		QueueID:   r.i32("queueId", true),
@@ -109,7 +109,7 @@ type GetMinOffsetRequestHeader struct {
 
 // Decode reads the keys.
 func (h *GetMinOffsetRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext, header: "GetMinOffsetRequestHeader"}
+	r := extReader{ext: ExtMap(ext), header: "GetMinOffsetRequestHeader"}
 	*h = GetMinOffsetRequestHeader{Topic: r.str("topic", true), QueueID: r.i32("queueId", true)}
 	return r.err
 }
@@ -129,7 +129,7 @@ type GetEarliestMsgStoretimeRequestHeader struct {
 
 // Decode reads the keys.
 func (h *GetEarliestMsgStoretimeRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext, header: "GetEarliestMsgStoretimeRequestHeader"}
+	r := extReader{ext: ExtMap(ext), header: "GetEarliestMsgStoretimeRequestHeader"}
 	*h = GetEarliestMsgStoretimeRequestHeader{Topic: r.str("topic", true), QueueID: r.i32("queueId", true)}
 	return r.err
 }
@@ -148,7 +148,7 @@ type GetEarliestMsgStoretimeResponseHeader struct {
 
 // Decode reads the key.
 func (h *GetEarliestMsgStoretimeResponseHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext, header: "GetEarliestMsgStoretimeResponseHeader"}
+	r := extReader{ext: ExtMap(ext), header: "GetEarliestMsgStoretimeResponseHeader"}
 	*h = GetEarliestMsgStoretimeResponseHeader{Timestamp: r.i64("timestamp", true)}
 	return r.err
 }
@@ -187,7 +187,7 @@ type SearchOffsetRequestHeader struct {
 
 // Decode reads the keys.
 func (h *SearchOffsetRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext, header: "SearchOffsetRequestHeader"}
+	r := extReader{ext: ExtMap(ext), header: "SearchOffsetRequestHeader"}
 	*h = SearchOffsetRequestHeader{
 		Topic:     r.str("topic", true),
 		QueueID:   r.i32("queueId", true),

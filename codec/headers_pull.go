@@ -30,7 +30,13 @@ type PullMessageRequestHeader struct {
 
 // Decode reads the pull request keys.
 func (h *PullMessageRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext, header: "PullMessageRequestHeader"}
+	return h.DecodeFrom(ExtMap(ext))
+}
+
+// DecodeFrom reads the pull request keys from src: a decoded command (a server's hot request
+// keeps its fields as a list: no map is built) or ExtMap.
+func (h *PullMessageRequestHeader) DecodeFrom(src ExtSource) error {
+	r := extReader{ext: src, header: "PullMessageRequestHeader"}
 	*h = PullMessageRequestHeader{
 		ConsumerGroup:        r.str("consumerGroup", true),
 		Topic:                r.str("topic", true),
@@ -83,7 +89,7 @@ type PullMessageResponseHeader struct {
 
 // Decode reads the pull response keys.
 func (h *PullMessageResponseHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext, header: "PullMessageResponseHeader"}
+	r := extReader{ext: ExtMap(ext), header: "PullMessageResponseHeader"}
 	*h = PullMessageResponseHeader{
 		SuggestWhichBrokerID: r.i64("suggestWhichBrokerId", true),
 		NextBeginOffset:      r.i64("nextBeginOffset", true),

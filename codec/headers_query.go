@@ -12,7 +12,7 @@ type QueryMessageRequestHeader struct {
 
 // Decode reads the keys.
 func (h *QueryMessageRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext, header: "QueryMessageRequestHeader"}
+	r := extReader{ext: ExtMap(ext), header: "QueryMessageRequestHeader"}
 	*h = QueryMessageRequestHeader{
 		Topic:          r.str("topic", true),
 		Key:            r.str("key", true),
@@ -44,7 +44,7 @@ type QueryMessageResponseHeader struct {
 
 // Decode reads the keys.
 func (h *QueryMessageResponseHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext, header: "QueryMessageResponseHeader"}
+	r := extReader{ext: ExtMap(ext), header: "QueryMessageResponseHeader"}
 	*h = QueryMessageResponseHeader{
 		IndexLastUpdateTimestamp: r.i64("indexLastUpdateTimestamp", true),
 		IndexLastUpdatePhyoffset: r.i64("indexLastUpdatePhyoffset", true),
@@ -66,7 +66,7 @@ type ViewMessageByIDRequestHeader struct {
 
 // Decode reads the keys.
 func (h *ViewMessageByIDRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext, header: "ViewMessageByIDRequestHeader"}
+	r := extReader{ext: ExtMap(ext), header: "ViewMessageByIDRequestHeader"}
 	*h = ViewMessageByIDRequestHeader{Offset: r.i64("offset", true), Topic: r.str("topic", false)}
 	return r.err
 }

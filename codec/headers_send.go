@@ -35,17 +35,23 @@ var (
 
 // Decode reads the full-name keys (SEND_MESSAGE, SEND_REPLY_MESSAGE).
 func (h *SendMessageRequestHeader) Decode(ext map[string]string) error {
-	return h.decode(ext, &sendMessageKeysV1)
+	return h.DecodeFrom(ExtMap(ext), false)
 }
 
 // DecodeV2 reads the one-letter keys (SEND_MESSAGE_V2, SEND_BATCH_MESSAGE,
 // SEND_REPLY_MESSAGE_V2). Errors name the letter.
 func (h *SendMessageRequestHeader) DecodeV2(ext map[string]string) error {
-	return h.decode(ext, &sendMessageKeysV2)
+	return h.DecodeFrom(ExtMap(ext), true)
 }
 
-func (h *SendMessageRequestHeader) decode(ext map[string]string, k *sendMessageKeys) error {
-	r := extReader{ext: ext, header: "SendMessageRequestHeader"}
+// DecodeFrom reads the full-name keys, or the one-letter keys when v2, from src: a decoded
+// command (a server's hot request keeps its fields as a list: no map is built) or ExtMap.
+func (h *SendMessageRequestHeader) DecodeFrom(src ExtSource, v2 bool) error {
+	k := &sendMessageKeysV1
+	if v2 {
+		k = &sendMessageKeysV2
+	}
+	r := extReader{ext: src, header: "SendMessageRequestHeader"}
 	*h = SendMessageRequestHeader{
 		ProducerGroup:         r.str(k.producerGroup, true),
 		Topic:                 r.str(k.topic, true),
@@ -102,7 +108,7 @@ type SendMessageResponseHeader struct {
 
 // Decode reads the send response keys.
 func (h *SendMessageResponseHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext, header: "SendMessageResponseHeader"}
+	r := extReader{ext: ExtMap(ext), header: "SendMessageResponseHeader"}
 	*h = SendMessageResponseHeader{
 		MsgID:         r.str("msgId", true),
 		QueueID:       r.i32("queueId", true),
@@ -142,7 +148,7 @@ type ConsumerSendMsgBackRequestHeader struct {
 
 // Decode reads the send-back keys.
 func (h *ConsumerSendMsgBackRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext, header: "ConsumerSendMsgBackRequestHeader"}
+	r := extReader{ext: ExtMap(ext), header: "ConsumerSendMsgBackRequestHeader"}
 	*h = ConsumerSendMsgBackRequestHeader{
 		Offset:            r.i64("offset", true),
 		Group:             r.str("group", true),

@@ -15,7 +15,7 @@ type EndTransactionRequestHeader struct {
 
 // Decode reads the keys.
 func (h *EndTransactionRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext, header: "EndTransactionRequestHeader"}
+	r := extReader{ext: ExtMap(ext), header: "EndTransactionRequestHeader"}
 	*h = EndTransactionRequestHeader{
 		ProducerGroup:        r.str("producerGroup", true),
 		TranStateTableOffset: r.i64("tranStateTableOffset", true),
@@ -57,7 +57,7 @@ type CheckTransactionStateRequestHeader struct {
 
 // Decode reads the keys.
 func (h *CheckTransactionStateRequestHeader) Decode(ext map[string]string) error {
-	r := extReader{ext: ext, header: "CheckTransactionStateRequestHeader"}
+	r := extReader{ext: ExtMap(ext), header: "CheckTransactionStateRequestHeader"}
 	*h = CheckTransactionStateRequestHeader{
 		Topic:                r.str("topic", false),
 		TranStateTableOffset: r.i64("tranStateTableOffset", true),

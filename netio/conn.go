@@ -427,26 +427,7 @@ func (c *connCore) deliverResponse(resp *codec.RemotingCommand) {
 		c.met.unmatched.Inc()
 		return
 	}
-	cl.complete(cloneCommand(resp), nil)
-}
-
-// maxRetainedExtFields bounds the header map a connection keeps for decoding its next frame. One
-// header may carry up to codec.MaxExtFields entries: a map grown that big keeps its size after
-// clear, for as long as the connection stays open.
-const maxRetainedExtFields = 64
-
-// recycleCommand readies a connection's decode target for its next frame once the frame is
-// handled: it keeps a small ExtFields map (emptied) for reuse and drops everything else,
-// so an idle connection pins nothing of its last frame (the strings of a decoded header
-// share one arena as big as the header; the body is a view into the read buffer).
-func recycleCommand(cmd *codec.RemotingCommand) {
-	ext := cmd.ExtFields
-	if len(ext) > maxRetainedExtFields {
-		ext = nil
-	} else {
-		clear(ext)
-	}
-	*cmd = codec.RemotingCommand{ExtFields: ext}
+	cl.complete(resp.Clone(), nil)
 }
 
 // overLimit handles a frame whose header has a field over its cap (codec.ErrHeaderLimit):
@@ -466,21 +447,6 @@ func (c *connCore) overLimit(cmd *codec.RemotingCommand, err error) {
 		return
 	}
 	_ = c.WriteCommand(codec.NewResponse(cmd, codec.ResponseSystemError, err.Error()))
-}
-
-// cloneCommand returns a deep copy of cmd that owns its body and ext map.
-func cloneCommand(cmd *codec.RemotingCommand) *codec.RemotingCommand {
-	cp := *cmd
-	if cmd.ExtFields != nil {
-		cp.ExtFields = make(map[string]string, len(cmd.ExtFields))
-		for k, v := range cmd.ExtFields {
-			cp.ExtFields[k] = v
-		}
-	}
-	if cmd.Body != nil {
-		cp.Body = append([]byte(nil), cmd.Body...)
-	}
-	return &cp
 }
 
 // addrPortOf converts a net.Addr to a netip.AddrPort with IPv4-mapped addresses unmapped.

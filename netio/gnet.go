@@ -423,8 +423,8 @@ func (s *gnetServer) readLarge(g *gnetConn) (done bool, err error) {
 // cap is answered (codec.ErrHeaderLimit: the frame is sound); an error means close.
 func (s *gnetServer) handleFrame(g *gnetConn, payload []byte) error {
 	c := &g.core
-	defer recycleCommand(&g.cmd)
-	if err := codec.DecodeCommandInto(&g.cmd, payload); err != nil {
+	defer g.cmd.Reset()
+	if err := codec.DecodeRequestInto(&g.cmd, payload); err != nil {
 		if errors.Is(err, codec.ErrHeaderLimit) {
 			c.overLimit(&g.cmd, err)
 			return nil

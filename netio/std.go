@@ -359,7 +359,7 @@ func (sc *stdConn) readLoop() error {
 		c.met.framesIn.Inc()
 		closeNow, err := sc.handleFrame(payload)
 		// The handler has returned: nothing refers to the frame any more.
-		recycleCommand(&sc.cmd)
+		sc.cmd.Reset()
 		sc.releaseLarge()
 		if err != nil {
 			return err
@@ -375,7 +375,7 @@ func (sc *stdConn) readLoop() error {
 // closeNow reports a local Close; an error means the connection must close.
 func (sc *stdConn) handleFrame(payload []byte) (closeNow bool, err error) {
 	c := &sc.core
-	if err := codec.DecodeCommandInto(&sc.cmd, payload); err != nil {
+	if err := codec.DecodeRequestInto(&sc.cmd, payload); err != nil {
 		if !errors.Is(err, codec.ErrHeaderLimit) {
 			return false, c.malformed(err)
 		}

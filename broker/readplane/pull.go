@@ -108,7 +108,7 @@ func (pr *pullRequest) runFromPool(*remoting.Request) { pr.p.runPull(pr) }
 func (p *Plane) ProcessPullMessage(rc *remoting.Request) (rest func()) {
 	pr := p.pulls.Get().(*pullRequest)
 	pr.to = rc.Reply
-	if err := pr.header.Decode(rc.Cmd.ExtFields); err != nil {
+	if err := pr.header.DecodeFrom(rc.Cmd); err != nil {
 		pr.to.Answer(codec.ResponseSystemError, remoting.HeaderErrorRemark(err))
 		pr.release()
 		return nil

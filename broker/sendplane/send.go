@@ -171,13 +171,7 @@ func (p *Plane) ProcessSendMessage(rc *remoting.Request) {
 	r := p.sendRequests.Get().(*sendRequest)
 	r.to = rc.Reply
 	cmd := rc.Cmd
-	var err error
-	if cmd.Code == int32(codec.RequestSendMessage) {
-		err = r.header.Decode(cmd.ExtFields)
-	} else {
-		err = r.header.DecodeV2(cmd.ExtFields)
-	}
-	if err != nil {
+	if err := r.header.DecodeFrom(cmd, cmd.Code != int32(codec.RequestSendMessage)); err != nil {
 		r.answer(codec.ResponseSystemError, remoting.HeaderErrorRemark(err), false)
 		return
 	}
