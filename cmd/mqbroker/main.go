@@ -29,6 +29,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"syscall"
 	"time"
 
@@ -176,7 +177,7 @@ func configure(args []string, stdout, stderr io.Writer) (broker.Config, *slog.Lo
 // serve runs the broker (and the metrics endpoint) until a signal arrives.
 func serve(cfg broker.Config, stdout, stderr io.Writer, logger *slog.Logger, signals <-chan os.Signal) int {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(goCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	b, err := launch.New(cfg, broker.Deps{Logger: logger, Registerer: reg})
 	if err != nil {
 		fmt.Fprintf(stderr, "mqbroker: %v\n", err)
@@ -276,4 +277,14 @@ func (m *metricsServer) close() error {
 		err = errors.Join(err, serveErr)
 	}
 	return err
+}
+
+// goCollector exports the runtime's scheduler and GC series besides the classic go_* ones:
+// go_sched_latencies_seconds (how long runnable goroutines waited for a CPU), the GC and
+// stop-the-world pause histograms and the GC CPU classes (mark assist included) are what
+// tell a CPU-starved or GC-bound tail from one the store or the disk causes.
+func goCollector() prometheus.Collector {
+	return collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
+		collectors.MetricsScheduler, collectors.MetricsGC,
+		collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/cpu/classes/gc/`)}))
 }
