@@ -325,12 +325,15 @@ func (s *gnetServer) OnTraffic(gc gnet.Conn) gnet.Action {
 	}
 	c := &g.core
 	c.touch(s.table.nowNanos.Load())
+	start := time.Now()
 	c.beginPass()
 	frames, err := s.readFrames(g)
 	if frames > 0 {
 		s.met.framesIn.Add(float64(frames))
 	}
-	if s.flush(g) || err != nil {
+	closing := s.flush(g) || err != nil
+	s.met.readPass.Observe(time.Since(start).Seconds())
+	if closing {
 		return gnet.Close
 	}
 	return gnet.None

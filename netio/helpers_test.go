@@ -222,7 +222,8 @@ func dialRawErr(addr net.Addr) (net.Conn, error) {
 
 func prometheusRegistry() *prometheus.Registry { return prometheus.NewRegistry() }
 
-// metricValue sums the values of every series of the named metric.
+// metricValue sums the named metric over its series: counters' and gauges' values, histograms'
+// sample counts.
 func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
 	families, err := reg.Gather()
@@ -233,7 +234,7 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
 		}
 	}
 	return sum

@@ -23,6 +23,12 @@ type metrics struct {
 	budgetUsed    prometheus.Gauge
 	budgetWaiting prometheus.Gauge
 	budgetWaits   prometheus.Counter
+
+	// readPass is how long one gnet read pass (OnTraffic: decode and handle every complete
+	// frame of one connection, then write) held its event loop; its sum over time is the
+	// loops' busy share. Every other connection of that loop waits meanwhile, so a long pass
+	// is a tail-latency cause of its own. gnet engine only.
+	readPass prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer, server, engine string) (*metrics, error) {
@@ -49,12 +55,17 @@ func newMetrics(reg prometheus.Registerer, server, engine string) (*metrics, err
 		budgetUsed:    gauge("request_budget_used_bytes", "Bytes of large request frames being read or decoded, charged to the request budget (requestBudgetBytes)."),
 		budgetWaiting: gauge("request_budget_waiting_frames", "Large frames waiting for room in the request budget; their connections do not read meanwhile."),
 		budgetWaits:   counter("request_budget_waits_total", "Large frames that had to wait for room in the request budget."),
+		readPass: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "ringmq", Subsystem: "netio", Name: "read_pass_seconds", ConstLabels: labels,
+			Help:    "How long one read pass (decode and handle a connection's complete frames, then write) held its event loop (gnet engine).",
+			Buckets: prometheus.ExponentialBuckets(5e-6, 2, 16), // 5 µs .. 164 ms
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{m.connections, m.refused, m.frameErrors, m.idleClosed, m.framesIn, m.framesOut,
-		m.unmatched, m.overLimit, m.budgetUsed, m.budgetWaiting, m.budgetWaits} {
+		m.unmatched, m.overLimit, m.budgetUsed, m.budgetWaiting, m.budgetWaits, m.readPass} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if errors.As(err, &are) {

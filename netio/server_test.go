@@ -397,6 +397,8 @@ func TestMetrics(t *testing.T) {
 			metricValue(t, reg, "ringmq_netio_frames_received_total") == 5 &&
 			metricValue(t, reg, "ringmq_netio_connections") == 1
 	})
+	// Each round trip's request arrived on its own: at least one read pass each.
+	require.GreaterOrEqual(t, metricValue(t, reg, "ringmq_netio_read_pass_seconds"), 5.0)
 	// A second server with the same name on the same registry is refused by name.
 	cfg := DefaultConfig()
 	cfg.Name, cfg.Registerer = "m", reg
