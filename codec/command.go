@@ -67,9 +67,10 @@ type RemotingCommand struct {
 	Body          []byte        // after decode: a view into the caller's frame buffer (no copy)
 	SerializeType SerializeType // header serialization it was decoded with / will be encoded with
 
-	// extList is a hot request's custom header (DecodeRequestInto). listHot asks the
-	// header decoders for it.
+	// extList is a hot request's custom header (DecodeRequestInto); extDups says a key
+	// appears in it more than once. listHot asks the header decoders for it.
 	extList []extField
+	extDups bool
 	listHot bool
 }
 

@@ -49,6 +49,30 @@ func hotRequest(c *RemotingCommand) bool {
 	return false
 }
 
+// appendExt adds one field to the list while a header is decoded. seen is the decoder's
+// summary of the keys so far (a bit per key class): only a key whose class was seen before is
+// compared with the earlier keys, to find out whether the list repeats a key (extDups).
+func (c *RemotingCommand) appendExt(key, val string, seen *uint64) {
+	bit := uint64(1) << ((uint(len(key)*7) ^ uint(firstByte(key))) % 64)
+	if *seen&bit != 0 && !c.extDups {
+		for i := range c.extList {
+			if c.extList[i].key == key {
+				c.extDups = true
+				break
+			}
+		}
+	}
+	*seen |= bit
+	c.extList = append(c.extList, extField{key, val})
+}
+
+func firstByte(s string) byte {
+	if s == "" {
+		return 0
+	}
+	return s[0]
+}
+
 // Ext returns the custom-header field key of a decoded command, in either form. As with a
 // map, a key sent twice gives its last value.
 func (c *RemotingCommand) Ext(key string) (string, bool) {
@@ -56,22 +80,38 @@ func (c *RemotingCommand) Ext(key string) (string, bool) {
 		v, ok := c.ExtFields[key]
 		return v, ok
 	}
-	// Backwards, so the last of repeated keys wins. Most keys of a header differ in their
-	// first byte or length, which are compared before the bytes (a string == calls memequal).
-	for i := len(c.extList) - 1; i >= 0; i-- {
-		f := &c.extList[i]
-		if len(f.key) == len(key) && len(key) > 0 && f.key[0] == key[0] && f.key == key {
-			return f.val, true
-		}
-	}
-	if key == "" {
-		for i := len(c.extList) - 1; i >= 0; i-- {
-			if c.extList[i].key == "" {
-				return c.extList[i].val, true
+	v, ok, _ := c.extFind(key, 0)
+	return v, ok
+}
+
+// extFind looks key up in the list, starting at from and wrapping around, and returns where
+// the next lookup should start. Typed decoders read fields in the order clients write them
+// (the Go client's keys sorted, Java's in its field order), so with a cursor most lookups
+// compare one entry. A list that repeats a key is searched from its end instead, so that the
+// last value wins as with a map.
+func (c *RemotingCommand) extFind(key string, from int) (string, bool, int) {
+	n := len(c.extList)
+	if c.extDups {
+		for i := n - 1; i >= 0; i-- {
+			if c.extList[i].key == key {
+				return c.extList[i].val, true, from
 			}
 		}
+		return "", false, from
 	}
-	return "", false
+	if from >= n {
+		from = 0
+	}
+	for i, j := 0, from; i < n; i++ {
+		// Length and first byte before the bytes: a string == calls memequal.
+		if f := &c.extList[j]; len(f.key) == len(key) && (key == "" || f.key[0] == key[0]) && f.key == key {
+			return f.val, true, j + 1
+		}
+		if j++; j == n {
+			j = 0
+		}
+	}
+	return "", false, from
 }
 
 // ExtAll yields each custom-header field once (a repeated key with its last value), in
@@ -98,6 +138,9 @@ func (c *RemotingCommand) ExtAll() iter.Seq2[string, string] {
 }
 
 func (c *RemotingCommand) extKeyRepeatedAfter(i int) bool {
+	if !c.extDups {
+		return false
+	}
 	for _, g := range c.extList[i+1:] {
 		if g.key == c.extList[i].key {
 			return true

@@ -28,6 +28,7 @@ func TestDecodeRequestIntoKeepsHotFieldsAsAList(t *testing.T) {
 		require.NoError(t, DecodeRequestInto(&c, payload))
 		require.Nil(t, c.ExtFields, "no map for a hot request")
 		require.Len(t, c.extList, 14+map[bool]int{false: 0, true: 1}[dup])
+		require.Equal(t, dup, c.extDups)
 		want, err := DecodeCommand(payload)
 		require.NoError(t, err)
 		require.Equal(t, want.ExtFields, c.ExtMapCopy())

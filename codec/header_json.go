@@ -195,8 +195,9 @@ func decodeJSONHeader(c *RemotingCommand, data []byte) error {
 	}
 	if extPresent {
 		if c.listHot && hotRequest(c) {
+			var seen uint64
 			for _, sp := range spans {
-				c.extList = append(c.extList, extField{all[sp.key.start:sp.key.end], all[sp.val.start:sp.val.end]})
+				c.appendExt(all[sp.key.start:sp.key.end], all[sp.val.start:sp.val.end], &seen)
 			}
 			return nil
 		}

@@ -50,6 +50,19 @@ type extReader struct {
 	ext    ExtSource
 	header string
 	err    error
+	// list is ext when it is a command whose fields are a list (DecodeRequestInto): looked
+	// up through a cursor (extFind) instead of the interface.
+	list   *RemotingCommand
+	cursor int
+}
+
+// fromCommand is an extReader over a decoded command's fields, list or map.
+func fromCommand(src ExtSource, header string) extReader {
+	r := extReader{ext: src, header: header}
+	if c, ok := src.(*RemotingCommand); ok && len(c.extList) > 0 {
+		r.list = c
+	}
+	return r
 }
 
 func (r *extReader) fail(key, value string, sentinel error) {
@@ -59,7 +72,13 @@ func (r *extReader) fail(key, value string, sentinel error) {
 }
 
 func (r *extReader) lookup(key string, required bool) (string, bool) {
-	v, ok := r.ext.Ext(key)
+	var v string
+	var ok bool
+	if r.list != nil {
+		v, ok, r.cursor = r.list.extFind(key, r.cursor)
+	} else {
+		v, ok = r.ext.Ext(key)
+	}
 	if !ok && required {
 		r.fail(key, "", ErrMissingField)
 	}
@@ -123,10 +142,13 @@ func (r *extReader) optBool(key string) Optional[bool] {
 
 // boolean reads a bool; an absent optional key gives def.
 func (r *extReader) boolean(key string, required, def bool) bool {
-	if _, ok := r.ext.Ext(key); !ok && required {
-		r.fail(key, "", ErrMissingField)
+	v := r.optBool(key)
+	if !v.Set && required && r.err == nil {
+		if _, ok := r.ext.Ext(key); !ok {
+			r.fail(key, "", ErrMissingField)
+		}
 	}
-	return r.optBool(key).Or(def)
+	return v.Or(def)
 }
 
 func extPutInt32(ext map[string]string, key string, v int32) {

@@ -36,7 +36,7 @@ func (h *PullMessageRequestHeader) Decode(ext map[string]string) error {
 // DecodeFrom reads the pull request keys from src: a decoded command (a server's hot request
 // keeps its fields as a list: no map is built) or ExtMap.
 func (h *PullMessageRequestHeader) DecodeFrom(src ExtSource) error {
-	r := extReader{ext: src, header: "PullMessageRequestHeader"}
+	r := fromCommand(src, "PullMessageRequestHeader")
 	*h = PullMessageRequestHeader{
 		ConsumerGroup:        r.str("consumerGroup", true),
 		Topic:                r.str("topic", true),

@@ -51,7 +51,7 @@ func (h *SendMessageRequestHeader) DecodeFrom(src ExtSource, v2 bool) error {
 	if v2 {
 		k = &sendMessageKeysV2
 	}
-	r := extReader{ext: src, header: "SendMessageRequestHeader"}
+	r := fromCommand(src, "SendMessageRequestHeader")
 	*h = SendMessageRequestHeader{
 		ProducerGroup:         r.str(k.producerGroup, true),
 		Topic:                 r.str(k.topic, true),
