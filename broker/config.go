@@ -48,8 +48,8 @@ type Config struct {
 	BrokerIP2                   string        `prop:"brokerIP2" group:"broker" help:"host of the HA address (haServerAddr) registered with name servers; empty: brokerIP1"`
 	NamesrvAddr                 string        `prop:"namesrvAddr" group:"broker" help:"name server addresses, host:port separated by ';' (the embedded one is added)"`
 	ListenPort                  int           `prop:"listenPort" group:"network" allowed:"0..65535" default:"10911" help:"port clients and admin tools connect to (0: a free port)"`
-	BrokerPermission            int           `prop:"brokerPermission" group:"broker" allowed:"2, 4 or 6" default:"6" help:"what clients may do here: 4 read, 2 write, 6 both"`
-	DefaultTopicQueueNums       int           `prop:"defaultTopicQueueNums" group:"messages" allowed:"1..1024" default:"8" help:"queues of a topic created by autoCreateTopicEnable (1..1024)"`
+	BrokerPermission            int           `prop:"brokerPermission" group:"broker" default:"6" help:"what clients may do here: 4 read, 2 write, 6 both"`
+	DefaultTopicQueueNums       int           `prop:"defaultTopicQueueNums" group:"messages" allowed:"1..1024" default:"8" help:"queues of a topic created by autoCreateTopicEnable"`
 	AutoCreateTopicEnable       bool          `prop:"autoCreateTopicEnable" group:"messages" default:"true" help:"create a topic on its first send"`
 	AutoCreateSubscriptionGroup bool          `prop:"autoCreateSubscriptionGroup" group:"messages" default:"true" help:"create a consumer group on its first use"`
 	ClusterTopicEnable          bool          `prop:"clusterTopicEnable" group:"messages" default:"true" help:"create a topic named brokerClusterName, routed to this cluster"`
@@ -73,7 +73,7 @@ type Config struct {
 	MsgTraceTopicName           string        `prop:"msgTraceTopicName" group:"messages" default:"RMQ_SYS_TRACE_TOPIC" help:"topic message traces are sent to"`
 	MaxReconsumeTimesDefault    int           `prop:"maxReconsumeTimes" group:"messages" default:"16" help:"accepted, not used: a consumer group's retryMaxTimes (16 unless set) bounds redeliveries"`
 	NotifyConsumerIdsChanged    bool          `prop:"notifyConsumerIdsChangedEnable" group:"messages" default:"true" help:"tell a group's consumers when one joins or leaves, so they rebalance at once"`
-	MessageDelayLevel           string        `prop:"messageDelayLevel" group:"messages" allowed:"blank-separated positive numbers with a unit s, m, h or d" default:"1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h" help:"delay of each delay level from 1, blank-separated, units s, m, h, d"`
+	MessageDelayLevel           string        `prop:"messageDelayLevel" group:"messages" allowed:"blank-separated positive numbers with a unit s, m, h or d" default:"1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h" help:"delay of each delay level, from level 1 on"`
 	DefaultQueryMaxNum          int           `prop:"defaultQueryMaxNum" group:"messages" default:"32" help:"messages a query by unique key (message id) returns at most"`
 	ChannelExpiredTimeout       time.Duration `prop:"channelExpiredTimeout" group:"network" unit:"ms" default:"120000" help:"a client silent (no heartbeat) this long is dropped"`
 	CheckTransactionMessage     bool          `prop:"checkTransactionMessageEnable" group:"messages" default:"true" help:"check half messages back with their producers"`
@@ -311,6 +311,22 @@ var KeyGroups = []string{"broker", "network", "store", "flush", "HA", "messages"
 func PropertyGroup(key string) string {
 	k, _ := conf.Lookup(Config{}, key)
 	return k.Group
+}
+
+// PropertyKind is what a key's value is, for --help: "bool", "int", "enum", "text", or a
+// duration's unit ("ms", "s", "hours").
+func PropertyKind(key string) string {
+	k, _ := conf.Lookup(Config{}, key)
+	if k.Kind == "duration" {
+		switch k.Unit {
+		case "h":
+			return "hours"
+		case "s":
+			return "s"
+		}
+		return "ms"
+	}
+	return k.Kind
 }
 
 // PropertyHelp is a line on what a key does (its help tag).

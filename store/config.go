@@ -35,7 +35,7 @@ type Config struct {
 
 	// MappedFileSizeCommitLog (alias mapedFileSizeCommitLog): bytes per CommitLog file. Must be a
 	// multiple of the OS page size and hold a largest record plus 8 bytes.
-	MappedFileSizeCommitLog int64 `prop:"mappedFileSizeCommitLog" group:"store" allowed:"a multiple of the page size, at least 4096" default:"1073741824" help:"bytes per CommitLog file (a multiple of the page size)"`
+	MappedFileSizeCommitLog int64 `prop:"mappedFileSizeCommitLog" group:"store" allowed:"a multiple of the page size, at least 4096" default:"1073741824" help:"bytes per CommitLog file"`
 	// MappedFileSizeConsumeQueue (alias mapedFileSizeConsumeQueue): bytes per ConsumeQueue file,
 	// 300,000 entries of 20 bytes. Rounded down to a multiple of 20 by Validate.
 	MappedFileSizeConsumeQueue int64 `prop:"mappedFileSizeConsumeQueue" group:"store" allowed:"20 or more" default:"6000000" help:"bytes per ConsumeQueue file (20 bytes an entry)"`
@@ -101,10 +101,10 @@ type Config struct {
 	// FileReservedTime (hours in broker.conf): CommitLog file age before deletion.
 	FileReservedTime time.Duration `prop:"fileReservedTime" group:"store" allowed:"1 or more" unit:"h" default:"72" help:"CommitLog files older than this are deleted at deleteWhen"`
 	// DeleteWhen: hours of day, ';'-separated, when expired files are deleted.
-	DeleteWhen string `prop:"deleteWhen" group:"store" allowed:"hours 0..23 separated by ';'" default:"04" help:"hours of the day (0..23, ';'-separated) when expired files are deleted"`
+	DeleteWhen string `prop:"deleteWhen" group:"store" allowed:"hours 0..23 separated by ';'" default:"04" help:"hours of the day when expired files are deleted"`
 	// DiskMaxUsedSpaceRatio: % used above which expired files go at once, clamped to 10..95 as
 	// RocketMQ does.
-	DiskMaxUsedSpaceRatio int `prop:"diskMaxUsedSpaceRatio" group:"store" allowed:"10..95" default:"75" help:"disk use (%) above which expired files are deleted at once, not at deleteWhen (10..95)"`
+	DiskMaxUsedSpaceRatio int `prop:"diskMaxUsedSpaceRatio" group:"store" allowed:"10..95" default:"75" help:"disk use (%) above which expired files are deleted at once, not at deleteWhen"`
 	// DiskSpaceCleanForciblyRatio (rocketmq.broker.diskSpaceCleanForciblyRatio): % used above which the
 	// oldest files go even if not expired, when CleanFileForciblyEnable is set.
 	DiskSpaceCleanForciblyRatio int `default:"85"`
