@@ -16,9 +16,11 @@ CMDS     := $(notdir $(wildcard cmd/*))
 # The version every binary prints for --version (internal/version). A build outside a git
 # checkout (a source tarball, a container build without .git) passes VERSION=... itself.
 VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+COMMIT   ?= $(shell git rev-parse HEAD 2>/dev/null)
 # A command-line -ldflags replaces GOFLAGS' -ldflags instead of adding to it, so the
 # binaries' flags repeat -checklinkname=0 next to the version stamp.
-LDFLAGS  := -checklinkname=0 -X github.com/ringmq/ringmq/internal/version.Version=$(VERSION)
+LDFLAGS  := -checklinkname=0 -X github.com/ringmq/ringmq/internal/version.Version=$(VERSION) \
+            -X github.com/ringmq/ringmq/internal/version.Commit=$(COMMIT)
 
 .PHONY: all build run test vet fmtcheck unit fuzz fuzz-smoke bench lint clean
 

@@ -23,6 +23,11 @@ import (
 // Empty in a build that did not go through the Makefile.
 var Version string
 
+// Commit is set by the Makefile to `git rev-parse HEAD`. The toolchain's own vcs.revision is
+// the fallback, but it is missing where the toolchain does not stamp: -buildvcs=false, and git
+// worktrees (whose .git is a file the toolchain does not recognize).
+var Commit string
+
 // Info is what a binary knows about its own build.
 type Info struct {
 	Version   string // the stamped version; else "devel" (with "-dirty" for modified sources)
@@ -34,7 +39,11 @@ type Info struct {
 // Get returns this binary's build information.
 func Get() Info {
 	bi, _ := debug.ReadBuildInfo()
-	return from(Version, bi, runtime.Version())
+	info := from(Version, bi, runtime.Version())
+	if Commit != "" {
+		info.Commit = Commit
+	}
+	return info
 }
 
 // from builds the Info from the stamped version and the build information (nil when the binary

@@ -51,3 +51,13 @@ func TestPrint(t *testing.T) {
 	require.True(t, strings.HasSuffix(line, ", "+runtime.Version()+")\n"), line)
 	require.Contains(t, line, " (commit ")
 }
+
+// TestStampedCommitWins: the Makefile's commit is used where the toolchain recorded none (worktrees,
+// -buildvcs=false).
+func TestStampedCommitWins(t *testing.T) {
+	saved := Commit
+	t.Cleanup(func() { Commit = saved })
+	Commit = "fedcba9876543210fedcba9876543210fedcba98"
+	require.Equal(t, Commit, Get().Commit)
+	require.Contains(t, Get().String(), "(commit fedcba987654")
+}
