@@ -31,9 +31,17 @@ build:
 	@if [ -n "$(CMDS)" ]; then for c in $(CMDS); do $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/$$c ./cmd/$$c || exit 1; done; fi
 	$(GO) build ./...
 
-# Broker on 10911 plus the embedded NameServer on 9876, store under ./data.
+# Broker on 10911 plus the embedded NameServer on 9876, store under ./data (DATA=). PORT= and
+# NAMESRV_PORT= change the ports, CONF= names a broker.conf, PROFILE=dev is CONF=conf/dev.conf
+# (small files for a laptop), ARGS= passes more flags (--<key>=<value>). Flags win over CONF.
+PORT         ?=
+NAMESRV_PORT ?=
+PROFILE      ?=
+CONF         ?= $(if $(PROFILE),conf/$(PROFILE).conf)
+ARGS         ?=
 run: build
-	$(BIN)/mqbroker --storePathRootDir=$(DATA)
+	$(BIN)/mqbroker $(if $(CONF),-c $(CONF)) --storePathRootDir=$(DATA) $(if $(PORT),--listenPort=$(PORT)) \
+		$(if $(NAMESRV_PORT),--namesrvListenPort=$(NAMESRV_PORT)) $(ARGS)
 
 fmtcheck:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null; git ls-files --others --exclude-standard '*.go' 2>/dev/null)); \
