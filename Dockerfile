@@ -3,7 +3,8 @@
 # stamp), and the runtime image carries the binaries only.
 #
 #   docker build --build-arg VERSION=$(git describe --always --dirty) --build-arg COMMIT=$(git rev-parse HEAD) -t ringmq .
-#   docker run --rm -p 9876:9876 -p 10911:10911 -v ringmq-data:/data ringmq
+#   docker run --rm -p 9876:9876 -p 10911:10911 -p 10909:10909 -v ringmq-data:/data ringmq \
+#       --metricsAddr=0.0.0.0:9106 --brokerIP1=$(hostname -I | cut -d' ' -f1)
 #
 # Containers: io_uring is often refused by the runtime's seccomp profile (recent Docker and
 # containerd default profiles block the io_uring system calls); the broker then falls back to fdatasync and its startup summary says
@@ -32,7 +33,8 @@ VOLUME /data
 # 9876 name server, 10911 remoting, 10909 fast port (listenPort - 2), 10912 HA (listenPort + 1),
 # 9106 metrics and pprof.
 EXPOSE 9876 10909 10911 10912 9106
-ENTRYPOINT ["mqbroker"]
+# Arguments given to docker run replace CMD and add to the ENTRYPOINT (a repeated flag: the last wins).
+ENTRYPOINT ["mqbroker", "--storePathRootDir=/data"]
 # The container's loopback is private, so metrics listen on every interface of the container;
 # publish 9106 only where the network is trusted (it serves pprof too).
-CMD ["--storePathRootDir=/data", "--metricsAddr=0.0.0.0:9106"]
+CMD ["--metricsAddr=0.0.0.0:9106"]

@@ -53,9 +53,9 @@ func (b *Broker) LogStartupSummary(logger *slog.Logger, metricsAddr string) {
 		flush = append(flush, "requested", c.FlushBackend.String(), "fallbackReason", r.FlushFallback)
 	}
 	if c.FlushDiskType == store.SyncFlush {
-		flush = append(flush, "syncFlushTimeout", c.SyncFlushTimeout)
+		flush = append(flush, "syncFlushTimeout", c.SyncFlushTimeout.String())
 	} else {
-		flush = append(flush, "flushIntervalCommitLog", c.FlushIntervalCommitLog)
+		flush = append(flush, "flushIntervalCommitLog", c.FlushIntervalCommitLog.String())
 	}
 	logger.Info("flush", flush...)
 
