@@ -13,6 +13,14 @@ FUZZTIME ?= 60s
 # Count-based, so a loaded CI machine only runs it slower (see scripts/fuzz.sh).
 FUZZSMOKE ?= 20000x
 CMDS     := $(notdir $(wildcard cmd/*))
+# The version every binary prints for --version (internal/version). A build outside a git
+# checkout (a source tarball, a container build without .git) passes VERSION=... itself.
+VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+COMMIT   ?= $(shell git rev-parse HEAD 2>/dev/null)
+# A command-line -ldflags replaces GOFLAGS' -ldflags instead of adding to it, so the
+# binaries' flags repeat -checklinkname=0 next to the version stamp.
+LDFLAGS  := -checklinkname=0 -X github.com/ringmq/ringmq/internal/version.Version=$(VERSION) \
+            -X github.com/ringmq/ringmq/internal/version.Commit=$(COMMIT)
 
 .PHONY: all build run test vet fmtcheck unit fuzz fuzz-smoke bench lint clean
 
@@ -20,12 +28,20 @@ all: build
 
 build:
 	@mkdir -p $(BIN)
-	@if [ -n "$(CMDS)" ]; then for c in $(CMDS); do $(GO) build -o $(BIN)/$$c ./cmd/$$c || exit 1; done; fi
+	@if [ -n "$(CMDS)" ]; then for c in $(CMDS); do $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/$$c ./cmd/$$c || exit 1; done; fi
 	$(GO) build ./...
 
-# Broker on 10911 plus the embedded NameServer on 9876, store under ./data.
+# Broker on 10911 plus the embedded NameServer on 9876, store under ./data (DATA=). PORT= and
+# NAMESRV_PORT= change the ports, CONF= names a broker.conf, PROFILE=dev is CONF=conf/dev.conf
+# (small files for a laptop), ARGS= passes more flags (--<key>=<value>). Flags win over CONF.
+PORT         ?=
+NAMESRV_PORT ?=
+PROFILE      ?=
+CONF         ?= $(if $(PROFILE),conf/$(PROFILE).conf)
+ARGS         ?=
 run: build
-	$(BIN)/mqbroker --storePathRootDir=$(DATA)
+	$(BIN)/mqbroker $(if $(CONF),-c $(CONF)) --storePathRootDir=$(DATA) $(if $(PORT),--listenPort=$(PORT)) \
+		$(if $(NAMESRV_PORT),--namesrvListenPort=$(NAMESRV_PORT)) $(ARGS)
 
 fmtcheck:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null; git ls-files --others --exclude-standard '*.go' 2>/dev/null)); \

@@ -3,13 +3,16 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ringmq/ringmq/ha"
 	"github.com/ringmq/ringmq/internal/conf"
+	"github.com/ringmq/ringmq/internal/logging"
 	"github.com/ringmq/ringmq/netio"
 	"github.com/ringmq/ringmq/store"
 )
@@ -38,59 +41,59 @@ import (
 // Sources, lowest priority first: DefaultConfig, the -c file, command-line flags.
 type Config struct {
 	// BrokerConfig
-	BrokerClusterName           string        `prop:"brokerClusterName" default:"DefaultCluster" help:"cluster this broker registers in with the name servers"`
-	BrokerName                  string        `prop:"brokerName" help:"name a master and its slaves share; default: this host's name"`
-	BrokerID                    int64         `prop:"brokerId" help:"0 for a master (forced to 0 at start when brokerRole is a master role); a SLAVE needs an id > 0"`
-	BrokerIP1                   string        `prop:"brokerIP1" help:"IP address registered with the name servers and written into message ids; empty: the first non-loopback IPv4 address"`
-	BrokerIP2                   string        `prop:"brokerIP2" help:"host of the HA address (haServerAddr) registered with name servers; empty: brokerIP1"`
-	NamesrvAddr                 string        `prop:"namesrvAddr" help:"name server addresses, host:port separated by ';' (the embedded one is added)"`
-	ListenPort                  int           `prop:"listenPort" default:"10911" help:"port clients and admin tools connect to (0: a free port)"`
-	BrokerPermission            int           `prop:"brokerPermission" default:"6" help:"what clients may do here: 4 read, 2 write, 6 both"`
-	DefaultTopicQueueNums       int           `prop:"defaultTopicQueueNums" default:"8" help:"queues of a topic created by autoCreateTopicEnable (1..1024)"`
-	AutoCreateTopicEnable       bool          `prop:"autoCreateTopicEnable" default:"true" help:"create a topic on its first send"`
-	AutoCreateSubscriptionGroup bool          `prop:"autoCreateSubscriptionGroup" default:"true" help:"create a consumer group on its first use"`
-	ClusterTopicEnable          bool          `prop:"clusterTopicEnable" default:"true" help:"create a topic named brokerClusterName, routed to this cluster"`
-	BrokerTopicEnable           bool          `prop:"brokerTopicEnable" default:"true" help:"create a topic named brokerName, routed to this broker"`
-	RejectTransactionMessage    bool          `prop:"rejectTransactionMessage" help:"refuse transactional (half) messages"`
-	FlushConsumerOffsetInterval time.Duration `prop:"flushConsumerOffsetInterval" unit:"ms" default:"5000" help:"how often consumer offsets are written to consumerOffset.json"`
-	BrokerFastFailureEnable     bool          `prop:"brokerFastFailureEnable" default:"true" help:"accepted, not used: ringmq always answers SYSTEM_BUSY at once when its bounded queues are full"`
-	WaitTimeMillsInSendQueue    time.Duration `prop:"waitTimeMillsInSendQueue" unit:"ms" default:"200" help:"accepted, not used: sends do not queue for a thread in ringmq"`
-	WaitTimeMillsInPullQueue    time.Duration `prop:"waitTimeMillsInPullQueue" unit:"ms" default:"5000" help:"a pull waiting longer for a disk-read worker is answered SYSTEM_BUSY"`
-	LongPollingEnable           bool          `prop:"longPollingEnable" default:"true" help:"a pull that finds no message waits for one, up to the client's suspend time"`
-	ShortPollingTimeMills       time.Duration `prop:"shortPollingTimeMills" unit:"ms" default:"1000" help:"longPollingEnable=false: how long a pull that finds no message waits"`
-	RegisterNameServerPeriod    time.Duration `prop:"registerNameServerPeriod" unit:"ms" default:"30000" help:"how often the broker registers with every name server"`
-	RegisterBrokerTimeoutMills  time.Duration `prop:"registerBrokerTimeoutMills" unit:"ms" default:"24000" help:"timeout of one registration with a name server"`
-	TransactionTimeOut          time.Duration `prop:"transactionTimeOut" unit:"ms" default:"6000" help:"a half message older than this is checked back with its producer"`
-	TransactionCheckMax         int           `prop:"transactionCheckMax" default:"15" help:"check-backs of a half message before it is given up"`
-	TransactionCheckInterval    time.Duration `prop:"transactionCheckInterval" unit:"ms" default:"60000" help:"how often half messages are checked back"`
-	AclEnable                   bool          `prop:"aclEnable" help:"check every request against the plain ACL file (aclFile)"`
-	SlaveReadEnable             bool          `prop:"slaveReadEnable" help:"send consumers to a slave when the messages they pull are no longer in the master's memory"`
-	OffsetCheckInSlave          bool          `prop:"offsetCheckInSlave" help:"let a slave answer PULL_OFFSET_MOVED and correct offsets (default: keep the offset, PULL_RETRY_IMMEDIATELY)"`
-	TraceTopicEnable            bool          `prop:"traceTopicEnable" help:"create the message trace topic msgTraceTopicName"`
-	MsgTraceTopicName           string        `prop:"msgTraceTopicName" default:"RMQ_SYS_TRACE_TOPIC" help:"topic message traces are sent to"`
-	MaxReconsumeTimesDefault    int           `prop:"maxReconsumeTimes" default:"16" help:"accepted, not used: a consumer group's retryMaxTimes (16 unless set) bounds redeliveries"`
-	NotifyConsumerIdsChanged    bool          `prop:"notifyConsumerIdsChangedEnable" default:"true" help:"tell a group's consumers when one joins or leaves, so they rebalance at once"`
-	MessageDelayLevel           string        `prop:"messageDelayLevel" default:"1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h" help:"delay of each delay level from 1, blank-separated, units s, m, h, d"`
-	DefaultQueryMaxNum          int           `prop:"defaultQueryMaxNum" default:"32" help:"messages a query by unique key (message id) returns at most"`
-	ChannelExpiredTimeout       time.Duration `prop:"channelExpiredTimeout" unit:"ms" default:"120000" help:"a client silent (no heartbeat) this long is dropped"`
-	CheckTransactionMessage     bool          `prop:"checkTransactionMessageEnable" default:"true" help:"check half messages back with their producers"`
+	BrokerClusterName           string        `prop:"brokerClusterName" group:"broker" default:"DefaultCluster" help:"cluster this broker registers in with the name servers"`
+	BrokerName                  string        `prop:"brokerName" group:"broker" help:"name a master and its slaves share; default: this host's name"`
+	BrokerID                    int64         `prop:"brokerId" group:"broker" allowed:"0 for a master, 1 or more for a SLAVE" help:"0 for a master (forced to 0 at start when brokerRole is a master role); a SLAVE needs an id > 0"`
+	BrokerIP1                   string        `prop:"brokerIP1" group:"broker" allowed:"empty or an IP address" help:"IP address registered with the name servers and written into message ids; empty: the first non-loopback IPv4 address"`
+	BrokerIP2                   string        `prop:"brokerIP2" group:"broker" help:"host of the HA address (haServerAddr) registered with name servers; empty: brokerIP1"`
+	NamesrvAddr                 string        `prop:"namesrvAddr" group:"broker" help:"name server addresses, host:port separated by ';' (the embedded one is added)"`
+	ListenPort                  int           `prop:"listenPort" group:"network" allowed:"0..65535" default:"10911" help:"port clients and admin tools connect to (0: a free port)"`
+	BrokerPermission            int           `prop:"brokerPermission" group:"broker" default:"6" help:"what clients may do here: 4 read, 2 write, 6 both"`
+	DefaultTopicQueueNums       int           `prop:"defaultTopicQueueNums" group:"messages" allowed:"1..1024" default:"8" help:"queues of a topic created by autoCreateTopicEnable"`
+	AutoCreateTopicEnable       bool          `prop:"autoCreateTopicEnable" group:"messages" default:"true" help:"create a topic on its first send"`
+	AutoCreateSubscriptionGroup bool          `prop:"autoCreateSubscriptionGroup" group:"messages" default:"true" help:"create a consumer group on its first use"`
+	ClusterTopicEnable          bool          `prop:"clusterTopicEnable" group:"messages" default:"true" help:"create a topic named brokerClusterName, routed to this cluster"`
+	BrokerTopicEnable           bool          `prop:"brokerTopicEnable" group:"messages" default:"true" help:"create a topic named brokerName, routed to this broker"`
+	RejectTransactionMessage    bool          `prop:"rejectTransactionMessage" group:"messages" help:"refuse transactional (half) messages"`
+	FlushConsumerOffsetInterval time.Duration `prop:"flushConsumerOffsetInterval" group:"messages" unit:"ms" default:"5000" help:"how often consumer offsets are written to consumerOffset.json"`
+	BrokerFastFailureEnable     bool          `prop:"brokerFastFailureEnable" group:"limits" default:"true" help:"accepted, not used: ringmq always answers SYSTEM_BUSY at once when its bounded queues are full"`
+	WaitTimeMillsInSendQueue    time.Duration `prop:"waitTimeMillsInSendQueue" group:"limits" unit:"ms" default:"200" help:"accepted, not used: sends do not queue for a thread in ringmq"`
+	WaitTimeMillsInPullQueue    time.Duration `prop:"waitTimeMillsInPullQueue" group:"limits" unit:"ms" default:"5000" help:"a pull waiting longer for a disk-read worker is answered SYSTEM_BUSY"`
+	LongPollingEnable           bool          `prop:"longPollingEnable" group:"messages" default:"true" help:"a pull that finds no message waits for one, up to the client's suspend time"`
+	ShortPollingTimeMills       time.Duration `prop:"shortPollingTimeMills" group:"messages" unit:"ms" default:"1000" help:"longPollingEnable=false: how long a pull that finds no message waits"`
+	RegisterNameServerPeriod    time.Duration `prop:"registerNameServerPeriod" group:"broker" unit:"ms" default:"30000" help:"how often the broker registers with every name server"`
+	RegisterBrokerTimeoutMills  time.Duration `prop:"registerBrokerTimeoutMills" group:"broker" unit:"ms" default:"24000" help:"timeout of one registration with a name server"`
+	TransactionTimeOut          time.Duration `prop:"transactionTimeOut" group:"messages" unit:"ms" default:"6000" help:"a half message older than this is checked back with its producer"`
+	TransactionCheckMax         int           `prop:"transactionCheckMax" group:"messages" default:"15" help:"check-backs of a half message before it is given up"`
+	TransactionCheckInterval    time.Duration `prop:"transactionCheckInterval" group:"messages" unit:"ms" default:"60000" help:"how often half messages are checked back"`
+	AclEnable                   bool          `prop:"aclEnable" group:"ACL/TLS" help:"check every request against the plain ACL file (aclFile)"`
+	SlaveReadEnable             bool          `prop:"slaveReadEnable" group:"HA" help:"send consumers to a slave when the messages they pull are no longer in the master's memory"`
+	OffsetCheckInSlave          bool          `prop:"offsetCheckInSlave" group:"HA" help:"let a slave answer PULL_OFFSET_MOVED and correct offsets (default: keep the offset, PULL_RETRY_IMMEDIATELY)"`
+	TraceTopicEnable            bool          `prop:"traceTopicEnable" group:"messages" help:"create the message trace topic msgTraceTopicName"`
+	MsgTraceTopicName           string        `prop:"msgTraceTopicName" group:"messages" default:"RMQ_SYS_TRACE_TOPIC" help:"topic message traces are sent to"`
+	MaxReconsumeTimesDefault    int           `prop:"maxReconsumeTimes" group:"messages" default:"16" help:"accepted, not used: a consumer group's retryMaxTimes (16 unless set) bounds redeliveries"`
+	NotifyConsumerIdsChanged    bool          `prop:"notifyConsumerIdsChangedEnable" group:"messages" default:"true" help:"tell a group's consumers when one joins or leaves, so they rebalance at once"`
+	MessageDelayLevel           string        `prop:"messageDelayLevel" group:"messages" allowed:"blank-separated positive numbers with a unit s, m, h or d" default:"1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h" help:"delay of each delay level, from level 1 on"`
+	DefaultQueryMaxNum          int           `prop:"defaultQueryMaxNum" group:"messages" default:"32" help:"messages a query by unique key (message id) returns at most"`
+	ChannelExpiredTimeout       time.Duration `prop:"channelExpiredTimeout" group:"network" unit:"ms" default:"120000" help:"a client silent (no heartbeat) this long is dropped"`
+	CheckTransactionMessage     bool          `prop:"checkTransactionMessageEnable" group:"messages" default:"true" help:"check half messages back with their producers"`
 
 	// MessageStoreConfig: the store's keys (storePathRootDir, mappedFileSizeCommitLog,
 	// flushDiskType, ...), and two MessageStoreConfig keys the store does not need.
 	store.Config
-	FlushCommitLogTimed               bool          `prop:"flushCommitLogTimed" help:"accepted, not used: the ASYNC_FLUSH loop runs every flushIntervalCommitLog and when woken"`
-	DestroyMappedFileIntervalForcibly time.Duration `prop:"destroyMappedFileIntervalForcibly" unit:"ms" default:"120000" help:"accepted, not used: a deleted file is unmapped when its last reader releases it"`
-	BrokerRole                        BrokerRole    `prop:"brokerRole" default:"ASYNC_MASTER" help:"a master serves writes, a SYNC_MASTER's sends also wait for a slave's acknowledgement; a SLAVE replicates its master and refuses writes"`
+	FlushCommitLogTimed               bool          `prop:"flushCommitLogTimed" group:"flush" help:"accepted, not used: the ASYNC_FLUSH loop runs every flushIntervalCommitLog and when woken"`
+	DestroyMappedFileIntervalForcibly time.Duration `prop:"destroyMappedFileIntervalForcibly" group:"store" unit:"ms" default:"120000" help:"accepted, not used: a deleted file is unmapped when its last reader releases it"`
+	BrokerRole                        BrokerRole    `prop:"brokerRole" group:"HA" default:"ASYNC_MASTER" help:"a master serves writes, a SYNC_MASTER's sends also wait for a slave's acknowledgement; a SLAVE replicates its master and refuses writes"`
 	// Master-slave replication (PROTOCOL.md §13.6). HAListenPort 0 means listenPort + 1
 	// (RocketMQ's BrokerStartup always sets that), or a free port when listenPort is 0 too;
 	// New resolves it. The other replication keys are ha.Settings'.
-	HAListenPort int `prop:"haListenPort" help:"port of the HA listener slaves replicate from; 0: listenPort + 1 (a free port when listenPort is 0)"`
+	HAListenPort int `prop:"haListenPort" group:"HA" allowed:"0..65535, not listenPort" help:"port of the HA listener slaves replicate from; 0: listenPort + 1 (a free port when listenPort is 0)"`
 	ha.Settings
 	// FastListenPort is RocketMQ's "fast" (VIP) channel, NettyServerConfig's 5.x name: a second
 	// listener serving the same requests as listenPort, which Java slaves fetch topics from
 	// (PROTOCOL.md §13.4). -1 means listenPort − 2 (off when that is not a port, or when
 	// listenPort is 0: tests pick ports); 0 turns it off. New resolves it.
-	FastListenPort int `prop:"fastListenPort" default:"-1" help:"second listener (RocketMQ's fast/VIP port) serving the same requests; -1: listenPort - 2, 0: off. A slave fetches topics from its master's listenPort - 2 unless its own fastListenPort is 0"`
+	FastListenPort int `prop:"fastListenPort" group:"network" allowed:"-1, 0 or a port 1..65535" default:"-1" help:"second listener (RocketMQ's fast/VIP port) serving the same requests; -1: listenPort - 2, 0: off. A slave fetches topics from its master's listenPort - 2 unless its own fastListenPort is 0"`
 
 	// SlaveSynchronize's schedule (PROTOCOL.md §13.4; slavesync.go). RocketMQ has no keys for
 	// them (BrokerController hard-codes 3 s and 10 s), so neither has ringmq: they are not
@@ -100,27 +103,35 @@ type Config struct {
 
 	// ringmq's own keys (DESIGN.md "Config"); the store's (flushBackend, transientStorePoolPinned,
 	// warmMappedFileMlock) are in store.Config.
-	NetEngine         NetEngine `prop:"netEngine" default:"gnet" help:"network engine: gnet runs event loops, std a goroutine per connection"`
-	NetEventLoops     int       `prop:"netEventLoops" help:"gnet event loops; 0: GOMAXPROCS"`
-	MetricsAddr       string    `prop:"metricsAddr" help:"host:port serving Prometheus /metrics and /debug/pprof/; empty: none"`
-	NamesrvEmbedded   bool      `prop:"namesrvEmbedded" default:"true" help:"run a name server in this process, on namesrvListenPort"`
-	NamesrvListenPort int       `prop:"namesrvListenPort" default:"9876" help:"port of the embedded name server"`
-	AclFile           string    `prop:"aclFile" help:"plain ACL file (YAML) read when aclEnable=true; empty: plain_acl.yml beside the -c file, else conf/plain_acl.yml"`
+	NetEngine         NetEngine `prop:"netEngine" group:"network" default:"gnet" help:"network engine: gnet runs event loops, std a goroutine per connection"`
+	NetEventLoops     int       `prop:"netEventLoops" group:"network" allowed:"0 or more" help:"gnet event loops; 0: GOMAXPROCS"`
+	MetricsAddr       string    `prop:"metricsAddr" group:"metrics/ops" help:"host:port serving Prometheus /metrics and /debug/pprof/; empty: none"`
+	NamesrvEmbedded   bool      `prop:"namesrvEmbedded" group:"network" default:"true" help:"run a name server in this process, on namesrvListenPort"`
+	NamesrvListenPort int       `prop:"namesrvListenPort" group:"network" allowed:"0..65535" default:"9876" help:"port of the embedded name server"`
+	AclFile           string    `prop:"aclFile" group:"ACL/TLS" help:"plain ACL file (YAML) read when aclEnable=true; empty: plain_acl.yml beside the -c file, else conf/plain_acl.yml"`
 	// MaxConnections stays below the usual 20000 open-file limit (netio warns above it).
-	MaxConnections int `prop:"maxConnections" default:"10000" help:"client connections open at once; one more is closed at accept (0: no limit)"`
+	MaxConnections int `prop:"maxConnections" group:"limits" allowed:"0 or more" default:"10000" help:"client connections open at once; one more is closed at accept (0: no limit)"`
 	// RequestBudgetBytes bounds the bytes of large request frames (over 64 KiB) the broker
 	// reads and decodes at once, over all connections; a frame that does not fit waits and
 	// its connection stops reading meanwhile (netio budget.go).
-	RequestBudgetBytes int64 `prop:"requestBudgetBytes" default:"67108864" help:"bytes of requests over 64 KiB read and decoded at once, over all connections; more wait, their connections not read meanwhile"`
+	RequestBudgetBytes int64 `prop:"requestBudgetBytes" group:"limits" allowed:"1 or more" default:"67108864" help:"bytes of requests over 64 KiB read and decoded at once, over all connections; more wait, their connections not read meanwhile"`
 	// TLS on listenPort (RocketMQ sets these as JVM properties tls.server.mode,
 	// tls.server.certPath, tls.server.keyPath). tlsEnable=true alone means enforcing;
 	// tlsServerMode says it explicitly, permissive serving plain and TLS clients on the same
 	// port.
-	TLSEnable     bool          `prop:"tlsEnable" help:"serve TLS on listenPort (enforcing unless tlsServerMode says otherwise)"`
-	TLSServerMode TLSServerMode `prop:"tlsServerMode" help:"TLS on listenPort: permissive serves plain and TLS clients, enforcing TLS only; empty: enforcing with tlsEnable=true, else disabled"`
-	TLSCertFile   string        `prop:"tlsCertFile" help:"PEM certificate chain for TLS"`
-	TLSKeyFile    string        `prop:"tlsKeyFile" help:"PEM private key for TLS"`
+	TLSEnable     bool          `prop:"tlsEnable" group:"ACL/TLS" help:"serve TLS on listenPort (enforcing unless tlsServerMode says otherwise)"`
+	TLSServerMode TLSServerMode `prop:"tlsServerMode" group:"ACL/TLS" help:"TLS on listenPort: permissive serves plain and TLS clients, enforcing TLS only; empty: enforcing with tlsEnable=true, else disabled"`
+	TLSCertFile   string        `prop:"tlsCertFile" group:"ACL/TLS" help:"PEM certificate chain for TLS"`
+	TLSKeyFile    string        `prop:"tlsKeyFile" group:"ACL/TLS" help:"PEM private key for TLS"`
+
+	// The logging keys (logFormat, logLevel, logFile and its rotation); mqbroker builds the
+	// logger from them.
+	LogSettings
 }
+
+// LogSettings are the logging keys (internal/logging), embedded in Config under this name
+// because ha.Settings is embedded too.
+type LogSettings = logging.Settings
 
 // DefaultConfig returns RocketMQ 4.9's defaults (PROTOCOL.md §11) with ringmq's
 // choices where RocketMQ has none: the store under ./data, an embedded NameServer. Every
@@ -170,17 +181,53 @@ var NotNeededKeys = map[string]string{
 	"endTransactionPoolQueueCapacity":        "queues between network and disk are bounded inside ringmq",
 	"useEpollNativeSelector":                 "gnet always uses epoll on Linux",
 	"serverPooledByteBufAllocatorEnable":     "ringmq manages its own buffers",
-	"fetchNamesrvAddrByAddressServer":        "name server addresses come from namesrvAddr only",
-	"enableDLegerCommitLog":                  "DLedger is not supported; the CommitLog is RocketMQ's classic one",
-	"enablePropertyFilter":                   "SQL92 filtering is not supported; TAG filtering is",
-	"filterServerNums":                       "filter servers are not supported",
 	"rocketmqHome":                           "ringmq needs no ROCKETMQ_HOME",
 	"brokerConfigPath":                       "ringmq reads the file given with -c",
 	"duplicationEnable":                      "ignored",
 	"diskFallRecorded":                       "ignored",
-	"enableConsumeQueueExt":                  "the ConsumeQueue extension (SQL92 bitmaps) is not supported",
 	"storePathEpochFile":                     "controller mode is not supported",
 	"storePathBrokerIdentity":                "controller mode is not supported",
+}
+
+// RefusedKeys are switches of RocketMQ features ringmq does not implement (RocketMQ 4.x and
+// 5.x BrokerConfig and MessageStoreConfig). Set refuses a value that turns the feature on:
+// a broker that started anyway would silently lack what the operator asked for. The value
+// that leaves the feature off (the Off of each) is accepted and changes nothing.
+var RefusedKeys = map[string]RefusedKey{
+	"enableDLegerCommitLog":           {Feature: "the DLedger (Raft) CommitLog; ringmq replicates master to slave (brokerRole)", Off: "false"},
+	"enableControllerMode":            {Feature: "5.x controller mode (automatic master election)", Off: "false"},
+	"enableSlaveActingMaster":         {Feature: "5.x slave acting master", Off: "false"},
+	"enableRemoteEscape":              {Feature: "5.x remote escape (sending through another broker when this one fails)", Off: "false"},
+	"enablePropertyFilter":            {Feature: "SQL92 message filtering (TAG filtering is supported)", Off: "false"},
+	"enableCalcFilterBitMap":          {Feature: "SQL92 filter bitmaps", Off: "false"},
+	"enableConsumeQueueExt":           {Feature: "the ConsumeQueue extension (SQL92 bitmaps)", Off: "false"},
+	"filterServerNums":                {Feature: "filter servers", Off: "0"},
+	"fetchNamesrvAddrByAddressServer": {Feature: "name server addresses from an address server (set namesrvAddr)", Off: "false"},
+	"enableLmq":                       {Feature: "light message queues (LMQ)", Off: "false"},
+	"enableMultiDispatch":             {Feature: "multi-dispatch to light message queues", Off: "false"},
+	"timerWheelEnable":                {Feature: "5.x timer messages (arbitrary delivery time; delay levels are supported)", Off: "false"},
+	"storeType":                       {Feature: "store types other than RocketMQ's default file store (RocksDB)", Off: "default"},
+	"messageStorePlugIn":              {Feature: "message store plug-ins (tiered storage)", Off: ""},
+}
+
+// RefusedKey is a RefusedKeys entry: the feature, and the one value that keeps it off.
+type RefusedKey struct {
+	Feature string
+	Off     string
+}
+
+// enables reports whether value turns the feature on: anything but the off value, compared
+// as RocketMQ reads the key (a boolean without case, a number as a number).
+func (r RefusedKey) enables(value string) bool {
+	if b, err := strconv.ParseBool(r.Off); err == nil {
+		v, err := strconv.ParseBool(value)
+		return err != nil || v != b
+	}
+	if n, err := strconv.Atoi(r.Off); err == nil {
+		v, err := strconv.Atoi(value)
+		return err != nil || v != n
+	}
+	return value != r.Off
 }
 
 // ConfigWarning is something a loader wants the operator to read: an unknown key,
@@ -190,6 +237,9 @@ type ConfigWarning struct {
 	Line    int    // 0 for flags
 	Unknown bool   // true: no such key in RocketMQ or ringmq
 	Message string // for not-needed keys: what ringmq does instead
+	// Suggestion is the known key nearest to an unknown one (a likely misspelling), "" when
+	// none is near.
+	Suggestion string
 }
 
 // ErrConfig is wrapped by every configuration error.
@@ -197,23 +247,49 @@ var ErrConfig = errors.New("broker: config")
 
 // Set assigns one property by name (current name or legacy alias). It reports
 // known-but-unused keys and unknown keys as warnings rather than errors; a value
-// that does not parse, or an enum value that is not one of its spellings, is an error
-// naming the key (and the spellings).
+// that does not parse, an enum value that is not one of its spellings, or a value turning on a
+// feature ringmq does not have (RefusedKeys) is an error wrapping ErrConfig and a
+// *conf.ValueError (key, value, allowed values).
 func (c *Config) Set(key, value string, line int) (*ConfigWarning, error) {
 	if alias, ok := LegacyAliases[key]; ok {
 		key = alias
 	}
-	found, err := conf.Set(c, key, strings.TrimSpace(value))
+	value = strings.TrimSpace(value)
+	found, err := conf.Set(c, key, value)
 	if !found {
+		if r, ok := RefusedKeys[key]; ok {
+			if r.enables(value) {
+				return nil, fmt.Errorf("%w: %w", ErrConfig, &conf.ValueError{Key: key, Value: value,
+					Problem: "ringmq does not implement " + r.Feature, Allowed: strconv.Quote(r.Off) + " or no such line"})
+			}
+			return nil, nil
+		}
 		if why, ok := NotNeededKeys[key]; ok {
 			return &ConfigWarning{Key: key, Line: line, Message: why}, nil
 		}
-		return &ConfigWarning{Key: key, Line: line, Unknown: true}, nil
+		return &ConfigWarning{Key: key, Line: line, Unknown: true, Suggestion: SuggestKey(key)}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: key %s: %w", ErrConfig, key, err)
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return nil, nil
+}
+
+// SuggestKey is the key nearest to an unknown one, among the keys the broker reads and the
+// RocketMQ keys it accepts (conf.Suggest), or "".
+func SuggestKey(unknown string) string {
+	known := PropertyNames()
+	for _, m := range []map[string]string{NotNeededKeys, LegacyAliases} {
+		for k := range m {
+			known = append(known, k)
+		}
+	}
+	for k := range RefusedKeys {
+		known = append(known, k)
+	}
+	// Map order would break ties differently from run to run.
+	slices.Sort(known[len(PropertyNames()):])
+	return conf.Suggest(unknown, known)
 }
 
 // PropertyNames lists every key the broker reads, in declaration order (the store's and HA
@@ -225,6 +301,32 @@ func PropertyNames() []string {
 		names[i] = k.Name
 	}
 	return names
+}
+
+// KeyGroups are the sections of --help, in order; every key's group tag names one of them.
+var KeyGroups = []string{"broker", "network", "store", "flush", "HA", "messages", "ACL/TLS", "limits",
+	"metrics/ops", "logging"}
+
+// PropertyGroup is the --help section of a key (its group tag).
+func PropertyGroup(key string) string {
+	k, _ := conf.Lookup(Config{}, key)
+	return k.Group
+}
+
+// PropertyKind is what a key's value is, for --help: "bool", "int", "enum", "text", or a
+// duration's unit ("ms", "s", "hours").
+func PropertyKind(key string) string {
+	k, _ := conf.Lookup(Config{}, key)
+	if k.Kind == "duration" {
+		switch k.Unit {
+		case "h":
+			return "hours"
+		case "s":
+			return "s"
+		}
+		return "ms"
+	}
+	return k.Kind
 }
 
 // PropertyHelp is a line on what a key does (its help tag).
@@ -256,49 +358,73 @@ func (c *Config) NamesrvAddrs() []string {
 	return out
 }
 
-// Validate checks values that would fail later or silently misbehave.
+// Validate checks every key as a start would, the store's and the logging keys included, so
+// that mqbroker -p refuses what a start refuses. The error wraps ErrConfig and a
+// *conf.ValueError naming the key, its value and the allowed values.
 func (c *Config) Validate() error {
-	bad := func(key, why string) error { return fmt.Errorf("%w: key %s: %s", ErrConfig, key, why) }
+	err := c.validate()
+	var ve *conf.ValueError
+	if errors.As(err, &ve) {
+		// The store prints values with fmt (500ms); the file writes them in its units (500).
+		if v, ok := c.Get(ve.Key); ok {
+			ve.Value = v
+		}
+	}
+	return err
+}
+
+func (c *Config) validate() error {
+	bad := func(key, problem string) error {
+		return fmt.Errorf("%w: %w", ErrConfig, conf.Invalid(c, key, problem, ""))
+	}
 	switch {
 	case c.BrokerName == "":
 		return bad("brokerName", "must not be empty")
 	case c.ListenPort < 0 || c.ListenPort > 65535:
-		return bad("listenPort", "must be 0..65535")
+		return bad("listenPort", "")
 	case c.NamesrvListenPort < 0 || c.NamesrvListenPort > 65535:
-		return bad("namesrvListenPort", "must be 0..65535")
+		return bad("namesrvListenPort", "")
 	case c.StorePathRootDir == "":
 		return bad("storePathRootDir", "must not be empty")
 	case c.MappedFileSizeCommitLog < 4096:
-		return bad("mappedFileSizeCommitLog", "must be at least 4096")
+		return bad("mappedFileSizeCommitLog", "")
 	case c.MappedFileSizeConsumeQueue < 20:
 		return bad("mappedFileSizeConsumeQueue", "must hold at least one 20-byte entry")
 	case c.MaxMessageSize <= 0:
-		return bad("maxMessageSize", "must be positive")
+		return bad("maxMessageSize", "")
 	case int64(c.MaxMessageSize)+64*1024 > c.MappedFileSizeCommitLog:
-		return bad("maxMessageSize", "a maximal message must fit in one CommitLog file (mappedFileSizeCommitLog)")
+		return bad("maxMessageSize", fmt.Sprintf("a maximal message must fit in one CommitLog file (mappedFileSizeCommitLog=%d)",
+			c.MappedFileSizeCommitLog))
 	case c.DefaultTopicQueueNums <= 0 || c.DefaultTopicQueueNums > 1024:
-		return bad("defaultTopicQueueNums", "must be 1..1024")
+		return bad("defaultTopicQueueNums", "")
 	case c.TransientStorePoolEnable && c.TransientStorePoolSize <= 0:
 		return bad("transientStorePoolSize", "must be positive when transientStorePoolEnable=true")
 	case c.NetEventLoops < 0:
-		return bad("netEventLoops", "must be 0 (GOMAXPROCS) or positive")
+		return bad("netEventLoops", "")
+	case c.MaxConnections < 0:
+		return bad("maxConnections", "")
 	case c.RequestBudgetBytes <= 0:
-		return bad("requestBudgetBytes", "must be positive")
+		return bad("requestBudgetBytes", "")
 	case c.FastListenPort < -1 || c.FastListenPort > 65535:
-		return bad("fastListenPort", "must be -1 (listenPort - 2), 0 (off) or a port")
+		return bad("fastListenPort", "")
 	}
-	// The enums (flushDiskType, brokerRole, flushBackend, netEngine, tlsServerMode) were
-	// checked when their keys were read (Set); what is left are checks across keys.
+	if c.BrokerIP1 != "" {
+		if _, err := netip.ParseAddr(c.BrokerIP1); err != nil {
+			return bad("brokerIP1", "not an IP address")
+		}
+	}
+	// The enums (flushDiskType, brokerRole, flushBackend, netEngine, tlsServerMode, logFormat,
+	// logLevel) were checked when their keys were read (Set); what is left are checks across keys.
 	if c.BrokerRole == RoleSlave && c.BrokerID <= 0 {
 		// RocketMQ's BrokerStartup exits with status -3 here.
-		return bad("brokerId", fmt.Sprintf("%d: a SLAVE needs brokerId > 0 (0 is the master's)", c.BrokerID))
+		return bad("brokerId", "a SLAVE needs brokerId > 0 (0 is the master's)")
 	}
 	if err := c.validateHA(); err != nil {
 		return err
 	}
 	if c.DiskMaxUsedSpaceRatio < 10 || c.DiskMaxUsedSpaceRatio > 95 {
 		// RocketMQ clamps to 10..95 silently; keep its behaviour but never silently.
-		return bad("diskMaxUsedSpaceRatio", "must be 10..95")
+		return bad("diskMaxUsedSpaceRatio", "")
 	}
 	if _, err := ParseDelayLevels(c.MessageDelayLevel); err != nil {
 		return bad("messageDelayLevel", err.Error())
@@ -313,6 +439,15 @@ func (c *Config) Validate() error {
 		if c.TLSKeyFile == "" {
 			return bad("tlsKeyFile", "must name the PEM private key when TLS is on")
 		}
+	}
+	if err := c.LogSettings.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	// The store's own checks, on the configuration the broker will open it with (the address
+	// written into records is resolved later; its default stands in), so that -p and a start
+	// refuse the same values.
+	if _, err := storeConfig(c, store.DefaultConfig(c.StorePathRootDir).StoreHost); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return nil
 }

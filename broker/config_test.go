@@ -3,12 +3,14 @@ package broker
 import (
 	"net/netip"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringmq/ringmq/internal/conf"
 	"github.com/ringmq/ringmq/netio"
 	"github.com/ringmq/ringmq/store"
 )
@@ -266,7 +268,7 @@ func TestEnumKeysParsedWhenRead(t *testing.T) {
 		before, _ := c.Get(key)
 		_, err := c.Set(key, "sync_flush", 7)
 		require.ErrorIs(t, err, ErrConfig, key)
-		require.ErrorContains(t, err, "key "+key+`: "sync_flush": must be `, key)
+		require.ErrorContains(t, err, "key "+key+` = "sync_flush"; allowed: `, key)
 		for _, v := range allowed {
 			require.ErrorContains(t, err, v, key)
 		}
@@ -315,7 +317,7 @@ func TestEveryKeyHasHelp(t *testing.T) {
 	for _, key := range PropertyNames() {
 		require.NotEmpty(t, PropertyHelp(key), key)
 	}
-	require.Equal(t, "CommitLog files older than this are deleted at deleteWhen (hours)", PropertyUsage("fileReservedTime"))
+	require.Equal(t, "CommitLog files older than this are deleted at deleteWhen (hours) (allowed: 1 or more)", PropertyUsage("fileReservedTime"))
 	require.Contains(t, PropertyUsage("syncFlushTimeout"), "FLUSH_DISK_TIMEOUT (ms)")
 	require.Empty(t, PropertyUsage("noSuchKey"))
 }
@@ -360,4 +362,75 @@ func TestNetioKeyDefaultsAreNetios(t *testing.T) {
 	require.Equal(t, def.EventLoops, nc.EventLoops)
 	require.Equal(t, def.MaxConnections, nc.MaxConnections)
 	require.Equal(t, def.RequestBudgetBytes, nc.RequestBudgetBytes)
+}
+
+// TestEveryKeyInAHelpGroup: --help lists each key under one of KeyGroups.
+func TestEveryKeyInAHelpGroup(t *testing.T) {
+	for _, key := range PropertyNames() {
+		require.Contains(t, KeyGroups, PropertyGroup(key), key)
+	}
+	require.Equal(t, "flush", PropertyGroup("flushDiskType"))
+	require.Equal(t, "logging", PropertyGroup("logFile"))
+	require.Equal(t, "HA", PropertyGroup("haTransferBatchSize"))
+}
+
+// TestRefusedFeatureKeys: a key switching on a RocketMQ feature ringmq lacks is an error naming
+// the key, the value, the feature and the value that is accepted; the off value is accepted
+// without a warning.
+func TestRefusedFeatureKeys(t *testing.T) {
+	c := DefaultConfig()
+	for key, value := range map[string]string{"enableDLegerCommitLog": "true", "enableControllerMode": "TRUE",
+		"filterServerNums": "2", "storeType": "defaultRocksDB", "messageStorePlugIn": "tiered", "enableLmq": "yes"} {
+		w, err := c.Set(key, value, 3)
+		require.Nil(t, w, key)
+		require.ErrorIs(t, err, ErrConfig, key)
+		var ve *conf.ValueError
+		require.ErrorAs(t, err, &ve, key)
+		require.Equal(t, key, ve.Key)
+		require.Equal(t, value, ve.Value)
+		require.Contains(t, ve.Problem, "ringmq does not implement "+RefusedKeys[key].Feature)
+		require.Equal(t, strconv.Quote(RefusedKeys[key].Off)+" or no such line", ve.Allowed)
+	}
+	_, err := c.Set("enableDLegerCommitLog", "true", 3)
+	require.EqualError(t, err, `broker: config: key enableDLegerCommitLog = "true": ringmq does not implement the DLedger `+
+		`(Raft) CommitLog; ringmq replicates master to slave (brokerRole); allowed: "false" or no such line`)
+	for key, value := range map[string]string{"enableDLegerCommitLog": "false", "enableControllerMode": "False",
+		"filterServerNums": "0", "storeType": "default", "messageStorePlugIn": "", "timerWheelEnable": " false "} {
+		w, err := c.Set(key, value, 3)
+		require.NoError(t, err, key)
+		require.Nil(t, w, key)
+	}
+}
+
+// TestUnknownKeySuggestsTheNearest: the warning for a misspelt key names the key it probably meant,
+// among ringmq's keys and the RocketMQ keys it accepts.
+func TestUnknownKeySuggestsTheNearest(t *testing.T) {
+	c := DefaultConfig()
+	for key, want := range map[string]string{"listenport": "listenPort", "flushDiskTpye": "flushDiskType",
+		"sendMessageThreadPoolNum": "sendMessageThreadPoolNums", "enableDlegerCommitLog": "enableDLegerCommitLog",
+		"fancyNewKey": ""} {
+		w, err := c.Set(key, "1", 5)
+		require.NoError(t, err, key)
+		require.True(t, w.Unknown, key)
+		require.Equal(t, 5, w.Line)
+		require.Equal(t, want, w.Suggestion, key)
+	}
+}
+
+// TestValidateRunsTheStoreChecks: Validate (what mqbroker -p runs) refuses what opening the store
+// would, naming the key, the value as the file writes it, and the allowed values.
+func TestValidateRunsTheStoreChecks(t *testing.T) {
+	for key, value := range map[string]string{"mappedFileSizeCommitLog": "8388609", "deleteWhen": "25",
+		"flushIntervalCommitLog": "0", "logFileMaxSizeMB": "0", "brokerIP1": "10.0.0.300", "maxConnections": "-1"} {
+		c := DefaultConfig()
+		_, err := c.Set(key, value, 1)
+		require.NoError(t, err, key)
+		err = c.Validate()
+		require.ErrorIs(t, err, ErrConfig, key)
+		var ve *conf.ValueError
+		require.ErrorAs(t, err, &ve, key)
+		require.Equal(t, key, ve.Key)
+		require.Equal(t, value, ve.Value, "%s: the value as written", key)
+		require.NotEmpty(t, ve.Allowed, key)
+	}
 }

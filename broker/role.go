@@ -69,29 +69,32 @@ func (c *Config) HAReplicasConfig() ha.ReplicasConfig { return c.Settings.Replic
 
 // validateHA checks the replication keys (Validate).
 func (c *Config) validateHA() error {
-	bad := func(key, why string) error { return fmt.Errorf("%w: key %s: %s", ErrConfig, key, why) }
+	bad := func(key, problem, allowed string) error {
+		return fmt.Errorf("%w: %w", ErrConfig, conf.Invalid(c, key, problem, allowed))
+	}
 	switch {
 	case c.HAListenPort < 0 || c.HAListenPort > 65535:
-		return bad("haListenPort", "must be 0..65535 (0: listenPort + 1)")
+		return bad("haListenPort", "", "")
 	case c.HAListenPort != 0 && c.HAListenPort == c.ListenPort:
-		return bad("haListenPort", "must differ from listenPort")
+		return bad("haListenPort", "must differ from listenPort", "")
 	case c.HAListenPort == 0 && c.ListenPort == 65535:
-		return bad("haListenPort", "listenPort + 1 is past 65535; set haListenPort")
+		return bad("haListenPort", "listenPort + 1 is past 65535; set haListenPort", "")
 	case c.HASendHeartbeatInterval <= 0:
-		return bad("haSendHeartbeatInterval", "must be positive")
+		return bad("haSendHeartbeatInterval", "", "")
 	case c.HAHousekeepingInterval <= c.HASendHeartbeatInterval:
-		return bad("haHousekeepingInterval", "must be greater than haSendHeartbeatInterval")
+		return bad("haHousekeepingInterval", "", fmt.Sprintf("more than haSendHeartbeatInterval (%d)",
+			c.HASendHeartbeatInterval.Milliseconds()))
 	case c.HATransferBatchSize < 1 || c.HATransferBatchSize > ha.MaxFrameBodyBytes:
-		return bad("haTransferBatchSize", fmt.Sprintf("must be 1..%d", ha.MaxFrameBodyBytes))
+		return bad("haTransferBatchSize", "", fmt.Sprintf("1..%d", ha.MaxFrameBodyBytes))
 	case c.HASlaveFallbehindMax <= 0:
-		return bad("haSlaveFallbehindMax", "must be positive")
+		return bad("haSlaveFallbehindMax", "", "")
 	case c.SlaveTimeout <= 0:
-		return bad("slaveTimeout", "must be positive")
+		return bad("slaveTimeout", "", "")
 	}
 	if c.HAMasterAddress != "" {
 		host, port, err := net.SplitHostPort(c.HAMasterAddress)
 		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
-			return bad("haMasterAddress", fmt.Sprintf("%q: want ip:port of the master's HA listener", c.HAMasterAddress))
+			return bad("haMasterAddress", "not ip:port of the master's HA listener", "")
 		}
 	}
 	return nil

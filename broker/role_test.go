@@ -70,11 +70,11 @@ func TestHAConfigErrorsNameTheKey(t *testing.T) {
 		kv   [][2]string
 		want string
 	}{
-		{"slave with id 0", [][2]string{{"brokerRole", "SLAVE"}}, "key brokerId: 0: a SLAVE needs brokerId > 0"},
-		{"slave with id -1", [][2]string{{"brokerRole", "SLAVE"}, {"brokerId", "-1"}}, "key brokerId: -1: a SLAVE needs brokerId > 0"},
-		{"unknown role", [][2]string{{"brokerRole", "slave"}}, `key brokerRole: "slave": must be ASYNC_MASTER, SYNC_MASTER or SLAVE`},
+		{"slave with id 0", [][2]string{{"brokerRole", "SLAVE"}}, `key brokerId = "0": a SLAVE needs brokerId > 0`},
+		{"slave with id -1", [][2]string{{"brokerRole", "SLAVE"}, {"brokerId", "-1"}}, `key brokerId = "-1": a SLAVE needs brokerId > 0`},
+		{"unknown role", [][2]string{{"brokerRole", "slave"}}, `key brokerRole = "slave"; allowed: ASYNC_MASTER, SYNC_MASTER or SLAVE`},
 		{"ha port range", [][2]string{{"haListenPort", "70000"}}, "key haListenPort"},
-		{"ha port is listenPort", [][2]string{{"haListenPort", "10911"}}, "key haListenPort: must differ from listenPort"},
+		{"ha port is listenPort", [][2]string{{"haListenPort", "10911"}}, `key haListenPort = "10911": must differ from listenPort`},
 		{"no room for listenPort+1", [][2]string{{"listenPort", "65535"}}, "key haListenPort"},
 		{"heartbeat", [][2]string{{"haSendHeartbeatInterval", "0"}}, "key haSendHeartbeatInterval"},
 		{"housekeeping", [][2]string{{"haHousekeepingInterval", "5000"}}, "key haHousekeepingInterval"},

@@ -219,7 +219,23 @@ func openWith(kind Kind, fixed BufferRegistrar, logger *slog.Logger, newRing rin
 		// The one line an operator needs: what was asked, why it is not possible, what runs instead.
 		logger.Warn("flush: io_uring unavailable, falling back", "flushBackend", KindIOUring.String(),
 			"fallback", KindFdatasync.String(), "reason", err.Error())
-		return newFdatasyncBackend(), nil
+		return &fallback{Backend: newFdatasyncBackend(), reason: err}, nil
 	}
 	return nil, fmt.Errorf("%w: flush backend kind %d", ErrConfig, uint8(kind))
+}
+
+// fallback is the backend Open returns in place of io_uring: the fdatasync backend, keeping why
+// io_uring could not be used for the broker's startup summary.
+type fallback struct {
+	Backend
+	reason error
+}
+
+// FallbackReason says why b, returned by Open, is not the kind Open was asked for (io_uring
+// unavailable: the error names the cause, e.g. a seccomp filter), or nil when it is that kind.
+func FallbackReason(b Backend) error {
+	if f, ok := b.(*fallback); ok {
+		return f.reason
+	}
+	return nil
 }

@@ -330,6 +330,8 @@ func TestOpenFallsBackWithOneLogLine(t *testing.T) {
 	require.Contains(t, records[0].Message, "falling back")
 	require.Contains(t, logtest.Attr(records[0], "reason"), "kernel.io_uring_disabled=2")
 	require.Equal(t, "fdatasync", logtest.Attr(records[0], "fallback"))
+	require.ErrorIs(t, FallbackReason(b), setupFailed, "the reason is kept for the startup summary")
+	require.NoError(t, FallbackReason(newFdatasyncBackend()))
 
 	// The fallback works.
 	file := tempFile(t, 4096)

@@ -17,12 +17,12 @@ import (
 // them; DefaultServerConfig, DefaultClientConfig and DefaultReplicasConfig are those of
 // DefaultSettings.
 type Settings struct {
-	HAMasterAddress         string        `prop:"haMasterAddress" help:"slave: fixed ip:port of the master's HA listener; empty: learnt from the name servers"`
-	HASendHeartbeatInterval time.Duration `prop:"haSendHeartbeatInterval" unit:"ms" default:"5000" help:"slave report and master heartbeat period on an idle HA connection"`
-	HAHousekeepingInterval  time.Duration `prop:"haHousekeepingInterval" unit:"ms" default:"20000" help:"an HA connection idle this long is closed; must exceed haSendHeartbeatInterval"`
-	HATransferBatchSize     int           `prop:"haTransferBatchSize" default:"32768" help:"largest CommitLog chunk in one HA transfer frame (bytes)"`
-	HASlaveFallbehindMax    int64         `prop:"haSlaveFallbehindMax" default:"268435456" help:"SYNC_MASTER: a slave further behind than this (bytes) does not count as available"`
-	SlaveTimeout            time.Duration `prop:"slaveTimeout" unit:"ms" default:"3000" help:"SYNC_MASTER: how long a send waits for a slave's acknowledgement"`
+	HAMasterAddress         string        `prop:"haMasterAddress" group:"HA" allowed:"empty or ip:port" help:"slave: fixed ip:port of the master's HA listener; empty: learnt from the name servers"`
+	HASendHeartbeatInterval time.Duration `prop:"haSendHeartbeatInterval" group:"HA" allowed:"1 or more" unit:"ms" default:"5000" help:"slave report and master heartbeat period on an idle HA connection"`
+	HAHousekeepingInterval  time.Duration `prop:"haHousekeepingInterval" group:"HA" allowed:"more than haSendHeartbeatInterval" unit:"ms" default:"20000" help:"an HA connection idle this long is closed; must exceed haSendHeartbeatInterval"`
+	HATransferBatchSize     int           `prop:"haTransferBatchSize" group:"HA" allowed:"1..4194304" default:"32768" help:"largest CommitLog chunk in one HA transfer frame (bytes)"`
+	HASlaveFallbehindMax    int64         `prop:"haSlaveFallbehindMax" group:"HA" allowed:"1 or more" default:"268435456" help:"SYNC_MASTER: a slave further behind than this (bytes) does not count as available"`
+	SlaveTimeout            time.Duration `prop:"slaveTimeout" group:"HA" allowed:"1 or more" unit:"ms" default:"3000" help:"SYNC_MASTER: how long a send waits for a slave's acknowledgement"`
 }
 
 // DefaultSettings returns RocketMQ's defaults (the default tags).

@@ -25,40 +25,40 @@ import (
 // its field (fields no file sets too); a field without one defaults to its zero value.
 type Config struct {
 	// StorePathRootDir holds every store file. Required. DefaultConfig takes it as its argument.
-	StorePathRootDir string `prop:"storePathRootDir" default:"./data" help:"directory of every store file (and of the broker's config/ files)"`
+	StorePathRootDir string `prop:"storePathRootDir" group:"store" default:"./data" help:"directory of every store file (and of the broker's config/ files)"`
 	// The paths below are derived from StorePathRootDir when empty (commitLogDir, ...).
-	StorePathCommitLog    string `prop:"storePathCommitLog" help:"CommitLog directory; empty: <storePathRootDir>/commitlog"`
-	StorePathConsumeQueue string `prop:"storePathConsumeQueue" help:"ConsumeQueue directory; empty: <storePathRootDir>/consumequeue"`
-	StorePathIndex        string `prop:"storePathIndex" help:"IndexFile directory; empty: <storePathRootDir>/index"`
-	StoreCheckpoint       string `prop:"storeCheckpoint" help:"checkpoint file; empty: <storePathRootDir>/checkpoint"`
-	AbortFile             string `prop:"abortFile" help:"file present while the store is open; found at start it means a crash, and recovery checks more; empty: <storePathRootDir>/abort"`
+	StorePathCommitLog    string `prop:"storePathCommitLog" group:"store" help:"CommitLog directory; empty: <storePathRootDir>/commitlog"`
+	StorePathConsumeQueue string `prop:"storePathConsumeQueue" group:"store" help:"ConsumeQueue directory; empty: <storePathRootDir>/consumequeue"`
+	StorePathIndex        string `prop:"storePathIndex" group:"store" help:"IndexFile directory; empty: <storePathRootDir>/index"`
+	StoreCheckpoint       string `prop:"storeCheckpoint" group:"store" help:"checkpoint file; empty: <storePathRootDir>/checkpoint"`
+	AbortFile             string `prop:"abortFile" group:"store" help:"file present while the store is open; found at start it means a crash, and recovery checks more; empty: <storePathRootDir>/abort"`
 
 	// MappedFileSizeCommitLog (alias mapedFileSizeCommitLog): bytes per CommitLog file. Must be a
 	// multiple of the OS page size and hold a largest record plus 8 bytes.
-	MappedFileSizeCommitLog int64 `prop:"mappedFileSizeCommitLog" default:"1073741824" help:"bytes per CommitLog file (a multiple of the page size)"`
+	MappedFileSizeCommitLog int64 `prop:"mappedFileSizeCommitLog" group:"store" allowed:"a multiple of the page size, at least 4096" default:"1073741824" help:"bytes per CommitLog file"`
 	// MappedFileSizeConsumeQueue (alias mapedFileSizeConsumeQueue): bytes per ConsumeQueue file,
 	// 300,000 entries of 20 bytes. Rounded down to a multiple of 20 by Validate.
-	MappedFileSizeConsumeQueue int64 `prop:"mappedFileSizeConsumeQueue" default:"6000000" help:"bytes per ConsumeQueue file (20 bytes an entry)"`
+	MappedFileSizeConsumeQueue int64 `prop:"mappedFileSizeConsumeQueue" group:"store" allowed:"20 or more" default:"6000000" help:"bytes per ConsumeQueue file (20 bytes an entry)"`
 	// MaxMessageSize: largest body. A record may be 64 KiB larger.
-	MaxMessageSize int `prop:"maxMessageSize" default:"4194304" help:"largest message body a send may carry (bytes)"`
+	MaxMessageSize int `prop:"maxMessageSize" group:"store" allowed:"1 or more, at most mappedFileSizeCommitLog - 64 KiB" default:"4194304" help:"largest message body a send may carry (bytes)"`
 
-	FlushDiskType FlushDiskType `prop:"flushDiskType" default:"ASYNC_FLUSH" help:"ASYNC_FLUSH answers a send once written and flushes every flushIntervalCommitLog; SYNC_FLUSH answers once the message is on disk (group commit)"`
+	FlushDiskType FlushDiskType `prop:"flushDiskType" group:"flush" default:"ASYNC_FLUSH" help:"ASYNC_FLUSH answers a send once written and flushes every flushIntervalCommitLog; SYNC_FLUSH answers once the message is on disk (group commit)"`
 	// FlushBackend: zero picks by mode (see DefaultFlushBackend): msync for mmap'ed appends,
 	// fdatasync for the transient pool. A ringmq key.
-	FlushBackend           FlushBackend  `prop:"flushBackend" help:"how CommitLog bytes are made durable; empty: msync for mapped appends, fdatasync with transientStorePoolEnable (ringmq)"`
-	FlushIntervalCommitLog time.Duration `prop:"flushIntervalCommitLog" unit:"ms" default:"500" help:"ASYNC_FLUSH: how often the CommitLog is flushed"`
+	FlushBackend           FlushBackend  `prop:"flushBackend" group:"flush" help:"how CommitLog bytes are made durable; empty: msync for mapped appends, fdatasync with transientStorePoolEnable (ringmq)"`
+	FlushIntervalCommitLog time.Duration `prop:"flushIntervalCommitLog" group:"flush" allowed:"1 or more" unit:"ms" default:"500" help:"ASYNC_FLUSH: how often the CommitLog is flushed"`
 	// FlushCommitLogLeastPages: 4 KiB pages dirty before an async flush.
-	FlushCommitLogLeastPages       int           `prop:"flushCommitLogLeastPages" default:"4" help:"ASYNC_FLUSH: dirty 4 KiB pages a periodic flush waits for"`
-	FlushCommitLogThoroughInterval time.Duration `prop:"flushCommitLogThoroughInterval" unit:"ms" default:"10000" help:"flush the CommitLog at least this often, whatever flushCommitLogLeastPages says"`
+	FlushCommitLogLeastPages       int           `prop:"flushCommitLogLeastPages" group:"flush" allowed:"0 or more" default:"4" help:"ASYNC_FLUSH: dirty 4 KiB pages a periodic flush waits for"`
+	FlushCommitLogThoroughInterval time.Duration `prop:"flushCommitLogThoroughInterval" group:"flush" allowed:"1 or more" unit:"ms" default:"10000" help:"flush the CommitLog at least this often, whatever flushCommitLogLeastPages says"`
 	// The transient pool's commits (pooled bytes written to the file).
-	CommitIntervalCommitLog         time.Duration `prop:"commitIntervalCommitLog" unit:"ms" default:"200" help:"transientStorePoolEnable: how often pooled bytes are written to the CommitLog file"`
-	CommitCommitLogLeastPages       int           `prop:"commitCommitLogLeastPages" default:"4" help:"transientStorePoolEnable: pages a periodic commit waits for"`
-	CommitCommitLogThoroughInterval time.Duration `prop:"commitCommitLogThoroughInterval" unit:"ms" default:"200" help:"commit pooled bytes at least this often, whatever commitCommitLogLeastPages says"`
+	CommitIntervalCommitLog         time.Duration `prop:"commitIntervalCommitLog" group:"flush" allowed:"1 or more" unit:"ms" default:"200" help:"transientStorePoolEnable: how often pooled bytes are written to the CommitLog file"`
+	CommitCommitLogLeastPages       int           `prop:"commitCommitLogLeastPages" group:"flush" allowed:"0 or more" default:"4" help:"transientStorePoolEnable: pages a periodic commit waits for"`
+	CommitCommitLogThoroughInterval time.Duration `prop:"commitCommitLogThoroughInterval" group:"flush" allowed:"1 or more" unit:"ms" default:"200" help:"commit pooled bytes at least this often, whatever commitCommitLogLeastPages says"`
 	// FlushIntervalConsumeQueue is also the IndexFile flush and the checkpoint period.
-	FlushIntervalConsumeQueue         time.Duration `prop:"flushIntervalConsumeQueue" unit:"ms" default:"1000" help:"how often ConsumeQueues, IndexFiles and the checkpoint are flushed"`
-	FlushConsumeQueueLeastPages       int           `prop:"flushConsumeQueueLeastPages" default:"2" help:"dirty ConsumeQueue pages a periodic flush waits for"`
-	FlushConsumeQueueThoroughInterval time.Duration `prop:"flushConsumeQueueThoroughInterval" unit:"ms" default:"60000" help:"flush ConsumeQueues at least this often, whatever flushConsumeQueueLeastPages says"`
-	SyncFlushTimeout                  time.Duration `prop:"syncFlushTimeout" unit:"ms" default:"5000" help:"SYNC_FLUSH: how long a send waits for its flush before FLUSH_DISK_TIMEOUT"`
+	FlushIntervalConsumeQueue         time.Duration `prop:"flushIntervalConsumeQueue" group:"flush" allowed:"1 or more" unit:"ms" default:"1000" help:"how often ConsumeQueues, IndexFiles and the checkpoint are flushed"`
+	FlushConsumeQueueLeastPages       int           `prop:"flushConsumeQueueLeastPages" group:"flush" allowed:"0 or more" default:"2" help:"dirty ConsumeQueue pages a periodic flush waits for"`
+	FlushConsumeQueueThoroughInterval time.Duration `prop:"flushConsumeQueueThoroughInterval" group:"flush" allowed:"1 or more" unit:"ms" default:"60000" help:"flush ConsumeQueues at least this often, whatever flushConsumeQueueLeastPages says"`
+	SyncFlushTimeout                  time.Duration `prop:"syncFlushTimeout" group:"flush" allowed:"1 or more" unit:"ms" default:"5000" help:"SYNC_FLUSH: how long a send waits for its flush before FLUSH_DISK_TIMEOUT"`
 	// SyncFlushIdleInterval: under SYNC_FLUSH, how often the whole CommitLog is flushed while no waiter is
 	// queued, for messages sent without waiting for the store; RocketMQ's GroupCommitService value (no
 	// broker key: RocketMQ has none). FlushIntervalCommitLog applies to ASYNC_FLUSH.
@@ -66,45 +66,45 @@ type Config struct {
 
 	// TransientStorePoolEnable: append into pinned buffers, commit to the file.
 	// Off on a slave, as in RocketMQ: replicated bytes go straight to the file (AppendReplica).
-	TransientStorePoolEnable bool `prop:"transientStorePoolEnable" help:"append into a pool of pinned buffers and commit them to the CommitLog file (off on a slave)"`
+	TransientStorePoolEnable bool `prop:"transientStorePoolEnable" group:"store" help:"append into a pool of pinned buffers and commit them to the CommitLog file (off on a slave)"`
 
 	// Slave (brokerRole=SLAVE, set by the broker): puts are refused (ErrSlave); the CommitLog grows only
 	// through AppendReplica, at the master's offsets, and the dispatcher waits for a record whose bytes
 	// have not all arrived instead of calling it corrupt.
 	Slave bool
 	// TransientStorePoolSize: buffers in the pool.
-	TransientStorePoolSize int `prop:"transientStorePoolSize" default:"5" help:"buffers in the transient store pool, each mappedFileSizeCommitLog bytes"`
+	TransientStorePoolSize int `prop:"transientStorePoolSize" group:"store" allowed:"1 or more" default:"5" help:"buffers in the transient store pool, each mappedFileSizeCommitLog bytes"`
 	// TransientStorePoolPinned (ringmq): require mlock.
-	TransientStorePoolPinned bool `prop:"transientStorePoolPinned" default:"true" help:"the pool's buffers must be pinned with mlock; false: run unpinned, with one warning, when mlock fails (ringmq)"`
+	TransientStorePoolPinned bool `prop:"transientStorePoolPinned" group:"store" default:"true" help:"the pool's buffers must be pinned with mlock; false: run unpinned, with one warning, when mlock fails (ringmq)"`
 	// WarmMappedFileEnable: under SYNC_FLUSH the allocator warms each new CommitLog
 	// file whole before the writer reaches it: every page populated for writing (MADV_POPULATE_WRITE;
 	// without it, a zero written into each page) and the zeros synced to the disk, so later syncs of the
 	// file write data only. Under ASYNC_FLUSH the prefault window already populates the pages ahead of
 	// the writer, so whole files are warmed only with WarmMappedFileMlock or without MADV_POPULATE_WRITE
 	// (never with the transient pool, whose appends do not touch the mapping).
-	WarmMappedFileEnable bool `prop:"warmMapedFileEnable" help:"populate (and under SYNC_FLUSH sync) each new CommitLog file before it is written"`
+	WarmMappedFileEnable bool `prop:"warmMapedFileEnable" group:"store" help:"populate (and under SYNC_FLUSH sync) each new CommitLog file before it is written"`
 	// FlushLeastPagesWhenWarmMappedFile: under SYNC_FLUSH, warming syncs the file every this many pages
 	// (16 MiB of 4 KiB pages).
-	FlushLeastPagesWhenWarmMappedFile int `prop:"flushLeastPagesWhenWarmMapedFile" default:"4096" help:"warmMapedFileEnable under SYNC_FLUSH: sync the warmed file every this many pages"`
+	FlushLeastPagesWhenWarmMappedFile int `prop:"flushLeastPagesWhenWarmMapedFile" group:"store" allowed:"1 or more" default:"4096" help:"warmMapedFileEnable under SYNC_FLUSH: sync the warmed file every this many pages"`
 	// WarmMappedFileMlock (ringmq): pin each warmed file with mlock until the writer leaves it, as
 	// RocketMQ's warming does. A failed mlock (RLIMIT_MEMLOCK) logs one warning naming the limit and
 	// leaves the file unpinned.
-	WarmMappedFileMlock bool `prop:"warmMappedFileMlock" help:"pin each warmed CommitLog file with mlock while it is written, as RocketMQ does (ringmq)"`
+	WarmMappedFileMlock bool `prop:"warmMappedFileMlock" group:"store" help:"pin each warmed CommitLog file with mlock while it is written, as RocketMQ does (ringmq)"`
 
 	// UseReentrantLockWhenPutMessage: true = mutex, false = spin.
-	UseReentrantLockWhenPutMessage bool `prop:"useReentrantLockWhenPutMessage" default:"true" help:"the put lock is a mutex; false: a spin lock"`
+	UseReentrantLockWhenPutMessage bool `prop:"useReentrantLockWhenPutMessage" group:"store" default:"true" help:"the put lock is a mutex; false: a spin lock"`
 	// OSPageCacheBusyTimeout: a put holding the lock longer makes IsOSPageCacheBusy true.
-	OSPageCacheBusyTimeout time.Duration `prop:"osPageCacheBusyTimeOutMills" unit:"ms" default:"1000" help:"a put holding the put lock longer means the page cache is busy: sends are refused with SYSTEM_BUSY"`
+	OSPageCacheBusyTimeout time.Duration `prop:"osPageCacheBusyTimeOutMills" group:"limits" allowed:"1 or more" unit:"ms" default:"1000" help:"a put holding the put lock longer means the page cache is busy: sends are refused with SYSTEM_BUSY"`
 	// PutLockWarnThreshold: time in the put lock logged as a warning ([NOTIFYME]).
 	PutLockWarnThreshold time.Duration `default:"500" unit:"ms"`
 
 	// FileReservedTime (hours in broker.conf): CommitLog file age before deletion.
-	FileReservedTime time.Duration `prop:"fileReservedTime" unit:"h" default:"72" help:"CommitLog files older than this are deleted at deleteWhen"`
+	FileReservedTime time.Duration `prop:"fileReservedTime" group:"store" allowed:"1 or more" unit:"h" default:"72" help:"CommitLog files older than this are deleted at deleteWhen"`
 	// DeleteWhen: hours of day, ';'-separated, when expired files are deleted.
-	DeleteWhen string `prop:"deleteWhen" default:"04" help:"hours of the day (0..23, ';'-separated) when expired files are deleted"`
+	DeleteWhen string `prop:"deleteWhen" group:"store" allowed:"hours 0..23 separated by ';'" default:"04" help:"hours of the day when expired files are deleted"`
 	// DiskMaxUsedSpaceRatio: % used above which expired files go at once, clamped to 10..95 as
 	// RocketMQ does.
-	DiskMaxUsedSpaceRatio int `prop:"diskMaxUsedSpaceRatio" default:"75" help:"disk use (%) above which expired files are deleted at once, not at deleteWhen (10..95)"`
+	DiskMaxUsedSpaceRatio int `prop:"diskMaxUsedSpaceRatio" group:"store" allowed:"10..95" default:"75" help:"disk use (%) above which expired files are deleted at once, not at deleteWhen"`
 	// DiskSpaceCleanForciblyRatio (rocketmq.broker.diskSpaceCleanForciblyRatio): % used above which the
 	// oldest files go even if not expired, when CleanFileForciblyEnable is set.
 	DiskSpaceCleanForciblyRatio int `default:"85"`
@@ -113,22 +113,22 @@ type Config struct {
 	// logged at ERROR with the files and what each consumer group loses. Default false, unlike RocketMQ
 	// (true): without it a full disk refuses puts and keeps everything stored (README "When the disk
 	// fills up").
-	CleanFileForciblyEnable bool `prop:"cleanFileForciblyEnable" help:"above 85% disk use, delete the oldest CommitLog files before fileReservedTime, unconsumed messages included (RocketMQ's default is true)"`
+	CleanFileForciblyEnable bool `prop:"cleanFileForciblyEnable" group:"store" help:"above 85% disk use, delete the oldest CommitLog files before fileReservedTime, unconsumed messages included (RocketMQ's default is true)"`
 	// DiskSpaceWarningLevelRatio (rocketmq.broker.diskSpaceWarningLevelRatio): % used above which puts are
 	// refused (ErrDiskFull).
 	DiskSpaceWarningLevelRatio int `default:"90"`
 	// CleanResourceInterval: retention and disk-guard period.
-	CleanResourceInterval time.Duration `prop:"cleanResourceInterval" unit:"ms" default:"10000" help:"how often retention and the disk-space checks run"`
+	CleanResourceInterval time.Duration `prop:"cleanResourceInterval" group:"store" allowed:"1 or more" unit:"ms" default:"10000" help:"how often retention and the disk-space checks run"`
 	// DeleteFilesBatchMax: files deleted per retention pass (RocketMQ DELETE_FILES_BATCH_MAX).
 	DeleteFilesBatchMax int `default:"10"`
 
 	// CheckCRCOnRecover: verify body CRCs when scanning on recovery.
-	CheckCRCOnRecover bool `prop:"checkCRCOnRecover" default:"true" help:"check every message body's CRC when recovering the CommitLog"`
+	CheckCRCOnRecover bool `prop:"checkCRCOnRecover" group:"store" default:"true" help:"check every message body's CRC when recovering the CommitLog"`
 
 	// MessageIndexEnable: build the IndexFile.
-	MessageIndexEnable bool `prop:"messageIndexEnable" default:"true" help:"build IndexFiles (queries by message key and id)"`
-	MaxHashSlotNum     int  `prop:"maxHashSlotNum" default:"5000000" help:"hash slots per IndexFile"`
-	MaxIndexNum        int  `prop:"maxIndexNum" default:"20000000" help:"entries per IndexFile"`
+	MessageIndexEnable bool `prop:"messageIndexEnable" group:"store" default:"true" help:"build IndexFiles (queries by message key and id)"`
+	MaxHashSlotNum     int  `prop:"maxHashSlotNum" group:"store" allowed:"1..268435456" default:"5000000" help:"hash slots per IndexFile"`
+	MaxIndexNum        int  `prop:"maxIndexNum" group:"store" allowed:"2..268435456" default:"20000000" help:"entries per IndexFile"`
 	// MaxMsgsNumBatch (RocketMQ's maxMsgsNumBatch, not a broker key here): cap on QueryMessage results.
 	MaxMsgsNumBatch int `default:"64"`
 
@@ -138,11 +138,11 @@ type Config struct {
 
 	// AccessMessageInMemoryMaxRatio: % of RAM behind the CommitLog end counted as "in memory" for pull
 	// batch limits.
-	AccessMessageInMemoryMaxRatio     int `prop:"accessMessageInMemoryMaxRatio" default:"40" help:"messages within this % of RAM behind the CommitLog end count as in memory (pull batch limits)"`
-	MaxTransferBytesOnMessageInMemory int `prop:"maxTransferBytesOnMessageInMemory" default:"262144" help:"bytes a pull returns at most when its messages are in memory"`
-	MaxTransferCountOnMessageInMemory int `prop:"maxTransferCountOnMessageInMemory" default:"32" help:"messages a pull returns at most when they are in memory"`
-	MaxTransferBytesOnMessageInDisk   int `prop:"maxTransferBytesOnMessageInDisk" default:"65536" help:"bytes a pull returns at most when its messages are on disk only"`
-	MaxTransferCountOnMessageInDisk   int `prop:"maxTransferCountOnMessageInDisk" default:"8" help:"messages a pull returns at most when they are on disk only"`
+	AccessMessageInMemoryMaxRatio     int `prop:"accessMessageInMemoryMaxRatio" group:"limits" allowed:"0..100" default:"40" help:"messages within this % of RAM behind the CommitLog end count as in memory (pull batch limits)"`
+	MaxTransferBytesOnMessageInMemory int `prop:"maxTransferBytesOnMessageInMemory" group:"limits" allowed:"1 or more" default:"262144" help:"bytes a pull returns at most when its messages are in memory"`
+	MaxTransferCountOnMessageInMemory int `prop:"maxTransferCountOnMessageInMemory" group:"limits" allowed:"1 or more" default:"32" help:"messages a pull returns at most when they are in memory"`
+	MaxTransferBytesOnMessageInDisk   int `prop:"maxTransferBytesOnMessageInDisk" group:"limits" allowed:"1 or more" default:"65536" help:"bytes a pull returns at most when its messages are on disk only"`
+	MaxTransferCountOnMessageInDisk   int `prop:"maxTransferCountOnMessageInDisk" group:"limits" allowed:"1 or more" default:"8" help:"messages a pull returns at most when they are on disk only"`
 }
 
 // Defaults (PROTOCOL.md §11) other packages size things by; they equal the default tags above
@@ -167,8 +167,11 @@ func DefaultConfig(root string) Config {
 	return c
 }
 
+// configError names the key, its value and what is allowed (a *conf.ValueError wrapped with
+// ErrConfig). The broker's Validate rewrites the value as the file writes it (500 for a
+// duration of 500ms).
 func configError(key string, v any, want string) error {
-	return fmt.Errorf("%w: %s = %v, want %s", ErrConfig, key, v, want)
+	return fmt.Errorf("%w: %w", ErrConfig, &conf.ValueError{Key: key, Value: fmt.Sprint(v), Allowed: want})
 }
 
 // Validate checks every field, names the first bad one by its broker.conf key, and normalizes the ones
@@ -305,7 +308,7 @@ func parseDeleteWhen(s string) ([24]bool, error) {
 		}
 		h, err := strconv.Atoi(part)
 		if err != nil || h < 0 || h > 23 {
-			return hours, configError("deleteWhen", strconv.Quote(s), `hours 0..23 separated by ';' (e.g. "04")`)
+			return hours, configError("deleteWhen", s, `hours 0..23 separated by ';' (e.g. "04")`)
 		}
 		hours[h] = true
 	}

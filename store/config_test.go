@@ -38,7 +38,10 @@ func TestConfigValidate(t *testing.T) {
 		mutate(&c)
 		err := c.Validate()
 		require.ErrorIs(t, err, ErrConfig, key)
-		require.Contains(t, err.Error(), key)
+		var ve *conf.ValueError
+		require.ErrorAs(t, err, &ve, key)
+		require.Equal(t, key, ve.Key)
+		require.NotEmpty(t, ve.Allowed, key)
 	}
 
 	d, err := ParseFlushDiskType(" sync_flush ")
@@ -123,9 +126,9 @@ func TestConfigKeys(t *testing.T) {
 	require.True(t, c.WarmMappedFileEnable)
 
 	_, err := conf.Set(&c, "flushDiskType", "sync_flush")
-	require.EqualError(t, err, `"sync_flush": must be ASYNC_FLUSH or SYNC_FLUSH`)
+	require.EqualError(t, err, `key flushDiskType = "sync_flush"; allowed: ASYNC_FLUSH or SYNC_FLUSH`)
 	_, err = conf.Set(&c, "flushBackend", "io_uring")
-	require.EqualError(t, err, `"io_uring": must be iouring, msync or fdatasync`)
+	require.EqualError(t, err, `key flushBackend = "io_uring"; allowed: iouring, msync or fdatasync`)
 	found, err := conf.Set(&c, "flushBackend", "")
 	require.True(t, found)
 	require.NoError(t, err)

@@ -16,6 +16,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/ringmq/ringmq/internal/version"
 )
 
 const usage = `mqbench: load generator and report tool for RocketMQ-compatible brokers
@@ -28,6 +30,7 @@ Usage:
                   --out DIR [flags]        (produce and consume at once)
   mqbench report  DIR... --html FILE --md FILE [--title T]
   mqbench suite   [--quick] [--broker-bin bin/mqbroker] [--results bench/results] [--rounds 3]
+  mqbench --version
 
 produce sends SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE with --batch > 1) over C connections
 with W requests in flight each (pipelined by opaque), closed loop, or open loop at --rate
@@ -74,6 +77,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
+		return 0
+	case "--version", "version":
+		version.Print(stdout, "mqbench")
 		return 0
 	case "produce", "consume", "mixed":
 		err = runLoad(ctx, args[0], args[1:], stdout, stderr)

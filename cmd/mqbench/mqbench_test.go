@@ -222,3 +222,11 @@ func TestSuiteCommandAgainstRealBroker(t *testing.T) {
 	require.NotContains(t, string(md), "\nold\n")
 	require.Contains(t, string(md), "| sync-fdatasync-gnet |")
 }
+
+// TestVersion: --version prints one line, "mqbench <version> (commit <sha>, <go version>)".
+func TestVersion(t *testing.T) {
+	code, stdout, stderr := mqbench(t, "--version")
+	require.Equal(t, 0, code)
+	require.Regexp(t, `^mqbench \S+ \(commit \S+, go\S+\)\n$`, stdout)
+	require.Empty(t, stderr)
+}

@@ -7,7 +7,9 @@
 // ...). Priority: flags > file > defaults. In the file, keys ringmq does not need are
 // reported once at info with what it does instead, unknown keys as warnings naming key and
 // line, and a value that does not parse stops the start with an error naming key and line.
-// -p (--printConfigItem) prints the effective configuration and exits. SIGINT or SIGTERM
+// -p (--printConfigItem) validates the configuration exactly as a start does and prints it
+// (exit status 1 on an error); --version prints the version. After the start, five INFO log
+// lines say what the broker runs with (broker.LogStartupSummary). SIGINT or SIGTERM
 // shut the broker down cleanly (final flush, checkpoint, abort marker removed).
 //
 // With metricsAddr set, http://<metricsAddr>/metrics serves Prometheus metrics and
@@ -39,7 +41,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ringmq/ringmq/broker"
-	"github.com/ringmq/ringmq/internal/conf"
 	"github.com/ringmq/ringmq/internal/launch"
 )
 
@@ -56,12 +57,12 @@ func main() {
 var errUsage = errors.New("mqbroker: usage")
 
 // run is the whole command: flags, config file, start, wait for a signal, shut down. It
-// returns the exit status: 0 after a clean shutdown (or -p, --help), 1 when the broker
-// cannot be configured, started or shut down cleanly, 2 for bad command-line usage.
+// returns the exit status: 0 after a clean shutdown (or -p, --help, --version), 1 when the
+// broker cannot be configured, started or shut down cleanly, 2 for bad command-line usage.
 func run(args []string, stdout, stderr io.Writer, signals <-chan os.Signal) int {
-	cfg, logger, printOnly, err := configure(args, stdout, stderr)
+	l, err := configure(args, stdout, stderr)
 	switch {
-	case errors.Is(err, pflag.ErrHelp):
+	case errors.Is(err, pflag.ErrHelp), errors.Is(err, errVersion):
 		return 0
 	case errors.Is(err, errUsage):
 		fmt.Fprintln(stderr, err)
@@ -70,108 +71,20 @@ func run(args []string, stdout, stderr io.Writer, signals <-chan os.Signal) int 
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	if printOnly {
+	status := 0
+	if l.printOnly {
 		for _, key := range broker.PropertyNames() {
-			v, _ := cfg.Get(key)
+			v, _ := l.cfg.Get(key)
 			fmt.Fprintf(stdout, "%s=%s\n", key, v)
 		}
-		return 0
+	} else {
+		status = serve(l.cfg, stdout, stderr, l.logger, signals)
 	}
-	return serve(cfg, stdout, stderr, logger, signals)
-}
-
-// configure builds the configuration from defaults, the -c file and the flags.
-func configure(args []string, stdout, stderr io.Writer) (broker.Config, *slog.Logger, bool, error) {
-	cfg := broker.DefaultConfig()
-	fs := pflag.NewFlagSet("mqbroker", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.SortFlags = false
-	configFile := fs.StringP("configFile", "c", "", "broker config file (Java properties, broker.conf keys)")
-	printConfig := fs.BoolP("printConfigItem", "p", false, "print the effective configuration and exit")
-	logLevel := fs.String("logLevel", "info", "log level: debug, info, warn, error")
-	// One flag per config key, applied after the file. Kept as text and parsed by
-	// Config.Set, so that flags and file accept exactly the same values. The usage comes
-	// from the key's tags (meaning, unit, allowed values); pflag adds the default.
-	keyFlags := map[string]*string{}
-	for _, key := range broker.PropertyNames() {
-		def, _ := cfg.Get(key)
-		short := ""
-		if key == "namesrvAddr" {
-			short = "n"
-		}
-		v := fs.StringP(key, short, def, broker.PropertyUsage(key))
-		keyFlags[key] = v
-		if def == "true" || def == "false" {
-			fs.Lookup(key).NoOptDefVal = "true" // --key alone means true; --key=false works
-		}
+	if err := l.logCloser.Close(); err != nil {
+		fmt.Fprintf(stderr, "mqbroker: log file: %v\n", err)
+		status = max(status, 1)
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return cfg, nil, false, err
-		}
-		return cfg, nil, false, fmt.Errorf("%w: %w", errUsage, err)
-	}
-	if fs.NArg() > 0 {
-		return cfg, nil, false, fmt.Errorf("%w: unexpected arguments: %v", errUsage, fs.Args())
-	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return cfg, nil, false, fmt.Errorf("%w: --logLevel %q: %w", errUsage, *logLevel, err)
-	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-
-	if *configFile != "" {
-		props, err := conf.ReadFile(*configFile)
-		if err != nil {
-			return cfg, nil, false, fmt.Errorf("mqbroker: config file: %w", err)
-		}
-		var errs []error
-		reported := map[string]bool{}
-		for _, p := range props {
-			w, err := cfg.Set(p.Key, p.Value, p.Line)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s:%d: %w", *configFile, p.Line, err))
-				continue
-			}
-			switch {
-			case w == nil:
-			case w.Unknown:
-				logger.Warn("unknown config key ignored", "key", w.Key, "file", *configFile, "line", w.Line)
-			case !reported[w.Key]:
-				reported[w.Key] = true
-				logger.Info("config key accepted but not needed", "key", w.Key, "file", *configFile, "line", w.Line,
-					"instead", w.Message)
-			}
-		}
-		if err := errors.Join(errs...); err != nil {
-			return cfg, nil, false, err
-		}
-		logger.Info("config file loaded", "file", *configFile)
-	}
-	var errs []error
-	for _, key := range broker.PropertyNames() {
-		if !fs.Changed(key) {
-			continue
-		}
-		if _, err := cfg.Set(key, *keyFlags[key], 0); err != nil {
-			errs = append(errs, fmt.Errorf("flag --%s: %w", key, err))
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return cfg, nil, false, err
-	}
-	if cfg.AclFile == "" {
-		// DESIGN.md: plain_acl.yml beside the file given to -c, else conf/plain_acl.yml.
-		if *configFile != "" {
-			cfg.AclFile = filepath.Join(filepath.Dir(*configFile), "plain_acl.yml")
-		} else {
-			cfg.AclFile = filepath.FromSlash(broker.DefaultAclFile)
-		}
-	}
-	if err := cfg.Validate(); err != nil {
-		return cfg, nil, false, err
-	}
-	return cfg, logger, *printConfig, nil
+	return status
 }
 
 // serve runs the broker (and the metrics endpoint) until a signal arrives.
@@ -217,6 +130,11 @@ func serve(cfg broker.Config, stdout, stderr io.Writer, logger *slog.Logger, sig
 	fmt.Fprintf(stdout, "broker listening on %s, store at %s\n", b.Addr(), absPath(cfg.StorePathRootDir))
 	fmt.Fprintf(stdout, "The broker[%s, %s] boot success. serializeType=JSON and name server is %s\n",
 		cfg.BrokerName, b.BrokerAddr(), namesrvs)
+	metricsAddr := ""
+	if metrics != nil {
+		metricsAddr = metrics.addr
+	}
+	b.LogStartupSummary(logger, metricsAddr)
 
 	sig := <-signals
 	logger.Info("shutting down", "signal", sig.String())

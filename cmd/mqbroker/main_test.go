@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,7 +67,7 @@ func TestRunServesAndStopsOnSIGTERM(t *testing.T) {
 	var stdout, stderr syncBuffer
 	signals := make(chan os.Signal, 1)
 	exit := make(chan int, 1)
-	args := append(smallStoreFlags(dir), "--metricsAddr=127.0.0.1:0", "--brokerName=cmd-broker", "--logLevel=warn")
+	args := append(smallStoreFlags(dir), "--metricsAddr=127.0.0.1:0", "--brokerName=cmd-broker", "--logFormat=json")
 	go func() { exit <- run(args, &stdout, &stderr, signals) }()
 
 	booted := testutil.Poll(testutil.WaitTimeout, func() bool { return strings.Contains(stdout.String(), "boot success") })
@@ -79,6 +81,29 @@ func TestRunServesAndStopsOnSIGTERM(t *testing.T) {
 	require.Contains(t, out, "store at "+dir)
 	metricsURL := regexp.MustCompile(`metrics on (http://\S+/metrics)`).FindStringSubmatch(out)
 	require.NotNil(t, metricsURL, out)
+
+	// The startup summary, once, in JSON lines (logFormat=json) at INFO.
+	summary := map[string]map[string]any{}
+	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &rec), line)
+		if msg, _ := rec["msg"].(string); slices.Contains([]string{"broker started", "listening", "store", "flush", "append"}, msg) {
+			require.NotContains(t, summary, msg, "logged once")
+			require.Equal(t, "INFO", rec["level"])
+			summary[msg] = rec
+		}
+	}
+	require.Len(t, summary, 5, "stderr: %s", &stderr)
+	require.Equal(t, "cmd-broker", summary["broker started"]["brokerName"])
+	require.Equal(t, brokerAddr[1], summary["listening"]["advertised"])
+	require.Equal(t, strings.TrimSuffix(strings.TrimPrefix(metricsURL[1], "http://"), "/metrics"), summary["listening"]["metrics"])
+	require.Equal(t, dir, summary["store"]["path"])
+	require.EqualValues(t, 4194304, summary["store"]["commitLogFileBytes"])
+	require.EqualValues(t, 2, summary["store"]["preallocatedCommitLogFiles"])
+	require.EqualValues(t, 40+1024*4+4096*20, summary["store"]["indexFileBytes"])
+	require.Equal(t, "ASYNC_FLUSH", summary["flush"]["flushDiskType"])
+	require.Equal(t, "msync", summary["flush"]["flushBackend"])
+	require.Equal(t, "mmap", summary["append"]["mode"])
 
 	// The embedded name server routes to the broker.
 	cl, err := netio.NewClient(netio.DefaultClientConfig(), slogDiscard())
@@ -146,6 +171,8 @@ sendMessageThreadPoolNums=16
 sendMessageThreadPoolNums=32
 mapedFileSizeCommitLog=8388608
 fancyNewKey=1
+listenport=1
+enableDLegerCommitLog=false
 `)
 	var stdout, stderr syncBuffer
 	code := run([]string{"-c", path, "--listenPort=2345", "--autoCreateTopicEnable=false", "--slaveReadEnable", "-p"},
@@ -158,7 +185,8 @@ fancyNewKey=1
 		require.Contains(t, out, line+"\n")
 	}
 	logs := stderr.String()
-	require.Regexp(t, `level=WARN msg="unknown config key ignored" key=fancyNewKey file=\S+ line=12`, logs)
+	require.Regexp(t, `level=WARN msg="unknown config key ignored" key=fancyNewKey file=\S+ line=12\n`, logs)
+	require.Regexp(t, `level=WARN msg="unknown config key ignored" key=listenport file=\S+ line=13 didYouMean=listenPort\n`, logs)
 	require.Equal(t, 1, strings.Count(logs, "key=sendMessageThreadPoolNums"), "not-needed keys are reported once")
 	require.Contains(t, logs, `msg="config key accepted but not needed" key=sendMessageThreadPoolNums`)
 	require.NotContains(t, logs, "key=haListenPort", "haListenPort is read")
@@ -177,11 +205,26 @@ func TestConfigErrors(t *testing.T) {
 		wantCode int
 		wantErr  string
 	}{
-		{"bad value in file", "brokerName=b\nlistenPort=abc\n", nil, 1, `:2: broker: config: key listenPort: "abc" is not a whole number`},
-		{"bad flag value", "", []string{"--defaultTopicQueueNums=x"}, 1, `flag --defaultTopicQueueNums: broker: config: key defaultTopicQueueNums`},
-		{"bad enum", "", []string{"--flushDiskType=SOMETIMES"}, 1, `flag --flushDiskType: broker: config: key flushDiskType: "SOMETIMES": must be ASYNC_FLUSH or SYNC_FLUSH`},
-		{"invalid combination", "", []string{"--brokerRole=SLAVE"}, 1, "key brokerId: 0: a SLAVE needs brokerId > 0"},
-		{"unknown flag", "", []string{"--noSuchKey=1"}, 2, "unknown flag: --noSuchKey"},
+		{"bad value in file", "brokerName=b\nlistenPort=abc\n", nil, 1,
+			`broker.conf:2: broker: config: key listenPort = "abc": not a whole number; allowed: 0..65535` + "\n"},
+		{"bad enum in file", "flushDiskType=SOMETIMES\n", nil, 1,
+			`broker.conf:1: broker: config: key flushDiskType = "SOMETIMES"; allowed: ASYNC_FLUSH or SYNC_FLUSH` + "\n"},
+		{"out of range in file", "brokerName=b\n\ndefaultTopicQueueNums=5000\n", nil, 1,
+			`broker.conf:3: broker: config: key defaultTopicQueueNums = "5000"; allowed: 1..1024` + "\n"},
+		{"store check in file", "mappedFileSizeCommitLog=8388609\n", nil, 1,
+			`broker.conf:1: broker: config: store: invalid config: key mappedFileSizeCommitLog = "8388609"; allowed: a positive multiple of the page size` + "\n"},
+		{"unimplemented feature", "enableDLegerCommitLog=true\n", nil, 1,
+			`broker.conf:1: broker: config: key enableDLegerCommitLog = "true": ringmq does not implement the DLedger (Raft) CommitLog`},
+		{"bad flag value", "", []string{"--defaultTopicQueueNums=x"}, 1,
+			`flag --defaultTopicQueueNums: broker: config: key defaultTopicQueueNums = "x": not a whole number; allowed: 1..1024` + "\n"},
+		{"bad enum", "", []string{"--flushDiskType=SOMETIMES"}, 1,
+			`flag --flushDiskType: broker: config: key flushDiskType = "SOMETIMES"; allowed: ASYNC_FLUSH or SYNC_FLUSH` + "\n"},
+		{"invalid combination", "", []string{"--brokerRole=SLAVE"}, 1,
+			`default value: broker: config: key brokerId = "0": a SLAVE needs brokerId > 0 (0 is the master's); allowed: 0 for a master, 1 or more for a SLAVE` + "\n"},
+		{"bad log level", "logLevel=verbose\n", nil, 1,
+			`broker.conf:1: broker: config: key logLevel = "verbose"; allowed: debug, info, warn or error` + "\n"},
+		{"unknown flag", "", []string{"--noSuchKey=1"}, 2, "unknown flag: --noSuchKey\n"},
+		{"misspelt flag", "", []string{"--listenPrt=1"}, 2, "unknown flag: --listenPrt (did you mean --listenPort?)\n"},
 		{"stray argument", "", []string{"extra"}, 2, "unexpected arguments: [extra]"},
 		{"missing file", "", []string{"-c", "/nonexistent/broker.conf"}, 1, "no such file"},
 	}
@@ -222,13 +265,15 @@ func TestHelpFromTheKeys(t *testing.T) {
 		return m
 	}
 	for flag, want := range map[string][]string{
-		"flushDiskType":       {"answers a send once written", "(one of ASYNC_FLUSH, SYNC_FLUSH)", `(default "ASYNC_FLUSH")`},
-		"brokerRole":          {"refuses writes", "(one of ASYNC_MASTER, SYNC_MASTER, SLAVE)", `(default "ASYNC_MASTER")`},
+		"flushDiskType":       {"--flushDiskType enum", "answers a send once written", "(one of ASYNC_FLUSH, SYNC_FLUSH)", `(default ASYNC_FLUSH)`},
+		"brokerRole":          {"refuses writes", "(one of ASYNC_MASTER, SYNC_MASTER, SLAVE)", `(default ASYNC_MASTER)`},
 		"flushBackend":        {"how CommitLog bytes are made durable", "(one of iouring, msync, fdatasync)"},
-		"syncFlushTimeout":    {"FLUSH_DISK_TIMEOUT (ms)", `(default "5000")`},
-		"fileReservedTime":    {"older than this", "(hours)", `(default "72")`},
-		"haTransferBatchSize": {"HA transfer frame", `(default "32768")`},
-		"listenPort":          {"port clients", `(default "10911")`},
+		"syncFlushTimeout":    {"--syncFlushTimeout ms", "FLUSH_DISK_TIMEOUT (ms)", `(default 5000)`},
+		"fileReservedTime":    {"--fileReservedTime hours", "older than this", "(hours)", `(default 72)`},
+		"haTransferBatchSize": {"HA transfer frame", "(allowed: 1..4194304)", `(default 32768)`},
+		"listenPort":          {"--listenPort int", "port clients", "(allowed: 0..65535)", `(default 10911)`},
+		"brokerId":            {"(default 0)"},
+		"slaveReadEnable":     {"--slaveReadEnable ", "(default false)"},
 		"brokerName":          {"master and its slaves"},
 	} {
 		got := line(flag)
@@ -237,4 +282,40 @@ func TestHelpFromTheKeys(t *testing.T) {
 		}
 	}
 	require.NotContains(t, line("flushBackend"), "(default", "empty default: picked by append mode")
+	require.NotContains(t, line("brokerName"), "(default", "the host name is not printed: --help reads the same everywhere")
+}
+
+// goldenHelp is mqbroker --help as it stands; RINGMQ_UPDATE_GOLDEN=1 rewrites it when a key or its
+// help changes on purpose, and the diff shows the change to review.
+const goldenHelp = "testdata/help.golden"
+
+// TestHelpGolden: --help is the command's flags, then every key in its section (broker, network,
+// store, flush, HA, messages, ACL/TLS, limits, metrics/ops, logging) with its meaning, unit, allowed
+// values and default, exactly as recorded.
+func TestHelpGolden(t *testing.T) {
+	var stdout, stderr syncBuffer
+	require.Equal(t, 0, run([]string{"--help"}, &stdout, &stderr, nil))
+	require.Empty(t, stdout.String())
+	got := stderr.String()
+	if os.Getenv("RINGMQ_UPDATE_GOLDEN") == "1" {
+		require.NoError(t, os.MkdirAll("testdata", 0o755))
+		require.NoError(t, os.WriteFile(goldenHelp, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(goldenHelp)
+	require.NoError(t, err)
+	require.Equal(t, string(want), got)
+	var sections []string
+	for _, m := range regexp.MustCompile(`(?m)^(\S.*):$`).FindAllStringSubmatch(got, -1) {
+		sections = append(sections, m[1])
+	}
+	require.Equal(t, []string{"Command", "Keys: broker", "Keys: network", "Keys: store", "Keys: flush", "Keys: HA",
+		"Keys: messages", "Keys: ACL/TLS", "Keys: limits", "Keys: metrics/ops", "Keys: logging"}, sections)
+}
+
+// TestVersion: --version prints one line, "mqbroker <version> (commit <sha>, <go version>)", and starts nothing.
+func TestVersion(t *testing.T) {
+	var stdout, stderr syncBuffer
+	require.Equal(t, 0, run([]string{"--version", "--storePathRootDir=" + t.TempDir()}, &stdout, &stderr, nil))
+	require.Regexp(t, `^mqbroker \S+ \(commit \S+, go\S+\)\n$`, stdout.String())
+	require.Empty(t, stderr.String())
 }

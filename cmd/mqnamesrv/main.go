@@ -32,6 +32,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ringmq/ringmq/internal/conf"
+	"github.com/ringmq/ringmq/internal/version"
 	"github.com/ringmq/ringmq/namesrv"
 )
 
@@ -54,11 +55,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, started c
 	listenPort := fs.IntP("listenPort", "p", 0, "listen port (overrides listenPort in the file; default 9876)")
 	logLevel := fs.String("logLevel", "info", "log level: debug, info, warn, error")
 	printConfig := fs.Bool("printConfigItem", false, "print the effective settings and exit")
+	showVersion := fs.Bool("version", false, "print the version, git commit and Go version and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}
 		return 2
+	}
+	if *showVersion {
+		version.Print(stdout, "mqnamesrv")
+		return 0
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "mqnamesrv: unexpected arguments: %v\n", fs.Args())

@@ -189,3 +189,11 @@ func TestRunServesAndShutsDown(t *testing.T) {
 	}
 	require.Contains(t, stderr.String(), "namesrv: stopped")
 }
+
+// TestVersion: --version prints one line, "mqnamesrv <version> (commit <sha>, <go version>)", and starts nothing.
+func TestVersion(t *testing.T) {
+	var stdout, stderr syncBuffer
+	require.Equal(t, 0, run(context.Background(), []string{"--version"}, &stdout, &stderr, nil))
+	require.Regexp(t, `^mqnamesrv \S+ \(commit \S+, go\S+\)\n$`, stdout.String())
+	require.Empty(t, stderr.String())
+}

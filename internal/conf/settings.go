@@ -1,7 +1,9 @@
 package conf
 
 import (
+	"cmp"
 	"encoding"
+	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -18,6 +20,9 @@ import (
 //	default:"1073741824"             the default, as the file writes it (absent: the zero value)
 //	unit:"ms"                        a time.Duration's unit in the file: ms, s or h (absent: ms)
 //	help:"bytes per CommitLog file"  one line on what the key does, for --help
+//	allowed:"1..1024"                the values Validate accepts, when narrower than the type's
+//	                                 (--help shows it; errors quote it)
+//	group:"store"                    the --help section the key is listed in
 //
 // A field with a default tag and no prop tag is a setting that no file sets; SetDefaults
 // still gives it its default. The fields of an embedded (anonymous) struct without a prop tag
@@ -40,7 +45,10 @@ type Key struct {
 	Default string   // default tag, as the file writes it
 	Unit    string   // unit tag of a time.Duration: "ms", "s" or "h"
 	Help    string   // help tag
+	Allowed string   // allowed tag: the values Validate accepts, when narrower than the type's
+	Group   string   // group tag: the --help section
 	Values  []string // an enum's spellings, nil for other types
+	Kind    string   // what the field's type accepts: "bool", "int", "duration", "enum", "text"
 
 	index []int // path to the field (reflect.Value.FieldByIndex)
 }
@@ -56,7 +64,64 @@ func (k Key) Usage() string {
 	if len(k.Values) > 0 {
 		s += " (one of " + strings.Join(k.Values, ", ") + ")"
 	}
+	if k.Allowed != "" {
+		s += " (allowed: " + k.Allowed + ")"
+	}
 	return strings.TrimSpace(s)
+}
+
+// AllowedValues says which values the key accepts, for an error message: the allowed tag,
+// else what its type accepts ("true or false", "a whole number", "a whole number of ms", an
+// enum's spellings), "" for free text.
+func (k Key) AllowedValues() string {
+	switch {
+	case k.Allowed != "":
+		return k.Allowed
+	case len(k.Values) > 0:
+		return OneOf(k.Values)
+	}
+	switch k.Kind {
+	case "bool":
+		return "true or false"
+	case "int":
+		return "a whole number"
+	case "duration":
+		return "a whole number of " + cmp.Or(unitName(k.Unit), "ms")
+	}
+	return ""
+}
+
+// ValueError is a value a key does not accept: which key, the value as written, what is wrong
+// with it and what would be accepted. Set returns it for a value that does not parse;
+// Validate methods return it (wrapped) for a value out of range or contradicting another key.
+// Where the value came from (file and line, flag) is the loader's to add: it knows.
+type ValueError struct {
+	Key     string
+	Value   string // as written, or as Get prints the field
+	Problem string // what is wrong, "" when Allowed says it all
+	Allowed string // the values accepted (Key.AllowedValues, or what Validate wants)
+}
+
+func (e *ValueError) Error() string {
+	s := "key " + e.Key + " = " + strconv.Quote(e.Value)
+	if e.Problem != "" {
+		s += ": " + e.Problem
+	}
+	if e.Allowed != "" {
+		s += "; allowed: " + e.Allowed
+	}
+	return s
+}
+
+// Invalid returns the ValueError for the current value of key name in settings, with the
+// key's allowed values unless allowed says what is wanted here. For Validate methods.
+func Invalid(settings any, name, problem, allowed string) *ValueError {
+	v, _ := Get(settings, name)
+	if allowed == "" {
+		k, _ := Lookup(settings, name)
+		allowed = k.AllowedValues()
+	}
+	return &ValueError{Key: name, Value: v, Problem: problem, Allowed: allowed}
 }
 
 // layout is what a settings struct type holds: its keys in declaration order, and every
@@ -108,7 +173,8 @@ func (l *layout) walk(t reflect.Type, parent []int) {
 		if !settable(f.Type) {
 			panic(fmt.Sprintf("conf: %s.%s: unsupported type %s", t, f.Name, f.Type))
 		}
-		k := Key{Name: name, Default: def, Unit: f.Tag.Get("unit"), Help: f.Tag.Get("help"), index: index}
+		k := Key{Name: name, Default: def, Unit: f.Tag.Get("unit"), Help: f.Tag.Get("help"),
+			Allowed: f.Tag.Get("allowed"), Group: f.Tag.Get("group"), Kind: kindOf(f.Type), index: index}
 		if reflect.PointerTo(f.Type).Implements(enumType) {
 			k.Values = reflect.New(f.Type).Interface().(Enum).EnumValues()
 		}
@@ -126,6 +192,20 @@ func (l *layout) walk(t reflect.Type, parent []int) {
 			l.keys = append(l.keys, k)
 		}
 	}
+}
+
+func kindOf(t reflect.Type) string {
+	switch {
+	case reflect.PointerTo(t).Implements(enumType):
+		return "enum"
+	case t == durationType:
+		return "duration"
+	case reflect.PointerTo(t).Implements(textUnmarshalerType), t.Kind() == reflect.String:
+		return "text"
+	case t.Kind() == reflect.Bool:
+		return "bool"
+	}
+	return "int"
 }
 
 func settable(t reflect.Type) bool {
@@ -167,8 +247,8 @@ func Lookup(settings any, name string) (Key, bool) {
 }
 
 // Set parses value into the field of key name in *settings. found is false when there is
-// no such key. The error says what is wrong with the value, not which key: the caller
-// names it.
+// no such key. A value that does not parse is a *ValueError naming the key, the value and
+// the allowed values, and leaves the field as it was.
 func Set(settings any, name, value string) (found bool, err error) {
 	v := structOf(settings)
 	if !v.CanSet() {
@@ -178,7 +258,14 @@ func Set(settings any, name, value string) (found bool, err error) {
 	if !ok {
 		return false, nil
 	}
-	return true, setField(v.FieldByIndex(k.index), k.Unit, value)
+	if err := setField(v.FieldByIndex(k.index), k.Unit, value); err != nil {
+		problem := err.Error()
+		if len(k.Values) > 0 {
+			problem = "" // the enum's message only lists the spellings, which Allowed does
+		}
+		return true, &ValueError{Key: name, Value: value, Problem: problem, Allowed: k.AllowedValues()}
+	}
+	return true, nil
 }
 
 // Get prints the field of key name as a file writes it (durations in the key's unit, enums
@@ -254,18 +341,21 @@ func setField(v reflect.Value, unit, s string) error {
 	case reflect.Bool:
 		b, err := strconv.ParseBool(s)
 		if err != nil {
-			return fmt.Errorf("%q is not true or false", s)
+			return errors.New("not true or false")
 		}
 		v.SetBool(b)
 	default: // signed integers (settable)
 		n, err := strconv.ParseInt(s, 10, 64)
+		if errors.Is(err, strconv.ErrRange) {
+			return errors.New("out of range")
+		}
 		if err != nil {
-			return fmt.Errorf("%q is not a whole number", s)
+			return errors.New("not a whole number")
 		}
 		if v.Type() == durationType {
 			n = int64(time.Duration(n) * unitOf(unit))
 		} else if v.OverflowInt(n) {
-			return fmt.Errorf("%q is out of range", s)
+			return fmt.Errorf("out of range for a %d-bit number", v.Type().Bits())
 		}
 		v.SetInt(n)
 	}
