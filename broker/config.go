@@ -103,26 +103,14 @@ type Config struct {
 
 	// ringmq's own keys (DESIGN.md "Config"); the store's (flushBackend, transientStorePoolPinned,
 	// warmMappedFileMlock) are in store.Config.
-	NetEngine         NetEngine `prop:"netEngine" group:"network" default:"gnet" help:"network engine: gnet runs event loops, std a goroutine per connection"`
-	NetEventLoops     int       `prop:"netEventLoops" group:"network" allowed:"0 or more" help:"gnet event loops; 0: GOMAXPROCS"`
 	MetricsAddr       string    `prop:"metricsAddr" group:"metrics/ops" help:"host:port serving Prometheus /metrics and /debug/pprof/; empty: none"`
 	NamesrvEmbedded   bool      `prop:"namesrvEmbedded" group:"network" default:"true" help:"run a name server in this process, on namesrvListenPort"`
 	NamesrvListenPort int       `prop:"namesrvListenPort" group:"network" allowed:"0..65535" default:"9876" help:"port of the embedded name server"`
 	AclFile           string    `prop:"aclFile" group:"ACL/TLS" help:"plain ACL file (YAML) read when aclEnable=true; empty: plain_acl.yml beside the -c file, else conf/plain_acl.yml"`
-	// MaxConnections stays below the usual 20000 open-file limit (netio warns above it).
-	MaxConnections int `prop:"maxConnections" group:"limits" allowed:"0 or more" default:"10000" help:"client connections open at once; one more is closed at accept (0: no limit)"`
-	// RequestBudgetBytes bounds the bytes of large request frames (over 64 KiB) the broker
-	// reads and decodes at once, over all connections; a frame that does not fit waits and
-	// its connection stops reading meanwhile (netio budget.go).
-	RequestBudgetBytes int64 `prop:"requestBudgetBytes" group:"limits" allowed:"1 or more" default:"67108864" help:"bytes of requests over 64 KiB read and decoded at once, over all connections; more wait, their connections not read meanwhile"`
-	// TLS on listenPort (RocketMQ sets these as JVM properties tls.server.mode,
-	// tls.server.certPath, tls.server.keyPath). tlsEnable=true alone means enforcing;
-	// tlsServerMode says it explicitly, permissive serving plain and TLS clients on the same
-	// port.
-	TLSEnable     bool          `prop:"tlsEnable" group:"ACL/TLS" help:"serve TLS on listenPort (enforcing unless tlsServerMode says otherwise)"`
-	TLSServerMode TLSServerMode `prop:"tlsServerMode" group:"ACL/TLS" help:"TLS on listenPort: permissive serves plain and TLS clients, enforcing TLS only; empty: enforcing with tlsEnable=true, else disabled"`
-	TLSCertFile   string        `prop:"tlsCertFile" group:"ACL/TLS" help:"PEM certificate chain for TLS"`
-	TLSKeyFile    string        `prop:"tlsKeyFile" group:"ACL/TLS" help:"PEM private key for TLS"`
+
+	// The remoting server's keys (netEngine, netEventLoops, maxConnections,
+	// requestBudgetBytes, TLS): netio's.
+	netio.ServerSettings
 
 	// The logging keys (logFormat, logLevel, logFile and its rotation); mqbroker builds the
 	// logger from them.
@@ -399,12 +387,6 @@ func (c *Config) validate() error {
 		return bad("defaultTopicQueueNums", "")
 	case c.TransientStorePoolEnable && c.TransientStorePoolSize <= 0:
 		return bad("transientStorePoolSize", "must be positive when transientStorePoolEnable=true")
-	case c.NetEventLoops < 0:
-		return bad("netEventLoops", "")
-	case c.MaxConnections < 0:
-		return bad("maxConnections", "")
-	case c.RequestBudgetBytes <= 0:
-		return bad("requestBudgetBytes", "")
 	case c.FastListenPort < -1 || c.FastListenPort > 65535:
 		return bad("fastListenPort", "")
 	}
@@ -429,16 +411,8 @@ func (c *Config) validate() error {
 	if _, err := ParseDelayLevels(c.MessageDelayLevel); err != nil {
 		return bad("messageDelayLevel", err.Error())
 	}
-	if c.TLSServerMode == TLSModeDisabled && c.TLSEnable {
-		return bad("tlsServerMode", "disabled contradicts tlsEnable=true")
-	}
-	if c.EffectiveTLSMode() != "disabled" {
-		if c.TLSCertFile == "" {
-			return bad("tlsCertFile", "must name the PEM certificate when TLS is on")
-		}
-		if c.TLSKeyFile == "" {
-			return bad("tlsKeyFile", "must name the PEM private key when TLS is on")
-		}
+	if err := c.ServerSettings.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if err := c.LogSettings.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
@@ -452,86 +426,6 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// EffectiveTLSMode is the remoting port's TLS mode (netio.TLSDisabled, TLSPermissive or
-// TLSEnforcing): tlsServerMode when set, else "enforcing" with tlsEnable=true and "disabled"
-// without.
-func (c *Config) EffectiveTLSMode() string {
-	switch {
-	case c.TLSServerMode != TLSModeUnset:
-		return c.TLSServerMode.String()
-	case c.TLSEnable:
-		return netio.TLSEnforcing
-	default:
-		return netio.TLSDisabled
-	}
-}
-
-// NetEngine is netEngine, the remoting server's engine (netio.Config.Engine).
-type NetEngine uint8
-
-// Network engines.
-const (
-	NetEngineGnet NetEngine = iota // event loops (gnet)
-	NetEngineStd                   // a goroutine per connection (net package)
-)
-
-var netEngineNames = []string{netio.EngineGnet, netio.EngineStd}
-
-// String is the netEngine spelling, netio's engine name.
-func (e NetEngine) String() string { return enumName(netEngineNames, int(e), "NetEngine") }
-
-// EnumValues lists the netEngine spellings (conf.Enum).
-func (NetEngine) EnumValues() []string { return append([]string(nil), netEngineNames...) }
-
-// MarshalText is the netEngine spelling.
-func (e NetEngine) MarshalText() ([]byte, error) { return []byte(e.String()), nil }
-
-// UnmarshalText reads netEngine: gnet or std.
-func (e *NetEngine) UnmarshalText(text []byte) error {
-	i, err := conf.ParseEnum(string(text), netEngineNames...)
-	if err != nil {
-		return err
-	}
-	*e = NetEngine(i)
-	return nil
-}
-
-// TLSServerMode is tlsServerMode. Unset (empty in the file) leaves the mode to tlsEnable
-// (EffectiveTLSMode).
-type TLSServerMode uint8
-
-// TLS server modes, netio's (tls.go).
-const (
-	TLSModeUnset      TLSServerMode = iota
-	TLSModeDisabled                 // plain only
-	TLSModePermissive               // plain and TLS clients on the same port
-	TLSModeEnforcing                // TLS only
-)
-
-var tlsModeNames = []string{"", netio.TLSDisabled, netio.TLSPermissive, netio.TLSEnforcing}
-
-// String is the tlsServerMode spelling (netio's TLS mode), empty when unset.
-func (m TLSServerMode) String() string { return enumName(tlsModeNames, int(m), "TLSServerMode") }
-
-// EnumValues lists the tlsServerMode spellings (conf.Enum); empty is also accepted.
-func (TLSServerMode) EnumValues() []string { return append([]string(nil), tlsModeNames[1:]...) }
-
-// MarshalText is the tlsServerMode spelling.
-func (m TLSServerMode) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
-
-// UnmarshalText reads tlsServerMode: disabled, permissive, enforcing or empty.
-func (m *TLSServerMode) UnmarshalText(text []byte) error {
-	if len(text) == 0 {
-		*m = TLSModeUnset
-		return nil
-	}
-	i, err := conf.ParseEnum(string(text), tlsModeNames[1:]...)
-	if err != nil {
-		return err
-	}
-	*m = TLSServerMode(i + 1)
-	return nil
-}
 
 // enumName is names[i], or type(i) for a value with no name.
 func enumName(names []string, i int, typ string) string {

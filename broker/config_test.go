@@ -292,8 +292,8 @@ func TestEnumKeysParsedWhenRead(t *testing.T) {
 	require.Equal(t, store.AsyncFlush, c.FlushDiskType)
 	require.Equal(t, RoleAsyncMaster, c.BrokerRole)
 	require.Equal(t, store.FlushBackend(0), c.FlushBackend, "empty: picked by append mode")
-	require.Equal(t, NetEngineGnet, c.NetEngine)
-	require.Equal(t, TLSModeUnset, c.TLSServerMode)
+	require.Equal(t, netio.NetEngineGnet, c.NetEngine)
+	require.Equal(t, netio.TLSModeUnset, c.TLSServerMode)
 	for key, value := range map[string]string{"flushDiskType": "SYNC_FLUSH", "brokerRole": "SYNC_MASTER",
 		"flushBackend": "fdatasync", "netEngine": "std", "tlsServerMode": "permissive"} {
 		_, err := c.Set(key, value, 1)
@@ -302,7 +302,7 @@ func TestEnumKeysParsedWhenRead(t *testing.T) {
 	require.Equal(t, store.SyncFlush, c.FlushDiskType)
 	require.True(t, c.IsSyncMaster())
 	require.Equal(t, "fdatasync", c.FlushBackend.String())
-	require.Equal(t, NetEngineStd, c.NetEngine)
+	require.Equal(t, netio.NetEngineStd, c.NetEngine)
 	require.Equal(t, "permissive", c.EffectiveTLSMode())
 	for _, key := range []string{"flushBackend", "tlsServerMode"} {
 		_, err := c.Set(key, "", 1)
@@ -351,17 +351,28 @@ func TestStoreKeysReachTheOpenedStore(t *testing.T) {
 	require.True(t, sc.Slave, "brokerRole=SLAVE")
 }
 
-// TestNetioKeyDefaultsAreNetio's: the remoting keys the broker maps onto netio.Config (netEngine,
-// netEventLoops, maxConnections, requestBudgetBytes) default to what netio.DefaultConfig says.
-func TestNetioKeyDefaultsAreNetios(t *testing.T) {
+// TestNetioKeysAreNetios: the remoting server's keys are netio.ServerSettings embedded (their
+// defaults written once, in netio), read from broker.conf like any key and carried onto the
+// server's netio.Config.
+func TestNetioKeysAreNetios(t *testing.T) {
 	c := DefaultConfig()
+	require.Equal(t, netio.DefaultServerSettings(), c.ServerSettings)
+	for key, value := range map[string]string{"netEngine": "std", "netEventLoops": "3", "maxConnections": "7",
+		"requestBudgetBytes": "1048576"} {
+		_, err := c.Set(key, value, 1)
+		require.NoError(t, err)
+	}
 	nc, err := serverConfig(&c, "127.0.0.1", nil)
 	require.NoError(t, err)
-	def := netio.DefaultConfig()
-	require.Equal(t, def.Engine, nc.Engine)
-	require.Equal(t, def.EventLoops, nc.EventLoops)
-	require.Equal(t, def.MaxConnections, nc.MaxConnections)
-	require.Equal(t, def.RequestBudgetBytes, nc.RequestBudgetBytes)
+	require.Equal(t, "std", nc.Engine)
+	require.Equal(t, 3, nc.EventLoops)
+	require.Equal(t, 7, nc.MaxConnections)
+	require.Equal(t, int64(1<<20), nc.RequestBudgetBytes)
+	require.Equal(t, "127.0.0.1:10911", nc.Addr)
+
+	_, err = c.Set("maxConnections", "-1", 1)
+	require.NoError(t, err)
+	require.ErrorContains(t, c.Validate(), "maxConnections")
 }
 
 // TestEveryKeyInAHelpGroup: --help lists each key under one of KeyGroups.

@@ -165,7 +165,7 @@ func TestTLSGoClientEndToEnd(t *testing.T) {
 				if mode == "enforcing" {
 					c.TLSEnable = true // alone: enforcing
 				} else {
-					c.TLSServerMode = TLSModePermissive
+					c.TLSServerMode = netio.TLSModePermissive
 				}
 				c.TLSCertFile, c.TLSKeyFile = certFile, keyFile
 				// netEngine stays gnet: the broker serves TLS on the std engine by itself.

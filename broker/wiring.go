@@ -73,19 +73,11 @@ func resolveBrokerIP(configured string) (netip.Addr, error) {
 func serverConfig(cfg *Config, bindHost string, reg prometheus.Registerer) (netio.Config, error) {
 	nc := netio.DefaultConfig()
 	nc.Name = "broker"
-	nc.Engine = cfg.NetEngine.String()
 	nc.Addr = net.JoinHostPort(bindHost, strconv.Itoa(cfg.ListenPort))
-	nc.EventLoops = cfg.NetEventLoops
-	nc.MaxConnections = cfg.MaxConnections
-	nc.RequestBudgetBytes = cfg.RequestBudgetBytes
 	nc.MaxFrameBytes = max(codec.DefaultMaxFrameBytes, cfg.MaxMessageSize+store.RecordSizeReserveBytes+64*1024)
 	nc.Registerer = reg
-	if mode := cfg.EffectiveTLSMode(); mode != netio.TLSDisabled {
-		tlsCfg, err := netio.LoadServerTLS(cfg.TLSCertFile, cfg.TLSKeyFile)
-		if err != nil {
-			return nc, fmt.Errorf("%w: keys tlsCertFile, tlsKeyFile: %w", ErrConfig, err)
-		}
-		nc.TLSMode, nc.TLS = mode, tlsCfg
+	if err := cfg.ServerSettings.Apply(&nc); err != nil {
+		return nc, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return nc, nil
 }

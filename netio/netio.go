@@ -122,18 +122,11 @@ const (
 const (
 	// DefaultIdleTimeout is RocketMQ's channelMaxIdleTimeSeconds (120 s).
 	DefaultIdleTimeout = 120 * time.Second
-	// DefaultMaxConnections caps accepted connections; keep it below the process's fd limit
-	// (an accept failing with EMFILE stops gnet's acceptor for good).
-	DefaultMaxConnections = 10000
 	// DefaultMaxOutboundBytes bounds what one connection may have queued but unread by the
 	// peer: a few dozen maximal pull responses.
 	DefaultMaxOutboundBytes = 64 << 20
 	// DefaultMaxPendingCalls bounds the calls awaiting a response on one connection.
 	DefaultMaxPendingCalls = 65536
-	// DefaultRequestBudgetBytes bounds the bytes of large request frames a server reads and
-	// decodes at once (requestBudgetBytes; budget.go): four maximal 16 MiB frames, or
-	// fifteen maximal 4 MiB messages.
-	DefaultRequestBudgetBytes = 64 << 20
 	// DefaultLargeFrameTimeout bounds how long an admitted large frame may take to arrive:
 	// a 16 MiB frame at 5 Mbit/s. RocketMQ clients give up on a send after 3 s by default.
 	DefaultLargeFrameTimeout = 30 * time.Second
@@ -197,23 +190,24 @@ type Config struct {
 	Registerer prometheus.Registerer
 }
 
-// DefaultConfig returns the defaults: gnet engine on DefaultListenAddr with GOMAXPROCS
-// loops, 120 s idle timeout, 16 MiB frames, DefaultMaxConnections, DefaultMaxOutboundBytes,
-// DefaultMaxPendingCalls, DefaultRequestBudgetBytes, DefaultLargeFrameTimeout.
+// DefaultConfig returns the defaults: DefaultServerSettings applied (gnet engine with
+// GOMAXPROCS loops, their connection cap and request budget, no TLS) on DefaultListenAddr,
+// 120 s idle timeout, 16 MiB frames, DefaultMaxOutboundBytes, DefaultMaxPendingCalls,
+// DefaultLargeFrameTimeout.
 func DefaultConfig() Config {
-	return Config{
+	c := Config{
 		Name:             "remoting",
-		Engine:           EngineGnet,
 		Addr:             DefaultListenAddr,
 		IdleTimeout:      DefaultIdleTimeout,
 		MaxFrameBytes:    codec.DefaultMaxFrameBytes,
-		MaxConnections:   DefaultMaxConnections,
 		MaxOutboundBytes: DefaultMaxOutboundBytes,
 		MaxPendingCalls:  DefaultMaxPendingCalls,
 
-		RequestBudgetBytes: DefaultRequestBudgetBytes,
-		LargeFrameTimeout:  DefaultLargeFrameTimeout,
+		LargeFrameTimeout: DefaultLargeFrameTimeout,
 	}
+	s := DefaultServerSettings()
+	_ = s.Apply(&c) // no TLS by default: nothing to load, nothing to fail
+	return c
 }
 
 // Validate reports the first field out of range, naming it (errors wrap ErrConfig).
