@@ -25,9 +25,9 @@ import (
 // `default` its default as the file writes it (no tag: the zero value), `unit` how a number
 // in the file maps to a time.Duration (Java keeps milliseconds, hours for fileReservedTime),
 // `help` what it means; --help, -p and Set all come from these tags. The store's keys are the
-// embedded store.Config's fields and the replication keys the embedded ha.Settings', so one
-// key sets the store's or the HA field directly and each default is written once, next to its
-// field. Settings of those structs that no key sets are derived when the broker starts:
+// embedded store.Config's fields, the replication keys the embedded ha.Settings', the remoting
+// server's the embedded netio.ServerSettings' and the logging keys LogSettings', so one key
+// sets that package's field directly and each default is written once, next to its field. Settings of those structs that no key sets are derived when the broker starts:
 // store.Config.StoreHost (brokerIP1:listenPort) and store.Config.Slave (brokerRole=SLAVE),
 // see storeConfig.
 //
@@ -103,10 +103,10 @@ type Config struct {
 
 	// ringmq's own keys (DESIGN.md "Config"); the store's (flushBackend, transientStorePoolPinned,
 	// warmMappedFileMlock) are in store.Config.
-	MetricsAddr       string    `prop:"metricsAddr" group:"metrics/ops" help:"host:port serving Prometheus /metrics and /debug/pprof/; empty: none"`
-	NamesrvEmbedded   bool      `prop:"namesrvEmbedded" group:"network" default:"true" help:"run a name server in this process, on namesrvListenPort"`
-	NamesrvListenPort int       `prop:"namesrvListenPort" group:"network" allowed:"0..65535" default:"9876" help:"port of the embedded name server"`
-	AclFile           string    `prop:"aclFile" group:"ACL/TLS" help:"plain ACL file (YAML) read when aclEnable=true; empty: plain_acl.yml beside the -c file, else conf/plain_acl.yml"`
+	MetricsAddr       string `prop:"metricsAddr" group:"metrics/ops" help:"host:port serving Prometheus /metrics and /debug/pprof/; empty: none"`
+	NamesrvEmbedded   bool   `prop:"namesrvEmbedded" group:"network" default:"true" help:"run a name server in this process, on namesrvListenPort"`
+	NamesrvListenPort int    `prop:"namesrvListenPort" group:"network" allowed:"0..65535" default:"9876" help:"port of the embedded name server"`
+	AclFile           string `prop:"aclFile" group:"ACL/TLS" help:"plain ACL file (YAML) read when aclEnable=true; empty: plain_acl.yml beside the -c file, else conf/plain_acl.yml"`
 
 	// The remoting server's keys (netEngine, netEventLoops, maxConnections,
 	// requestBudgetBytes, TLS): netio's.
@@ -425,7 +425,6 @@ func (c *Config) validate() error {
 	}
 	return nil
 }
-
 
 // enumName is names[i], or type(i) for a value with no name.
 func enumName(names []string, i int, typ string) string {
