@@ -102,10 +102,16 @@ type Config struct {
 	// warmMappedFileMlock) are in store.Config.
 	NetEngine         NetEngine `prop:"netEngine" default:"gnet" help:"network engine: gnet runs event loops, std a goroutine per connection"`
 	NetEventLoops     int       `prop:"netEventLoops" help:"gnet event loops; 0: GOMAXPROCS"`
-	MetricsAddr       string    `prop:"metricsAddr" help:"host:port serving Prometheus /metrics and /debug/pprof/; empty: none"`
+	MetricsAddr       string    `prop:"metricsAddr" default:"127.0.0.1:9106" help:"host:port serving Prometheus /metrics, /debug/pprof/, /healthz and /readyz (METRICS.md); empty or off: none"`
 	NamesrvEmbedded   bool      `prop:"namesrvEmbedded" default:"true" help:"run a name server in this process, on namesrvListenPort"`
 	NamesrvListenPort int       `prop:"namesrvListenPort" default:"9876" help:"port of the embedded name server"`
 	AclFile           string    `prop:"aclFile" help:"plain ACL file (YAML) read when aclEnable=true; empty: plain_acl.yml beside the -c file, else conf/plain_acl.yml"`
+
+	// The label caps keep a topic storm from growing the metrics without bound (METRICS.md): the
+	// first topics and group×topic pairs seen get their own series, later ones share one labelled <other>.
+	MetricsMaxTopics      int `prop:"metricsMaxTopics" default:"1000" help:"topics with their own metrics series; more share topic=\"<other>\""`
+	MetricsMaxGroupTopics int `prop:"metricsMaxGroupTopics" default:"1000" help:"consumer group × topic pairs with their own metrics series; more share group=\"<other>\",topic=\"<other>\""`
+
 	// MaxConnections stays below the usual 20000 open-file limit (netio warns above it).
 	MaxConnections int `prop:"maxConnections" default:"10000" help:"client connections open at once; one more is closed at accept (0: no limit)"`
 	// RequestBudgetBytes bounds the bytes of large request frames (over 64 KiB) the broker
@@ -286,6 +292,13 @@ func (c *Config) Validate() error {
 		return bad("requestBudgetBytes", "must be positive")
 	case c.FastListenPort < -1 || c.FastListenPort > 65535:
 		return bad("fastListenPort", "must be -1 (listenPort - 2), 0 (off) or a port")
+	case c.MetricsMaxTopics < 0:
+		return bad("metricsMaxTopics", "must be 0 or positive")
+	case c.MetricsMaxGroupTopics < 0:
+		return bad("metricsMaxGroupTopics", "must be 0 or positive")
+	}
+	if why := c.metricsAddrProblem(); why != "" {
+		return bad("metricsAddr", why)
 	}
 	// The enums (flushDiskType, brokerRole, flushBackend, netEngine, tlsServerMode) were
 	// checked when their keys were read (Set); what is left are checks across keys.
