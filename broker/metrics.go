@@ -31,6 +31,7 @@ type metrics struct {
 	// Per request code (metrics_requests.go) and per topic / group × topic (metrics_topics.go).
 	reqs  *requestMetrics
 	flows *flowStats
+	lag   *topicCollector // set by registerLiveMetrics
 }
 
 func newMetrics(reg prometheus.Registerer, cfg *Config, clock func() time.Time) *metrics {
@@ -72,7 +73,8 @@ func newMetrics(reg prometheus.Registerer, cfg *Config, clock func() time.Time) 
 // lag, connections by role, replication. Called by New once the store, the tables and the servers
 // exist.
 func (b *Broker) registerLiveMetrics(reg prometheus.Registerer) {
-	reg.MustRegister(newTopicCollector(b.metrics.flows, b.store, b.offsets.All, b.clock))
+	b.metrics.lag = newTopicCollector(b.metrics.flows, b.store, b.offsets.All, b.clock)
+	reg.MustRegister(b.metrics.lag)
 	reg.MustRegister(&connectionCollector{b: b, desc: prometheus.NewDesc("ringmq_broker_connections",
 		"Open client connections by role: producer and consumer (registered by heartbeat; a connection of a client "+
 			"that is both counts in both), other (neither: admin tools, name servers, clients before their first heartbeat).",

@@ -60,11 +60,12 @@ func seriesKey(name string, labels []*dto.LabelPair) string {
 	return name + "{" + strings.Join(parts, ",") + "}"
 }
 
-// familyOf is a series key's metric name (histogram _count and _sum folded into their family).
+// familyOf is a series key's metric name (the histograms' _count and _sum folded into their family:
+// every histogram here ends in _seconds but ringmq_flush_batch_waiters).
 func familyOf(key string) string {
 	name, _, _ := strings.Cut(key, "{")
 	for _, suffix := range []string{"_count", "_sum"} {
-		if base, ok := strings.CutSuffix(name, suffix); ok && strings.HasSuffix(base, "_seconds") {
+		if base, ok := strings.CutSuffix(name, suffix); ok && (strings.HasSuffix(base, "_seconds") || base == "ringmq_flush_batch_waiters") {
 			return base
 		}
 	}
