@@ -382,3 +382,34 @@ func (r describingRegisterer) MustRegister(cs ...prometheus.Collector) {
 		}
 	}
 }
+
+// TestMetricsKeys: metricsAddr defaults to loopback port 9106, empty and off turn the endpoint off,
+// anything else must be host:port; the caps must not be negative. Errors name the key and the value.
+func TestMetricsKeys(t *testing.T) {
+	c := DefaultConfig()
+	require.Equal(t, "127.0.0.1:9106", c.MetricsListenAddr())
+	require.Equal(t, 1000, c.MetricsMaxTopics)
+	require.Equal(t, 1000, c.MetricsMaxGroupTopics)
+	for value, want := range map[string]string{"": "", "off": "", "OFF": "", ":9106": ":9106", "0.0.0.0:0": "0.0.0.0:0"} {
+		c := DefaultConfig()
+		_, err := c.Set("metricsAddr", value, 1)
+		require.NoError(t, err)
+		require.NoError(t, c.Validate(), value)
+		require.Equal(t, want, c.MetricsListenAddr(), value)
+	}
+	for key, tc := range map[string]struct{ value, want string }{
+		"metricsAddr":           {"9106", `key metricsAddr: "9106" is not host:port, empty or off`},
+		"metricsMaxTopics":      {"-1", "key metricsMaxTopics: must be 0 or positive"},
+		"metricsMaxGroupTopics": {"-1", "key metricsMaxGroupTopics: must be 0 or positive"},
+	} {
+		c := DefaultConfig()
+		_, err := c.Set(key, tc.value, 1)
+		require.NoError(t, err)
+		err = c.Validate()
+		require.ErrorIs(t, err, ErrConfig, key)
+		require.ErrorContains(t, err, tc.want)
+	}
+	c = DefaultConfig()
+	c.MetricsAddr = "127.0.0.1:99999"
+	require.ErrorContains(t, c.Validate(), `key metricsAddr: "127.0.0.1:99999": the port must be 0..65535`)
+}
