@@ -11,8 +11,8 @@
 // shut the broker down cleanly (final flush, checkpoint, abort marker removed).
 //
 // http://<metricsAddr>/ (default 127.0.0.1:9106; empty or off: none) serves Prometheus /metrics,
-// the Go profiler under /debug/pprof/, and the /healthz and /readyz probes (METRICS.md). aclEnable=true checks every request against the plain ACL
-// file aclFile (default: plain_acl.yml beside the -c file, else conf/plain_acl.yml), re-read
+// the Go profiler under /debug/pprof/ and the /healthz and /readyz probes (METRICS.md).
+// aclEnable=true checks every request against the plain ACL file aclFile (default: plain_acl.yml beside the -c file, else conf/plain_acl.yml), re-read
 // when it changes; tlsEnable=true (or tlsServerMode=permissive|enforcing) with tlsCertFile
 // and tlsKeyFile serves TLS on listenPort.
 package main
@@ -174,11 +174,25 @@ func configure(args []string, stdout, stderr io.Writer) (broker.Config, *slog.Lo
 func serve(cfg broker.Config, stdout, stderr io.Writer, logger *slog.Logger, signals <-chan os.Signal) int {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// The operators' endpoint comes up first: metrics and profiles during a long recovery, and probes
+	// that answer 503 "starting" until the broker is there.
+	probes := &opsserver.Pending{}
+	var metrics *opsserver.Server
+	if addr := cfg.MetricsListenAddr(); addr != "" {
+		var err error
+		if metrics, err = opsserver.Start(addr, reg, probes); err != nil {
+			fmt.Fprintf(stderr, "mqbroker: metricsAddr: %v\n", err)
+			return 1
+		}
+		defer func() { _ = metrics.Close() }() // for the early returns; the Close at the end reports errors
+		fmt.Fprintf(stdout, "metrics on http://%s/metrics, profiles on http://%s/debug/pprof/\n", metrics.Addr(), metrics.Addr())
+	}
 	b, err := launch.New(cfg, broker.Deps{Logger: logger, Registerer: reg})
 	if err != nil {
 		fmt.Fprintf(stderr, "mqbroker: %v\n", err)
 		return 1
 	}
+	probes.Set(b)
 	if err := b.Start(); err != nil {
 		fmt.Fprintf(stderr, "mqbroker: %v\n", err)
 		// Start stopped what it had started; Shutdown releases the rest (worker pools).
@@ -187,19 +201,6 @@ func serve(cfg broker.Config, stdout, stderr io.Writer, logger *slog.Logger, sig
 		defer cancel()
 		_ = b.Shutdown(ctx)
 		return 1
-	}
-	var metrics *opsserver.Server
-	if addr := cfg.MetricsListenAddr(); addr != "" {
-		if metrics, err = opsserver.Start(addr, reg, b); err != nil {
-			fmt.Fprintf(stderr, "mqbroker: metricsAddr: %v\n", err)
-			ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-			defer cancel()
-			if err := b.Shutdown(ctx); err != nil {
-				fmt.Fprintf(stderr, "mqbroker: shutdown: %v\n", err)
-			}
-			return 1
-		}
-		fmt.Fprintf(stdout, "metrics on http://%s/metrics, profiles on http://%s/debug/pprof/\n", metrics.Addr(), metrics.Addr())
 	}
 	// Java's boot line (start scripts wait for it), then where everything is.
 	namesrvs := b.Config().NamesrvAddr

@@ -22,6 +22,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,11 +46,38 @@ type Checker interface {
 	Ready() []Check
 }
 
-// Server serves the endpoints on one listener. Create with Start; Close once.
+// Pending is a Checker for a process still starting: every probe fails with the check "started"
+// until Set gives it the real Checker. Safe for concurrent use.
+type Pending struct {
+	c atomic.Pointer[Checker]
+}
+
+// Set makes c answer the probes from now on.
+func (p *Pending) Set(c Checker) { p.c.Store(&c) }
+
+func (p *Pending) Health() []Check {
+	if c := p.c.Load(); c != nil {
+		return (*c).Health()
+	}
+	return []Check{notStarted}
+}
+
+func (p *Pending) Ready() []Check {
+	if c := p.c.Load(); c != nil {
+		return (*c).Ready()
+	}
+	return []Check{notStarted}
+}
+
+var notStarted = Check{Name: "started", OK: false, Detail: "starting (a broker recovers its store first)"}
+
+// Server serves the endpoints on one listener. Create with Start; Close it (again: a no-op).
 type Server struct {
-	addr string
-	srv  *http.Server
-	done chan error
+	addr     string
+	srv      *http.Server
+	done     chan error
+	once     sync.Once
+	closeErr error
 }
 
 // Start listens on addr (host:port; port 0 picks one) and serves gatherer's metrics, pprof, and
@@ -92,7 +121,9 @@ func probe(checker Checker, checks func(Checker) []Check) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		body := probeBody{Status: "ok", Checks: []Check{}}
 		if checker != nil {
-			body.Checks = checks(checker)
+			if cs := checks(checker); cs != nil {
+				body.Checks = cs
+			}
 		}
 		status := http.StatusOK
 		for _, c := range body.Checks {
@@ -112,13 +143,17 @@ func probe(checker Checker, checks func(Checker) []Check) http.HandlerFunc {
 // Addr is the address the server listens on (the actual port when addr had port 0).
 func (s *Server) Addr() string { return s.addr }
 
-// Close stops the server, waiting up to 5 s for requests in progress.
+// Close stops the server, waiting up to 5 s for requests in progress. Later calls return the first
+// call's result.
 func (s *Server) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	err := s.srv.Shutdown(ctx)
-	if serveErr := <-s.done; serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
-		err = errors.Join(err, serveErr)
-	}
-	return err
+	s.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err := s.srv.Shutdown(ctx)
+		if serveErr := <-s.done; serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+			err = errors.Join(err, serveErr)
+		}
+		s.closeErr = err
+	})
+	return s.closeErr
 }

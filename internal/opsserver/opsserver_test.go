@@ -91,3 +91,24 @@ func TestStartReportsAnAddressInUse(t *testing.T) {
 	_, err = Start(s.Addr(), prometheus.NewRegistry(), nil)
 	require.ErrorContains(t, err, "address already in use")
 }
+
+// TestPendingAnswersStartingUntilSet: before Set both probes fail naming the start; after it the
+// real checker answers. Close twice is fine.
+func TestPendingAnswersStartingUntilSet(t *testing.T) {
+	p := &Pending{}
+	s, err := Start("127.0.0.1:0", prometheus.NewRegistry(), p)
+	require.NoError(t, err)
+	for _, path := range []string{"/healthz", "/readyz"} {
+		code, _, body := get(t, "http://"+s.Addr()+path)
+		require.Equal(t, http.StatusServiceUnavailable, code)
+		require.Equal(t, `{"status":"fail","checks":[{"name":"started","ok":false,"detail":"starting (a broker recovers its store first)"}]}`+"\n", body)
+	}
+	checker := &fakeChecker{}
+	checker.set([]Check{{Name: "store_writable", OK: true}}, nil)
+	p.Set(checker)
+	code, _, body := get(t, "http://"+s.Addr()+"/healthz")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, `{"status":"ok","checks":[{"name":"store_writable","ok":true}]}`+"\n", body)
+	require.NoError(t, s.Close())
+	require.NoError(t, s.Close())
+}
