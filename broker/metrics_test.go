@@ -178,7 +178,7 @@ func TestEveryMetricMoves(t *testing.T) {
 	testutil.Eventually(t, "the mute slave gone", func() bool { return master.b.haServer.SlaveCount() == 0 })
 
 	// A real slave (its registration moves the name server's series).
-	startTestBroker(t, func(c *Config) {
+	slave := startTestBroker(t, func(c *Config) {
 		c.BrokerRole = RoleSlave
 		c.BrokerID = 1
 		c.NamesrvEmbedded = false
@@ -187,6 +187,9 @@ func TestEveryMetricMoves(t *testing.T) {
 		c.HAMasterAddress = master.b.haServer.Addr().String()
 	})
 	testutil.Eventually(t, "a slave connected", func() bool { return master.b.haServer.SlaveCount() == 1 })
+	for _, c := range slave.b.Health() {
+		require.True(t, c.OK, "a slave refuses sends by role, not because its store is read-only: %+v", c)
+	}
 
 	// A producer and a consumer, each on its own connection; c is neither.
 	producer, consumer := dialCtl(t, master.BrokerAddr), dialCtl(t, master.BrokerAddr)
