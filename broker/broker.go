@@ -133,6 +133,10 @@ type Broker struct {
 
 	shutdownOnce sync.Once
 	shutdownErr  error
+
+	// Probe state (health.go).
+	storeStarted atomic.Bool // Start started the store (recovered in New)
+	serving      atomic.Bool // Start returned nil and Shutdown has not begun
 }
 
 // service is a background part with a lifecycle (flushers of config files, the
@@ -182,8 +186,9 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		b.registry = prometheus.NewRegistry()
 		reg = b.registry
 	}
-	b.metrics = newMetrics(reg)
+	b.metrics = newMetrics(reg, &cfg, b.clock)
 	b.replies = remoting.NewReplies(b.metrics.replyErrors, b.logger)
+	b.replies.SetObserver(b.metrics.reqs.answered)
 	b.routes = maps.Clone(routeByCode)
 	b.ctl.registerer = reg
 	host, err := resolveBrokerIP(cfg.BrokerIP1)
@@ -269,6 +274,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	if err := b.initServer(reg); err != nil {
 		return nil, err
 	}
+	b.registerLiveMetrics(reg)
 	// The server starts after everything it serves. At shutdown, parked pulls are
 	// answered while their connections are still open, then the server drains.
 	b.addService("remoting server", b.startServers, func(ctx context.Context) error {
@@ -295,6 +301,7 @@ func (b *Broker) Start() error {
 	if err := b.store.Start(); err != nil {
 		return fmt.Errorf("%w: store: %w", ErrStart, err)
 	}
+	b.storeStarted.Store(true)
 	for i, s := range b.services {
 		if s.start == nil {
 			continue
@@ -308,10 +315,12 @@ func (b *Broker) Start() error {
 				}
 			}
 			b.closePools()
+			b.storeStarted.Store(false)
 			_ = b.store.Shutdown()
 			return fmt.Errorf("%w: %s: %w", ErrStart, s.name, err)
 		}
 	}
+	b.serving.Store(true)
 	return nil
 }
 
@@ -321,6 +330,7 @@ func (b *Broker) Start() error {
 // Later calls return the first call's result.
 func (b *Broker) Shutdown(ctx context.Context) error {
 	b.shutdownOnce.Do(func() {
+		b.serving.Store(false)
 		var errs []error
 		for i := len(b.services) - 1; i >= 0; i-- {
 			s := b.services[i]

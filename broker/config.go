@@ -103,10 +103,15 @@ type Config struct {
 
 	// ringmq's own keys (DESIGN.md "Config"); the store's (flushBackend, transientStorePoolPinned,
 	// warmMappedFileMlock) are in store.Config.
-	MetricsAddr       string `prop:"metricsAddr" group:"metrics/ops" help:"host:port serving Prometheus /metrics and /debug/pprof/; empty: none"`
+	MetricsAddr       string `prop:"metricsAddr" group:"metrics/ops" default:"127.0.0.1:9106" help:"host:port serving Prometheus /metrics, /debug/pprof/, /healthz and /readyz (METRICS.md); empty or off: none"`
 	NamesrvEmbedded   bool   `prop:"namesrvEmbedded" group:"network" default:"true" help:"run a name server in this process, on namesrvListenPort"`
 	NamesrvListenPort int    `prop:"namesrvListenPort" group:"network" allowed:"0..65535" default:"9876" help:"port of the embedded name server"`
 	AclFile           string `prop:"aclFile" group:"ACL/TLS" help:"plain ACL file (YAML) read when aclEnable=true; empty: plain_acl.yml beside the -c file, else conf/plain_acl.yml"`
+
+	// The label caps keep a topic storm from growing the metrics without bound (METRICS.md): the
+	// first topics and group×topic pairs seen get their own series, later ones share one labelled <other>.
+	MetricsMaxTopics      int `prop:"metricsMaxTopics" group:"metrics/ops" allowed:"0 or more" default:"1000" help:"topics with their own metrics series; more share topic=\"<other>\""`
+	MetricsMaxGroupTopics int `prop:"metricsMaxGroupTopics" group:"metrics/ops" allowed:"0 or more" default:"1000" help:"consumer group × topic pairs with their own metrics series; more share group=\"<other>\",topic=\"<other>\""`
 
 	// The remoting server's keys (netEngine, netEventLoops, maxConnections,
 	// requestBudgetBytes, TLS): netio's.
@@ -389,6 +394,13 @@ func (c *Config) validate() error {
 		return bad("transientStorePoolSize", "must be positive when transientStorePoolEnable=true")
 	case c.FastListenPort < -1 || c.FastListenPort > 65535:
 		return bad("fastListenPort", "")
+	case c.MetricsMaxTopics < 0:
+		return bad("metricsMaxTopics", "")
+	case c.MetricsMaxGroupTopics < 0:
+		return bad("metricsMaxGroupTopics", "")
+	}
+	if why := c.metricsAddrProblem(); why != "" {
+		return bad("metricsAddr", why)
 	}
 	if c.BrokerIP1 != "" {
 		if _, err := netip.ParseAddr(c.BrokerIP1); err != nil {

@@ -42,7 +42,7 @@ func hotPullThreshold(totalRAMBytes int64, ratioPercent int) int64 {
 // tables, the consumers' subscriptions, the store and the pull pool.
 func (b *Broker) newReadPlane(reg prometheus.Registerer) (*readplane.Plane, error) {
 	return readplane.New(readplane.Deps{
-		Store:         b.store,
+		Store:         meteredStore{MessageStore: b.store, stats: b.metrics.flows, pulls: true},
 		Topics:        b.topics,
 		Groups:        b.subscriptions,
 		Offsets:       b.offsets,
@@ -81,7 +81,7 @@ func (b *Broker) newSendPlane(delayLevels int) (*sendplane.Plane, error) {
 		replicas = syncMasterWait{b}
 	}
 	return sendplane.New(sendplane.Deps{
-		Store:     b.store,
+		Store:     meteredStore{MessageStore: b.store, stats: b.metrics.flows},
 		Topics:    b.topics,
 		Groups:    b.subscriptions,
 		Offsets:   b.offsets,

@@ -591,7 +591,7 @@ func (s *ScheduleMessageService) logFailure(what string, level int32, err error)
 // a master (a slave's copy of the queue is delivered by its master).
 func (b *Broker) initSchedule(delays []time.Duration) error {
 	s, err := newScheduleMessageService(scheduleDeps{
-		store:     b.store,
+		store:     meteredStore{MessageStore: b.store, stats: b.metrics.flows}, // deliveries count as puts to their topics
 		delays:    delays,
 		storeHost: b.storeHost,
 		clock:     b.clock,

@@ -1,6 +1,19 @@
 package broker
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ringmq/ringmq/netio"
+)
+
+// Every series the broker process serves, with its labels, is listed in METRICS.md at the
+// repository root; TestMetricsDocListsEveryRegisteredSeries keeps the two equal.
 
 // metrics are the broker's own collectors (the store, flush and netio register theirs).
 // Names follow Prometheus conventions: base units, _total for counters.
@@ -14,9 +27,14 @@ type metrics struct {
 	registrations    *prometheus.CounterVec // REGISTER_BROKER calls, by result
 	consumerNotifies prometheus.Counter     // NOTIFY_CONSUMER_IDS_CHANGED sent
 	configWrites     *prometheus.CounterVec // config file writes, by file and result
+
+	// Per request code (metrics_requests.go) and per topic / group × topic (metrics_topics.go).
+	reqs  *requestMetrics
+	flows *flowStats
+	lag   *topicCollector // set by registerLiveMetrics
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+func newMetrics(reg prometheus.Registerer, cfg *Config, clock func() time.Time) *metrics {
 	m := &metrics{
 		replyErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ringmq_broker_reply_errors_total",
@@ -43,7 +61,90 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Writes of topics.json, subscriptionGroup.json and consumerOffset.json, by file and result (ok, error).",
 		}, []string{"file", "result"}),
 	}
+	m.reqs = newRequestMetrics(m.requests, clock)
+	m.flows = newFlowStats(cfg.MetricsMaxTopics, cfg.MetricsMaxGroupTopics)
 	reg.MustRegister(m.replyErrors, m.requests, m.busy,
 		m.registrations, m.consumerNotifies, m.configWrites)
+	reg.MustRegister(m.reqs.collectors()...)
 	return m
+}
+
+// registerLiveMetrics registers the collectors that read the broker's state at scrape time: consumer
+// lag, connections by role, replication. Called by New once the store, the tables and the servers
+// exist.
+func (b *Broker) registerLiveMetrics(reg prometheus.Registerer) {
+	b.metrics.lag = newTopicCollector(b.metrics.flows, b.store, b.offsets.All, b.clock)
+	reg.MustRegister(b.metrics.lag)
+	reg.MustRegister(&connectionCollector{b: b, desc: prometheus.NewDesc("ringmq_broker_connections",
+		"Open client connections by role: producer and consumer (registered by heartbeat; a connection of a client "+
+			"that is both counts in both), other (neither: admin tools, name servers, clients before their first heartbeat).",
+		[]string{"role"}, nil)})
+	if srv := b.haServer; srv != nil {
+		reg.MustRegister(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ringmq_replica_slaves_connected",
+				Help: "Slaves connected to this master's HA port."}, func() float64 { return float64(srv.SlaveCount()) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ringmq_replica_behind_bytes",
+				Help: "CommitLog bytes the most advanced connected slave has not acknowledged (0 without a slave)."},
+				func() float64 {
+					if srv.SlaveCount() == 0 {
+						return 0
+					}
+					return float64(max(b.store.MaxPhyOffset()-srv.AckedOffset(), 0))
+				}),
+		)
+	}
+}
+
+// connectionCollector counts the remoting servers' connections by role at scrape time.
+type connectionCollector struct {
+	b    *Broker
+	desc *prometheus.Desc
+}
+
+func (c *connectionCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *connectionCollector) Collect(ch chan<- prometheus.Metric) {
+	producers, consumers := map[uint64]struct{}{}, map[uint64]struct{}{}
+	c.b.producers.AddConnIDs(producers)
+	c.b.consumers.AddConnIDs(consumers)
+	total := 0
+	for _, srv := range []netio.Server{c.b.server, c.b.fastServer} {
+		if srv != nil {
+			total += srv.ConnectionCount()
+		}
+	}
+	clients := len(producers) + len(consumers)
+	for id := range producers {
+		if _, both := consumers[id]; both {
+			clients--
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(len(producers)), "producer")
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(len(consumers)), "consumer")
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(max(total-clients, 0)), "other")
+}
+
+// MetricsListenAddr is the address the operators' HTTP endpoint (metrics, pprof, probes) listens
+// on, or "" when metricsAddr is empty or "off".
+func (c *Config) MetricsListenAddr() string {
+	if strings.EqualFold(c.MetricsAddr, "off") {
+		return ""
+	}
+	return c.MetricsAddr
+}
+
+// metricsAddrProblem says what is wrong with metricsAddr, "" when nothing.
+func (c *Config) metricsAddrProblem() string {
+	addr := c.MetricsListenAddr()
+	if addr == "" {
+		return ""
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Sprintf("%q is not host:port, empty or off", c.MetricsAddr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Sprintf("%q: the port must be 0..65535", c.MetricsAddr)
+	}
+	return ""
 }

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ringmq/ringmq/broker/metadata"
@@ -57,6 +58,10 @@ type registrar struct {
 	kick chan struct{} // a round is wanted (cap 1)
 	stop chan struct{}
 	done chan struct{}
+
+	// lastOK and lastExternalOK are when a name server (any; one of namesrvAddr's) last accepted a
+	// registration, in clock nanoseconds, 0 never: the probes' (health.go).
+	lastOK, lastExternalOK atomic.Int64
 
 	mu      sync.Mutex
 	waiters []func(error) // called when the next round ends (registerAndWait, AfterRegistration)
@@ -234,6 +239,11 @@ func (r *registrar) registerAll(ctx context.Context) error {
 				r.b.metrics.registrations.WithLabelValues("error").Inc()
 			} else {
 				r.b.metrics.registrations.WithLabelValues("ok").Inc()
+				now := r.b.clock().UnixNano()
+				r.lastOK.Store(now)
+				if addr != r.b.ctl.embeddedDialAddr || r.b.ctl.embedded == nil {
+					r.lastExternalOK.Store(now)
+				}
 			}
 		}()
 	}

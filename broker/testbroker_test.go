@@ -52,6 +52,7 @@ func testBrokerConfig(t testing.TB) Config {
 	cfg.NamesrvEmbedded = true
 	cfg.NamesrvListenPort = 0
 	cfg.NamesrvAddr = ""
+	cfg.MetricsAddr = "off" // nothing in package broker serves it; a test that wants the endpoint uses port 0
 	cfg.StorePathRootDir = t.TempDir()
 	cfg.MappedFileSizeCommitLog = 4 << 20
 	cfg.MappedFileSizeConsumeQueue = 1024 * 20 // 20 KiB: 1024 entries per file

@@ -162,6 +162,7 @@ type brokerHandler struct {
 func (h *brokerHandler) OnOpen(c netio.Conn) {}
 
 func (h *brokerHandler) OnRequest(c netio.Conn, cmd *codec.RemotingCommand) {
+	h.b.metrics.reqs.received(cmd.Code)
 	if h.acl != nil {
 		if remark := h.acl.check(c.RemoteAddr().Addr(), cmd); remark != "" {
 			// NO_PERMISSION, where Apache RocketMQ answers SYSTEM_ERROR (acl.go).

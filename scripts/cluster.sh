@@ -3,8 +3,8 @@
 # brokerNames, each a master with one slave, stores under $DATA/cluster/<broker>. Ctrl-C stops them all.
 #
 #   name server  127.0.0.1:9876
-#   broker-a     master 10911 (HA 10912)    slave 10921 (HA 10922)
-#   broker-b     master 10931 (HA 10932)    slave 10941 (HA 10942)
+#   broker-a     master 10911 (HA 10912, metrics 9106)    slave 10921 (HA 10922, metrics 9107)
+#   broker-b     master 10931 (HA 10932, metrics 9108)    slave 10941 (HA 10942, metrics 9109)
 #
 # ROLE=SYNC_MASTER makes both masters answer a send only once their slave has it (default ASYNC_MASTER).
 # Producers and consumers use namesrvAddr 127.0.0.1:9876. Logs: $DATA/cluster/<broker>.log.
@@ -27,10 +27,11 @@ trap stop INT TERM EXIT
 "$BIN/mqnamesrv" --listenPort 9876 >"$root/namesrv.log" 2>&1 &
 pids+=($!)
 
-# broker NAME ID ROLE PORT [MASTER_HA_PORT]: a slave names its master's HA port, so that it does not wait
-# for the next registration round (30 s) to learn it when it registered before its master.
+# broker NAME ID ROLE PORT METRICS_PORT [MASTER_HA_PORT]: a slave names its master's HA port, so that it
+# does not wait for the next registration round (30 s) to learn it when it registered before its master.
+# Each broker needs its own metrics port (metricsAddr defaults to 127.0.0.1:9106).
 broker() {
-  local name=$1 id=$2 role=$3 port=$4 master=${5:-} dir="$root/$1-$2"
+  local name=$1 id=$2 role=$3 port=$4 metrics=$5 master=${6:-} dir="$root/$1-$2"
   mkdir -p "$dir"
   cat >"$dir/broker.conf" <<CONF
 brokerClusterName=LocalCluster
@@ -40,6 +41,7 @@ brokerRole=$role
 brokerIP1=127.0.0.1
 listenPort=$port
 haListenPort=$((port + 1))
+metricsAddr=127.0.0.1:$metrics
 namesrvAddr=127.0.0.1:9876
 namesrvEmbedded=false
 storePathRootDir=$dir/store
@@ -48,10 +50,10 @@ CONF
   "$BIN/mqbroker" -c "$dir/broker.conf" >"$root/$name-$id.log" 2>&1 &
   pids+=($!)
 }
-broker broker-a 0 "$ROLE" 10911
-broker broker-a 1 SLAVE 10921 10912
-broker broker-b 0 "$ROLE" 10931
-broker broker-b 1 SLAVE 10941 10932
+broker broker-a 0 "$ROLE" 10911 9106
+broker broker-a 1 SLAVE 10921 9107 10912
+broker broker-b 0 "$ROLE" 10931 9108
+broker broker-b 1 SLAVE 10941 9109 10932
 
 echo "cluster LocalCluster: name server 127.0.0.1:9876; broker-a 10911 (+slave 10921), broker-b 10931 (+slave 10941)"
 echo "stores and logs under $root; Ctrl-C stops everything"

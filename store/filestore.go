@@ -865,6 +865,16 @@ func (s *Store) DeleteTopics(topics ...string) error {
 	return errors.Join(errs...)
 }
 
+// diskUsedRatio is the used share of the CommitLog's file system, 0 when it cannot be read. A statfs,
+// no lock: metrics never wait on the data path.
+func (s *Store) diskUsedRatio() float64 {
+	usage, err := s.fs.DiskUsage(s.cfg.commitLogDir())
+	if err != nil {
+		return 0
+	}
+	return usage.UsedRatio() / 100
+}
+
 func (s *Store) registerMetrics() error {
 	if s.reg == nil {
 		return nil
@@ -887,6 +897,9 @@ func (s *Store) registerMetrics() error {
 		gauge("ringmq_store_commitlog_min_offset_bytes", "Start of the oldest CommitLog file.", func() float64 { return float64(s.MinPhyOffset()) }),
 		gauge("ringmq_store_commitlog_flushed_offset_bytes", "End of the durable CommitLog.", func() float64 { return float64(s.FlushedPhyOffset()) }),
 		gauge("ringmq_store_dispatch_behind_bytes", "Bytes the dispatcher trails the CommitLog.", func() float64 { return float64(s.DispatchBehindBytes()) }),
+		gauge("ringmq_store_commitlog_bytes", "Bytes the CommitLog holds: its end minus the start of its oldest file.", func() float64 { return float64(max(s.MaxPhyOffset()-s.MinPhyOffset(), 0)) }),
+		gauge("ringmq_store_flush_behind_bytes", "Bytes of the CommitLog not yet durable (end minus flushed offset).", func() float64 { return float64(max(s.MaxPhyOffset()-s.FlushedPhyOffset(), 0)) }),
+		gauge("ringmq_store_disk_used_ratio", "Used share (0..1) of the CommitLog's file system, read at scrape time (statfs; diskMaxUsedSpaceRatio and the levels after it compare it in percent).", s.diskUsedRatio),
 		gauge("ringmq_store_put_lock_max_seconds", "Longest time a put held the put lock.", func() float64 { return float64(cl.stats.maxNanos.Load()) / 1e9 }),
 		newLockTimeCollector(cl.stats, cl.putLock),
 		cl.putSeconds,

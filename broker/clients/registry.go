@@ -401,3 +401,27 @@ func (m *ProducerManager) Members(group string) []ClientChannelInfo {
 	}
 	return out
 }
+
+// AddConnIDs adds the ID of every connection a consumer is registered on to ids (metrics: connections
+// by role).
+func (m *ConsumerManager) AddConnIDs(ids map[uint64]struct{}) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for _, g := range m.groups {
+		for _, ch := range g.members {
+			ids[ch.Conn.ID()] = struct{}{}
+		}
+	}
+}
+
+// AddConnIDs adds the ID of every connection a producer is registered on to ids (metrics: connections
+// by role).
+func (m *ProducerManager) AddConnIDs(ids map[uint64]struct{}) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for _, members := range m.groups {
+		for _, ch := range members {
+			ids[ch.Conn.ID()] = struct{}{}
+		}
+	}
+}

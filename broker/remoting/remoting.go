@@ -30,7 +30,9 @@ type Request struct {
 
 // NewRequest wraps a request frame received on conn at received.
 func (r *Replies) NewRequest(conn netio.Conn, cmd *codec.RemotingCommand, received time.Time) *Request {
-	return &Request{Conn: conn, Cmd: cmd, Received: received, Reply: r.To(conn, cmd)}
+	to := r.To(conn, cmd)
+	to.received = received
+	return &Request{Conn: conn, Cmd: cmd, Received: received, Reply: to}
 }
 
 // Detached rebuilds a Request around cmd (which gets the reply's opaque and serialize type)
@@ -68,6 +70,8 @@ func (r Reply) Detached(cmd *codec.RemotingCommand, received time.Time) *Request
 type Reply struct {
 	conn          netio.Conn
 	opaque        int32
+	requestCode   int32     // for the observer (SetObserver)
+	received      time.Time // zero when the Reply was made by To
 	serializeType codec.SerializeType
 	out           *Replies
 }
@@ -78,7 +82,17 @@ type Replies struct {
 	frames      sync.Pool // *Frame
 	replyErrors prometheus.Counter
 	logger      *slog.Logger
+	observe     Observer // nil: none
 }
+
+// Observer is told about every response a Reply writes: the request's code, the response's
+// code and when the request was received (zero for a Reply made by To). It runs on the
+// answering goroutine, once per response, and must not block or allocate.
+type Observer func(requestCode int32, response codec.ResponseCode, received time.Time)
+
+// SetObserver sets the observer of every response (the broker's request metrics). Call before
+// any Reply is used.
+func (r *Replies) SetObserver(o Observer) { r.observe = o }
 
 // NewReplies counts failed writes in replyErrors and logs encoding failures to logger.
 func NewReplies(replyErrors prometheus.Counter, logger *slog.Logger) *Replies {
@@ -93,7 +107,7 @@ func NewReplies(replyErrors prometheus.Counter, logger *slog.Logger) *Replies {
 
 // To is the Reply for cmd received on conn.
 func (r *Replies) To(conn netio.Conn, cmd *codec.RemotingCommand) Reply {
-	return Reply{conn: conn, opaque: cmd.Opaque, serializeType: cmd.SerializeType, out: r}
+	return Reply{conn: conn, opaque: cmd.Opaque, requestCode: cmd.Code, serializeType: cmd.SerializeType, out: r}
 }
 
 // NewFrame takes a pooled frame for a response whose bodies it keeps valid; Reply.Frame
@@ -159,6 +173,9 @@ func (r Reply) Send(buf *[]byte, code codec.ResponseCode, remark string, fields 
 		return
 	}
 	*buf = out
+	if r.out.observe != nil {
+		r.out.observe(r.requestCode, code, r.received)
+	}
 	if err := r.conn.WriteFrame(out, bodies, release); err != nil {
 		r.out.replyErrors.Inc()
 	}

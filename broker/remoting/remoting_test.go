@@ -82,3 +82,32 @@ func TestDetachedKeepsTheReply(t *testing.T) {
 }
 
 var testTime = time.UnixMilli(1_700_000_000_000)
+
+// TestObserverSeesEveryResponseOnce: the observer gets the request's code, each response's code and
+// the request's arrival (zero for a Reply made by To), once per response written, a Detached reply
+// included, and once for the SYSTEM_ERROR that replaces a response that cannot be encoded.
+func TestObserverSeesEveryResponseOnce(t *testing.T) {
+	replies, _ := newTestReplies()
+	type seen struct {
+		request  int32
+		response codec.ResponseCode
+		received time.Time
+	}
+	var got []seen
+	replies.SetObserver(func(request int32, response codec.ResponseCode, received time.Time) {
+		got = append(got, seen{request, response, received})
+	})
+	conn := &conntest.Conn{}
+	arrived := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	req := replies.NewRequest(conn, &codec.RemotingCommand{Code: int32(codec.RequestPullMessage), Opaque: 1}, arrived)
+	req.Reply.Answer(codec.ResponsePullNotFound, "")
+	req.Reply.Detached(&codec.RemotingCommand{}, arrived.Add(time.Second)).Reply.OK()
+	replies.To(conn, &codec.RemotingCommand{Code: int32(codec.RequestSendMessage), Opaque: 2}).
+		Answer(codec.ResponseSuccess, "", codec.NumField("k", 1), codec.NumField("k", 2)) // not encodable: SYSTEM_ERROR instead
+	require.Equal(t, []seen{
+		{int32(codec.RequestPullMessage), codec.ResponsePullNotFound, arrived},
+		{int32(codec.RequestPullMessage), codec.ResponseSuccess, arrived},
+		{int32(codec.RequestSendMessage), codec.ResponseSystemError, time.Time{}},
+	}, got)
+	require.Len(t, conn.MustResponses(t), 3)
+}

@@ -48,6 +48,7 @@ func testBrokerConfig(dir string) broker.Config {
 	cfg.NamesrvEmbedded = true
 	cfg.NamesrvListenPort = 0
 	cfg.NamesrvAddr = ""
+	cfg.MetricsAddr = "" // the default is 127.0.0.1:9106; startInProcessBroker picks a port unless a test sets one
 	cfg.StorePathRootDir = dir
 	cfg.MappedFileSizeCommitLog = 8 << 20
 	cfg.MappedFileSizeConsumeQueue = 4096 * 20

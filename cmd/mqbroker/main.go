@@ -12,9 +12,9 @@
 // lines say what the broker runs with (broker.LogStartupSummary). SIGINT or SIGTERM
 // shut the broker down cleanly (final flush, checkpoint, abort marker removed).
 //
-// With metricsAddr set, http://<metricsAddr>/metrics serves Prometheus metrics and
-// /debug/pprof/ the Go profiler. aclEnable=true checks every request against the plain ACL
-// file aclFile (default: plain_acl.yml beside the -c file, else conf/plain_acl.yml), re-read
+// http://<metricsAddr>/ (default 127.0.0.1:9106; empty or off: none) serves Prometheus /metrics,
+// the Go profiler under /debug/pprof/ and the /healthz and /readyz probes (METRICS.md).
+// aclEnable=true checks every request against the plain ACL file aclFile (default: plain_acl.yml beside the -c file, else conf/plain_acl.yml), re-read
 // when it changes; tlsEnable=true (or tlsServerMode=permissive|enforcing) with tlsCertFile
 // and tlsKeyFile serves TLS on listenPort.
 package main
@@ -25,9 +25,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
-	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -37,11 +34,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/pflag"
 
 	"github.com/ringmq/ringmq/broker"
 	"github.com/ringmq/ringmq/internal/launch"
+	"github.com/ringmq/ringmq/internal/opsserver"
 )
 
 // shutdownTimeout bounds a clean shutdown (draining responses, final flush).
@@ -91,11 +88,25 @@ func run(args []string, stdout, stderr io.Writer, signals <-chan os.Signal) int 
 func serve(cfg broker.Config, stdout, stderr io.Writer, logger *slog.Logger, signals <-chan os.Signal) int {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(goCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// The operators' endpoint comes up first: metrics and profiles during a long recovery, and probes
+	// that answer 503 "starting" until the broker is there.
+	probes := &opsserver.Pending{}
+	var metrics *opsserver.Server
+	if addr := cfg.MetricsListenAddr(); addr != "" {
+		var err error
+		if metrics, err = opsserver.Start(addr, reg, probes); err != nil {
+			fmt.Fprintf(stderr, "mqbroker: metricsAddr: %v\n", err)
+			return 1
+		}
+		defer func() { _ = metrics.Close() }() // for the early returns; the Close at the end reports errors
+		fmt.Fprintf(stdout, "metrics on http://%s/metrics, profiles on http://%s/debug/pprof/\n", metrics.Addr(), metrics.Addr())
+	}
 	b, err := launch.New(cfg, broker.Deps{Logger: logger, Registerer: reg})
 	if err != nil {
 		fmt.Fprintf(stderr, "mqbroker: %v\n", err)
 		return 1
 	}
+	probes.Set(b)
 	if err := b.Start(); err != nil {
 		fmt.Fprintf(stderr, "mqbroker: %v\n", err)
 		// Start stopped what it had started; Shutdown releases the rest (worker pools).
@@ -104,19 +115,6 @@ func serve(cfg broker.Config, stdout, stderr io.Writer, logger *slog.Logger, sig
 		defer cancel()
 		_ = b.Shutdown(ctx)
 		return 1
-	}
-	var metrics *metricsServer
-	if cfg.MetricsAddr != "" {
-		if metrics, err = startMetrics(cfg.MetricsAddr, reg); err != nil {
-			fmt.Fprintf(stderr, "mqbroker: metricsAddr: %v\n", err)
-			ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-			defer cancel()
-			if err := b.Shutdown(ctx); err != nil {
-				fmt.Fprintf(stderr, "mqbroker: shutdown: %v\n", err)
-			}
-			return 1
-		}
-		fmt.Fprintf(stdout, "metrics on http://%s/metrics, profiles on http://%s/debug/pprof/\n", metrics.addr, metrics.addr)
 	}
 	// Java's boot line (start scripts wait for it), then where everything is.
 	namesrvs := b.Config().NamesrvAddr
@@ -132,7 +130,7 @@ func serve(cfg broker.Config, stdout, stderr io.Writer, logger *slog.Logger, sig
 		cfg.BrokerName, b.BrokerAddr(), namesrvs)
 	metricsAddr := ""
 	if metrics != nil {
-		metricsAddr = metrics.addr
+		metricsAddr = metrics.Addr()
 	}
 	b.LogStartupSummary(logger, metricsAddr)
 
@@ -146,7 +144,7 @@ func serve(cfg broker.Config, stdout, stderr io.Writer, logger *slog.Logger, sig
 		status = 1
 	}
 	if metrics != nil {
-		if err := metrics.close(); err != nil {
+		if err := metrics.Close(); err != nil {
 			fmt.Fprintf(stderr, "mqbroker: metrics server: %v\n", err)
 			status = 1
 		}
@@ -160,41 +158,6 @@ func absPath(p string) string {
 		return a
 	}
 	return p
-}
-
-// metricsServer serves /metrics and /debug/pprof/ on metricsAddr.
-type metricsServer struct {
-	addr string
-	srv  *http.Server
-	done chan error
-}
-
-func startMetrics(addr string, reg *prometheus.Registry) (*metricsServer, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	m := &metricsServer{addr: ln.Addr().String(), done: make(chan error, 1),
-		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
-	go func() { m.done <- m.srv.Serve(ln) }()
-	return m, nil
-}
-
-func (m *metricsServer) close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	err := m.srv.Shutdown(ctx)
-	if serveErr := <-m.done; serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
-		err = errors.Join(err, serveErr)
-	}
-	return err
 }
 
 // goCollector exports the runtime's scheduler and GC series besides the classic go_* ones:

@@ -123,6 +123,10 @@ func TestRunServesAndStopsOnSIGTERM(t *testing.T) {
 	require.Contains(t, body, "go_goroutines")
 	require.Contains(t, body, "ringmq_netio_connections")
 	require.Contains(t, httpGet(t, strings.TrimSuffix(metricsURL[1], "/metrics")+"/debug/pprof/"), "goroutine")
+	// The probes (httpGet requires 200): embedded name server only, store writable, registered.
+	require.Equal(t, `{"status":"ok","checks":[{"name":"store_writable","ok":true},{"name":"namesrv_registration_fresh","ok":true,"detail":"no namesrvAddr: embedded name server only"}]}`+"\n",
+		httpGet(t, strings.TrimSuffix(metricsURL[1], "/metrics")+"/healthz"))
+	require.Contains(t, httpGet(t, strings.TrimSuffix(metricsURL[1], "/metrics")+"/readyz"), `"status":"ok"`)
 
 	_, err = os.Stat(filepath.Join(dir, "abort"))
 	require.NoError(t, err, "abort marker present while running")

@@ -1,0 +1,415 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/netip"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/opsserver"
+	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
+	"github.com/ringmq/ringmq/store"
+	"github.com/ringmq/ringmq/store/storetest"
+	"github.com/ringmq/ringmq/store/vfs/faultfs"
+)
+
+// TestMetricsLabelCapSendsTheRestToOther: with metricsMaxTopics=3 and metricsMaxGroupTopics=2, a
+// storm of topics and groups keeps three topic series and two pair series, everything after them
+// summed under <other>, and the tables do not grow.
+func TestMetricsLabelCapSendsTheRestToOther(t *testing.T) {
+	db := startDataBroker(t, dataBrokerOptions{mutate: func(c *Config) {
+		c.MetricsMaxTopics = 3
+		c.MetricsMaxGroupTopics = 2
+	}})
+	c := remotingtest.Dial(t, db.addr)
+	for i := range 10 { // auto-created topics S0..S9, i+1 messages each
+		for range i + 1 {
+			sendOK(t, c, sendV1("S"+strconv.Itoa(i), 0, []byte("x"), ""))
+		}
+	}
+	for g := range 4 { // groups G0..G3 each pull S0's one message
+		resp := c.Call(remotingtest.PullRequest("G"+strconv.Itoa(g), "S0", 0, 0, 32, subFlag, 0, "*"))
+		require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
+	}
+	// G4 only commits, in S1 (2 messages), 1 behind: past the cap, its lag goes to <other> too.
+	heartbeat(t, c, "G4", "S1", "*", 1)
+	resp := c.Call(codec.NewRequest(codec.RequestUpdateConsumerOffset, map[string]string{
+		"consumerGroup": "G4", "topic": "S1", "queueId": "0", "commitOffset": "1"}, nil))
+	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
+
+	s := scrapeOf(t, db.b.Registry())
+	topics := map[string]float64{}
+	pairs := map[string]float64{}
+	lags := map[string]float64{}
+	for k, v := range s {
+		switch familyOf(k) {
+		case "ringmq_broker_topic_put_messages_total":
+			topics[k] = v
+		case "ringmq_broker_consumer_pulled_messages_total":
+			pairs[k] = v
+		case "ringmq_broker_consumer_lag_messages":
+			lags[k] = v
+		}
+	}
+	require.Equal(t, map[string]float64{
+		`ringmq_broker_topic_put_messages_total{topic="S0"}`:      1,
+		`ringmq_broker_topic_put_messages_total{topic="S1"}`:      2,
+		`ringmq_broker_topic_put_messages_total{topic="S2"}`:      3,
+		`ringmq_broker_topic_put_messages_total{topic="<other>"}`: 4 + 5 + 6 + 7 + 8 + 9 + 10,
+	}, topics)
+	require.Equal(t, map[string]float64{
+		`ringmq_broker_consumer_pulled_messages_total{group="G0",topic="S0"}`:           1,
+		`ringmq_broker_consumer_pulled_messages_total{group="G1",topic="S0"}`:           1,
+		`ringmq_broker_consumer_pulled_messages_total{group="<other>",topic="<other>"}`: 2,
+	}, pairs)
+	require.Equal(t, map[string]float64{`ringmq_broker_consumer_lag_messages{group="<other>",topic="<other>"}`: 1}, lags)
+
+	// A storm far past the cap: the tables keep their three and two entries.
+	flows := db.b.metrics.flows
+	for i := range 5000 {
+		flows.put("storm-"+strconv.Itoa(i), 1, 100)
+		flows.pulled("storm-group", "storm-"+strconv.Itoa(i), 1, 100)
+	}
+	require.Len(t, *flows.puts.entries.Load(), 3)
+	require.Len(t, *flows.pulls.entries.Load(), 2)
+	require.Equal(t, int64(49+5000), flows.puts.other.messages.Load())
+}
+
+// TestConsumerLagAndOldestMessageAge: the lag collector sums committed offsets and lag over a
+// group's queues, dates the oldest unconsumed message from its store time, and reads at most
+// consumerLagLookupsPerScrape records per scrape, none for a queue whose offset did not move.
+func TestConsumerLagAndOldestMessageAge(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	clock := testutil.NewManualClockAt(t0)
+	mem := storetest.NewMemStore(store.DefaultConfig(t.TempDir()), clock.Now)
+	require.NoError(t, mem.Start())
+	put := func(topic string, queueID int32) {
+		res, err := mem.PutMessage(&codec.Message{Topic: topic, QueueID: queueID, Body: []byte("x"),
+			BornHost: netip.MustParseAddrPort("10.0.0.1:5000")})
+		require.NoError(t, err)
+		require.Equal(t, store.PutOK, res.Status)
+	}
+	for range 5 { // L/0 stored at t0, t0+1s, ... t0+4s
+		put("L", 0)
+		clock.Advance(time.Second)
+	}
+	for range 3 {
+		put("L", 1)
+	}
+	offsets := []store.ConsumerOffset{{Group: "G", Topic: "L", QueueID: 0, Offset: 2}, {Group: "G", Topic: "L", QueueID: 1, Offset: 3}}
+	coll := newTopicCollector(newFlowStats(10, 10), mem, func() []store.ConsumerOffset { return offsets }, clock.Now)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(coll)
+
+	clock.Set(t0.Add(10 * time.Second))
+	s := scrapeOf(t, reg)
+	require.Equal(t, 5.0, s.value(`ringmq_broker_consumer_offset{group="G",topic="L"}`))
+	require.Equal(t, 3.0, s.value(`ringmq_broker_consumer_lag_messages{group="G",topic="L"}`))
+	require.Equal(t, 8.0, s.value(`ringmq_broker_consumer_lag_seconds{group="G",topic="L"}`), "L/0 offset 2 was stored at t0+2s")
+	require.Equal(t, int64(1), coll.lookups.Load(), "one lagging queue, one record read")
+	clock.Advance(5 * time.Second)
+	s = scrapeOf(t, reg)
+	require.Equal(t, 13.0, s.value(`ringmq_broker_consumer_lag_seconds{group="G",topic="L"}`))
+	require.Equal(t, int64(1), coll.lookups.Load(), "the offset did not move: the date is reused")
+	offsets[0].Offset = 5 // caught up
+	s = scrapeOf(t, reg)
+	require.Equal(t, 0.0, s.value(`ringmq_broker_consumer_lag_messages{group="G",topic="L"}`))
+	require.Equal(t, 0.0, s.value(`ringmq_broker_consumer_lag_seconds{group="G",topic="L"}`))
+
+	// 300 lagging queues: 256 read by the first scrape, the other 44 by the second, none by the third.
+	offsets = offsets[:0]
+	for q := range int32(300) {
+		put("W", q)
+		offsets = append(offsets, store.ConsumerOffset{Group: "GW", Topic: "W", QueueID: q, Offset: 0})
+	}
+	clock.Advance(5 * time.Second)
+	before := coll.lookups.Load()
+	for i, want := range []int64{consumerLagLookupsPerScrape, 300, 300} {
+		s = scrapeOf(t, reg)
+		require.Equal(t, want, coll.lookups.Load()-before, "scrape %d", i)
+		require.Equal(t, 300.0, s.value(`ringmq_broker_consumer_lag_messages{group="GW",topic="W"}`))
+		require.Equal(t, 5.0, s.value(`ringmq_broker_consumer_lag_seconds{group="GW",topic="W"}`))
+	}
+	require.Len(t, coll.dated, 300)
+}
+
+// TestMetricsHotPathsDoNotAllocate: counting a request, its answer and a put or pull costs no
+// allocation once the code, topic or pair has its series.
+func TestMetricsHotPathsDoNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	m := newMetrics(prometheus.NewRegistry(), &Config{MetricsMaxTopics: 10, MetricsMaxGroupTopics: 10}, time.Now)
+	received := time.Now()
+	code := int32(codec.RequestSendMessageV2)
+	warm := func() {
+		m.reqs.received(code)
+		m.reqs.answered(code, codec.ResponseSuccess, received)
+		m.reqs.answered(code, codec.ResponseSystemBusy, received)
+		m.reqs.received(777)
+		m.flows.put("T", 1, 100)
+		m.flows.pulled("G", "T", 32, 3200)
+	}
+	warm()
+	require.Zero(t, testing.AllocsPerRun(1000, warm))
+}
+
+// healthBody is what /healthz and /readyz answer.
+type healthBody struct {
+	Status string            `json:"status"`
+	Checks []opsserver.Check `json:"checks"`
+}
+
+func getProbe(t *testing.T, url string) (int, healthBody) {
+	t.Helper()
+	resp, err := http.Get(url) //nolint:noctx // a local test server
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	var body healthBody
+	require.NoError(t, json.Unmarshal(raw, &body), string(raw))
+	return resp.StatusCode, body
+}
+
+// TestHealthzFollowsTheStore: /healthz answers 503 naming the store while the disk is above
+// diskSpaceWarningLevelRatio (the store refuses puts), and 200 again once space is back, without a
+// restart; /readyz stays 200 until the broker shuts down. The store's disk gauges move with it.
+func TestHealthzFollowsTheStore(t *testing.T) {
+	cfg := testBrokerConfig(t)
+	cfg.NamesrvEmbedded = false
+	port := pickPort(t)
+	cfg.ListenPort, cfg.HAListenPort = port, pickPort(t, port)
+	cfg.CleanResourceInterval = 20 * time.Millisecond
+	ffs := faultfs.New(store.NewOSFS(nil))
+	reg := prometheus.NewRegistry()
+	sc, err := storeConfig(&cfg, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port)))
+	require.NoError(t, err)
+	st, err := store.Open(sc, store.Deps{Logger: testLogger(t), FS: ffs, Registerer: reg})
+	require.NoError(t, err)
+	b, err := New(cfg, Deps{Logger: testLogger(t), Store: st, Registerer: reg})
+	require.NoError(t, err)
+	require.NoError(t, b.Start())
+	shut := false
+	t.Cleanup(func() {
+		if !shut {
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			require.NoError(t, b.Shutdown(ctx))
+		}
+	})
+	ops, err := opsserver.Start("127.0.0.1:0", reg, b)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, ops.Close()) })
+	healthz, readyz := "http://"+ops.Addr()+"/healthz", "http://"+ops.Addr()+"/readyz"
+
+	fresh := opsserver.Check{Name: "namesrv_registration_fresh", OK: true, Detail: "no namesrvAddr: embedded name server only"}
+	ready := healthBody{Status: "ok", Checks: []opsserver.Check{{Name: "store_recovered", OK: true},
+		{Name: "listeners_up", OK: true}, {Name: "namesrv_registered", OK: true}}}
+	code, body := getProbe(t, healthz)
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, healthBody{Status: "ok", Checks: []opsserver.Check{{Name: "store_writable", OK: true}, fresh}}, body)
+	code, body = getProbe(t, readyz)
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, ready, body)
+	c := remotingtest.Dial(t, b.Addr())
+	sendOK(t, c, sendV1("TopicH", 0, []byte("x"), ""))
+	before := scrapeOf(t, reg)
+
+	// 95 % used: above diskSpaceWarningLevelRatio (90 %).
+	ffs.SetDiskUsage(func(string) (store.DiskUsage, error) {
+		return store.DiskUsage{TotalBytes: 100 << 30, FreeBytes: 5 << 30}, nil
+	})
+	testutil.Eventually(t, "/healthz 503", func() bool { code, _ := getProbe(t, healthz); return code == http.StatusServiceUnavailable })
+	_, body = getProbe(t, healthz)
+	require.Equal(t, healthBody{Status: "fail", Checks: []opsserver.Check{{Name: "store_writable", OK: false,
+		Detail: "store running flags DISK_FULL: disk above diskSpaceWarningLevelRatio or out of space, sends refused"}, fresh}}, body)
+	code, body = getProbe(t, readyz)
+	require.Equal(t, http.StatusOK, code, "a full disk does not make the broker unready: it serves reads")
+	require.Equal(t, ready, body)
+	resp := c.Call(sendV1("TopicH", 0, []byte("x"), ""))
+	requireDiskFullAnswer(t, resp)
+	full := scrapeOf(t, reg)
+	require.Equal(t, 0.95, full.value("ringmq_store_disk_used_ratio"))
+	require.Equal(t, float64(store.FlagDiskFull), full.value("ringmq_store_running_flags"))
+	require.Equal(t, before.value("ringmq_store_put_failures_total")+1, full.value("ringmq_store_put_failures_total"))
+
+	ffs.SetDiskUsage(nil) // space is back
+	testutil.Eventually(t, "/healthz 200", func() bool { code, _ := getProbe(t, healthz); return code == http.StatusOK })
+	sendOK(t, c, sendV1("TopicH", 0, []byte("x"), ""))
+	require.Zero(t, scrapeOf(t, reg).value("ringmq_store_running_flags"))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	require.NoError(t, b.Shutdown(ctx))
+	shut = true
+	code, body = getProbe(t, readyz)
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Equal(t, opsserver.Check{Name: "listeners_up", OK: false, Detail: "not started, or shutting down"}, body.Checks[1])
+}
+
+// TestHealthzRegistrationFreshness: with namesrvAddr, /healthz needs a registration accepted by
+// one of its name servers within three registration periods; /readyz one accepted once.
+func TestHealthzRegistrationFreshness(t *testing.T) {
+	ns, err := testNamesrv(EmbeddedNamesrvSpec{ListenAddr: "127.0.0.1:0", NetEngine: "gnet",
+		KVConfigPath: t.TempDir() + "/kv.json", Logger: testLogger(t), Registerer: prometheus.NewRegistry()})
+	require.NoError(t, err)
+	require.NoError(t, ns.Start())
+	nsUp := true
+	stopNs := func() {
+		if nsUp {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			require.NoError(t, ns.Shutdown(ctx))
+			nsUp = false
+		}
+	}
+	t.Cleanup(stopNs)
+	tb := startTestBroker(t, func(c *Config) {
+		c.NamesrvEmbedded = false
+		c.NamesrvAddr = ns.Addr().String()
+	})
+	b := tb.b
+	require.Equal(t, []opsserver.Check{{Name: "store_writable", OK: true}, {Name: "namesrv_registration_fresh", OK: true}}, b.Health())
+	require.Equal(t, opsserver.Check{Name: "namesrv_registered", OK: true}, b.Ready()[2])
+
+	// The name server goes away; the last accepted registration is now older than 3 periods (2 s each).
+	stopNs()
+	r := b.ctl.registrar
+	r.lastExternalOK.Store(time.Now().Add(-3*r.period - 1500*time.Millisecond).UnixNano())
+	require.Equal(t, opsserver.Check{Name: "namesrv_registration_fresh", OK: false,
+		Detail: "last registration accepted by a name server of namesrvAddr 8s ago (limit 6s)"}, b.Health()[1])
+}
+
+// TestMetricsDocListsEveryRegisteredSeries: METRICS.md names exactly the series a broker registers:
+// the union over a broker with every optional part on (SYNC_MASTER, ACL, embedded name server, the
+// fast port) and a slave. Go runtime and process collectors (go_*, process_*, registered by
+// mqbroker) are documented as a group and not listed.
+func TestMetricsDocListsEveryRegisteredSeries(t *testing.T) {
+	doc, err := os.ReadFile("../METRICS.md")
+	require.NoError(t, err)
+	documented := map[string]bool{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `(ringmq_[a-z0-9_]+)`").FindAllStringSubmatch(string(doc), -1) {
+		require.False(t, documented[m[1]], "%s listed twice", m[1])
+		documented[m[1]] = true
+	}
+
+	aclPath := t.TempDir() + "/plain_acl.yml"
+	require.NoError(t, os.WriteFile(aclPath, []byte(aclReloadV1), 0o644))
+	registered := map[string]bool{}
+	start := func(mutate func(*Config)) *Broker {
+		cfg := testBrokerConfig(t)
+		mutate(&cfg)
+		b, err := New(cfg, Deps{Logger: testLogger(t), Namesrv: testNamesrv,
+			Registerer: describingRegisterer{Registerer: prometheus.NewRegistry(), names: registered}})
+		require.NoError(t, err)
+		require.NoError(t, b.Start())
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			require.NoError(t, b.Shutdown(ctx))
+		})
+		return b
+	}
+	master := start(func(c *Config) {
+		c.BrokerRole = RoleSyncMaster
+		c.HAListenPort = 0
+		c.AclEnable = true
+		c.AclFile = aclPath
+	})
+	start(func(c *Config) {
+		c.BrokerRole = RoleSlave
+		c.BrokerID = 1
+		c.NamesrvEmbedded = false
+		c.HAListenPort = 0
+		c.HAMasterAddress = master.haServer.Addr().String()
+	})
+	var missing, extra []string
+	for name := range registered {
+		if !documented[name] {
+			missing = append(missing, name)
+		}
+	}
+	for name := range documented {
+		if !registered[name] {
+			extra = append(extra, name)
+		}
+	}
+	slices.Sort(missing)
+	slices.Sort(extra)
+	require.Empty(t, missing, "registered but not in METRICS.md")
+	require.Empty(t, extra, "in METRICS.md but not registered")
+}
+
+// describingRegisterer records the names every registered collector describes (a vector without a
+// series yet is not gathered, but it is described).
+type describingRegisterer struct {
+	prometheus.Registerer
+	names map[string]bool // not locked: New registers from one goroutine
+}
+
+func (r describingRegisterer) Register(c prometheus.Collector) error {
+	ch := make(chan *prometheus.Desc, 64)
+	go func() {
+		c.Describe(ch)
+		close(ch)
+	}()
+	re := regexp.MustCompile(`fqName: "([^"]+)"`)
+	for d := range ch {
+		if m := re.FindStringSubmatch(d.String()); m != nil {
+			r.names[m[1]] = true
+		}
+	}
+	return r.Registerer.Register(c)
+}
+
+func (r describingRegisterer) MustRegister(cs ...prometheus.Collector) {
+	for _, c := range cs {
+		if err := r.Register(c); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// TestMetricsKeys: metricsAddr defaults to loopback port 9106, empty and off turn the endpoint off,
+// anything else must be host:port; the caps must not be negative. Errors name the key and the value.
+func TestMetricsKeys(t *testing.T) {
+	c := DefaultConfig()
+	require.Equal(t, "127.0.0.1:9106", c.MetricsListenAddr())
+	require.Equal(t, 1000, c.MetricsMaxTopics)
+	require.Equal(t, 1000, c.MetricsMaxGroupTopics)
+	for value, want := range map[string]string{"": "", "off": "", "OFF": "", ":9106": ":9106", "0.0.0.0:0": "0.0.0.0:0"} {
+		c := DefaultConfig()
+		_, err := c.Set("metricsAddr", value, 1)
+		require.NoError(t, err)
+		require.NoError(t, c.Validate(), value)
+		require.Equal(t, want, c.MetricsListenAddr(), value)
+	}
+	for key, tc := range map[string]struct{ value, want string }{
+		"metricsAddr":           {"9106", `key metricsAddr = "9106": "9106" is not host:port, empty or off`},
+		"metricsMaxTopics":      {"-1", `key metricsMaxTopics = "-1"; allowed: 0 or more`},
+		"metricsMaxGroupTopics": {"-1", `key metricsMaxGroupTopics = "-1"; allowed: 0 or more`},
+	} {
+		c := DefaultConfig()
+		_, err := c.Set(key, tc.value, 1)
+		require.NoError(t, err)
+		err = c.Validate()
+		require.ErrorIs(t, err, ErrConfig, key)
+		require.ErrorContains(t, err, tc.want)
+	}
+	c = DefaultConfig()
+	c.MetricsAddr = "127.0.0.1:99999"
+	require.ErrorContains(t, c.Validate(), `key metricsAddr = "127.0.0.1:99999": "127.0.0.1:99999": the port must be 0..65535`)
+}

@@ -1,0 +1,159 @@
+// Package opsserver is the operators' HTTP endpoint of a ringmq process: Prometheus metrics,
+// the Go profiler and two probes.
+//
+//	/metrics        Prometheus text exposition of the process's registry
+//	/debug/pprof/   net/http/pprof (index, cmdline, profile, symbol, trace, and the named profiles)
+//	/healthz        200 when every health check passes, else 503
+//	/readyz         200 when every readiness check passes, else 503
+//
+// Both probes answer a JSON body listing every check, so that a 503 names what failed:
+//
+//	{"status":"fail","checks":[{"name":"store_writable","ok":false,"detail":"running flags DISK_FULL"}, ...]}
+//
+// The probes call the Checker on the request's goroutine: its checks must read atomics and
+// clocks only, never take a data-path lock or touch the disk (a probe that hangs behind a
+// stuck disk is worse than none: nats-server#8434).
+package opsserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Check is the outcome of one probe check.
+type Check struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Checker answers the probes. Implementations must be safe for concurrent use and must not
+// block (see the package doc).
+type Checker interface {
+	// Health lists the liveness checks (/healthz).
+	Health() []Check
+	// Ready lists the readiness checks (/readyz).
+	Ready() []Check
+}
+
+// Pending is a Checker for a process still starting: every probe fails with the check "started"
+// until Set gives it the real Checker. Safe for concurrent use.
+type Pending struct {
+	c atomic.Pointer[Checker]
+}
+
+// Set makes c answer the probes from now on.
+func (p *Pending) Set(c Checker) { p.c.Store(&c) }
+
+func (p *Pending) Health() []Check {
+	if c := p.c.Load(); c != nil {
+		return (*c).Health()
+	}
+	return []Check{notStarted}
+}
+
+func (p *Pending) Ready() []Check {
+	if c := p.c.Load(); c != nil {
+		return (*c).Ready()
+	}
+	return []Check{notStarted}
+}
+
+var notStarted = Check{Name: "started", OK: false, Detail: "starting (a broker recovers its store first)"}
+
+// Server serves the endpoints on one listener. Create with Start; Close it (again: a no-op).
+type Server struct {
+	addr     string
+	srv      *http.Server
+	done     chan error
+	once     sync.Once
+	closeErr error
+}
+
+// Start listens on addr (host:port; port 0 picks one) and serves gatherer's metrics, pprof, and
+// checker's probes (nil checker: both probes answer 200 with no checks).
+func Start(addr string, gatherer prometheus.Gatherer, checker Checker) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{addr: ln.Addr().String(), done: make(chan error, 1),
+		srv: &http.Server{Handler: Handler(gatherer, checker), ReadHeaderTimeout: 10 * time.Second}}
+	go func() { s.done <- s.srv.Serve(ln) }()
+	return s, nil
+}
+
+// Handler is the endpoints' mux, for callers that run their own http.Server.
+func Handler(gatherer prometheus.Gatherer, checker Checker) http.Handler {
+	mux := http.NewServeMux()
+	var reg prometheus.Registerer
+	if r, ok := gatherer.(prometheus.Registerer); ok {
+		reg = r // promhttp counts its own scrape errors there
+	}
+	mux.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("/healthz", probe(checker, Checker.Health))
+	mux.HandleFunc("/readyz", probe(checker, Checker.Ready))
+	return mux
+}
+
+// probeBody is a probe's answer.
+type probeBody struct {
+	Status string  `json:"status"` // "ok" or "fail"
+	Checks []Check `json:"checks"`
+}
+
+func probe(checker Checker, checks func(Checker) []Check) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body := probeBody{Status: "ok", Checks: []Check{}}
+		if checker != nil {
+			if cs := checks(checker); cs != nil {
+				body.Checks = cs
+			}
+		}
+		status := http.StatusOK
+		for _, c := range body.Checks {
+			if !c.OK {
+				body.Status, status = "fail", http.StatusServiceUnavailable
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(status)
+		if r.Method != http.MethodHead {
+			_ = json.NewEncoder(w).Encode(body) // a client gone away is nothing to report
+		}
+	}
+}
+
+// Addr is the address the server listens on (the actual port when addr had port 0).
+func (s *Server) Addr() string { return s.addr }
+
+// Close stops the server, waiting up to 5 s for requests in progress. Later calls return the first
+// call's result.
+func (s *Server) Close() error {
+	s.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err := s.srv.Shutdown(ctx)
+		if serveErr := <-s.done; serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+			err = errors.Join(err, serveErr)
+		}
+		s.closeErr = err
+	})
+	return s.closeErr
+}
