@@ -95,3 +95,38 @@ func (h *DeleteSubscriptionGroupRequestHeader) Encode(ext map[string]string) {
 	ext["groupName"] = h.GroupName
 	extPutBool(ext, "cleanOffset", h.CleanOffset)
 }
+
+// ResetOffsetRequestHeader is the header of INVOKE_BROKER_TO_RESET_OFFSET (222): the broker
+// finds each queue's offset at Timestamp and tells the group's live consumers to jump there.
+type ResetOffsetRequestHeader struct {
+	Topic     string          // topic, required
+	Group     string          // group, required
+	Timestamp int64           // timestamp, required, ms
+	IsForce   bool            // isForce, required: also move offsets forward
+	QueueID   Optional[int32] // queueId (5.x): one queue only
+	Offset    Optional[int64] // offset (5.x): this offset instead of the timestamp's
+}
+
+// Decode reads the keys.
+func (h *ResetOffsetRequestHeader) Decode(ext map[string]string) error {
+	r := extReader{ext: ext, header: "ResetOffsetRequestHeader"}
+	*h = ResetOffsetRequestHeader{
+		Topic:     r.str("topic", true),
+		Group:     r.str("group", true),
+		Timestamp: r.i64("timestamp", true),
+		IsForce:   r.boolean("isForce", true, false),
+		QueueID:   r.optI32("queueId"),
+		Offset:    r.optI64("offset"),
+	}
+	return r.err
+}
+
+// Encode writes the keys (queueId and offset only when set).
+func (h *ResetOffsetRequestHeader) Encode(ext map[string]string) {
+	ext["topic"] = h.Topic
+	ext["group"] = h.Group
+	extPutInt64(ext, "timestamp", h.Timestamp)
+	extPutBool(ext, "isForce", h.IsForce)
+	extPutOptInt32(ext, "queueId", h.QueueID)
+	extPutOptInt64(ext, "offset", h.Offset)
+}

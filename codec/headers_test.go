@@ -286,6 +286,16 @@ func headerCases() []headerCase {
 			parsed:   []string{"cleanOffset"},
 		},
 		{
+			name: "ResetOffsetRequestHeader",
+			new:  func() CustomHeader { return &ResetOffsetRequestHeader{} },
+			ext: map[string]string{"topic": "T", "group": "G", "timestamp": "1700000000000", "isForce": "true",
+				"queueId": "3", "offset": "42"},
+			want: &ResetOffsetRequestHeader{Topic: "T", Group: "G", Timestamp: 1700000000000, IsForce: true,
+				QueueID: Some[int32](3), Offset: Some[int64](42)},
+			required: []string{"topic", "group", "timestamp", "isForce"},
+			parsed:   []string{"timestamp", "isForce", "queueId", "offset"},
+		},
+		{
 			name: "RegisterBrokerRequestHeader",
 			new:  func() CustomHeader { return &RegisterBrokerRequestHeader{} },
 			ext: map[string]string{"brokerName": "broker-a", "brokerAddr": "10.0.0.1:10911", "clusterName": "DefaultCluster",

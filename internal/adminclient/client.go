@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -208,7 +209,7 @@ func (e *ResponseError) Error() string {
 	if e.What != "" {
 		what = " for " + e.What
 	}
-	return fmt.Sprintf("%s answered %s (%d)%s: %s", e.Addr, e.Code, int32(e.Code), what, e.Remark)
+	return fmt.Sprintf("%s answered %s (%d)%s: %s", e.Addr, e.Code, int32(e.Code), what, strings.TrimSpace(e.Remark))
 }
 
 // Check returns a *ResponseError unless resp's code is one of ok (SUCCESS when none given).
