@@ -5,13 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/adminclient"
@@ -35,6 +39,7 @@ type app struct {
 	namesrvAddr string
 	output      string
 	timeout     time.Duration
+	creds       adminclient.Credentials
 
 	client *adminclient.Client
 }
@@ -94,6 +99,11 @@ func (a *app) rootCommand() *cobra.Command {
 				return usageError("--timeout %v: must be positive", a.timeout)
 			}
 			a.client = adminclient.New(a.timeout)
+			creds, err := a.credentials()
+			if err != nil {
+				return err
+			}
+			a.client.Credentials = creds
 			return nil
 		},
 	}
@@ -103,6 +113,8 @@ func (a *app) rootCommand() *cobra.Command {
 		"name server address list, e.g. '192.168.0.1:9876;192.168.0.2:9876' (default $NAMESRV_ADDR)")
 	pf.StringVar(&a.output, "output", "text", "output format: text (RocketMQ's tables) or json")
 	pf.DurationVar(&a.timeout, "timeout", adminclient.DefaultTimeout, "timeout of each request")
+	pf.StringVar(&a.creds.AccessKey, "accessKey", "", "ACL access key (default: accessKey of $ROCKETMQ_HOME/conf/tools.yml)")
+	pf.StringVar(&a.creds.SecretKey, "secretKey", "", "ACL secret key (default: secretKey of $ROCKETMQ_HOME/conf/tools.yml)")
 	root.AddCommand(
 		a.clusterListCommand(), a.brokerStatusCommand(), a.getBrokerConfigCommand(), a.updateBrokerConfigCommand(),
 		a.updateKvConfigCommand(),
@@ -142,6 +154,37 @@ func (a *app) emit(r result) error {
 		return err
 	}
 	return r.text(a.out)
+}
+
+// credentials returns --accessKey/--secretKey, else those of $ROCKETMQ_HOME/conf/tools.yml
+// as RocketMQ's mqadmin reads them, else none (requests go unsigned).
+func (a *app) credentials() (adminclient.Credentials, error) {
+	if a.creds.AccessKey != "" || a.creds.SecretKey != "" {
+		if a.creds.AccessKey == "" || a.creds.SecretKey == "" {
+			return adminclient.Credentials{}, usageError("--accessKey and --secretKey go together")
+		}
+		return a.creds, nil
+	}
+	home := a.getenv("ROCKETMQ_HOME")
+	if home == "" {
+		return adminclient.Credentials{}, nil
+	}
+	path := filepath.Join(home, "conf", "tools.yml")
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return adminclient.Credentials{}, nil
+	}
+	if err != nil {
+		return adminclient.Credentials{}, err
+	}
+	var file struct {
+		AccessKey string `yaml:"accessKey"`
+		SecretKey string `yaml:"secretKey"`
+	}
+	if err := yaml.Unmarshal(data, &file); err != nil {
+		return adminclient.Credentials{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return adminclient.Credentials{AccessKey: file.AccessKey, SecretKey: file.SecretKey}, nil
 }
 
 // nameServers returns -n or $NAMESRV_ADDR split on ';'.

@@ -56,17 +56,7 @@ func runWithBroker(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer os.RemoveAll(dir)
-	cfg := broker.DefaultConfig()
-	cfg.StorePathRootDir = dir
-	cfg.BrokerIP1 = "127.0.0.1"
-	cfg.BrokerName = "broker-a"
-	cfg.ListenPort, cfg.FastListenPort, cfg.NamesrvListenPort = 0, 0, 0
-	cfg.MappedFileSizeCommitLog = 4 << 20
-	cfg.MappedFileSizeConsumeQueue = 20 << 10
-	cfg.MaxMessageSize = 1 << 20
-	cfg.MaxHashSlotNum, cfg.MaxIndexNum = 1024, 4096
-	cfg.MaxConnections = 1000
-	cfg.NetEventLoops = 1
+	cfg := smallBrokerConfig(dir)
 	b, err := launch.New(cfg, broker.Deps{})
 	if err != nil {
 		return 0, err
@@ -82,7 +72,24 @@ func runWithBroker(m *testing.M) (int, error) {
 	return code, b.Shutdown(ctx)
 }
 
-// result is one mqadmin run.
+// smallBrokerConfig is a broker on 127.0.0.1 ports 0 (its embedded name server too) with
+// small files under dir.
+func smallBrokerConfig(dir string) broker.Config {
+	cfg := broker.DefaultConfig()
+	cfg.StorePathRootDir = dir
+	cfg.BrokerIP1 = "127.0.0.1"
+	cfg.BrokerName = "broker-a"
+	cfg.ListenPort, cfg.FastListenPort, cfg.NamesrvListenPort = 0, 0, 0
+	cfg.MappedFileSizeCommitLog = 4 << 20
+	cfg.MappedFileSizeConsumeQueue = 20 << 10
+	cfg.MaxMessageSize = 1 << 20
+	cfg.MaxHashSlotNum, cfg.MaxIndexNum = 1024, 4096
+	cfg.MaxConnections = 1000
+	cfg.NetEventLoops = 1
+	return cfg
+}
+
+// runResult is one mqadmin run.
 type runResult struct {
 	stdout, stderr string
 	code           int

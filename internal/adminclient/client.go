@@ -33,6 +33,9 @@ var ErrClosed = errors.New("adminclient: client closed")
 type Client struct {
 	// Timeout bounds each call; 0 means DefaultTimeout.
 	Timeout time.Duration
+	// Credentials, when set, sign every request (brokers with aclEnable=true); set them
+	// before the first call.
+	Credentials Credentials
 
 	mu struct {
 		sync.Mutex
@@ -66,7 +69,7 @@ func (c *Client) Call(addr string, req *codec.RemotingCommand) (*codec.RemotingC
 	}
 	cn.mu.Lock()
 	defer cn.mu.Unlock()
-	resp, err := cn.call(req, c.timeout())
+	resp, err := cn.call(req, c.Credentials, c.timeout())
 	if err != nil {
 		c.drop(addr, cn)
 		return nil, &TransportError{Addr: addr, Code: codec.RequestCode(req.Code), Err: err}
@@ -147,13 +150,14 @@ func (c *Client) drop(addr string, cn *conn) {
 }
 
 // call writes req and reads until its response. Caller holds cn.mu.
-func (cn *conn) call(req *codec.RemotingCommand, timeout time.Duration) (*codec.RemotingCommand, error) {
+func (cn *conn) call(req *codec.RemotingCommand, creds Credentials, timeout time.Duration) (*codec.RemotingCommand, error) {
 	if cn.nc == nil {
 		return nil, net.ErrClosed
 	}
 	cn.opaque++
 	req.Opaque = cn.opaque
 	req.Flag &^= codec.FlagResponse
+	creds.sign(req)
 	var err error
 	cn.buf, err = req.AppendFrame(cn.buf[:0])
 	if err != nil {

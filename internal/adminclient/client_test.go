@@ -1,6 +1,9 @@
 package adminclient
 
 import (
+	"crypto/hmac"
+	"crypto/sha1"
+	"encoding/base64"
 	"errors"
 	"net"
 	"os"
@@ -138,4 +141,20 @@ func TestCallDialErrorAndClosed(t *testing.T) {
 	require.NoError(t, c.Close())
 	_, err = c.Call(addr, codec.NewRequest(codec.RequestGetBrokerClusterInfo, nil, nil))
 	require.ErrorIs(t, err, ErrClosed)
+}
+
+// A signed request carries AccessKey and a Signature over the other header values in key
+// order and the body (the rule broker/acl.go verifies), computed here independently.
+func TestCredentialsSign(t *testing.T) {
+	req := codec.NewRequest(codec.RequestUpdateAndCreateTopic, map[string]string{"topic": "T", "perm": "6"}, []byte("body"))
+	Credentials{AccessKey: "rocketmq2", SecretKey: "12345678"}.sign(req)
+	require.Equal(t, "rocketmq2", req.ExtFields["AccessKey"])
+	// Key order: AccessKey, perm, topic.
+	mac := hmac.New(sha1.New, []byte("12345678"))
+	mac.Write([]byte("rocketmq2" + "6" + "T" + "body"))
+	require.Equal(t, base64.StdEncoding.EncodeToString(mac.Sum(nil)), req.ExtFields["Signature"])
+
+	unsigned := codec.NewRequest(codec.RequestGetBrokerClusterInfo, nil, nil)
+	Credentials{}.sign(unsigned)
+	require.Nil(t, unsigned.ExtFields)
 }
