@@ -17,10 +17,9 @@ import (
 // resetOffsetByTime, in RocketMQ's two ways: first each broker is asked to reset the group
 // itself (INVOKE_BROKER_TO_RESET_OFFSET, which tells the group's live consumers where to
 // jump); a broker that answers CONSUMER_NOT_ONLINE (no live consumer to tell) or does not
-// know the request (REQUEST_CODE_NOT_SUPPORTED: ringmq's brokers) gets the old way instead:
-// mqadmin reads the group's offsets, searches each queue's offset at the timestamp and
-// commits it (UPDATE_CONSUMER_OFFSET). A consumer that is running meanwhile commits its own
-// offsets over the old way's: stop the group first, as with RocketMQ's resetOffsetByTimeOld.
+// know the request (REQUEST_CODE_NOT_SUPPORTED) gets the old way instead: mqadmin reads the
+// group's offsets, searches each queue's offset at the timestamp and commits it
+// (UPDATE_CONSUMER_OFFSET), as RocketMQ's resetOffsetByTimeOld does.
 
 type resetRow struct {
 	BrokerName      string `json:"brokerName"`
@@ -42,6 +41,26 @@ type resetResult struct {
 }
 
 func (r *resetResult) text(w io.Writer) error {
+	viaBroker := 0
+	for _, q := range r.Queues {
+		if q.Via == "broker" {
+			viaBroker++
+		}
+	}
+	if viaBroker == len(r.Queues) && viaBroker > 0 {
+		// RocketMQ's form when the brokers did the reset.
+		if _, err := fmt.Fprintf(w, "start reset consumer offset by specified, group[%s], topic[%s], force[%t], timestamp(string)[%s], timestamp(long)[%d]\n",
+			r.Group, r.Topic, r.force, r.stamp, r.Timestamp); err != nil {
+			return err
+		}
+		t := newTable(w, "#brokerName", "#queueId", "#offset")
+		for _, q := range r.Queues {
+			t.row(q.BrokerName, q.QueueID, q.ResetOffset)
+		}
+		return t.flush()
+	}
+	// resetOffsetByTimeOld's form; a broker that did the reset itself shows "-" for what
+	// only the old way reads.
 	if _, err := fmt.Fprintf(w, "reset consumer offset by specified consumerGroup[%s], topic[%s], force[%t], timestamp(string)[%s], timestamp(long)[%d]\n",
 		r.Group, r.Topic, r.force, r.stamp, r.Timestamp); err != nil {
 		return err

@@ -144,13 +144,35 @@ func TestCommands(t *testing.T) {
 	})
 
 	t.Run("resetOffsetByTime", func(t *testing.T) {
+		// The group is online: the broker resets it and tells its consumers.
+		golden(t, "resetOffsetByTime_broker", ok(t, "resetOffsetByTime", "-g", group, "-t", topic, "-s", "0"))
+		told := client.Next()
+		for told.Code == int32(codec.RequestNotifyConsumerIdsChanged) { // from the heartbeat
+			told = client.Next()
+		}
+		require.Equal(t, int32(codec.RequestResetConsumerClientOffset), told.Code)
+		body, err := codec.DecodeResetOffsetBody(told.Body)
+		require.NoError(t, err)
+		require.Equal(t, map[codec.MessageQueue]int64{
+			{Topic: topic, BrokerName: fixture.brokerName, QueueID: 0}: 0,
+			{Topic: topic, BrokerName: fixture.brokerName, QueueID: 1}: 0,
+		}, body.OffsetTable)
+		require.Contains(t, ok(t, "consumerProgress", "-g", group, "-t", topic), "Diff Total: 3\n")
+
+		// Offline, mqadmin commits the offsets itself (RocketMQ's resetOffsetByTimeOld).
+		require.NoError(t, client.Close())
+		testutil.Eventually(t, "the group offline", func() bool {
+			return mqadmin(t, nil, "consumerConnection", "-g", group).code == 1
+		})
+		committer := remotingtest.Dial(t, fixture.broker)
+		commitOffset(t, committer, group, topic, 0, 2)
+		commitOffset(t, committer, group, topic, 1, 1)
+		require.Contains(t, ok(t, "consumerProgress", "-g", group, "-t", topic), "Diff Total: 0\n")
 		golden(t, "resetOffsetByTime", ok(t, "resetOffsetByTime", "-g", group, "-t", topic, "-s", "0"))
-		out := ok(t, "consumerProgress", "-g", group, "-t", topic)
-		require.Contains(t, out, "Diff Total: 3\n")
+		require.Contains(t, ok(t, "consumerProgress", "-g", group, "-t", topic), "Diff Total: 3\n")
 	})
 
 	t.Run("deleteSubGroup", func(t *testing.T) {
-		require.NoError(t, client.Close())
 		golden(t, "deleteSubGroup", ok(t, "deleteSubGroup", "-b", fixture.broker, "-g", group, "-r", "true"))
 		r := mqadmin(t, nil, "consumerProgress", "-g", group, "-t", topic)
 		require.Equal(t, 0, r.code, r.stderr)
