@@ -26,8 +26,10 @@ type clusterBroker struct {
 	Version            string  `json:"version"`
 	InTPS              float64 `json:"inTps"`
 	SendQueueSize      string  `json:"sendThreadPoolQueueSize"`
+	SendQueueWaitMs    string  `json:"sendThreadPoolQueueHeadWaitTimeMills"`
 	OutTPS             float64 `json:"outTps"`
 	PullQueueSize      string  `json:"pullThreadPoolQueueSize"`
+	PullQueueWaitMs    string  `json:"pullThreadPoolQueueHeadWaitTimeMills"`
 	PageCacheLockMs    string  `json:"pageCacheLockTimeMills"`
 	Hours              float64 `json:"hoursOfMessages"` // age of the oldest stored message, hours
 	CommitLogDiskRatio float64 `json:"commitLogDiskRatio"`
@@ -56,7 +58,8 @@ func (r *clusterListResult) text(w io.Writer) error {
 		"#PCWait(ms)", "#Hour", "#SPACE", "#ACTIVATED")
 	for _, b := range r.Brokers {
 		t.row(b.Cluster, b.BrokerName, b.BrokerID, b.Addr, b.Version,
-			fmt.Sprintf("%.2f(%s,0ms)", b.InTPS, b.SendQueueSize), fmt.Sprintf("%.2f(%s,0ms)", b.OutTPS, b.PullQueueSize),
+			fmt.Sprintf("%.2f(%s,%sms)", b.InTPS, b.SendQueueSize, b.SendQueueWaitMs),
+			fmt.Sprintf("%.2f(%s,%sms)", b.OutTPS, b.PullQueueSize, b.PullQueueWaitMs),
 			b.PageCacheLockMs, fmt.Sprintf("%.2f", b.Hours), fmt.Sprintf("%.4f", b.CommitLogDiskRatio), b.Active)
 	}
 	return t.flush()
@@ -132,9 +135,18 @@ func (a *app) fillClusterRow(row *clusterBroker, kv map[string]string) {
 	}
 	row.Version = kv["brokerVersionDesc"]
 	row.InTPS = firstFloat("putTps")
-	row.OutTPS = firstFloat("getTransferedTps")
-	row.SendQueueSize = kv["sendThreadPoolQueueSize"]
-	row.PullQueueSize = kv["pullThreadPoolQueueSize"]
+	row.OutTPS = firstFloat("getTransferedTps") // 4.x's spelling
+	if _, ok := kv["getTransferredTps"]; ok {
+		row.OutTPS = firstFloat("getTransferredTps") // 5.x's
+	}
+	orZero := func(key string) string {
+		if v := kv[key]; v != "" {
+			return v
+		}
+		return "0"
+	}
+	row.SendQueueSize, row.SendQueueWaitMs = orZero("sendThreadPoolQueueSize"), orZero("sendThreadPoolQueueHeadWaitTimeMills")
+	row.PullQueueSize, row.PullQueueWaitMs = orZero("pullThreadPoolQueueSize"), orZero("pullThreadPoolQueueHeadWaitTimeMills")
 	row.PageCacheLockMs = kv["pageCacheLockTimeMills"]
 	if earliest := num("earliestMessageTimeStamp"); earliest > 0 {
 		row.Hours = float64(a.now().UnixMilli()-earliest) / float64(time.Hour/time.Millisecond)
