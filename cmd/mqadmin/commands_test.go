@@ -141,6 +141,13 @@ func TestCommands(t *testing.T) {
 		commitOffset(t, client, group, topic, 1, 1)
 		golden(t, "consumerProgress", ok(t, "consumerProgress", "-g", group, "-t", topic))
 		golden(t, "consumerProgress_json", ok(t, "consumerProgress", "-g", group, "--output", "json"))
+		// Without -g: one line per group that has a retry topic (the heartbeat created it).
+		var all string
+		testutil.Eventually(t, "the group's retry topic at the name server", func() bool {
+			all = ok(t, "consumerProgress")
+			return strings.Contains(all, group)
+		})
+		golden(t, "consumerProgress_groups", all)
 	})
 
 	t.Run("resetOffsetByTime", func(t *testing.T) {
