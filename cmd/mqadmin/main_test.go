@@ -146,6 +146,12 @@ func normalise(s string) string {
 // stable only up to column widths: compare with runs of spaces collapsed.
 func golden(t *testing.T, name, got string) {
 	t.Helper()
+	goldenWith(t, name, got, nil)
+}
+
+// goldenWith is golden with one more normaliser, applied to both the golden file and got.
+func goldenWith(t *testing.T, name, got string, also func(string) string) {
+	t.Helper()
 	got = normalise(got)
 	path := filepath.Join("testdata", name+".golden")
 	if *update {
@@ -161,7 +167,10 @@ func golden(t *testing.T, name, got string) {
 	if err != nil {
 		t.Fatalf("%v (run go test -update to create it)", err)
 	}
-	if squeeze(string(want)) != squeeze(got) {
+	if also == nil {
+		also = func(s string) string { return s }
+	}
+	if squeeze(also(string(want))) != squeeze(also(got)) {
 		t.Fatalf("output differs from %s (go test -update rewrites it)\n--- want\n%s\n--- got\n%s", path, want, got)
 	}
 }
