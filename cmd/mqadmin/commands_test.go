@@ -127,6 +127,10 @@ func TestCommands(t *testing.T) {
 			return strings.Contains(out, msgs[0].MsgID)
 		})
 		golden(t, "queryMsgByKey", out)
+		// The index is written in CommitLog order: the last message indexed means all are.
+		testutil.Eventually(t, "k3 in the index", func() bool {
+			return strings.Contains(ok(t, "queryMsgByKey", "-t", topic, "-k", "k3"), msgs[1].MsgID)
+		})
 	})
 
 	t.Run("queryMsgById", func(t *testing.T) {
