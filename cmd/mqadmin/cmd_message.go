@@ -155,7 +155,7 @@ func (a *app) queryMsgByOffsetCommand() *cobra.Command {
 			if err := checkCharset("f", format); err != nil {
 				return err
 			}
-			q, err := a.oneQueue(topic, brokerName, queueID)
+			q, err := a.oneQueue(topic, brokerName, queueID, false)
 			if err != nil {
 				return err
 			}
@@ -181,9 +181,9 @@ func (a *app) queryMsgByOffsetCommand() *cobra.Command {
 	return cmd
 }
 
-// oneQueue finds one queue of a topic on the master of a broker name.
-func (a *app) oneQueue(topic, brokerName string, queueID int32) (queueRef, error) {
-	qs, err := a.topicQueues(topic, brokerName)
+// oneQueue finds one read (or write) queue of a topic on the master of a broker name.
+func (a *app) oneQueue(topic, brokerName string, queueID int32, write bool) (queueRef, error) {
+	qs, err := a.topicQueues(topic, brokerName, write)
 	if err != nil {
 		return queueRef{}, err
 	}
@@ -192,7 +192,7 @@ func (a *app) oneQueue(topic, brokerName string, queueID int32) (queueRef, error
 			return q, nil
 		}
 	}
-	return queueRef{}, fmt.Errorf("topic %q has no read queue %d on broker %q (it has %d)", topic, queueID, brokerName, len(qs))
+	return queueRef{}, fmt.Errorf("topic %q has no queue %d on broker %q (it has %d)", topic, queueID, brokerName, len(qs))
 }
 
 func (a *app) queryMsgByUniqueKeyCommand() *cobra.Command {
@@ -285,7 +285,7 @@ func (a *app) sendMessageCommand() *cobra.Command {
 			if trace.value {
 				return usageError("-m true: message traces are not supported by this mqadmin")
 			}
-			qs, err := a.topicQueues(topic, brokerName)
+			qs, err := a.topicQueues(topic, brokerName, true)
 			if err != nil {
 				return err
 			}
@@ -294,7 +294,7 @@ func (a *app) sendMessageCommand() *cobra.Command {
 				if brokerName == "" {
 					return usageError("-i (qid) needs -b (broker)")
 				}
-				if q, err = a.oneQueue(topic, brokerName, queueID); err != nil {
+				if q, err = a.oneQueue(topic, brokerName, queueID, true); err != nil {
 					return err
 				}
 			}
@@ -464,14 +464,14 @@ func (a *app) consumeMessageCommand() *cobra.Command {
 			}
 			var qs []queueRef
 			if brokerName != "" {
-				q, err := a.oneQueue(topic, brokerName, queueID)
+				q, err := a.oneQueue(topic, brokerName, queueID, false)
 				if err != nil {
 					return err
 				}
 				qs = []queueRef{q}
 			} else {
 				var err error
-				if qs, err = a.topicQueues(topic, ""); err != nil {
+				if qs, err = a.topicQueues(topic, "", false); err != nil {
 					return err
 				}
 			}
@@ -541,7 +541,7 @@ func (a *app) printMsgCommand() *cobra.Command {
 					return err
 				}
 			}
-			qs, err := a.topicQueues(topic, "")
+			qs, err := a.topicQueues(topic, "", false)
 			if err != nil {
 				return err
 			}

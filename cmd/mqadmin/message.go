@@ -236,9 +236,9 @@ func (q queueRef) String() string {
 	return fmt.Sprintf("MessageQueue [topic=%s, brokerName=%s, queueId=%d]", q.Topic, q.BrokerName, q.QueueID)
 }
 
-// topicQueues lists a topic's read queues on its masters (brokerName restricts them to one
-// broker name), by broker name then queue id.
-func (a *app) topicQueues(topic, brokerName string) ([]queueRef, error) {
+// topicQueues lists a topic's read queues (write queues when write is set) on its masters
+// (brokerName restricts them to one broker name), by broker name then queue id.
+func (a *app) topicQueues(topic, brokerName string, write bool) ([]queueRef, error) {
 	rd, err := a.topicRoute(topic)
 	if err != nil {
 		return nil, err
@@ -253,16 +253,20 @@ func (a *app) topicQueues(topic, brokerName string) ([]queueRef, error) {
 		if !ok || (brokerName != "" && qd.BrokerName != brokerName) {
 			continue
 		}
-		for q := int32(0); q < qd.ReadQueueNums; q++ {
+		n := qd.ReadQueueNums
+		if write {
+			n = qd.WriteQueueNums
+		}
+		for q := int32(0); q < n; q++ {
 			out = append(out, queueRef{MessageQueue: codec.MessageQueue{Topic: topic, BrokerName: qd.BrokerName, QueueID: q}, Addr: addr})
 		}
 	}
 	if len(out) == 0 {
 		if brokerName != "" {
-			return nil, fmt.Errorf("topic %q has no readable queue on a master named %q (route brokers: %s)", topic, brokerName,
+			return nil, fmt.Errorf("topic %q has no queue on a master named %q (route brokers: %s)", topic, brokerName,
 				strings.Join(slices.Sorted(maps.Keys(addrs)), ", "))
 		}
-		return nil, fmt.Errorf("topic %q has no readable queue on any master", topic)
+		return nil, fmt.Errorf("topic %q has no queue on any master", topic)
 	}
 	slices.SortFunc(out, func(x, y queueRef) int {
 		return compareQueues(x.MessageQueue, y.MessageQueue)
