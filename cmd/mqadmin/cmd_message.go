@@ -164,7 +164,8 @@ func (a *app) queryMsgByOffsetCommand() *cobra.Command {
 				return err
 			}
 			if len(b.messages) == 0 {
-				return fmt.Errorf("no message at offset %d of %s: the pull ended %s (next offset %d)", offset, q, b.status, b.nextOffset)
+				return fmt.Errorf("no message at offset %d of %s: broker %s answered %s (%d): %s (%s, next offset %d)",
+					offset, q, q.Addr, b.code, int32(b.code), b.remark, b.status, b.nextOffset)
 			}
 			return a.emit(&messagesResult{Messages: b.messages[:1], app: a})
 		},

@@ -306,6 +306,7 @@ func TestBrokerCommands(t *testing.T) {
 // Errors name the command, whom it asked, what, and what came back; usage mistakes exit 2,
 // failures 1.
 func TestErrors(t *testing.T) {
+	ok(t, "updateTopic", "-c", fixture.cluster, "-t", "ErrorsTopic", "-r", "1", "-w", "1")
 	for _, tc := range []struct {
 		name string
 		env  map[string]string
@@ -323,6 +324,11 @@ func TestErrors(t *testing.T) {
 		{"unknown_cluster", nil, []string{"brokerStatus", "-c", "NoSuchCluster"}, 1},
 		{"consumer_not_online", nil, []string{"consumerConnection", "-g", "NobodyHere", "-b", "BROKER"}, 1},
 		{"bad_timestamp", nil, []string{"resetOffsetByTime", "-g", "G", "-t", "T", "-s", "yesterday"}, 2},
+		{"no_message_at_offset", nil, []string{"queryMsgByOffset", "-t", "ErrorsTopic", "-b", "broker-a", "-i", "0", "-o", "5"}, 1},
+		{"no_such_queue", nil, []string{"sendMessage", "-t", "ErrorsTopic", "-b", "broker-a", "-i", "7", "-p", "x"}, 1},
+		{"no_such_broker_name", nil, []string{"consumeMessage", "-t", "ErrorsTopic", "-b", "broker-z", "-i", "0"}, 1},
+		{"message_not_found", nil, []string{"queryMsgByUniqueKey", "-t", "ErrorsTopic", "-i", "0A0A0A0A00002A9F0000000000000000"}, 1},
+		{"client_options", nil, []string{"queryMsgById", "-t", "ErrorsTopic", "-i", "X", "-g", "G", "-d", "c"}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := make([]string, len(tc.args))

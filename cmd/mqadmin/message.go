@@ -315,6 +315,8 @@ type pullBatch struct {
 	messages   []messageView
 	nextOffset int64
 	status     string // FOUND, NO_NEW_MSG, NO_MATCHED_MSG, OFFSET_ILLEGAL (PullStatus names)
+	code       codec.ResponseCode
+	remark     string
 }
 
 // pull reads up to maxNums messages of a queue from offset, without long polling and
@@ -332,7 +334,7 @@ func (a *app) pull(q queueRef, group, subExpression string, offset int64, maxNum
 	if err := rh.Decode(resp.ExtFields); err != nil {
 		return nil, fmt.Errorf("pull answer of broker %s: %w", q.Addr, err)
 	}
-	b := &pullBatch{nextOffset: rh.NextBeginOffset}
+	b := &pullBatch{nextOffset: rh.NextBeginOffset, code: codec.ResponseCode(resp.Code), remark: strings.TrimSpace(resp.Remark)}
 	switch codec.ResponseCode(resp.Code) {
 	case codec.ResponseSuccess:
 		b.status = "FOUND"
