@@ -386,8 +386,13 @@ func (a *app) parseTimestamp(flag, s string) (int64, error) {
 	if _, err := fmt.Sscanf(s, "%d", &ms); err == nil && fmt.Sprint(ms) == s {
 		return ms, nil
 	}
-	t, err := time.ParseInLocation("2006-01-02#15:04:05:000", s, a.loc)
-	if err != nil {
+	// Go layouts know fractional seconds only after '.' or ','; RocketMQ writes ":SSS".
+	dotted := s
+	if i := strings.LastIndexByte(s, ':'); i > 0 && len(s)-i == 4 {
+		dotted = s[:i] + "." + s[i+1:]
+	}
+	t, err := time.ParseInLocation("2006-01-02#15:04:05.000", dotted, a.loc)
+	if err != nil || dotted == s {
 		return 0, usageError("-%s %q: want now, milliseconds since the epoch, or yyyy-MM-dd#HH:mm:ss:SSS", flag, s)
 	}
 	return t.UnixMilli(), nil
