@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -107,6 +108,7 @@ func (a *app) clusterList(cluster string, more bool) error {
 		clusters = []string{cluster}
 	}
 	res := &clusterListResult{Brokers: []clusterBroker{}, more: more}
+	var unreachable []error
 	for _, c := range clusters {
 		brokers, err := brokersOf(ci, c, true)
 		if err != nil {
@@ -117,13 +119,19 @@ func (a *app) clusterList(cluster string, more bool) error {
 			kv, err := a.brokerRuntime(b.Addr)
 			if err != nil {
 				row.Error = err.Error()
+				unreachable = append(unreachable, err)
 			} else {
 				a.fillClusterRow(&row, kv)
 			}
 			res.Brokers = append(res.Brokers, row)
 		}
 	}
-	return a.emit(res)
+	// The others are listed; a broker that did not answer has an empty row there, and the
+	// command fails naming it.
+	if err := a.emit(res); err != nil {
+		return err
+	}
+	return errors.Join(unreachable...)
 }
 
 // fillClusterRow reads clusterList's columns out of a broker's runtime table.
