@@ -168,6 +168,22 @@ func (c adminConsumers) Connection(group string) (admin.ConsumerConnection, bool
 		ConsumeType: g.ConsumeType, MessageModel: g.MessageModel, ConsumeFromWhere: g.ConsumeFromWhere}, true
 }
 
+// Oneway writes a request to each live member of group (INVOKE_BROKER_TO_RESET_OFFSET's
+// RESET_CONSUMER_CLIENT_OFFSET); a member whose connection fails is skipped, as RocketMQ does.
+func (c adminConsumers) Oneway(group string, newRequest func() *codec.RemotingCommand) int {
+	g, ok := c.Group(group)
+	if !ok {
+		return 0
+	}
+	sent := 0
+	for _, m := range g.Members {
+		if m.Conn.InvokeOneway(newRequest()) == nil {
+			sent++
+		}
+	}
+	return sent
+}
+
 // adminProducers shows the producer registry to the admin plane (admin.Producers).
 type adminProducers struct{ *clients.ProducerManager }
 

@@ -117,6 +117,8 @@ var routes = []route{
 		handle: viaAdmin((*admin.Plane).ProcessGetAllDelayOffset)},
 	{code: codec.RequestQueryTopicConsumeByWho, where: onPool, pool: poolAdmin,
 		handle: viaAdmin((*admin.Plane).ProcessQueryTopicConsumeByWho)},
+	{code: codec.RequestInvokeBrokerToResetOffset, where: onPool, pool: poolAdmin,
+		handle: viaAdmin((*admin.Plane).ProcessInvokeBrokerToResetOffset)},
 
 	// Not served (answered REQUEST_CODE_NOT_SUPPORTED), but an ACL-enabled broker refuses them
 	// to non-admin accounts first, as Java's Permission.ADMIN_CODE (plus 5.x's 513) does.

@@ -55,6 +55,7 @@ func TestRouteTable(t *testing.T) {
 		"208 pool admin | ",
 		"21 pool admin | ",
 		"215 pool admin | admin",
+		"222 pool admin | ",
 		"25 not served  | admin",
 		"26 pool admin | ",
 		"28 pool admin | ",

@@ -268,6 +268,7 @@ func (c fakeConsumers) Connection(group string) (ConsumerConnection, bool) {
 func (c fakeConsumers) ConsumerIDs(string) []string                                 { return nil }
 func (c fakeConsumers) GroupsByTopic(string) []string                               { return nil }
 func (c fakeConsumers) FindSubscriptionData(string, string) *codec.SubscriptionData { return nil }
+func (c fakeConsumers) Oneway(string, func() *codec.RemotingCommand) int            { return 0 }
 
 type fakeProducers map[string][]Client
 

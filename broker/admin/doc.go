@@ -10,7 +10,7 @@
 //	202 GET_TOPIC_STATS_INFO                208 GET_CONSUME_STATS
 //	203 GET_CONSUMER_CONNECTION_LIST        204 GET_PRODUCER_CONNECTION_LIST
 //	43  GET_ALL_CONSUMER_OFFSET             45  GET_ALL_DELAY_OFFSET
-//	300 QUERY_TOPIC_CONSUME_BY_WHO
+//	300 QUERY_TOPIC_CONSUME_BY_WHO          222 INVOKE_BROKER_TO_RESET_OFFSET
 //
 // # Where it runs
 //
@@ -24,7 +24,7 @@
 // Everything comes in through Deps, built once by the broker (package broker, which this
 // package does not import): the metadata tables (topics, subscription groups, consumer
 // offsets), a few store methods (Store), the live consumers and producers (Consumers,
-// Producers), the schedule service's cursors (DelayOffsets), the depths of the broker's
+// Producers; Consumers also writes oneway requests to a group's members), the schedule service's cursors (DelayOffsets), the depths of the broker's
 // pools, the broker's settings as key=value pairs, a way to wait for a registration round
 // with the name servers, whether the broker is a slave, its boot time, a clock and a logger.
 // RuntimeStats, the once-a-second sampler behind the TPS figures of GET_BROKER_RUNTIME_INFO,

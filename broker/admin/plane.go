@@ -17,6 +17,7 @@ type Store interface {
 	GetMinOffsetInQueue(topic string, queueID int32) int64
 	GetMaxOffsetInQueue(topic string, queueID int32) int64
 	GetCommitLogOffsetInQueue(topic string, queueID int32, consumeQueueOffset int64) int64
+	GetOffsetInQueueByTime(topic string, queueID int32, timestamp int64, upper bool) int64
 	LookMessageByOffset(phyOffset int64) (rec []byte, release func(), err error)
 	MinPhyOffset() int64
 	MaxPhyOffset() int64
@@ -55,6 +56,9 @@ type Consumers interface {
 	GroupsByTopic(topic string) []string
 	// FindSubscriptionData is a live group's subscription to topic, nil when none.
 	FindSubscriptionData(group, topic string) *codec.SubscriptionData
+	// Oneway sends a request, built afresh by newRequest for each, oneway to every live
+	// member of group, and returns how many it was written to.
+	Oneway(group string, newRequest func() *codec.RemotingCommand) int
 }
 
 // Producers is the registry of live producers.
