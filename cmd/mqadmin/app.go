@@ -19,6 +19,7 @@ import (
 
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/adminclient"
+	"github.com/ringmq/ringmq/internal/version"
 )
 
 // errUsage marks command-line mistakes (exit status 2).
@@ -89,6 +90,7 @@ func (a *app) rootCommand() *cobra.Command {
 		Short: "Administer a RocketMQ-compatible cluster (ringmq or Apache RocketMQ 4.x)",
 		Long: "mqadmin speaks RocketMQ's remoting protocol to name servers and brokers, with the command\n" +
 			"names and flags of RocketMQ's mqadmin. -n defaults to $NAMESRV_ADDR.",
+		Version:       version.Get().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -107,6 +109,7 @@ func (a *app) rootCommand() *cobra.Command {
 			return nil
 		},
 	}
+	root.SetVersionTemplate("mqadmin {{.Version}}\n") // the --version line of every ringmq binary (internal/version)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError("%v", err) })
 	pf := root.PersistentFlags()
 	pf.StringVarP(&a.namesrvAddr, "namesrvAddr", "n", "",

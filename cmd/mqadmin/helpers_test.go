@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"testing"
 	"time"
 
@@ -67,3 +68,12 @@ type stringsBuilder struct{ b []byte }
 
 func (s *stringsBuilder) Write(p []byte) (int, error) { s.b = append(s.b, p...); return len(p), nil }
 func (s *stringsBuilder) String() string              { return string(s.b) }
+
+// TestVersion: --version prints one line, "mqadmin <version> (commit <sha>, <go version>)", as every
+// ringmq binary does, and asks no server anything.
+func TestVersion(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, run([]string{"--version"}, &stdout, &stderr, func(string) string { return "" }))
+	require.Regexp(t, `^mqadmin \S+ \(commit \S+, go\S+\)\n$`, stdout.String())
+	require.Empty(t, stderr.String())
+}
