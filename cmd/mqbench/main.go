@@ -26,6 +26,8 @@ Usage:
   mqbench consume --namesrv ADDR --topic T --group G --conns C --duration D --out DIR [flags]
   mqbench mixed   --namesrv ADDR --topic T --group G --conns C --inflight W --size S --duration D
                   --out DIR [flags]        (produce and consume at once)
+  mqbench lean    --namesrv ADDR|--broker ADDR --topic T --queues Q --conns C --inflight W --size S
+                  --duration D     (the lean yardstick generator: throughput and client CPU only)
   mqbench report  DIR... --html FILE --md FILE [--title T]
   mqbench suite   [--quick] [--broker-bin bin/mqbroker] [--results bench/results] [--rounds 3]
 
@@ -47,8 +49,11 @@ histograms) so the report shows broker-internal latency beside the client's.
 
 The last line printed by produce and consume is one machine-readable summary:
   mqbench: mode=produce msgs=N secs=T rate=R p50_us=.. p99_us=.. p999_us=.. max_us=.. errors=E
-(for consume: received messages, end-to-end latency, failed pulls). mixed prints the produce
-line, then the consume line last. A progress line per second goes to stderr on a terminal.
+           client_cpu_s=C client_cpu_share=S client_cpu_us_per_msg=U   (same line; produce only)
+client_cpu_* is mqbench's own CPU over the measurement: seconds, share of the machine
+(seconds / wall / nproc) and µs per message; a large share means the client, not the
+broker, may be the limit. For consume: received messages, end-to-end latency, failed
+pulls. mixed prints the produce line, then the consume line last. A progress line per second goes to stderr on a terminal.
 
 Exit status: 0 done, 1 the run failed, 2 bad usage.
 Run 'mqbench COMMAND --help' for a command's flags.
@@ -77,12 +82,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "produce", "consume", "mixed":
 		err = runLoad(ctx, args[0], args[1:], stdout, stderr)
+	case "lean":
+		err = runLean(ctx, args[1:], stdout, stderr)
 	case "report":
 		err = runReport(args[1:], stdout, stderr)
 	case "suite":
 		err = runSuite(ctx, args[1:], stdout, stderr)
 	default:
-		err = fmt.Errorf("%w: unknown command %q (produce, consume, mixed, report, suite)", errUsage, args[0])
+		err = fmt.Errorf("%w: unknown command %q (produce, consume, mixed, lean, report, suite)", errUsage, args[0])
 	}
 	switch {
 	case err == nil, errors.Is(err, errHelp):
