@@ -37,10 +37,11 @@ func summaryColumns(rows []Summary) []column {
 			return r, r > 0
 		}, format: fmtRatio},
 		{key: "mb_per_sec", header: "MB/s", value: always(func(s Summary) float64 { return s.MBPerSec }), format: fmtOne},
-		{key: "p50_us", header: "p50 µs", value: always(func(s Summary) float64 { return s.P50Us }), format: fmtOne},
-		{key: "p99_us", header: "p99 µs", value: always(func(s Summary) float64 { return s.P99Us }), format: fmtOne},
-		{key: "p999_us", header: "p99.9 µs", value: always(func(s Summary) float64 { return s.P999Us }), format: fmtOne},
-		{key: "max_us", header: "max µs", value: always(func(s Summary) float64 { return s.MaxUs }), format: fmtOne},
+		// A latency of 0 is no measurement (a peer that reports none): "–".
+		{key: "p50_us", header: "p50 µs", value: positive(func(s Summary) float64 { return s.P50Us }), format: fmtOne},
+		{key: "p99_us", header: "p99 µs", value: positive(func(s Summary) float64 { return s.P99Us }), format: fmtOne},
+		{key: "p999_us", header: "p99.9 µs", value: positive(func(s Summary) float64 { return s.P999Us }), format: fmtOne},
+		{key: "max_us", header: "max µs", value: positive(func(s Summary) float64 { return s.MaxUs }), format: fmtOne},
 		{key: "p99_ratio", header: "p99 vs first", value: func(s, f Summary) (float64, bool) {
 			r := ratio(s.P99Us, f.P99Us)
 			return r, r > 0
