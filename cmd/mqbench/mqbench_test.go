@@ -27,7 +27,8 @@ func mqbench(t *testing.T, args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
-var summaryRE = regexp.MustCompile(`^mqbench: mode=(\w+) msgs=(\d+) secs=([\d.]+) rate=([\d.]+) p50_us=([\d.]+) p99_us=([\d.]+) p999_us=([\d.]+) max_us=([\d.]+) errors=(\d+)$`)
+// The produce line ends with the client's CPU (client_cpu_*); consume's does not.
+var summaryRE = regexp.MustCompile(`^mqbench: mode=(\w+) msgs=(\d+) secs=([\d.]+) rate=([\d.]+) p50_us=([\d.]+) p99_us=([\d.]+) p999_us=([\d.]+) max_us=([\d.]+) errors=(\d+)( client_cpu_s=[\d.]+ client_cpu_share=[\d.]+ client_cpu_us_per_msg=[\d.]+)?$`)
 
 // lastLine returns the summary fields of the last line of out.
 func lastLine(t *testing.T, out string) map[string]string {
@@ -35,6 +36,9 @@ func lastLine(t *testing.T, out string) map[string]string {
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 	m := summaryRE.FindStringSubmatch(lines[len(lines)-1])
 	require.NotNil(t, m, "last line %q", lines[len(lines)-1])
+	if m[1] == "produce" {
+		require.NotEmpty(t, m[10], "produce prints the client's CPU")
+	}
 	return map[string]string{"mode": m[1], "msgs": m[2], "secs": m[3], "rate": m[4], "p50_us": m[5],
 		"p99_us": m[6], "p999_us": m[7], "max_us": m[8], "errors": m[9]}
 }
@@ -97,6 +101,12 @@ func TestAgainstInProcessBroker(t *testing.T) {
 	require.Equal(t, "4", rec.Config["queues"])
 	require.NotEmpty(t, rec.Machine.GoVersion)
 	stored := p.Acked + p.WarmupMsgs // warm-up messages were acknowledged too (no errors at all)
+
+	// The lean generator against the real broker: every response a success.
+	code, out, errOut = mqbench(t, "lean", "--namesrv", ib.namesrv, "--topic", "BenchLean", "--queues", "4",
+		"--create-topic", "--conns", "2", "--inflight", "8", "--size", "128", "--duration", "300ms", "--warmup", "0")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `^mqbench: mode=lean msgs=[1-9]\d* secs=[\d.]+ rate=[\d.]+ errors=0 client_cpu_s=[\d.]+ client_cpu_share=[\d.]+ client_cpu_us_per_msg=[\d.]+\n$`, out)
 
 	consumeDir := filepath.Join(dir, "consume")
 	code, out, errOut = mqbench(t, "consume", "--namesrv", ib.namesrv, "--topic", "BenchT", "--group", "BenchG",
@@ -212,6 +222,7 @@ func TestSuiteCommandAgainstRealBroker(t *testing.T) {
 		p := r.Results.Produce
 		require.Positive(t, p.Acked, r.Name)
 		require.Equal(t, p.Sent, p.Acked+p.Errors, r.Name)
+		require.Zero(t, p.Errors, "templated frames are valid sends")
 		require.NotNil(t, r.Results.Consume, "read back")
 		require.Contains(t, r.Config["broker_flags"], "--flushDiskType=")
 		require.NotEmpty(t, r.Throughput, "250 ms throughput file")
