@@ -9,6 +9,7 @@
 #
 #   scripts/bench-client.sh                       # 3 rounds of 3 s runs after 1 s warm-up
 #   ROUNDS=5 DURATION=5s scripts/bench-client.sh
+#   PRODUCE_BIN=/tmp/old/bin/mqbench scripts/bench-client.sh   # an older mqbench produce vs lean
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOFLAGS=${GOFLAGS:--ldflags=-checklinkname=0}
@@ -20,6 +21,7 @@ inflight=${INFLIGHT:-16}
 out=${OUT:-bench/results/client-$(date +%Y%m%dT%H%M%S)}
 store_root=${STORE_DIR:-bench/results/tmp}
 BIN=${BIN:-bin}
+PRODUCE_BIN=${PRODUCE_BIN:-$BIN/mqbench}
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
@@ -38,12 +40,16 @@ trap cleanup EXIT
   echo "cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
   echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "load: ${conns} x ${inflight}, 1 KiB, 8 queues, ${duration} after ${warmup} warm-up, ${rounds} rounds"
+  echo "produce: $PRODUCE_BIN; lean: $BIN/mqbench"
 } | tee "$out/machine.txt"
 
 run_gen() { # gen round
-  local gen=$1 round=$2 extra=()
-  [ "$gen" = produce ] && extra=(--progress never --out "$out/produce/round-$round" --name mqbench-produce)
-  "$BIN/mqbench" "$gen" --broker "127.0.0.1:$port" --topic ClientCost --queues 8 \
+  local gen=$1 round=$2 extra=() bin=$BIN/mqbench
+  if [ "$gen" = produce ]; then
+    extra=(--progress never --out "$out/produce/round-$round" --name mqbench-produce)
+    bin=$PRODUCE_BIN
+  fi
+  "$bin" "$gen" --broker "127.0.0.1:$port" --topic ClientCost --queues 8 \
     --conns "$conns" --inflight "$inflight" --size 1024 --duration "$duration" --warmup "$warmup" "${extra[@]}" \
     | tail -n 1 | sed "s/^/round $round $gen: /" | tee -a "$out/summary.txt"
 }
@@ -81,7 +87,8 @@ for line in open(sys.argv[1]):
 med = {g: {k: statistics.median(x) for k, x in d.items()} for g, d in v.items()}
 for g in ("produce", "lean"):
     m = med[g]
-    print(f"{g:8s} median rate {m['rate']:.0f} msgs/s over {len(v[g]['rate'])} runs; client CPU share {m['client_cpu_share']:.3f}, {m['client_cpu_us_per_msg']:.2f} µs/msg")
+    cpu = f"client CPU share {m['client_cpu_share']:.3f}, {m['client_cpu_us_per_msg']:.2f} µs/msg" if 'client_cpu_share' in m else "client CPU not reported"
+    print(f"{g:8s} median rate {m['rate']:.0f} msgs/s over {len(v[g]['rate'])} runs; {cpu}")
 ratios = [p / l for p, l in zip(v['produce']['rate'], v['lean']['rate'])]
 print(f"mqbench / lean: median of per-round ratios {statistics.median(ratios):.3f} (rounds: {', '.join(f'{r:.3f}' for r in ratios)}); ratio of medians {med['produce']['rate'] / med['lean']['rate']:.3f}")
 PY

@@ -297,3 +297,15 @@ func TestPeerRatiosPairByDurabilityAndPoint(t *testing.T) {
 	}, tab.Rows)
 	require.Nil(t, peerRatios(&bench.SuiteResult{Runs: []bench.SuiteRun{run(async, p2)}}, med), "no peer, no table")
 }
+
+func TestBenchmarksSectionCarriesTheRatios(t *testing.T) {
+	r := &perf.Run{Name: "async-mmap-gnet"}
+	r.Results.Produce = &perf.Role{MsgsPerSec: 1000, Acked: 1000, Secs: 1}
+	tab := &perf.Table{Caption: "ringmq / NATS", Header: []string{"point", "ringmq setup", "ratio"},
+		Rows: [][]string{{"4x16", "async-mmap-gnet", "1.50×"}}}
+	sec, err := benchmarksSection([]*perf.Run{r}, []string{"Machine: m."}, tab, "r.html")
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(sec, benchmarksBegin+"\n## Broker configurations (mqbench suite)\n\nMachine: m.\n\n| run |"))
+	require.Contains(t, sec, "\nringmq / NATS:\n\n| point | ringmq setup | ratio |\n| ---: | --- | ---: |\n| 4x16 | async-mmap-gnet | 1.50× |\n")
+	require.True(t, strings.HasSuffix(sec, "Report: r.html; raw runs beside it.\n"+benchmarksEnd+"\n"))
+}

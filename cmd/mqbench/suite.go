@@ -340,7 +340,16 @@ func benchmarksSection(runs []*perf.Run, notes []string, ratios *perf.Table, htm
 	}
 	fmt.Fprintf(&b, "\nLatencies in µs (client send latency; \"broker put\" is the broker's own put latency from its /metrics; – where not measured). Ratios against the first row.\n")
 	if ratios != nil && len(ratios.Rows) > 0 {
-		fmt.Fprintf(&b, "\n%s:\n\n| %s |\n|%s\n", ratios.Caption, strings.Join(ratios.Header, " | "), strings.Repeat(" ---: |", len(ratios.Header)))
+		// Names left, figures right.
+		sep := "|"
+		for i := range ratios.Header {
+			if r := ratios.Rows[0][i]; r != "" && (r[0] < '0' || r[0] > '9') {
+				sep += " --- |"
+			} else {
+				sep += " ---: |"
+			}
+		}
+		fmt.Fprintf(&b, "\n%s:\n\n| %s |\n%s\n", ratios.Caption, strings.Join(ratios.Header, " | "), sep)
 		for _, row := range ratios.Rows {
 			fmt.Fprintf(&b, "| %s |\n", strings.Join(row, " | "))
 		}
