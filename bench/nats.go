@@ -15,12 +15,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // NATS JetStream is the suite's peer (issue 17): nats-server and natscli's `nats bench`,
@@ -57,18 +57,6 @@ func NATSSetups() []BrokerSetup {
 
 // natsSubject is the subject the bench stream captures.
 const natsSubject = "ringmq.bench"
-
-// natsStreamMaxBytes is the stream's bound: natscli's default of 1 GB would reject a 12 s
-// run at 100k msgs/s of 1 KiB, and a bound above the store's free space is refused up
-// front ("insufficient storage resources"), so half the free space, at most 32 GiB.
-func natsStreamMaxBytes(storeDir string) int64 {
-	const most = 32 << 30
-	var st unix.Statfs_t
-	if err := unix.Statfs(storeDir, &st); err != nil {
-		return 1 << 30
-	}
-	return min(most, int64(st.Bavail)*int64(st.Bsize)/2)
-}
 
 // natsServerConfig is nats-server's configuration for one run.
 func natsServerConfig(port, httpPort int, storeDir string, syncAlways bool) string {
@@ -194,12 +182,8 @@ func natsTotals(samples []natsSample) (msgs int64, secs, rate float64, lat Laten
 }
 
 func median(vs []float64) float64 {
-	s := append([]float64(nil), vs...)
-	for i := 1; i < len(s); i++ { // insertion sort: a handful of clients
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
+	s := slices.Clone(vs)
+	slices.Sort(s)
 	n := len(s)
 	if n%2 == 1 {
 		return s[n/2]
@@ -330,6 +314,7 @@ func runNATS(ctx context.Context, cfg *SuiteConfig, pr PlannedRun, dir, storeDir
 	var samples []natsSample
 	var pts []ThroughputPoint
 	var measuredArgs []string
+	var measured natsBenchRun
 	runErr := func() error {
 		// Warm-up and calibration.
 		warm := max(cfg.Load.Warmup, natsWarmupFloor)
@@ -367,7 +352,8 @@ func runNATS(ctx context.Context, cfg *SuiteConfig, pr PlannedRun, dir, storeDir
 				return n, err == nil
 			})
 		}()
-		_, benchErr := runNATSBench(ctx, cfg, measuredArgs, out)
+		var benchErr error
+		measured, benchErr = runNATSBench(ctx, cfg, measuredArgs, out)
 		close(samplerStop)
 		<-samplerDone
 		if benchErr != nil {
@@ -398,6 +384,10 @@ func runNATS(ctx context.Context, cfg *SuiteConfig, pr PlannedRun, dir, storeDir
 	if secs > 0 {
 		ps.MBPerSec = float64(ps.Bytes) / 1e6 / secs
 	}
+	// The client's CPU: the nats process of the measured run, start-up included (a few
+	// milliseconds of a run of seconds).
+	c := newClientCPU(measured.cpu, measured.wall, msgs, runtime.NumCPU())
+	ps.ClientCPU = &c
 	if pr.Point.Inflight == 1 {
 		ps.Latency = lat // per message
 	} else if lat.Count > 0 {
@@ -418,8 +408,14 @@ func runNATS(ctx context.Context, cfg *SuiteConfig, pr PlannedRun, dir, storeDir
 	return rec, nil
 }
 
+// natsBenchRun is what one `nats bench` process cost: its CPU (user + system, from its
+// rusage) over its wall time.
+type natsBenchRun struct {
+	cpu, wall time.Duration
+}
+
 // runNATSBench runs `nats` with args, its output to out (and kept for the error).
-func runNATSBench(ctx context.Context, cfg *SuiteConfig, args []string, out io.Writer) ([]byte, error) {
+func runNATSBench(ctx context.Context, cfg *SuiteConfig, args []string, out io.Writer) (natsBenchRun, error) {
 	// A calibrated run takes about Duration; allow for a rate that collapses mid-run.
 	ctx, cancel := context.WithTimeout(ctx, 4*(cfg.Load.Duration+cfg.Load.Warmup)+30*time.Second)
 	defer cancel()
@@ -427,10 +423,11 @@ func runNATSBench(ctx context.Context, cfg *SuiteConfig, args []string, out io.W
 	cmd := exec.CommandContext(ctx, cfg.NATSBin, args...)
 	cmd.Stdout = io.MultiWriter(out, &buf)
 	cmd.Stderr = cmd.Stdout
+	start := time.Now()
 	if err := cmd.Run(); err != nil {
-		return buf.Bytes(), fmt.Errorf("%w: nats %s: %w: %s", ErrBroker, strings.Join(args[2:5], " "), err, lastLines(buf.Bytes(), 3))
+		return natsBenchRun{}, fmt.Errorf("%w: nats %s: %w: %s", ErrBroker, strings.Join(args[2:5], " "), err, lastLines(buf.Bytes(), 3))
 	}
-	return buf.Bytes(), nil
+	return natsBenchRun{cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), wall: time.Since(start)}, nil
 }
 
 func readNATSCSV(path string, size int) ([]natsSample, error) {

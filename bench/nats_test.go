@@ -128,6 +128,8 @@ func TestRunSuiteWithNATSPeer(t *testing.T) {
 			require.Zero(t, p.Latency.Count, "async publish: per-batch latency stays in Config")
 			require.Contains(t, rec.Config["nats_batch_latency_us"], "per batch of 4")
 		}
+		require.NotNil(t, p.ClientCPU, "the nats process's CPU")
+		require.Positive(t, p.ClientCPU.Secs)
 		require.FileExists(t, filepath.Join(r.Dir, "nats-bench.csv"))
 		require.FileExists(t, filepath.Join(r.Dir, "nats-server.conf"))
 	}

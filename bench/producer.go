@@ -649,7 +649,7 @@ func (c *producerConn) writeLoop() {
 			} else {
 				remaining -= int64(msgs)
 			}
-			var opaque int32
+			opaque := int32(opaqueBase) // oneway: no response to match, any opaque of the width
 			if idx >= 0 {
 				opaque = c.opaqueFor(idx)
 			}

@@ -109,6 +109,7 @@ type ConsumeSummary struct {
 	LagByQueue   map[string]int64 `json:"lag_by_queue,omitempty"`
 	Hgrm         string           `json:"hgrm_file,omitempty"`
 	ConnErrors   []string         `json:"conn_errors,omitempty"`
+	ClientCPU    *ClientCPU       `json:"client_cpu,omitempty"`
 }
 
 // NewRunRecord starts a record; the caller fills Config, Machine and Broker.
@@ -151,7 +152,7 @@ func (r *RunRecord) SetConsume(res *ConsumeResult) {
 		Errors: res.Errors, ErrorsByCode: res.ErrorsByCode, WarmupMsgs: res.WarmupMsgs,
 		Stamped: res.Stamped, OffsetGaps: res.OffsetGaps, Secs: res.Elapsed.Seconds(),
 		MsgsPerSec: res.MsgsPerSec(), MBPerSec: res.MBPerSec(), Latency: res.Latency,
-		Lag: res.Lag, LagByQueue: res.LagByQueue, ConnErrors: res.ConnErrors,
+		Lag: res.Lag, LagByQueue: res.LagByQueue, ConnErrors: res.ConnErrors, ClientCPU: res.ClientCPU,
 	}
 	if res.LatencyHist != nil && res.LatencyHist.TotalCount() > 0 {
 		s.Hgrm = ConsumeHgrm
@@ -294,8 +295,9 @@ func SummaryLine(mode string, msgs int64, secs, rate float64, lat LatencySummary
 }
 
 // ProduceSummaryLine is SummaryLine for a produce result, followed by the client's own
-// CPU over the measurement (ClientCPU.SummaryFields), so that a reader sees when the load
-// generator rather than the broker was the limit:
+// CPU over the measurement (ClientCPU.SummaryFields; process CPU, so in a mixed run both
+// roles'), so that a reader sees when the load generator rather than the broker was the
+// limit:
 //
 //	... errors=E client_cpu_s=C client_cpu_share=S client_cpu_us_per_msg=U
 func ProduceSummaryLine(mode string, res *ProduceResult) string {
@@ -306,7 +308,8 @@ func ProduceSummaryLine(mode string, res *ProduceResult) string {
 	return SummaryLine(mode, msgs, res.Elapsed.Seconds(), res.MsgsPerSec(), res.Latency, res.Errors) + " " + res.ClientCPU.SummaryFields()
 }
 
-// ConsumeSummaryLine is SummaryLine for a consume result.
+// ConsumeSummaryLine is SummaryLine for a consume result, with the client's CPU as in
+// ProduceSummaryLine.
 func ConsumeSummaryLine(mode string, res *ConsumeResult) string {
-	return SummaryLine(mode, res.Received, res.Elapsed.Seconds(), res.MsgsPerSec(), res.Latency, res.Errors)
+	return SummaryLine(mode, res.Received, res.Elapsed.Seconds(), res.MsgsPerSec(), res.Latency, res.Errors) + " " + res.ClientCPU.SummaryFields()
 }

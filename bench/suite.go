@@ -353,8 +353,11 @@ func RunSuite(ctx context.Context, cfg SuiteConfig, logger *slog.Logger) (*Suite
 			logger.Error("suite run failed", "run", pr.Name, "round", pr.Round, "err", err)
 		} else {
 			p := rec.Results.Produce
-			logger.Info("suite run done", "run", pr.Name, "round", pr.Round,
-				"msgs_per_sec", int64(p.MsgsPerSec), "p99_us", p.Latency.P99Us, "errors", p.Errors)
+			attrs := []any{"run", pr.Name, "round", pr.Round, "msgs_per_sec", int64(p.MsgsPerSec), "p99_us", p.Latency.P99Us, "errors", p.Errors}
+			if c := p.ClientCPU; c != nil {
+				attrs = append(attrs, "client_cpu_share", fmt.Sprintf("%.3f", c.Share), "client_cpu_us_per_msg", fmt.Sprintf("%.2f", c.UsPerMsg))
+			}
+			logger.Info("suite run done", attrs...)
 		}
 		// The longest successful run so far is the best estimate of the next one (a run
 		// that failed early says nothing about how long a good one takes).

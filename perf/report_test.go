@@ -405,11 +405,12 @@ func TestSummaryEndToEndOnlyForMixedRuns(t *testing.T) {
 
 // A run with a throughput file (250 ms intervals) is drawn from it, one point per
 // interval; a run without per-message latency (a peer's async publish) gets no latency
-// line and "–" in the latency columns; extra tables are rendered.
+// line and "–" in the latency columns; the client's CPU gets its columns; extra tables
+// are rendered.
 func TestThroughputFileAndPeerWithoutLatency(t *testing.T) {
 	dir := t.TempDir()
 	runJSON := `{"schema":1,"name":"nats-js-async","mode":"produce","config":{},"machine":{},
-"results":{"produce":{"sent":3000,"acked":3000,"secs":1.0,"msgs_per_sec":3000,"latency":{}}},
+"results":{"produce":{"sent":3000,"acked":3000,"secs":1.0,"msgs_per_sec":3000,"latency":{},"client_cpu":{"cpu_share":0.05,"cpu_us_per_msg":3.5}}},
 "throughput_file":"throughput.csv"}`
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "run.json"), []byte(runJSON), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "throughput.csv"),
@@ -431,7 +432,10 @@ func TestThroughputFileAndPeerWithoutLatency(t *testing.T) {
 
 	var md bytes.Buffer
 	require.NoError(t, WriteMarkdown(&md, Summaries([]*Run{r})))
-	require.Equal(t, []string{"nats-js-async", "3000", "1.00×", "0.0", "–", "–", "–", "–", "–", "0"}, splitRow(strings.Split(strings.TrimSpace(md.String()), "\n")[2]))
+	lines := strings.Split(strings.TrimSpace(md.String()), "\n")
+	require.Equal(t, []string{"run", "msgs/s", "msgs/s vs first", "MB/s", "p50 µs", "p99 µs", "p99.9 µs", "max µs", "p99 vs first", "errors",
+		"client CPU %", "client µs/msg"}, splitRow(lines[0]))
+	require.Equal(t, []string{"nats-js-async", "3000", "1.00×", "0.0", "–", "–", "–", "–", "–", "0", "5.0", "3.50"}, splitRow(lines[2]))
 
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "throughput.csv"), []byte("t,msgs\n1,2\n"), 0o644))
 	_, err = Load(dir)

@@ -92,6 +92,8 @@ type Role struct {
 	E2ELatency   Latency          `json:"e2e_latency"`
 	Lag          int64            `json:"lag"`
 	Hgrm         string           `json:"hgrm_file"`
+	// ClientCPU is the load generator's own CPU over the measurement, if it recorded it.
+	ClientCPU *ClientCPU `json:"client_cpu"`
 
 	// Curve is the percentile distribution read from Hgrm (nil without one).
 	Curve []Percentile `json:"-"`
@@ -103,6 +105,13 @@ func (r *Role) Lat() Latency {
 		return r.E2ELatency
 	}
 	return r.Latency
+}
+
+// ClientCPU is the load generator's CPU: the share of the machine (CPU seconds / wall /
+// nproc) and µs per message.
+type ClientCPU struct {
+	Share    float64 `json:"cpu_share"`
+	UsPerMsg float64 `json:"cpu_us_per_msg"`
 }
 
 // Latency is a latency summary in microseconds.

@@ -30,6 +30,7 @@ Usage:
                   --duration D     (the lean yardstick generator: throughput and client CPU only)
   mqbench report  DIR... --html FILE --md FILE [--title T]
   mqbench suite   [--quick] [--broker-bin bin/mqbroker] [--results bench/results] [--rounds 3]
+                  [--points 1x1,4x16,16x32] [--peers nats|none] [--write-benchmarks]
 
 produce sends SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE with --batch > 1) over C connections
 with W requests in flight each (pipelined by opaque), closed loop, or open loop at --rate
@@ -39,7 +40,9 @@ end-to-end latency and lag. report compares run directories (ringmq vs another b
 configurations): an HTML page (inline SVG) and a Markdown table with ratios against the
 first run; runs sharing a --name are summarized by their medians. suite starts bin/mqbroker
 once per configuration (ASYNC mmap, ASYNC transient pool, SYNC per flush backend; gnet and std
-engines), runs the same load against each, interleaved over rounds, and writes the report.
+engines) and NATS JetStream as a peer, runs the same load against each, interleaved over
+rounds, and writes the report. lean is the yardstick for mqbench's own cost: the least a client
+can do at the same load (frames encoded once, batched writes, responses counted).
 
 Output of produce/consume/mixed with --out DIR: run.json (config, machine, results, broker
 metrics), produce.hgrm / consume-e2e.hgrm (HdrHistogram percentile distributions, ms),
@@ -49,7 +52,7 @@ histograms) so the report shows broker-internal latency beside the client's.
 
 The last line printed by produce and consume is one machine-readable summary:
   mqbench: mode=produce msgs=N secs=T rate=R p50_us=.. p99_us=.. p999_us=.. max_us=.. errors=E
-           client_cpu_s=C client_cpu_share=S client_cpu_us_per_msg=U   (same line; produce only)
+           client_cpu_s=C client_cpu_share=S client_cpu_us_per_msg=U   (the same line)
 client_cpu_* is mqbench's own CPU over the measurement: seconds, share of the machine
 (seconds / wall / nproc) and µs per message; a large share means the client, not the
 broker, may be the limit. For consume: received messages, end-to-end latency, failed

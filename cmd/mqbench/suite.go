@@ -52,8 +52,9 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	benchmarksMD := fset.String("benchmarks-md", "BENCHMARKS.md", "file whose marked section --write-benchmarks replaces (skipped if it has no markers)")
 	logLevel := fset.String("log-level", "info", "log level")
 	fset.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: mqbench suite [flags]\n\nStarts the broker once per setup with a fresh store on loopback, runs the same load against\n"+
-			"each (interleaved rounds), and writes <results>/<stamp>/report.html and BENCHMARKS.md (medians).\n\n%s", fset.FlagUsages())
+		fmt.Fprintf(stderr, "Usage: mqbench suite [flags]\n\nStarts the broker once per setup (and the NATS JetStream peer) with a fresh store on loopback,\n"+
+			"runs the same load against each (interleaved rounds), and writes <results>/<stamp>/report.html\n"+
+			"and <results>/<stamp>/BENCHMARKS.md (medians, ringmq / NATS ratios).\n\n%s", fset.FlagUsages())
 	}
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -128,7 +129,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var failed []string
 	for _, r := range res.Runs {
 		if r.Err != nil {
-			failed = append(failed, fmt.Sprintf("%s round %d: %v", r.Setup.Name, r.Round, r.Err))
+			failed = append(failed, fmt.Sprintf("%s round %d: %v", r.Name, r.Round, r.Err))
 		}
 	}
 	if len(dirs) == 0 {
@@ -254,7 +255,7 @@ func describeSetup(cfg *bench.SuiteConfig, s bench.BrokerSetup) string {
 			sync = "sync_interval: always (every message flushed before its ack), the peer of SYNC_FLUSH"
 		}
 		return "NATS JetStream (nats-server v2.15.2, pinned in tools/go.mod), one server, file storage, one replica, " + sync +
-			"; load by natscli v0.5.0's `nats bench js pub async --clients C --batch W` (each client one connection publishing W messages, then waiting for their W acks: at most W in flight) or `nats bench js pub sync --clients C` for W = 1. Latency: per message for sync publish; async publish reports only per-batch latency, kept in the run's config."
+			"; load by natscli v0.5.0's `nats bench js pub async --clients C --batch W` (each client one connection publishing W messages, then waiting for their W acks: at most W in flight) or `nats bench js pub sync --clients C` for W = 1. Latency: per message for sync publish; async publish reports only per-batch latency, kept in the run's config. Client CPU: the nats process of the measured run."
 	}
 	return fmt.Sprintf("ringmq %s %s --mappedFileSizeCommitLog=%d; load by mqbench produce (SEND_MESSAGE_V2, W requests pipelined per connection, %d queues).",
 		filepath.Base(cfg.BrokerBin), strings.Join(s.Flags, " "), cfg.CommitLogBytes, cfg.Load.Queues)
@@ -338,7 +339,8 @@ func benchmarksSection(runs []*perf.Run, notes []string, ratios *perf.Table, htm
 	if err := perf.WriteMarkdown(&b, perf.Medians(perf.GroupByName(runs))); err != nil {
 		return "", err
 	}
-	fmt.Fprintf(&b, "\nLatencies in µs (client send latency; \"broker put\" is the broker's own put latency from its /metrics; – where not measured). Ratios against the first row.\n")
+	fmt.Fprintf(&b, "\nLatencies in µs (client send latency; \"broker put\" is the broker's own put latency from its /metrics; – where not measured). "+
+		"Client CPU is mqbench's own (CPU seconds / wall / nproc, and per message): when it nears what the broker could use, the client is the limit. Ratios against the first row.\n")
 	if ratios != nil && len(ratios.Rows) > 0 {
 		// Names left, figures right.
 		sep := "|"
