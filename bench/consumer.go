@@ -140,6 +140,9 @@ type ConsumeResult struct {
 	Lag        int64
 	LagByQueue map[string]int64
 	ConnErrors []string
+	// ClientCPU is this process's CPU over the measurement (nil if unreadable; in a
+	// mixed run it includes the producer's).
+	ClientCPU *ClientCPU
 }
 
 // MsgsPerSec is received messages per second of Elapsed.
@@ -363,8 +366,17 @@ func (p *preparedConsume) run(ctx context.Context) (*ConsumeResult, error) {
 	if c.cfg.Duration > 0 {
 		endNs = measureStart + int64(c.cfg.Duration)
 	}
-	started := c.hooks.started("consume")
-	if measureStart == 0 && started != nil {
+	var cpuStart cpuMark
+	userStarted := c.hooks.started("consume")
+	begun := false // runs on this goroutine only (here or in watchRun)
+	started := func() {
+		begun = true
+		cpuStart = markCPU()
+		if userStarted != nil {
+			userStarted()
+		}
+	}
+	if measureStart == 0 {
 		started()
 		started = nil
 	}
@@ -400,7 +412,14 @@ func (p *preparedConsume) run(ctx context.Context) (*ConsumeResult, error) {
 		}
 	})
 	c.series.Close()
-	return p.result(ctx, clk, measureStart)
+	if !begun {
+		started() // the run ended before the measurement began: an empty window
+	}
+	res, err := p.result(ctx, clk, measureStart)
+	if res != nil {
+		res.ClientCPU = clientCPUSince(cpuStart, res.Received)
+	}
+	return res, err
 }
 
 // lag sums the queues' last known lag (safe while the run goes on).

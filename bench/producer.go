@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -148,6 +147,11 @@ type ProduceResult struct {
 	ServiceHist *hdrhistogram.Histogram
 	Series      []SeriesRow
 	ConnErrors  []string // why connections failed, if any did
+	// Throughput is the acknowledged (written, oneway) messages per ThroughputInterval of
+	// the measurement.
+	Throughput []ThroughputPoint
+	// ClientCPU is this process's CPU over the measurement (nil if unreadable).
+	ClientCPU *ClientCPU
 }
 
 // MsgsPerSec is the measured throughput: acknowledged messages (written, oneway) per
@@ -240,8 +244,32 @@ func (p *Producer) run(ctx context.Context, targets []BrokerQueues) (*ProduceRes
 	} else {
 		run.endNs = math.MaxInt64
 	}
-	started := p.hooks.started("produce")
-	if measureStart == 0 && started != nil {
+	// When the measurement begins: mark the process CPU and start sampling the
+	// connections' completion counters for the throughput file.
+	var cpuStart cpuMark
+	samplerStop := make(chan struct{})
+	samplerDone := make(chan struct{})
+	var throughput []ThroughputPoint
+	userStarted := p.hooks.started("produce")
+	begun := false // started runs on this goroutine only (here or in watchRun)
+	started := func() {
+		begun = true
+		cpuStart = markCPU()
+		go func() {
+			defer close(samplerDone)
+			throughput = sampleThroughput(samplerStop, time.Now(), ThroughputInterval, func() (int64, bool) {
+				var n int64
+				for _, c := range conns {
+					n += c.completed.Load()
+				}
+				return n, true
+			})
+		}()
+		if userStarted != nil {
+			userStarted()
+		}
+	}
+	if measureStart == 0 {
 		started() // before the first measured send
 		started = nil
 	}
@@ -267,7 +295,21 @@ func (p *Producer) run(ctx context.Context, targets []BrokerQueues) (*ProduceRes
 		}
 	})
 	p.series.Close()
-	return p.result(targets, conns, clk, measureStart)
+	if !begun {
+		started() // the run ended before the measurement began: an empty window
+	}
+	close(samplerStop)
+	<-samplerDone
+	res, err := p.result(targets, conns, clk, measureStart)
+	if res != nil {
+		msgs := res.Acked
+		if p.cfg.Oneway {
+			msgs = res.Sent
+		}
+		res.ClientCPU = clientCPUSince(cpuStart, msgs)
+		res.Throughput = throughput
+	}
+	return res, err
 }
 
 // watchRun waits until allDone, closing stop when ctx ends or the measurement reaches
@@ -458,6 +500,9 @@ type producerConn struct {
 	lastWriteNs int64
 	unmatched   int64 // reader-owned: responses with an unknown opaque
 	readerDone  chan struct{}
+	// completed counts acknowledged messages (written ones, oneway), warm-up included,
+	// for the throughput sampler: one uncontended atomic add per response.
+	completed atomic.Int64
 }
 
 func newProducerConn(id int, nc net.Conn, addr string, queues []int32, inflight int) *producerConn {
@@ -487,14 +532,18 @@ func (c *producerConn) fail(err error) {
 	_ = c.nc.Close()
 }
 
-// opaqueFor returns a new opaque for slot idx: 1 + idx + W×generation, never 0, unique
+// opaqueBase is the least opaque a producer uses: every opaque has opaqueDigits decimal
+// digits, so that a templated frame (encoder.template) takes any of them in place.
+const opaqueBase = 1_000_000_000
+
+// opaqueFor returns a new opaque for slot idx: opaqueBase + idx + W×generation, unique
 // among the requests in flight, and mapping back to idx.
 func (c *producerConn) opaqueFor(idx int32) int32 {
 	w := uint32(len(c.slots))
-	maxGen := (uint32(math.MaxInt32) - 1) / w
+	maxGen := (uint32(math.MaxInt32) - opaqueBase) / w
 	g := c.gens[idx] % maxGen
 	c.gens[idx]++
-	return int32(1 + uint32(idx) + w*g)
+	return int32(opaqueBase + uint32(idx) + w*g)
 }
 
 // Batching limits of one write: enough to amortize the syscall, small enough to keep
@@ -515,124 +564,6 @@ func (c *producerConn) serve() {
 	<-c.readerDone
 	c.accountLost()
 	c.rec.Flush()
-}
-
-// encoder builds send frames; writer-owned.
-type encoder struct {
-	cfg      *ProducerConfig
-	cmd      codec.RemotingCommand
-	hdr      codec.SendMessageRequestHeader
-	body     []byte // the template body (stamp patched per message in the frame buffer)
-	batch    []byte // batch body under construction
-	props    []byte
-	keyBuf   []byte
-	seq      int64
-	connID   int
-	uniq     *codec.UniqKeyGenerator
-	lastMs   int64
-	bodyOffs []int // offsets of message bodies in the frame buffer, for stamping
-}
-
-func newEncoder(cfg *ProducerConfig, connID int, uniq *codec.UniqKeyGenerator) *encoder {
-	e := &encoder{cfg: cfg, connID: connID, uniq: uniq, body: make([]byte, cfg.MessageBytes)}
-	fillBody(e.body)
-	code := codec.RequestSendMessageV2
-	if cfg.Batch > 1 {
-		code = codec.RequestSendBatchMessage
-	}
-	flag := int32(0)
-	if cfg.Oneway {
-		flag = codec.FlagOneway
-	}
-	e.cmd = codec.RemotingCommand{
-		Code: int32(code), Language: codec.LanguageJava, Version: clientVersion, Flag: flag,
-		ExtFields: make(map[string]string, 16), SerializeType: codec.SerializeJSON,
-	}
-	// A topic the broker auto-creates on the first send gets this many queues (capped by
-	// TBW102's): the queues this run sends to.
-	autoQueues := cfg.Queues
-	if autoQueues == 0 {
-		autoQueues = defaultQueues
-	}
-	e.hdr = codec.SendMessageRequestHeader{
-		ProducerGroup:         cfg.ProducerGroup,
-		Topic:                 cfg.Topic,
-		DefaultTopic:          autoCreateTemplateTopic,
-		DefaultTopicQueueNums: int32(autoQueues),
-		Batch:                 cfg.Batch > 1,
-	}
-	return e
-}
-
-// appendProperties appends one message's properties: UNIQ_KEY (as the Java client sets
-// it), TAGS and KEYS when asked.
-func (e *encoder) appendProperties(dst []byte, now time.Time) []byte {
-	e.keyBuf = e.uniq.Append(e.keyBuf[:0], now)
-	dst = append(dst, codec.PropertyUniqClientMessageIDKey...)
-	dst = append(dst, codec.NameValueSeparator)
-	dst = append(dst, e.keyBuf...)
-	dst = append(dst, codec.PropertySeparator)
-	if len(e.cfg.Tags) > 0 {
-		dst = codec.AppendProperty(dst, codec.PropertyTags, e.cfg.Tags[int(e.seq%int64(len(e.cfg.Tags)))])
-	}
-	if e.cfg.Keys {
-		dst = append(dst, codec.PropertyKeys...)
-		dst = append(dst, codec.NameValueSeparator)
-		dst = append(dst, "mqbench-"...)
-		dst = strconv.AppendInt(dst, int64(e.connID), 10)
-		dst = append(dst, '-')
-		dst = strconv.AppendInt(dst, e.seq, 10)
-		dst = append(dst, codec.PropertySeparator)
-	}
-	e.seq++
-	return dst
-}
-
-// appendRequest appends one send request of msgs messages for queue with the given
-// opaque to buf, and notes where the message bodies are.
-func (e *encoder) appendRequest(buf []byte, opaque, queue int32, msgs int, now time.Time) ([]byte, error) {
-	ms := now.UnixMilli()
-	e.hdr.QueueID = queue
-	e.hdr.BornTimestamp = ms
-	var itemBodyOffs [64]int
-	offs := itemBodyOffs[:0]
-	if e.cfg.Batch > 1 {
-		e.batch = e.batch[:0]
-		for range msgs {
-			e.props = e.appendProperties(e.props[:0], now)
-			offs = append(offs, len(e.batch)+20) // TOTALSIZE, MAGICCODE, BODYCRC, FLAG, BODYLEN
-			e.batch = codec.AppendBatchItem(e.batch, 0, e.body, e.props)
-		}
-		e.hdr.Properties = ""
-		e.cmd.Body = e.batch
-	} else {
-		e.props = e.appendProperties(e.props[:0], now)
-		e.hdr.Properties = string(e.props)
-		offs = append(offs, 0)
-		e.cmd.Body = e.body
-	}
-	e.hdr.EncodeV2(e.cmd.ExtFields)
-	e.cmd.Opaque = opaque
-	start := len(buf)
-	buf, err := e.cmd.AppendFrame(buf)
-	if err != nil {
-		return buf[:start], err
-	}
-	bodyStart := len(buf) - len(e.cmd.Body)
-	for _, o := range offs {
-		e.bodyOffs = append(e.bodyOffs, bodyStart+o)
-	}
-	return buf, nil
-}
-
-// stamp writes the send time into every message body in buf.
-func (e *encoder) stamp(buf []byte, unixNanos int64) {
-	if e.cfg.MessageBytes < BodyStampBytes {
-		return
-	}
-	for _, o := range e.bodyOffs {
-		stampBody(buf[o:o+BodyStampBytes], unixNanos)
-	}
 }
 
 // writeLoop sends requests. Closed loop: a request goes out as soon as a slot is free.
@@ -718,7 +649,7 @@ func (c *producerConn) writeLoop() {
 			} else {
 				remaining -= int64(msgs)
 			}
-			var opaque int32
+			opaque := int32(opaqueBase) // oneway: no response to match, any opaque of the width
 			if idx >= 0 {
 				opaque = c.opaqueFor(idx)
 			}
@@ -778,6 +709,13 @@ func (c *producerConn) writeLoop() {
 			return
 		}
 		c.lastWriteNs = run.clk.now()
+		if cfg.Oneway {
+			var n int64
+			for _, b := range batch {
+				n += int64(b.msgs)
+			}
+			c.completed.Add(n)
+		}
 	}
 }
 
@@ -844,25 +782,30 @@ func (c *producerConn) readLoop() {
 			return
 		}
 		now := run.clk.now()
-		if err := codec.DecodeCommandInto(&cmd, payload); err != nil {
-			c.fail(fmt.Errorf("bench: decode response: %w", err))
-			return
+		code, opaque, flag, ok := peekResponse(payload)
+		if !ok {
+			if err := codec.DecodeCommandInto(&cmd, payload); err != nil {
+				c.fail(fmt.Errorf("bench: decode response: %w", err))
+				return
+			}
+			code, opaque, flag = cmd.Code, cmd.Opaque, cmd.Flag
 		}
-		if !cmd.IsResponse() || cmd.Opaque <= 0 {
+		if flag&codec.FlagResponse == 0 || opaque < opaqueBase {
 			continue // a broker-initiated request (e.g. a transaction check): not ours
 		}
-		idx := (cmd.Opaque - 1) % w
+		idx := (opaque - opaqueBase) % w
 		s := &c.slots[idx]
-		if s.opaque.Load() != cmd.Opaque {
+		if s.opaque.Load() != opaque {
 			c.unmatched++
 			continue
 		}
 		start, sent, msgs := s.startNs.Load(), s.sentNs.Load(), int64(s.msgs.Load())
 		s.opaque.Store(0)
-		if cmd.Code == int32(codec.ResponseSuccess) {
+		if code == int32(codec.ResponseSuccess) {
+			c.completed.Add(msgs)
 			c.rec.Record(start, now, now-start, now-sent, msgs, msgs*bytesPerMsg)
 		} else {
-			c.rec.RecordError(start, now, errorName(cmd.Code), msgs)
+			c.rec.RecordError(start, now, errorName(code), msgs)
 		}
 		c.free <- idx
 	}

@@ -24,6 +24,7 @@ import (
 //	produce-service.hgrm  open-loop runs only: service time (from the actual write)
 //	consume-e2e.hgrm      end-to-end latency of consumed messages, milliseconds
 //	series.csv            per second: role,second,msgs,bytes,errors,p50_us,p99_us,p999_us,max_us,lag
+//	throughput.csv        produce: messages per 250 ms (ThroughputFile)
 //
 // The .hgrm files are what HdrHistogram's outputPercentileDistribution writes (5 ticks
 // per half distance, values scaled to milliseconds), so HdrHistogram's plotter and
@@ -57,6 +58,8 @@ type RunRecord struct {
 	Results  Results           `json:"results"`
 	Broker   *BrokerMetrics    `json:"broker,omitempty"`
 	Series   string            `json:"series_file,omitempty"`
+	// Throughput names the throughput-over-time file (ThroughputFile), if any.
+	Throughput string `json:"throughput_file,omitempty"`
 }
 
 // Results holds a summary per role.
@@ -84,6 +87,7 @@ type ProduceSummary struct {
 	Hgrm         string           `json:"hgrm_file,omitempty"`
 	ServiceHgrm  string           `json:"service_hgrm_file,omitempty"`
 	ConnErrors   []string         `json:"conn_errors,omitempty"`
+	ClientCPU    *ClientCPU       `json:"client_cpu,omitempty"`
 }
 
 // ConsumeSummary is the consume part of a run record.
@@ -105,6 +109,7 @@ type ConsumeSummary struct {
 	LagByQueue   map[string]int64 `json:"lag_by_queue,omitempty"`
 	Hgrm         string           `json:"hgrm_file,omitempty"`
 	ConnErrors   []string         `json:"conn_errors,omitempty"`
+	ClientCPU    *ClientCPU       `json:"client_cpu,omitempty"`
 }
 
 // NewRunRecord starts a record; the caller fills Config, Machine and Broker.
@@ -126,6 +131,7 @@ func (r *RunRecord) SetProduce(cfg *ProducerConfig, res *ProduceResult) {
 		WarmupMsgs: res.WarmupMsgs, Bytes: res.Bytes, Secs: res.Elapsed.Seconds(),
 		MsgsPerSec: res.MsgsPerSec(), MBPerSec: res.MBPerSec(),
 		Latency: res.Latency, Service: res.Service, ConnErrors: res.ConnErrors,
+		ClientCPU: res.ClientCPU,
 	}
 	if res.LatencyHist != nil && res.LatencyHist.TotalCount() > 0 {
 		s.Hgrm = ProduceHgrm
@@ -146,7 +152,7 @@ func (r *RunRecord) SetConsume(res *ConsumeResult) {
 		Errors: res.Errors, ErrorsByCode: res.ErrorsByCode, WarmupMsgs: res.WarmupMsgs,
 		Stamped: res.Stamped, OffsetGaps: res.OffsetGaps, Secs: res.Elapsed.Seconds(),
 		MsgsPerSec: res.MsgsPerSec(), MBPerSec: res.MBPerSec(), Latency: res.Latency,
-		Lag: res.Lag, LagByQueue: res.LagByQueue, ConnErrors: res.ConnErrors,
+		Lag: res.Lag, LagByQueue: res.LagByQueue, ConnErrors: res.ConnErrors, ClientCPU: res.ClientCPU,
 	}
 	if res.LatencyHist != nil && res.LatencyHist.TotalCount() > 0 {
 		s.Hgrm = ConsumeHgrm
@@ -178,6 +184,10 @@ func WriteRun(dir string, rec *RunRecord, produce *ProduceResult, consume *Consu
 	}
 	if consume != nil {
 		series["consume"] = consume.Series
+	}
+	if produce != nil && len(produce.Throughput) > 0 {
+		rec.Throughput = ThroughputFile
+		errs = append(errs, WriteThroughputCSV(filepath.Join(dir, ThroughputFile), produce.Throughput))
 	}
 	if len(series) > 0 {
 		rec.Series = SeriesFile
@@ -284,16 +294,22 @@ func SummaryLine(mode string, msgs int64, secs, rate float64, lat LatencySummary
 		mode, msgs, secs, rate, lat.P50Us, lat.P99Us, lat.P999Us, lat.MaxUs, errs)
 }
 
-// ProduceSummaryLine is SummaryLine for a produce result.
+// ProduceSummaryLine is SummaryLine for a produce result, followed by the client's own
+// CPU over the measurement (ClientCPU.SummaryFields; process CPU, so in a mixed run both
+// roles'), so that a reader sees when the load generator rather than the broker was the
+// limit:
+//
+//	... errors=E client_cpu_s=C client_cpu_share=S client_cpu_us_per_msg=U
 func ProduceSummaryLine(mode string, res *ProduceResult) string {
 	msgs := res.Acked
 	if msgs == 0 && res.Errors == 0 {
 		msgs = res.Sent
 	}
-	return SummaryLine(mode, msgs, res.Elapsed.Seconds(), res.MsgsPerSec(), res.Latency, res.Errors)
+	return SummaryLine(mode, msgs, res.Elapsed.Seconds(), res.MsgsPerSec(), res.Latency, res.Errors) + " " + res.ClientCPU.SummaryFields()
 }
 
-// ConsumeSummaryLine is SummaryLine for a consume result.
+// ConsumeSummaryLine is SummaryLine for a consume result, with the client's CPU as in
+// ProduceSummaryLine.
 func ConsumeSummaryLine(mode string, res *ConsumeResult) string {
-	return SummaryLine(mode, res.Received, res.Elapsed.Seconds(), res.MsgsPerSec(), res.Latency, res.Errors)
+	return SummaryLine(mode, res.Received, res.Elapsed.Seconds(), res.MsgsPerSec(), res.Latency, res.Errors) + " " + res.ClientCPU.SummaryFields()
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,10 +17,47 @@ import (
 )
 
 // BrokerSetup is one broker configuration of the suite: a name for reports and the
-// mqbroker flags (broker.conf keys prefixed with --) that make it.
+// mqbroker flags (broker.conf keys prefixed with --) that make it, or a peer broker.
 type BrokerSetup struct {
 	Name  string
 	Flags []string
+	// Peer is "" for ringmq (bin/mqbroker with Flags) or PeerNATS.
+	Peer string
+	// SyncAlways (NATS) stores with sync_interval: always, the peer of SYNC_FLUSH.
+	SyncAlways bool
+}
+
+// Durable reports whether the setup acknowledges a message only once it is on disk:
+// SYNC_FLUSH for ringmq, sync_interval: always for NATS. Ratios pair setups by it.
+func (s BrokerSetup) Durable() bool {
+	if s.Peer == PeerNATS {
+		return s.SyncAlways
+	}
+	return slices.Contains(s.Flags, "--flushDiskType=SYNC_FLUSH")
+}
+
+// Point is one load shape: connections × requests in flight per connection.
+type Point struct {
+	Conns    int
+	Inflight int
+}
+
+func (p Point) String() string { return fmt.Sprintf("%dx%d", p.Conns, p.Inflight) }
+
+// ParsePoints parses "1x1,4x16,16x32".
+func ParsePoints(s string) ([]Point, error) {
+	var out []Point
+	for f := range strings.SplitSeq(s, ",") {
+		f = strings.TrimSpace(f)
+		c, w, ok := strings.Cut(f, "x")
+		conns, err1 := strconv.Atoi(c)
+		inflight, err2 := strconv.Atoi(w)
+		if !ok || err1 != nil || err2 != nil || conns < 1 || inflight < 1 {
+			return nil, fmt.Errorf("%w: point %q is not CONNSxINFLIGHT with both ≥ 1", ErrConfig, f)
+		}
+		out = append(out, Point{Conns: conns, Inflight: inflight})
+	}
+	return out, nil
 }
 
 // DefaultMatrix is the configuration matrix of `make bench-report`: ASYNC_FLUSH on the
@@ -73,18 +111,33 @@ type PlannedRun struct {
 	Index int // position in the plan
 	Round int // 1-based
 	Setup BrokerSetup
+	// Point is the load shape; Name the run's name in reports: the setup's, or
+	// "setup@CxW" when the suite has several points.
+	Point Point
+	Name  string
 }
 
-// Plan interleaves the rounds: every round runs every setup once, and each round starts
-// one setup later than the previous one, so that no setup always runs first (on a cold
-// page cache) or last (on a machine warmed by the others), and slow drift of a shared
-// machine spreads over all setups instead of biasing one.
+// Plan interleaves the rounds of one load point (the zero Point: the suite's load).
 func Plan(setups []BrokerSetup, rounds int) []PlannedRun {
+	return PlanPoints(setups, []Point{{}}, rounds)
+}
+
+// PlanPoints interleaves the rounds: every round runs every setup once at every point,
+// and each round starts one setup later than the previous one, so that no setup always
+// runs first (on a cold page cache) or last (on a machine warmed by the others), and slow
+// drift of a shared machine spreads over all setups instead of biasing one.
+func PlanPoints(setups []BrokerSetup, points []Point, rounds int) []PlannedRun {
 	var plan []PlannedRun
 	for r := range rounds {
-		for i := range setups {
-			s := setups[(r+i)%len(setups)]
-			plan = append(plan, PlannedRun{Index: len(plan), Round: r + 1, Setup: s})
+		for _, p := range points {
+			for i := range setups {
+				s := setups[(r+i)%len(setups)]
+				name := s.Name
+				if len(points) > 1 {
+					name += "@" + p.String()
+				}
+				plan = append(plan, PlannedRun{Index: len(plan), Round: r + 1, Setup: s, Point: p, Name: name})
+			}
 		}
 	}
 	return plan
@@ -120,12 +173,25 @@ type SuiteConfig struct {
 	BrokerStopTimeout  time.Duration
 	// Stamp names the results directory (default: the start time, 2006-01-02T15-04-05).
 	Stamp string
+	// Points are the load shapes every setup runs at (empty: Load's Conns × Inflight).
+	Points []Point
+	// NATSServerBin and NATSBin are nats-server and natscli's nats, for PeerNATS setups.
+	NATSServerBin string
+	NATSBin       string
 }
 
-// DefaultSuiteConfig is `make bench-report`: every setup of DefaultMatrix, 3 rounds of
-// 4 × 16 in flight, 1 KiB messages for 12 s after 2 s warm-up, 5 s of read-back, within
-// 10 minutes. quick (QUICK=1) shortens it to fit 2 minutes: 2 s after 0.5 s warm-up, no
-// read-back.
+// points is the plan's load shapes.
+func (c *SuiteConfig) points() []Point {
+	if len(c.Points) > 0 {
+		return c.Points
+	}
+	return []Point{{Conns: c.Load.Conns, Inflight: c.Load.Inflight}}
+}
+
+// DefaultSuiteConfig is `make bench-report`: every setup of DefaultMatrix and the NATS
+// JetStream peer (NATSSetups, binaries from `make tools`), 3 rounds of 4 × 16 in flight,
+// 1 KiB messages for 12 s after 2 s warm-up, 5 s of read-back, within 10 minutes. quick
+// (QUICK=1) shortens it to fit 2.5 minutes: 2 s after 0.5 s warm-up, no read-back.
 func DefaultSuiteConfig(quick bool) SuiteConfig {
 	load := DefaultProducerConfig()
 	load.Topic = "BenchmarkSuite"
@@ -137,7 +203,7 @@ func DefaultSuiteConfig(quick bool) SuiteConfig {
 	cfg := SuiteConfig{
 		BrokerBin:          "bin/mqbroker",
 		ResultsDir:         "bench/results",
-		Setups:             DefaultMatrix(),
+		Setups:             append(DefaultMatrix(), NATSSetups()...),
 		Rounds:             3,
 		Load:               load,
 		ConsumeDuration:    5 * time.Second,
@@ -146,6 +212,8 @@ func DefaultSuiteConfig(quick bool) SuiteConfig {
 		Budget:             10 * time.Minute,
 		BrokerStartTimeout: 20 * time.Second,
 		BrokerStopTimeout:  20 * time.Second,
+		NATSServerBin:      "bin/tools/nats-server",
+		NATSBin:            "bin/tools/nats",
 	}
 	if quick {
 		cfg.Load.Duration = 2 * time.Second
@@ -153,7 +221,7 @@ func DefaultSuiteConfig(quick bool) SuiteConfig {
 		cfg.Load.DrainTimeout = 2 * time.Second
 		cfg.ConsumeDuration = 0
 		cfg.CommitLogBytes = 64 << 20
-		cfg.Budget = 2 * time.Minute
+		cfg.Budget = 150 * time.Second
 	}
 	return cfg
 }
@@ -180,10 +248,24 @@ func (c *SuiteConfig) Validate() error {
 	}
 	names := map[string]bool{}
 	for _, s := range c.Setups {
-		if s.Name == "" || strings.ContainsAny(s.Name, `/\ `) || names[s.Name] {
+		if s.Name == "" || strings.ContainsAny(s.Name, `/\ @`) || names[s.Name] {
 			return fmt.Errorf("%w: setup name %q empty, duplicated or not a plain file name", ErrConfig, s.Name)
 		}
 		names[s.Name] = true
+		switch s.Peer {
+		case "":
+		case PeerNATS:
+			if c.NATSServerBin == "" || c.NATSBin == "" {
+				return fmt.Errorf("%w: setup %s needs NATSServerBin and NATSBin (--nats-bin-dir)", ErrConfig, s.Name)
+			}
+		default:
+			return fmt.Errorf("%w: setup %s: unknown peer %q", ErrConfig, s.Name, s.Peer)
+		}
+	}
+	for _, p := range c.Points {
+		if p.Conns < 1 || p.Inflight < 1 {
+			return fmt.Errorf("%w: point %v: connections and in flight must be ≥ 1", ErrConfig, p)
+		}
 	}
 	load := c.Load
 	load.Namesrv, load.Broker = "127.0.0.1:1", ""
@@ -203,6 +285,10 @@ type SuiteResult struct {
 	Dir     string // <ResultsDir>/<stamp>
 	Runs    []SuiteRun
 	Skipped []PlannedRun
+	// LoadAvgBefore and LoadAvgAfter are /proc/loadavg's 1, 5 and 15 minute averages
+	// before the first run and after the last ("" where unreadable): a suite on a busy
+	// machine says so.
+	LoadAvgBefore, LoadAvgAfter string
 }
 
 // RunDirs are the directories of the runs that completed, in plan order.
@@ -240,7 +326,9 @@ func RunSuite(ctx context.Context, cfg SuiteConfig, logger *slog.Logger) (*Suite
 	if err := os.MkdirAll(res.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	plan := Plan(cfg.Setups, cfg.Rounds)
+	res.LoadAvgBefore = LoadAverage()
+	defer func() { res.LoadAvgAfter = LoadAverage() }()
+	plan := PlanPoints(cfg.Setups, cfg.points(), cfg.Rounds)
 	// Until a run has been timed, assume start + warm-up + load + read-back + stop.
 	estimate := suiteRunOverhead + cfg.Load.Warmup + cfg.Load.Duration + cfg.ConsumeDuration
 	timed := false
@@ -255,15 +343,21 @@ func RunSuite(ctx context.Context, cfg SuiteConfig, logger *slog.Logger) (*Suite
 			break
 		}
 		runStart := time.Now()
-		dir := filepath.Join(res.Dir, pr.Setup.Name, fmt.Sprintf("round-%d", pr.Round))
-		rec, err := runOne(ctx, &cfg, pr, dir, filepath.Join(storeRoot, fmt.Sprintf("%s-%s-round-%d", stamp, pr.Setup.Name, pr.Round)), logger)
+		if pr.Name == "" {
+			pr.Name = pr.Setup.Name
+		}
+		dir := filepath.Join(res.Dir, pr.Name, fmt.Sprintf("round-%d", pr.Round))
+		rec, err := runOne(ctx, &cfg, pr, dir, filepath.Join(storeRoot, fmt.Sprintf("%s-%s-round-%d", stamp, pr.Name, pr.Round)), logger)
 		res.Runs = append(res.Runs, SuiteRun{PlannedRun: pr, Dir: dir, Record: rec, Err: err})
 		if err != nil {
-			logger.Error("suite run failed", "setup", pr.Setup.Name, "round", pr.Round, "err", err)
+			logger.Error("suite run failed", "run", pr.Name, "round", pr.Round, "err", err)
 		} else {
 			p := rec.Results.Produce
-			logger.Info("suite run done", "setup", pr.Setup.Name, "round", pr.Round,
-				"msgs_per_sec", int64(p.MsgsPerSec), "p99_us", p.Latency.P99Us, "errors", p.Errors)
+			attrs := []any{"run", pr.Name, "round", pr.Round, "msgs_per_sec", int64(p.MsgsPerSec), "p99_us", p.Latency.P99Us, "errors", p.Errors}
+			if c := p.ClientCPU; c != nil {
+				attrs = append(attrs, "client_cpu_share", fmt.Sprintf("%.3f", c.Share), "client_cpu_us_per_msg", fmt.Sprintf("%.2f", c.UsPerMsg))
+			}
+			logger.Info("suite run done", attrs...)
 		}
 		// The longest successful run so far is the best estimate of the next one (a run
 		// that failed early says nothing about how long a good one takes).
@@ -290,6 +384,9 @@ func runOne(ctx context.Context, cfg *SuiteConfig, pr PlannedRun, dir, storeDir 
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	defer os.RemoveAll(storeDir)
+	if pr.Setup.Peer == PeerNATS {
+		return runNATS(ctx, cfg, pr, dir, storeDir, logger)
+	}
 	logFile, err := os.Create(filepath.Join(dir, "broker.log"))
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
@@ -300,17 +397,20 @@ func runOne(ctx context.Context, cfg *SuiteConfig, pr PlannedRun, dir, storeDir 
 		return nil, err
 	}
 	started := time.Now()
-	rec := NewRunRecord(pr.Setup.Name, "produce", started)
+	rec := NewRunRecord(pr.Name, "produce", started)
+	load := cfg.Load
+	load.Namesrv, load.Broker = bp.namesrvAddr, ""
+	if pr.Point.Conns > 0 {
+		load.Conns, load.Inflight = pr.Point.Conns, pr.Point.Inflight
+	}
 	rec.Config["setup"] = pr.Setup.Name
 	rec.Config["round"] = strconv.Itoa(pr.Round)
 	rec.Config["broker_flags"] = strings.Join(bp.args, " ")
-	for k, v := range LoadConfigMap(&cfg.Load) {
+	for k, v := range LoadConfigMap(&load) {
 		rec.Config[k] = v
 	}
 	rec.Machine = DescribeMachine(ctx, storeDir)
 
-	load := cfg.Load
-	load.Namesrv, load.Broker = bp.namesrvAddr, ""
 	watcher := NewMetricsWatcher(bp.metricsAddr, "", "", "")
 	hooks := Hooks{Started: func(string) {
 		if err := watcher.Start(ctx); err != nil {
@@ -499,4 +599,17 @@ func (bp *brokerProcess) exitError() error {
 		return fmt.Errorf("%w: %w", ErrBroker, bp.waitErr)
 	}
 	return nil
+}
+
+// LoadAverage is /proc/loadavg's 1, 5 and 15 minute load averages ("" off Linux).
+func LoadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
 }

@@ -104,8 +104,9 @@ func TestDefaultMatrixCoversEveryConfiguration(t *testing.T) {
 	require.ErrorIs(t, err, ErrConfig)
 }
 
-// The default suite fits its budgets: 7 setups × 3 rounds within 10 minutes, and QUICK
-// within 2, with the per-run allowance RunSuite assumes before it has timed a run.
+// The default suite fits its budgets: 7 setups and the 2 NATS ones × 3 rounds within 10
+// minutes, and QUICK within 2.5, with the per-run allowance RunSuite assumes before it
+// has timed a run.
 func TestDefaultSuiteFitsBudget(t *testing.T) {
 	for _, quick := range []bool{false, true} {
 		cfg := DefaultSuiteConfig(quick)
@@ -116,7 +117,8 @@ func TestDefaultSuiteFitsBudget(t *testing.T) {
 		require.LessOrEqual(t, time.Duration(runs)*perRun, cfg.Budget, "quick=%v", quick)
 	}
 	require.Equal(t, 10*time.Minute, DefaultSuiteConfig(false).Budget)
-	require.Equal(t, 2*time.Minute, DefaultSuiteConfig(true).Budget)
+	require.Equal(t, 150*time.Second, DefaultSuiteConfig(true).Budget)
+	require.Len(t, DefaultSuiteConfig(false).Setups, len(DefaultMatrix())+len(NATSSetups()), "the peer runs in the same rounds")
 }
 
 func testSuiteConfig(t *testing.T) SuiteConfig {

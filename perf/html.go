@@ -22,6 +22,16 @@ type HTMLOptions struct {
 	Generated time.Time
 	// Notes are extra paragraphs (the command, skipped runs ...).
 	Notes []string
+	// Tables are extra tables after the summary (e.g. ratios against a peer).
+	Tables []Table
+}
+
+// Table is an extra table of a report: a caption, a header row and text cells.
+type Table struct {
+	ID      string
+	Caption string
+	Header  []string
+	Rows    [][]string
 }
 
 // putLockWarningUs is RocketMQ's in-lock warning: a put holding the lock longer logs
@@ -63,14 +73,40 @@ func WriteHTML(w io.Writer, runs []*Run, opts HTMLOptions) error {
 		fmt.Fprintf(&b, "<p>%s</p>\n", esc(opts.RowsCaption))
 	}
 	writeSummaryTable(&b, rows)
+	for _, t := range opts.Tables {
+		if t.Caption != "" {
+			fmt.Fprintf(&b, "<h3>%s</h3>\n", esc(t.Caption))
+		}
+		fmt.Fprintf(&b, `<table id="%s"><thead><tr>`, esc(t.ID))
+		for i, h := range t.Header {
+			class := ""
+			if i == 0 {
+				class = ` class="name"`
+			}
+			fmt.Fprintf(&b, "<th%s>%s</th>", class, esc(h))
+		}
+		b.WriteString("</tr></thead><tbody>\n")
+		for _, row := range t.Rows {
+			b.WriteString("<tr>")
+			for i, cell := range row {
+				class := ""
+				if i == 0 {
+					class = ` class="name"`
+				}
+				fmt.Fprintf(&b, "<td%s>%s</td>", class, esc(cell))
+			}
+			b.WriteString("</tr>\n")
+		}
+		b.WriteString("</tbody></table>\n")
+	}
 
-	b.WriteString("<h2>Latency by percentile</h2>\n<p>Client-observed latency of each run (solid; send latency, or end to end for consume-only runs) and, dashed, the broker's own put latency over the same window where the broker reported it.</p>\n")
+	b.WriteString("<h2>Latency by percentile</h2>\n<p>Solid lines: client latency of each run (send latency as the load generator measured it, or end to end for consume-only runs). Dashed lines: the broker's own put latency over the same window, where the broker reported it. The legend names which is which.</p>\n")
 	latencyChart(runs).render(&b)
 	if c := e2eChart(runs); c != nil {
 		b.WriteString("\n<h2>End-to-end latency by percentile</h2>\n<p>From the producer's send stamp (or BORNTIMESTAMP) to receipt by the consumer.</p>\n")
 		c.render(&b)
 	}
-	b.WriteString("\n<h2>Throughput over time</h2>\n")
+	b.WriteString("\n<h2>Throughput over time</h2>\n<p>Messages acknowledged per 250 ms interval (runs that recorded a throughput file; older runs per second), as a rate.</p>\n")
 	throughputChart(runs).render(&b)
 	b.WriteString("\n<h2>Broker put-lock time</h2>\n<p>Time puts held the CommitLog put lock (broker histogram over the measured window; max is the broker's gauge). The red line is RocketMQ's 500 ms in-lock warning.</p>\n")
 	lock := lockChart(runs)
@@ -195,14 +231,22 @@ func latencyChart(runs []*Run) *chart {
 		pts, mx := curvePoints(role.Curve)
 		maxX = max(maxX, mx)
 		yr.add(pts)
-		c.lines = append(c.lines, series{name: r.Name, color: colorOf(i), class: "series", points: pts,
+		if len(pts) == 0 {
+			continue // no per-message latency (a peer's async publish)
+		}
+		kind := " — client send latency"
+		if r.Results.Produce == nil {
+			kind = " — client end-to-end latency"
+		}
+		c.lines = append(c.lines, series{name: r.Name, label: r.Name + kind, color: colorOf(i), class: "series", points: pts,
 			attrs: [][2]string{{"data-p99-us", trimFloat(role.Lat().P99Us)}}})
 	}
 	for i, r := range runs {
 		if h, ok := r.Broker.PutLatency(); ok {
 			pts := quantilePoints(h)
 			yr.add(pts)
-			c.lines = append(c.lines, series{name: r.Name + " (broker put)", color: colorOf(i), dashed: true, class: "broker", points: pts})
+			c.lines = append(c.lines, series{name: r.Name + " (broker put)", label: r.Name + " — broker put latency (dashed)",
+				color: colorOf(i), dashed: true, class: "broker", points: pts})
 		}
 	}
 	c.percentileAxis(maxX)
@@ -239,39 +283,58 @@ func e2eChart(runs []*Run) *chart {
 }
 
 func throughputChart(runs []*Run) *chart {
-	c := newChart("throughput", "Throughput over time", "second", "messages per second")
+	c := newChart("throughput", "Throughput over time", "seconds since the measurement began", "messages per second")
 	maxX, maxY := 1.0, 1.0
 	for i, r := range runs {
-		role := "produce"
-		if r.Results.Produce == nil {
-			role = "consume"
-		}
-		var secs float64
-		if rr := r.Primary(); rr != nil {
-			secs = rr.Secs
-		}
-		var pts [][2]float64
-		for _, p := range r.Series[role] {
-			// Each second's messages are plotted at the end of the second. The last second
-			// is cut short by the end of the run: it is scaled to a rate when it covers a
-			// fair part of a second, and left out otherwise (a nearly empty tail of late
-			// responses is not a drop in throughput).
-			rate := float64(p.Msgs)
-			if covered := secs - float64(p.Second); secs > 0 && covered < 1 {
-				if covered < 0.25 {
-					continue
-				}
-				rate /= covered
-			}
-			pts = append(pts, [2]float64{float64(p.Second + 1), rate})
-			maxX = max(maxX, float64(p.Second+1))
-			maxY = max(maxY, rate)
+		pts := throughputPoints(r)
+		for _, p := range pts {
+			maxX = max(maxX, p[0])
+			maxY = max(maxY, p[1])
 		}
 		c.lines = append(c.lines, series{name: r.Name, color: colorOf(i), class: "series", points: pts})
 	}
 	c.xTicks = linearAxis(&c.x, maxX, func(v float64) string { return trimFloat(v) + " s" })
 	c.yTicks = linearAxis(&c.y, maxY*1.05, formatCount)
 	return c
+}
+
+// throughputPoints is a run's rate over time: from its throughput file (one point per
+// 250 ms interval) when it has one, else from the per-second series.
+func throughputPoints(r *Run) [][2]float64 {
+	var pts [][2]float64
+	if len(r.Throughput) > 0 {
+		for _, p := range r.Throughput {
+			// A sliver at the end of the run (the last responses) is not a rate.
+			if p.IntervalMs < 50 {
+				continue
+			}
+			pts = append(pts, [2]float64{float64(p.EndMs) / 1000, float64(p.Msgs) * 1000 / float64(p.IntervalMs)})
+		}
+		return pts
+	}
+	role := "produce"
+	if r.Results.Produce == nil {
+		role = "consume"
+	}
+	var secs float64
+	if rr := r.Primary(); rr != nil {
+		secs = rr.Secs
+	}
+	for _, p := range r.Series[role] {
+		// Each second's messages are plotted at the end of the second. The last second
+		// is cut short by the end of the run: it is scaled to a rate when it covers a
+		// fair part of a second, and left out otherwise (a nearly empty tail of late
+		// responses is not a drop in throughput).
+		rate := float64(p.Msgs)
+		if covered := secs - float64(p.Second); secs > 0 && covered < 1 {
+			if covered < 0.25 {
+				continue
+			}
+			rate /= covered
+		}
+		pts = append(pts, [2]float64{float64(p.Second + 1), rate})
+	}
+	return pts
 }
 
 func lockChart(runs []*Run) *chart {

@@ -17,6 +17,7 @@ type column struct {
 
 func fmtInt(v float64) string   { return strconv.FormatFloat(v, 'f', 0, 64) }
 func fmtOne(v float64) string   { return strconv.FormatFloat(v, 'f', 1, 64) }
+func fmtTwo(v float64) string   { return strconv.FormatFloat(v, 'f', 2, 64) }
 func fmtRatio(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) + "×" }
 
 func always(f func(s Summary) float64) func(s, first Summary) (float64, bool) {
@@ -37,10 +38,11 @@ func summaryColumns(rows []Summary) []column {
 			return r, r > 0
 		}, format: fmtRatio},
 		{key: "mb_per_sec", header: "MB/s", value: always(func(s Summary) float64 { return s.MBPerSec }), format: fmtOne},
-		{key: "p50_us", header: "p50 µs", value: always(func(s Summary) float64 { return s.P50Us }), format: fmtOne},
-		{key: "p99_us", header: "p99 µs", value: always(func(s Summary) float64 { return s.P99Us }), format: fmtOne},
-		{key: "p999_us", header: "p99.9 µs", value: always(func(s Summary) float64 { return s.P999Us }), format: fmtOne},
-		{key: "max_us", header: "max µs", value: always(func(s Summary) float64 { return s.MaxUs }), format: fmtOne},
+		// A latency of 0 is no measurement (a peer that reports none): "–".
+		{key: "p50_us", header: "p50 µs", value: positive(func(s Summary) float64 { return s.P50Us }), format: fmtOne},
+		{key: "p99_us", header: "p99 µs", value: positive(func(s Summary) float64 { return s.P99Us }), format: fmtOne},
+		{key: "p999_us", header: "p99.9 µs", value: positive(func(s Summary) float64 { return s.P999Us }), format: fmtOne},
+		{key: "max_us", header: "max µs", value: positive(func(s Summary) float64 { return s.MaxUs }), format: fmtOne},
 		{key: "p99_ratio", header: "p99 vs first", value: func(s, f Summary) (float64, bool) {
 			r := ratio(s.P99Us, f.P99Us)
 			return r, r > 0
@@ -69,6 +71,12 @@ func summaryColumns(rows []Summary) []column {
 		cols = append(cols,
 			column{key: "put_lock_p99_us", header: "put-lock p99 µs", value: positive(func(s Summary) float64 { return s.PutLockP99Us }), format: fmtOne},
 			column{key: "put_lock_max_us", header: "put-lock max µs", value: positive(func(s Summary) float64 { return s.PutLockMaxUs }), format: fmtOne})
+	}
+	if any(func(s Summary) bool { return s.ClientCPUShare > 0 }) {
+		// The load generator's own cost: a large share says the client may be the limit.
+		cols = append(cols,
+			column{key: "client_cpu_pct", header: "client CPU %", value: positive(func(s Summary) float64 { return s.ClientCPUShare * 100 }), format: fmtOne},
+			column{key: "client_cpu_us_per_msg", header: "client µs/msg", value: positive(func(s Summary) float64 { return s.ClientCPUUsPerMsg }), format: fmtTwo})
 	}
 	if any(func(s Summary) bool { return s.ConsumeMsgsPerSec > 0 }) {
 		cols = append(cols,

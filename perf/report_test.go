@@ -204,7 +204,8 @@ func TestWriteHTMLFromFixtureRuns(t *testing.T) {
 	for _, txt := range legend[0].find(func(e *element) bool { return e.name == "text" }) {
 		names = append(names, txt.text.String())
 	}
-	require.Equal(t, []string{"ringmq-async", "rocketmq-4.9.8", "ringmq-sync-mixed", "ringmq-async (broker put)"}, names)
+	require.Equal(t, []string{"ringmq-async — client send latency", "rocketmq-4.9.8 — client send latency",
+		"ringmq-sync-mixed — client send latency", "ringmq-async — broker put latency (dashed)"}, names, "the legend says which line is which")
 	var ticks []string
 	for _, txt := range lat.find(func(e *element) bool { return e.name == "text" && e.attrs["class"] == "xtick" }) {
 		ticks = append(ticks, txt.text.String())
@@ -351,7 +352,8 @@ func TestMedianAndGroups(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	require.Equal(t, []string{"run", "runs", "msgs/s", "msgs/s vs first", "MB/s", "p50 µs", "p99 µs", "p99.9 µs", "max µs",
 		"p99 vs first", "errors", "msgs/s min–max"}, splitRow(lines[0]))
-	require.Equal(t, []string{"b", "3", "60", "0.30×", "0.0", "0.0", "30.0", "0.0", "0.0", "1.50×", "1", "50–70"}, splitRow(lines[3]))
+	// No p50, p99.9 or max measured: "–", not 0.
+	require.Equal(t, []string{"b", "3", "60", "0.30×", "0.0", "–", "30.0", "–", "–", "1.50×", "1", "50–70"}, splitRow(lines[3]))
 }
 
 func TestReadHgrmRejectsGarbage(t *testing.T) {
@@ -399,4 +401,43 @@ func TestSummaryEndToEndOnlyForMixedRuns(t *testing.T) {
 			require.Zero(t, s.ConsumeP99Us, tc.mode)
 		}
 	}
+}
+
+// A run with a throughput file (250 ms intervals) is drawn from it, one point per
+// interval; a run without per-message latency (a peer's async publish) gets no latency
+// line and "–" in the latency columns; the client's CPU gets its columns; extra tables
+// are rendered.
+func TestThroughputFileAndPeerWithoutLatency(t *testing.T) {
+	dir := t.TempDir()
+	runJSON := `{"schema":1,"name":"nats-js-async","mode":"produce","config":{},"machine":{},
+"results":{"produce":{"sent":3000,"acked":3000,"secs":1.0,"msgs_per_sec":3000,"latency":{},"client_cpu":{"cpu_share":0.05,"cpu_us_per_msg":3.5}}},
+"throughput_file":"throughput.csv"}`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "run.json"), []byte(runJSON), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "throughput.csv"),
+		[]byte("t_ms,interval_ms,msgs\n250,250,500\n500,250,1000\n750,250,750\n1000,250,750\n1010,10,3\n"), 0o644))
+	r, err := Load(dir)
+	require.NoError(t, err)
+	require.Equal(t, []ThroughputPoint{{250, 250, 500}, {500, 250, 1000}, {750, 250, 750}, {1000, 250, 750}, {1010, 10, 3}}, r.Throughput)
+
+	var buf bytes.Buffer
+	require.NoError(t, WriteHTML(&buf, []*Run{r}, HTMLOptions{Tables: []Table{{ID: "ratios", Caption: "ringmq / NATS",
+		Header: []string{"point", "ratio"}, Rows: [][]string{{"4x16", "1.20×"}}}}}))
+	root := parseXML(t, buf.Bytes())
+	tp := polylines(chartByID(t, root, "throughput"), "series")
+	require.Len(t, tp, 1)
+	require.Equal(t, "4", tp[0].attrs["data-points"], "one point per 250 ms interval; the 10 ms sliver left out")
+	require.Empty(t, polylines(chartByID(t, root, "latency"), "series"), "no latency measured, no line")
+	require.Contains(t, buf.String(), `<table id="ratios">`)
+	require.Contains(t, buf.String(), "<td>1.20×</td>")
+
+	var md bytes.Buffer
+	require.NoError(t, WriteMarkdown(&md, Summaries([]*Run{r})))
+	lines := strings.Split(strings.TrimSpace(md.String()), "\n")
+	require.Equal(t, []string{"run", "msgs/s", "msgs/s vs first", "MB/s", "p50 µs", "p99 µs", "p99.9 µs", "max µs", "p99 vs first", "errors",
+		"client CPU %", "client µs/msg"}, splitRow(lines[0]))
+	require.Equal(t, []string{"nats-js-async", "3000", "1.00×", "0.0", "–", "–", "–", "–", "–", "0", "5.0", "3.50"}, splitRow(lines[2]))
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "throughput.csv"), []byte("t,msgs\n1,2\n"), 0o644))
+	_, err = Load(dir)
+	require.ErrorIs(t, err, ErrRunRecord)
 }

@@ -41,12 +41,23 @@ type Run struct {
 		Produce *Role `json:"produce"`
 		Consume *Role `json:"consume"`
 	} `json:"results"`
-	Broker     *BrokerMetrics `json:"broker"`
-	SeriesFile string         `json:"series_file"`
-	Schema     int            `json:"schema"`
+	Broker         *BrokerMetrics `json:"broker"`
+	SeriesFile     string         `json:"series_file"`
+	ThroughputFile string         `json:"throughput_file"`
+	Schema         int            `json:"schema"`
 
 	// Series holds the per-second rows by role ("produce", "consume").
 	Series map[string][]SeriesPoint `json:"-"`
+	// Throughput holds the rows of the throughput file (250 ms intervals), if any.
+	Throughput []ThroughputPoint `json:"-"`
+}
+
+// ThroughputPoint is one interval of a run's throughput file: its end (ms since the
+// measurement began), its length and the messages completed in it.
+type ThroughputPoint struct {
+	EndMs      int64
+	IntervalMs int64
+	Msgs       int64
 }
 
 // Machine is the run record's machine description.
@@ -81,6 +92,8 @@ type Role struct {
 	E2ELatency   Latency          `json:"e2e_latency"`
 	Lag          int64            `json:"lag"`
 	Hgrm         string           `json:"hgrm_file"`
+	// ClientCPU is the load generator's own CPU over the measurement, if it recorded it.
+	ClientCPU *ClientCPU `json:"client_cpu"`
 
 	// Curve is the percentile distribution read from Hgrm (nil without one).
 	Curve []Percentile `json:"-"`
@@ -92,6 +105,13 @@ func (r *Role) Lat() Latency {
 		return r.E2ELatency
 	}
 	return r.Latency
+}
+
+// ClientCPU is the load generator's CPU: the share of the machine (CPU seconds / wall /
+// nproc) and µs per message.
+type ClientCPU struct {
+	Share    float64 `json:"cpu_share"`
+	UsPerMsg float64 `json:"cpu_us_per_msg"`
 }
 
 // Latency is a latency summary in microseconds.
@@ -211,7 +231,41 @@ func Load(path string) (*Run, error) {
 			return nil, err
 		}
 	}
+	if r.ThroughputFile != "" {
+		if r.Throughput, err = readThroughput(filepath.Join(r.Dir, r.ThroughputFile)); err != nil {
+			return nil, err
+		}
+	}
 	return r, nil
+}
+
+// readThroughput reads a throughput file: t_ms,interval_ms,msgs.
+func readThroughput(path string) ([]ThroughputPoint, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrRunRecord, err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrRunRecord, path, err)
+	}
+	if len(rows) == 0 || strings.Join(rows[0], ",") != "t_ms,interval_ms,msgs" {
+		return nil, fmt.Errorf("%w: %s: header is not t_ms,interval_ms,msgs", ErrRunRecord, path)
+	}
+	out := make([]ThroughputPoint, 0, len(rows)-1)
+	for i, row := range rows[1:] {
+		var p ThroughputPoint
+		var e1, e2, e3 error
+		p.EndMs, e1 = strconv.ParseInt(row[0], 10, 64)
+		p.IntervalMs, e2 = strconv.ParseInt(row[1], 10, 64)
+		p.Msgs, e3 = strconv.ParseInt(row[2], 10, 64)
+		if err := errors.Join(e1, e2, e3); err != nil || p.IntervalMs < 0 || p.Msgs < 0 {
+			return nil, fmt.Errorf("%w: %s: row %d: %q", ErrRunRecord, path, i+2, strings.Join(row, ","))
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // LoadAll loads every path (run directories or run.json files) in order.

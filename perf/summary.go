@@ -24,6 +24,10 @@ type Summary struct {
 	// Read side, when the run consumed.
 	ConsumeMsgsPerSec float64
 	ConsumeP99Us      float64
+	// The load generator's own CPU (0 when not recorded): share of the machine and µs
+	// per message of the primary role.
+	ClientCPUShare    float64
+	ClientCPUUsPerMsg float64
 }
 
 // Primary is the role a run is summarized by: produce when it has one, else consume.
@@ -42,6 +46,9 @@ func (r *Run) Summarize() Summary {
 		s.MsgsPerSec, s.MBPerSec = p.MsgsPerSec, p.MBPerSec
 		s.P50Us, s.P99Us, s.P999Us, s.MaxUs = l.P50Us, l.P99Us, l.P999Us, l.MaxUs
 		s.Errors = p.Errors
+		if p.ClientCPU != nil {
+			s.ClientCPUShare, s.ClientCPUUsPerMsg = p.ClientCPU.Share, p.ClientCPU.UsPerMsg
+		}
 	}
 	s.MinMsgsPerSec, s.MaxMsgsPerSec = s.MsgsPerSec, s.MsgsPerSec
 	if h, ok := r.Broker.PutLatency(); ok {
@@ -118,6 +125,8 @@ func (g Group) Median() Summary {
 	s.PutLockMaxUs = med(func(x Summary) float64 { return x.PutLockMaxUs })
 	s.ConsumeMsgsPerSec = med(func(x Summary) float64 { return x.ConsumeMsgsPerSec })
 	s.ConsumeP99Us = med(func(x Summary) float64 { return x.ConsumeP99Us })
+	s.ClientCPUShare = med(func(x Summary) float64 { return x.ClientCPUShare })
+	s.ClientCPUUsPerMsg = med(func(x Summary) float64 { return x.ClientCPUUsPerMsg })
 	s.MinMsgsPerSec, s.MaxMsgsPerSec = sums[0].MsgsPerSec, sums[0].MsgsPerSec
 	for _, x := range sums[1:] {
 		s.MinMsgsPerSec = min(s.MinMsgsPerSec, x.MsgsPerSec)

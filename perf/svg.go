@@ -42,7 +42,8 @@ type tick struct {
 
 // series is one polyline: data points (x, y) in data units.
 type series struct {
-	name    string
+	name    string // the run (data-run)
+	label   string // legend text, when it says more than the name
 	color   string
 	dashed  bool
 	class   string // "series" for runs, "broker" for broker-side lines
@@ -69,10 +70,10 @@ type chart struct {
 }
 
 const (
-	chartWidth   = 860
+	chartWidth   = 1060
 	chartHeight  = 420
 	marginLeft   = 80
-	marginRight  = 200 // legend
+	marginRight  = 380 // legend: "sync-fdatasync-gnet@16x32 — broker put latency (dashed)"
 	marginTop    = 20
 	marginBottom = 50
 )
@@ -155,7 +156,11 @@ func (c *chart) render(b *strings.Builder) {
 			dash = ` stroke-dasharray="6 4"`
 		}
 		fmt.Fprintf(b, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="2"%s/>`, num(right+10), num(y), num(right+34), num(y), l.color, dash)
-		fmt.Fprintf(b, `<text x="%s" y="%s">%s</text>`, num(right+40), num(y+4), esc(l.name))
+		label := l.label
+		if label == "" {
+			label = l.name
+		}
+		fmt.Fprintf(b, `<text x="%s" y="%s">%s</text>`, num(right+40), num(y+4), esc(label))
 	}
 	b.WriteString(`</g></svg>`)
 }

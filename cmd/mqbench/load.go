@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -35,6 +36,7 @@ type loadOptions struct {
 	putLock, putLatency    string
 	putLockMax             string
 	logLevel, progress     string
+	cpuProfile             string
 	// consume
 	noLongPolling bool
 }
@@ -92,6 +94,7 @@ func newLoadOptions(mode string, stderr io.Writer) *loadOptions {
 	fs.StringVar(&o.putLockMax, "put-lock-max-metric", bench.DefaultPutLockMaxMetric, "broker longest put-lock gauge name")
 	fs.StringVar(&o.progress, "progress", "auto", "progress line per second on stderr: auto (when a terminal), always, never")
 	fs.StringVar(&o.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
+	fs.StringVar(&o.cpuProfile, "cpu-profile", "", "write mqbench's own CPU profile (pprof) of the whole run to FILE")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage of mqbench %s:\n%s", mode, fs.FlagUsages())
 	}
@@ -166,6 +169,11 @@ func runLoad(ctx context.Context, mode string, args []string, stdout, stderr io.
 	if err != nil {
 		return err
 	}
+	stopProfile, err := startCPUProfile(o.cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	var hooks bench.Hooks
 	showProgress := o.progress == "always"
 	if o.progress == "auto" {
@@ -260,4 +268,49 @@ func formatCodes(m map[string]int64) string {
 	}
 	slices.Sort(parts)
 	return strings.Join(parts, " ")
+}
+
+// runLean is `mqbench lean`: the lean generator (bench.RunLean) with produce's flags, the
+// yardstick for mqbench produce's own cost. It prints one summary line.
+func runLean(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o := newLoadOptions("produce", stderr)
+	o.fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage of mqbench lean (closed loop, throughput only; produce's flags, without --batch, --rate, --oneway, --count, --tags, --keys):\n%s", o.fs.FlagUsages())
+	}
+	if err := o.parse(args); err != nil {
+		return err
+	}
+	stopProfile, err := startCPUProfile(o.cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
+	res, err := bench.RunLean(ctx, o.p)
+	if errors.Is(err, bench.ErrConfig) {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if res != nil {
+		fmt.Fprintln(stdout, res.SummaryLine())
+	}
+	return err
+}
+
+// startCPUProfile starts a pprof CPU profile into path (none when path is empty); the
+// returned function stops it and closes the file.
+func startCPUProfile(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
 }

@@ -28,8 +28,11 @@ Usage:
   mqbench consume --namesrv ADDR --topic T --group G --conns C --duration D --out DIR [flags]
   mqbench mixed   --namesrv ADDR --topic T --group G --conns C --inflight W --size S --duration D
                   --out DIR [flags]        (produce and consume at once)
+  mqbench lean    --namesrv ADDR|--broker ADDR --topic T --queues Q --conns C --inflight W --size S
+                  --duration D     (the lean yardstick generator: throughput and client CPU only)
   mqbench report  DIR... --html FILE --md FILE [--title T]
   mqbench suite   [--quick] [--broker-bin bin/mqbroker] [--results bench/results] [--rounds 3]
+                  [--points 1x1,4x16,16x32] [--peers nats|none] [--write-benchmarks]
   mqbench --version
 
 produce sends SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE with --batch > 1) over C connections
@@ -40,7 +43,9 @@ end-to-end latency and lag. report compares run directories (ringmq vs another b
 configurations): an HTML page (inline SVG) and a Markdown table with ratios against the
 first run; runs sharing a --name are summarized by their medians. suite starts bin/mqbroker
 once per configuration (ASYNC mmap, ASYNC transient pool, SYNC per flush backend; gnet and std
-engines), runs the same load against each, interleaved over rounds, and writes the report.
+engines) and NATS JetStream as a peer, runs the same load against each, interleaved over
+rounds, and writes the report. lean is the yardstick for mqbench's own cost: the least a client
+can do at the same load (frames encoded once, batched writes, responses counted).
 
 Output of produce/consume/mixed with --out DIR: run.json (config, machine, results, broker
 metrics), produce.hgrm / consume-e2e.hgrm (HdrHistogram percentile distributions, ms),
@@ -50,8 +55,11 @@ histograms) so the report shows broker-internal latency beside the client's.
 
 The last line printed by produce and consume is one machine-readable summary:
   mqbench: mode=produce msgs=N secs=T rate=R p50_us=.. p99_us=.. p999_us=.. max_us=.. errors=E
-(for consume: received messages, end-to-end latency, failed pulls). mixed prints the produce
-line, then the consume line last. A progress line per second goes to stderr on a terminal.
+           client_cpu_s=C client_cpu_share=S client_cpu_us_per_msg=U   (the same line)
+client_cpu_* is mqbench's own CPU over the measurement: seconds, share of the machine
+(seconds / wall / nproc) and µs per message; a large share means the client, not the
+broker, may be the limit. For consume: received messages, end-to-end latency, failed
+pulls. mixed prints the produce line, then the consume line last. A progress line per second goes to stderr on a terminal.
 
 Exit status: 0 done, 1 the run failed, 2 bad usage.
 Run 'mqbench COMMAND --help' for a command's flags.
@@ -83,12 +91,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "produce", "consume", "mixed":
 		err = runLoad(ctx, args[0], args[1:], stdout, stderr)
+	case "lean":
+		err = runLean(ctx, args[1:], stdout, stderr)
 	case "report":
 		err = runReport(args[1:], stdout, stderr)
 	case "suite":
 		err = runSuite(ctx, args[1:], stdout, stderr)
 	default:
-		err = fmt.Errorf("%w: unknown command %q (produce, consume, mixed, report, suite)", errUsage, args[0])
+		err = fmt.Errorf("%w: unknown command %q (produce, consume, mixed, lean, report, suite)", errUsage, args[0])
 	}
 	switch {
 	case err == nil, errors.Is(err, errHelp):

@@ -27,7 +27,8 @@ func mqbench(t *testing.T, args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
-var summaryRE = regexp.MustCompile(`^mqbench: mode=(\w+) msgs=(\d+) secs=([\d.]+) rate=([\d.]+) p50_us=([\d.]+) p99_us=([\d.]+) p999_us=([\d.]+) max_us=([\d.]+) errors=(\d+)$`)
+// Every summary line ends with the client's CPU (client_cpu_*).
+var summaryRE = regexp.MustCompile(`^mqbench: mode=(\w+) msgs=(\d+) secs=([\d.]+) rate=([\d.]+) p50_us=([\d.]+) p99_us=([\d.]+) p999_us=([\d.]+) max_us=([\d.]+) errors=(\d+)( client_cpu_s=[\d.]+ client_cpu_share=[\d.]+ client_cpu_us_per_msg=[\d.]+)?$`)
 
 // lastLine returns the summary fields of the last line of out.
 func lastLine(t *testing.T, out string) map[string]string {
@@ -35,6 +36,7 @@ func lastLine(t *testing.T, out string) map[string]string {
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 	m := summaryRE.FindStringSubmatch(lines[len(lines)-1])
 	require.NotNil(t, m, "last line %q", lines[len(lines)-1])
+	require.NotEmpty(t, m[10], "the summary carries the client's CPU")
 	return map[string]string{"mode": m[1], "msgs": m[2], "secs": m[3], "rate": m[4], "p50_us": m[5],
 		"p99_us": m[6], "p999_us": m[7], "max_us": m[8], "errors": m[9]}
 }
@@ -97,6 +99,12 @@ func TestAgainstInProcessBroker(t *testing.T) {
 	require.Equal(t, "4", rec.Config["queues"])
 	require.NotEmpty(t, rec.Machine.GoVersion)
 	stored := p.Acked + p.WarmupMsgs // warm-up messages were acknowledged too (no errors at all)
+
+	// The lean generator against the real broker: every response a success.
+	code, out, errOut = mqbench(t, "lean", "--namesrv", ib.namesrv, "--topic", "BenchLean", "--queues", "4",
+		"--create-topic", "--conns", "2", "--inflight", "8", "--size", "128", "--duration", "300ms", "--warmup", "0")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `^mqbench: mode=lean msgs=[1-9]\d* secs=[\d.]+ rate=[\d.]+ errors=0 client_cpu_s=[\d.]+ client_cpu_share=[\d.]+ client_cpu_us_per_msg=[\d.]+\n$`, out)
 
 	consumeDir := filepath.Join(dir, "consume")
 	code, out, errOut = mqbench(t, "consume", "--namesrv", ib.namesrv, "--topic", "BenchT", "--group", "BenchG",
@@ -176,15 +184,16 @@ func TestReportCommand(t *testing.T) {
 }
 
 // mqbench suite end to end against the real broker (the test binary acts as mqbroker):
-// one setup, one short round; the report, the tables and the BENCHMARKS.md section are
-// written.
+// two setups, one short round; the report and the tables are written, and BENCHMARKS.md
+// is left alone without --write-benchmarks.
 func TestSuiteCommandAgainstRealBroker(t *testing.T) {
 	bin, err := os.Executable()
 	require.NoError(t, err)
 	t.Setenv(testBrokerEnv, "1")
 	results := t.TempDir()
 	benchmarksMD := filepath.Join(t.TempDir(), "BENCHMARKS.md")
-	require.NoError(t, os.WriteFile(benchmarksMD, []byte("# Benchmarks\n\nprose\n\n"+benchmarksBegin+"\nold\n"+benchmarksEnd+"\n\nmore prose\n"), 0o644))
+	original := "# Benchmarks\n\nprose\n\n" + benchmarksBegin + "\ncurated\n" + benchmarksEnd + "\n\nmore prose\n"
+	require.NoError(t, os.WriteFile(benchmarksMD, []byte(original), 0o644))
 	code, out, errOut := mqbench(t, "suite", "--quick", "--broker-bin", bin, "--results", results,
 		"--setups", "async-mmap-gnet,sync-fdatasync-gnet", "--rounds", "1", "--duration", "1s", "--warmup", "0",
 		"--consume-duration", "5s", "--commitlog-bytes", strconv.Itoa(8<<20), "--benchmarks-md", benchmarksMD,
@@ -192,6 +201,7 @@ func TestSuiteCommandAgainstRealBroker(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "| async-mmap-gnet |")
 	require.Contains(t, out, "| sync-fdatasync-gnet |")
+	require.Contains(t, out, "left alone")
 	entries, err := os.ReadDir(results)
 	require.NoError(t, err)
 	var stamp string
@@ -210,17 +220,92 @@ func TestSuiteCommandAgainstRealBroker(t *testing.T) {
 		p := r.Results.Produce
 		require.Positive(t, p.Acked, r.Name)
 		require.Equal(t, p.Sent, p.Acked+p.Errors, r.Name)
+		require.Zero(t, p.Errors, "templated frames are valid sends")
 		require.NotNil(t, r.Results.Consume, "read back")
 		require.Contains(t, r.Config["broker_flags"], "--flushDiskType=")
+		require.NotEmpty(t, r.Throughput, "250 ms throughput file")
 	}
 	requireWellFormed(t, filepath.Join(results, stamp, "report.html"))
+	html, err := os.ReadFile(filepath.Join(results, stamp, "report.html"))
+	require.NoError(t, err)
+	for _, want := range []string{"Machine: nproc ", "Load average (1, 5, 15 min) before the suite: ", "Configuration async-mmap-gnet: ringmq ",
+		"--flushDiskType=SYNC_FLUSH", "Load: 4 connections × 16 in flight", "— client send latency", "— broker put latency (dashed)"} {
+		require.Contains(t, string(html), want)
+	}
 	require.FileExists(t, filepath.Join(results, stamp, "BENCHMARKS.md"))
 	md, err := os.ReadFile(benchmarksMD)
 	require.NoError(t, err)
-	require.True(t, strings.HasPrefix(string(md), "# Benchmarks\n\nprose\n\n"+benchmarksBegin))
-	require.True(t, strings.HasSuffix(string(md), benchmarksEnd+"\n\nmore prose\n"))
-	require.NotContains(t, string(md), "\nold\n")
-	require.Contains(t, string(md), "| sync-fdatasync-gnet |")
+	require.Equal(t, original, string(md), "a run without --write-benchmarks never rewrites BENCHMARKS.md")
+}
+
+// A quick run's figures never go into BENCHMARKS.md, even when asked.
+func TestSuiteRefusesQuickWriteBenchmarks(t *testing.T) {
+	code, _, errOut := mqbench(t, "suite", "--quick", "--write-benchmarks")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "--write-benchmarks with --quick")
+	code, _, errOut = mqbench(t, "suite", "--peers", "rocketmq")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "--peers")
+	code, _, errOut = mqbench(t, "suite", "--points", "4x")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "--points")
+	code, _, errOut = mqbench(t, "suite", "--setups", "nats-js-async", "--nats-bin-dir", t.TempDir())
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "make tools")
+}
+
+func TestReplaceSectionKeepsTheRest(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "B.md")
+	require.NoError(t, os.WriteFile(path, []byte("head\n"+benchmarksBegin+"\nold\n"+benchmarksEnd+"\ntail\n"), 0o644))
+	ok, err := replaceSection(path, benchmarksBegin+"\nnew\n"+benchmarksEnd+"\n")
+	require.NoError(t, err)
+	require.True(t, ok)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, "head\n"+benchmarksBegin+"\nnew\n"+benchmarksEnd+"\ntail\n", string(data))
+	require.NoError(t, os.WriteFile(path, []byte("no markers\n"), 0o644))
+	ok, err = replaceSection(path, "x")
+	require.NoError(t, err)
+	require.False(t, ok)
+}
+
+func TestPeerRatiosPairByDurabilityAndPoint(t *testing.T) {
+	run := func(s bench.BrokerSetup, p bench.Point) bench.SuiteRun {
+		return bench.SuiteRun{PlannedRun: bench.PlannedRun{Setup: s, Point: p, Name: s.Name + "@" + p.String()}}
+	}
+	async := bench.BrokerSetup{Name: "async-mmap-gnet", Flags: []string{"--flushDiskType=ASYNC_FLUSH"}}
+	sync := bench.BrokerSetup{Name: "sync-iouring-gnet", Flags: []string{"--flushDiskType=SYNC_FLUSH"}}
+	nats := bench.NATSSetups()
+	p1, p2 := bench.Point{Conns: 1, Inflight: 1}, bench.Point{Conns: 4, Inflight: 16}
+	res := &bench.SuiteResult{Runs: []bench.SuiteRun{
+		run(async, p2), run(nats[0], p2), run(sync, p2), run(nats[1], p2), run(async, p1), run(nats[0], p1), run(sync, p1),
+	}}
+	med := []perf.Summary{
+		{Name: "async-mmap-gnet@4x16", MsgsPerSec: 120_000}, {Name: "nats-js-async@4x16", MsgsPerSec: 80_000},
+		{Name: "sync-iouring-gnet@4x16", MsgsPerSec: 30_000}, {Name: "nats-js-sync@4x16", MsgsPerSec: 5_000},
+		{Name: "async-mmap-gnet@1x1", MsgsPerSec: 12_000}, {Name: "nats-js-async@1x1", MsgsPerSec: 8_000},
+		{Name: "sync-iouring-gnet@1x1", MsgsPerSec: 2_000}, // no nats-js-sync at 1x1: no row
+	}
+	tab := peerRatios(res, med)
+	require.NotNil(t, tab)
+	require.Equal(t, [][]string{
+		{"1x1", "async-mmap-gnet", "12000", "nats-js-async@1x1", "8000", "1.50×"},
+		{"4x16", "async-mmap-gnet", "120000", "nats-js-async@4x16", "80000", "1.50×"},
+		{"4x16", "sync-iouring-gnet", "30000", "nats-js-sync@4x16", "5000", "6.00×"},
+	}, tab.Rows)
+	require.Nil(t, peerRatios(&bench.SuiteResult{Runs: []bench.SuiteRun{run(async, p2)}}, med), "no peer, no table")
+}
+
+func TestBenchmarksSectionCarriesTheRatios(t *testing.T) {
+	r := &perf.Run{Name: "async-mmap-gnet"}
+	r.Results.Produce = &perf.Role{MsgsPerSec: 1000, Acked: 1000, Secs: 1}
+	tab := &perf.Table{Caption: "ringmq / NATS", Header: []string{"point", "ringmq setup", "ratio"},
+		Rows: [][]string{{"4x16", "async-mmap-gnet", "1.50×"}}}
+	sec, err := benchmarksSection([]*perf.Run{r}, []string{"Machine: m."}, tab, "r.html")
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(sec, benchmarksBegin+"\n## Broker configurations (mqbench suite)\n\nMachine: m.\n\n| run |"))
+	require.Contains(t, sec, "\nringmq / NATS:\n\n| point | ringmq setup | ratio |\n| ---: | --- | ---: |\n| 4x16 | async-mmap-gnet | 1.50× |\n")
+	require.True(t, strings.HasSuffix(sec, "Report: r.html; raw runs beside it.\n"+benchmarksEnd+"\n"))
 }
 
 // TestVersion: --version prints one line, "mqbench <version> (commit <sha>, <go version>)".

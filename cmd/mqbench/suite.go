@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,11 +45,16 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	warmup := fset.Duration("warmup", 2*time.Second, "warm-up per run (quick: 500ms)")
 	consume := fset.Duration("consume-duration", 5*time.Second, "read back for at most this long after each run (0: no read-back; quick: 0)")
 	commitLog := fset.Int64("commitlog-bytes", 128<<20, "--mappedFileSizeCommitLog of the brokers (quick: 64 MiB)")
-	benchmarksMD := fset.String("benchmarks-md", "BENCHMARKS.md", "file whose "+benchmarksBegin+" … "+benchmarksEnd+" section is replaced with the tables (skipped if it has no markers)")
+	points := fset.String("points", "", "load points CONNSxINFLIGHT, comma-separated (e.g. 1x1,4x16,16x32); default --conns x --inflight")
+	peers := fset.String("peers", bench.PeerNATS, "peers run in the same rounds: nats (NATS JetStream, binaries from `make tools`) or none")
+	natsBinDir := fset.String("nats-bin-dir", "bin/tools", "directory holding nats-server and nats (make tools)")
+	writeBenchmarks := fset.Bool("write-benchmarks", false, "replace the "+benchmarksBegin+" … "+benchmarksEnd+" section of --benchmarks-md with the tables (WRITE_BENCHMARKS=1; never with --quick). Without it BENCHMARKS.md is left alone")
+	benchmarksMD := fset.String("benchmarks-md", "BENCHMARKS.md", "file whose marked section --write-benchmarks replaces (skipped if it has no markers)")
 	logLevel := fset.String("log-level", "info", "log level")
 	fset.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: mqbench suite [flags]\n\nStarts the broker once per setup with a fresh store on loopback, runs the same load against\n"+
-			"each (interleaved rounds), and writes <results>/<stamp>/report.html and BENCHMARKS.md (medians).\n\n%s", fset.FlagUsages())
+		fmt.Fprintf(stderr, "Usage: mqbench suite [flags]\n\nStarts the broker once per setup (and the NATS JetStream peer) with a fresh store on loopback,\n"+
+			"runs the same load against each (interleaved rounds), and writes <results>/<stamp>/report.html\n"+
+			"and <results>/<stamp>/BENCHMARKS.md (medians, ringmq / NATS ratios).\n\n%s", fset.FlagUsages())
 	}
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -58,14 +65,41 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if fset.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected arguments %v", errUsage, fset.Args())
 	}
+	if *quick && *writeBenchmarks {
+		return fmt.Errorf("%w: --write-benchmarks with --quick: a quick run's figures never go into BENCHMARKS.md", errUsage)
+	}
 	logger, err := newLogger(stderr, *logLevel)
 	if err != nil {
 		return err
 	}
 	cfg := bench.DefaultSuiteConfig(*quick)
 	cfg.BrokerBin, cfg.ResultsDir, cfg.StoreDir, cfg.Rounds = *brokerBin, *results, *storeDir, *rounds
+	cfg.NATSServerBin = filepath.Join(*natsBinDir, "nats-server")
+	cfg.NATSBin = filepath.Join(*natsBinDir, "nats")
+	switch *peers {
+	case bench.PeerNATS:
+	case "none":
+		cfg.Setups = bench.DefaultMatrix()
+	default:
+		return fmt.Errorf("%w: --peers %q is not nats or none", errUsage, *peers)
+	}
 	if cfg.Setups, err = bench.SelectSetups(cfg.Setups, *setups); err != nil {
 		return fmt.Errorf("%w: --setups: %w", errUsage, err)
+	}
+	if *points != "" {
+		if cfg.Points, err = bench.ParsePoints(*points); err != nil {
+			return fmt.Errorf("%w: --points: %w", errUsage, err)
+		}
+	}
+	for _, s := range cfg.Setups {
+		if s.Peer != bench.PeerNATS {
+			continue
+		}
+		for _, bin := range []string{cfg.NATSServerBin, cfg.NATSBin} {
+			if _, err := os.Stat(bin); err != nil {
+				return fmt.Errorf("%w: setup %s needs %s: run `make tools` (or --peers none): %w", errUsage, s.Name, bin, err)
+			}
+		}
 	}
 	changed := fset.Changed
 	if changed("budget") {
@@ -95,7 +129,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var failed []string
 	for _, r := range res.Runs {
 		if r.Err != nil {
-			failed = append(failed, fmt.Sprintf("%s round %d: %v", r.Setup.Name, r.Round, r.Err))
+			failed = append(failed, fmt.Sprintf("%s round %d: %v", r.Name, r.Round, r.Err))
 		}
 	}
 	if len(dirs) == 0 {
@@ -105,27 +139,39 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	notes := suiteNotes(&cfg, res, failed, *quick)
+	machine := bench.DescribeMachine(ctx, storeRoot(&cfg))
+	notes := suiteNotes(&cfg, res, failed, *quick, machine)
+	ratios := peerRatios(res, perf.Medians(perf.GroupByName(runs)))
 	htmlPath := filepath.Join(res.Dir, "report.html")
 	mdPath := filepath.Join(res.Dir, "BENCHMARKS.md")
-	if err := writeReports(runs, "ringmq broker configurations", htmlPath, "", notes, stdout); err != nil {
+	var tables []perf.Table
+	if ratios != nil {
+		tables = append(tables, *ratios)
+	}
+	if err := writeSuiteReport(runs, "ringmq broker configurations", htmlPath, notes, tables); err != nil {
 		return err
 	}
-	section, err := benchmarksSection(runs, notes, htmlPath)
+	section, err := benchmarksSection(runs, notes, ratios, htmlPath)
 	if err != nil {
 		return err
 	}
 	if err := os.WriteFile(mdPath, []byte(section), 0o644); err != nil {
 		return err
 	}
-	updated, err := replaceSection(*benchmarksMD, section)
-	if err != nil {
-		return err
-	}
 	fmt.Fprint(stdout, section)
 	fmt.Fprintf(stdout, "\nmqbench: report %s, tables %s\n", htmlPath, mdPath)
-	if updated {
-		fmt.Fprintf(stdout, "mqbench: updated the suite section of %s\n", *benchmarksMD)
+	if *writeBenchmarks {
+		updated, err := replaceSection(*benchmarksMD, section)
+		if err != nil {
+			return err
+		}
+		if updated {
+			fmt.Fprintf(stdout, "mqbench: updated the suite section of %s\n", *benchmarksMD)
+		} else {
+			fmt.Fprintf(stdout, "mqbench: %s has no suite section; left alone\n", *benchmarksMD)
+		}
+	} else {
+		fmt.Fprintf(stdout, "mqbench: %s left alone (--write-benchmarks / WRITE_BENCHMARKS=1 rewrites its suite section)\n", *benchmarksMD)
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("%d of %d runs failed: %s", len(failed), len(res.Runs), strings.Join(failed, "; "))
@@ -135,24 +181,55 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 func setupNames() string {
 	var names []string
-	for _, s := range bench.DefaultMatrix() {
+	for _, s := range append(bench.DefaultMatrix(), bench.NATSSetups()...) {
 		names = append(names, s.Name)
 	}
 	return strings.Join(names, ", ")
 }
 
-func suiteNotes(cfg *bench.SuiteConfig, res *bench.SuiteResult, failed []string, quick bool) []string {
+// storeRoot is where the suite's stores went (the disk the report describes).
+func storeRoot(cfg *bench.SuiteConfig) string {
+	if cfg.StoreDir != "" {
+		return cfg.StoreDir
+	}
+	return cfg.ResultsDir
+}
+
+// suiteNotes are the report's opening paragraphs: the machine and how busy it was, the
+// command and load, each configuration, then what was skipped or failed.
+func suiteNotes(cfg *bench.SuiteConfig, res *bench.SuiteResult, failed []string, quick bool, m bench.Machine) []string {
 	cmd := "make bench-report"
 	if quick {
 		cmd = "make bench-report QUICK=1"
 	}
-	l := cfg.Load
+	disk := orDash(m.Disk.Device) + " " + orDash(m.Disk.FSType)
+	if m.Disk.Model != "" {
+		disk += " (" + m.Disk.Model + ")"
+	}
+	if m.Disk.Rotational != nil {
+		disk += map[bool]string{true: ", rotational", false: ", not rotational"}[*m.Disk.Rotational]
+	}
+	rev := m.GitRevision
+	if m.GitDirty {
+		rev += " (modified)"
+	}
 	notes := []string{
-		fmt.Sprintf("Command: %s (mqbench suite). Load: %d connections × %d in flight, %d-byte messages, %v measured after %v warm-up, against each broker setup on loopback; %d rounds, interleaved; figures are medians.",
-			cmd, l.Conns, l.Inflight, l.MessageBytes, l.Duration, l.Warmup, cfg.Rounds),
+		fmt.Sprintf("Machine: nproc %d, %s, Linux %s, store disk %s at %s, %s, git %s. Load average (1, 5, 15 min) before the suite: %s; after: %s. The load generators run on the same cores as the brokers.",
+			m.NumCPU, orDash(m.CPUModel), orDash(m.Kernel), disk, orDash(m.Disk.MountPoint), m.GoVersion, orDash(rev),
+			orDash(res.LoadAvgBefore), orDash(res.LoadAvgAfter)),
+	}
+	l := cfg.Load
+	var pts []string
+	for _, p := range suitePoints(cfg) {
+		pts = append(pts, fmt.Sprintf("%d connections × %d in flight", p.Conns, p.Inflight))
+	}
+	notes = append(notes, fmt.Sprintf("Command: %s (mqbench suite). Load: %s, %d-byte messages, %v measured after %v warm-up, against each broker setup on loopback with a fresh store; %d rounds, interleaved; figures are medians.",
+		cmd, strings.Join(pts, "; "), l.MessageBytes, l.Duration, l.Warmup, cfg.Rounds))
+	for _, s := range cfg.Setups {
+		notes = append(notes, "Configuration "+s.Name+": "+describeSetup(cfg, s))
 	}
 	if cfg.ConsumeDuration > 0 {
-		notes = append(notes, fmt.Sprintf("After each run the messages are read back (pull, %d connections, at most %v): pull msgs/s.", cfg.ConsumeConns, cfg.ConsumeDuration))
+		notes = append(notes, fmt.Sprintf("After each ringmq run the messages are read back (pull, %d connections, at most %v): pull msgs/s.", cfg.ConsumeConns, cfg.ConsumeDuration))
 	}
 	if len(res.Skipped) > 0 {
 		notes = append(notes, fmt.Sprintf("%d planned runs were skipped to stay within the %v budget.", len(res.Skipped), cfg.Budget))
@@ -163,21 +240,123 @@ func suiteNotes(cfg *bench.SuiteConfig, res *bench.SuiteResult, failed []string,
 	return notes
 }
 
-// benchmarksSection is the Markdown written to BENCHMARKS.md.
-func benchmarksSection(runs []*perf.Run, notes []string, htmlPath string) (string, error) {
+func suitePoints(cfg *bench.SuiteConfig) []bench.Point {
+	if len(cfg.Points) > 0 {
+		return cfg.Points
+	}
+	return []bench.Point{{Conns: cfg.Load.Conns, Inflight: cfg.Load.Inflight}}
+}
+
+// describeSetup says how a setup is configured and loaded.
+func describeSetup(cfg *bench.SuiteConfig, s bench.BrokerSetup) string {
+	if s.Peer == bench.PeerNATS {
+		sync := "default sync_interval (2 min: acknowledged once in the page cache), the peer of ASYNC_FLUSH"
+		if s.SyncAlways {
+			sync = "sync_interval: always (every message flushed before its ack), the peer of SYNC_FLUSH"
+		}
+		return "NATS JetStream (nats-server v2.15.2, pinned in tools/go.mod), one server, file storage, one replica, " + sync +
+			"; load by natscli v0.5.0's `nats bench js pub async --clients C --batch W` (each client one connection publishing W messages, then waiting for their W acks: at most W in flight) or `nats bench js pub sync --clients C` for W = 1. Latency: per message for sync publish; async publish reports only per-batch latency, kept in the run's config. Client CPU: the nats process of the measured run."
+	}
+	return fmt.Sprintf("ringmq %s %s --mappedFileSizeCommitLog=%d; load by mqbench produce (SEND_MESSAGE_V2, W requests pipelined per connection, %d queues).",
+		filepath.Base(cfg.BrokerBin), strings.Join(s.Flags, " "), cfg.CommitLogBytes, cfg.Load.Queues)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "–"
+	}
+	return s
+}
+
+// peerRatios is the table of ringmq / NATS throughput per point: each ringmq setup
+// against the NATS setup of the same durability (ASYNC_FLUSH against the default sync
+// interval, SYNC_FLUSH against sync_interval: always). nil without NATS runs.
+func peerRatios(res *bench.SuiteResult, medians []perf.Summary) *perf.Table {
+	byName := map[string]perf.Summary{}
+	for _, m := range medians {
+		byName[m.Name] = m
+	}
+	type key struct {
+		point   bench.Point
+		durable bool
+	}
+	peer := map[key]string{}
+	var order []bench.PlannedRun
+	seen := map[string]bool{}
+	for _, r := range res.Runs {
+		if seen[r.Name] {
+			continue
+		}
+		seen[r.Name] = true
+		if r.Setup.Peer == bench.PeerNATS {
+			peer[key{r.Point, r.Setup.Durable()}] = r.Name
+		} else {
+			order = append(order, r.PlannedRun)
+		}
+	}
+	if len(peer) == 0 {
+		return nil
+	}
+	t := &perf.Table{ID: "peer-ratios", Caption: "ringmq / NATS JetStream throughput, per point (medians)",
+		Header: []string{"point", "ringmq setup", "ringmq msgs/s", "NATS setup", "NATS msgs/s", "ringmq / NATS"}}
+	slices.SortStableFunc(order, func(a, b bench.PlannedRun) int {
+		return cmp.Or(cmp.Compare(a.Point.Conns, b.Point.Conns), cmp.Compare(a.Point.Inflight, b.Point.Inflight))
+	})
+	for _, r := range order {
+		p, ok := peer[key{r.Point, r.Setup.Durable()}]
+		mine, ok1 := byName[r.Name]
+		theirs, ok2 := byName[p]
+		if !ok || !ok1 || !ok2 || theirs.MsgsPerSec <= 0 {
+			continue
+		}
+		t.Rows = append(t.Rows, []string{r.Point.String(), r.Setup.Name, fmt.Sprintf("%.0f", mine.MsgsPerSec), p,
+			fmt.Sprintf("%.0f", theirs.MsgsPerSec), fmt.Sprintf("%.2f×", mine.MsgsPerSec/theirs.MsgsPerSec)})
+	}
+	return t
+}
+
+// writeSuiteReport writes the suite's HTML report: medians over the rounds, the peer
+// ratios, the charts of each configuration's median run.
+func writeSuiteReport(runs []*perf.Run, title, htmlPath string, notes []string, tables []perf.Table) error {
+	groups := perf.GroupByName(runs)
+	drawn := make([]*perf.Run, len(groups))
+	for i, g := range groups {
+		drawn[i] = g.Representative()
+	}
+	opts := perf.HTMLOptions{Title: title, Notes: notes, Tables: tables, Rows: perf.Medians(groups),
+		RowsCaption: "Medians over the runs of each configuration; the charts draw each configuration's median-throughput run."}
+	return writeFile(htmlPath, func(w io.Writer) error { return perf.WriteHTML(w, drawn, opts) })
+}
+
+// benchmarksSection is the Markdown of the suite's tables (BENCHMARKS.md's marked section
+// with --write-benchmarks, and <stamp>/BENCHMARKS.md always).
+func benchmarksSection(runs []*perf.Run, notes []string, ratios *perf.Table, htmlPath string) (string, error) {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "%s\n## Broker configurations (mqbench suite)\n\n", benchmarksBegin)
 	for _, n := range notes {
 		fmt.Fprintf(&b, "%s\n\n", n)
 	}
-	if err := perf.WriteMachineMarkdown(&b, runs); err != nil {
-		return "", err
-	}
-	b.WriteString("\n")
 	if err := perf.WriteMarkdown(&b, perf.Medians(perf.GroupByName(runs))); err != nil {
 		return "", err
 	}
-	fmt.Fprintf(&b, "\nLatencies in µs (send latency, client side; broker columns from its /metrics). Ratios against the first row. Report: %s.\n%s\n", htmlPath, benchmarksEnd)
+	fmt.Fprintf(&b, "\nLatencies in µs (client send latency; \"broker put\" is the broker's own put latency from its /metrics; – where not measured). "+
+		"Client CPU is mqbench's own (CPU seconds / wall / nproc, and per message): when it nears what the broker could use, the client is the limit. Ratios against the first row.\n")
+	if ratios != nil && len(ratios.Rows) > 0 {
+		// Names left, figures right.
+		sep := "|"
+		for i := range ratios.Header {
+			if r := ratios.Rows[0][i]; r != "" && (r[0] < '0' || r[0] > '9') {
+				sep += " --- |"
+			} else {
+				sep += " ---: |"
+			}
+		}
+		fmt.Fprintf(&b, "\n%s:\n\n| %s |\n%s\n", ratios.Caption, strings.Join(ratios.Header, " | "), sep)
+		for _, row := range ratios.Rows {
+			fmt.Fprintf(&b, "| %s |\n", strings.Join(row, " | "))
+		}
+	}
+	fmt.Fprintf(&b, "\nReport: %s; raw runs beside it.\n%s\n", htmlPath, benchmarksEnd)
 	return b.String(), nil
 }
 
