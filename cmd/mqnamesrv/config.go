@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ringmq/ringmq/internal/conf"
+	"github.com/ringmq/ringmq/internal/logging"
 	"github.com/ringmq/ringmq/namesrv"
 )
 
@@ -121,6 +122,9 @@ func applyProperties(s *settings, props []conf.Property, file string, logger *sl
 	var errs []error
 	logged := make(map[string]bool)
 	for _, p := range props {
+		if _, ok := conf.Lookup(&logging.Settings{}, p.Key); ok {
+			continue // read before the logger was built (loggingSettings)
+		}
 		if set, ok := keys[p.Key]; ok {
 			if err := set(s, strings.TrimSpace(p.Value)); err != nil {
 				errs = append(errs, fmt.Errorf("%w: %s:%d: %s=%q: %w", errConfig, file, p.Line, p.Key, p.Value, err))
@@ -180,4 +184,18 @@ func durationKey(unit time.Duration, set func(*settings, time.Duration)) keySett
 		set(s, time.Duration(n)*unit)
 		return nil
 	}
+}
+
+// loggingSettings reads the logging keys (logFormat, logLevel, logFile and its rotation, the
+// broker's too: internal/logging) from the file's properties; a bad value is an error naming
+// file, line, key, value and the allowed values.
+func loggingSettings(props []conf.Property, file string) (logging.Settings, error) {
+	s := logging.DefaultSettings()
+	for _, p := range props {
+		found, err := conf.Set(&s, p.Key, strings.TrimSpace(p.Value))
+		if found && err != nil {
+			return s, fmt.Errorf("%w: %s:%d: %w", errConfig, file, p.Line, err)
+		}
+	}
+	return s, s.Validate()
 }

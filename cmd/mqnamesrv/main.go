@@ -2,7 +2,7 @@
 // default). It reads RocketMQ's namesrv.conf keys, so an Apache RocketMQ name server's
 // config file works unchanged:
 //
-//	mqnamesrv [-c namesrv.conf] [-p listenPort] [--logLevel info]
+//	mqnamesrv [-c namesrv.conf] [-p listenPort] [--logLevel info] [--logFormat text|json] [--logFile path]
 //
 // Priority: flags > file > defaults. Keys that ringmq does not need are logged once at
 // info with what it does instead; unknown keys are logged as warnings by name and line; a
@@ -32,6 +32,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ringmq/ringmq/internal/conf"
+	"github.com/ringmq/ringmq/internal/logging"
 	"github.com/ringmq/ringmq/internal/version"
 	"github.com/ringmq/ringmq/namesrv"
 )
@@ -53,7 +54,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, started c
 	fs.SetOutput(stderr)
 	configFile := fs.StringP("configFile", "c", "", "name server config file (Java properties, namesrv.conf keys)")
 	listenPort := fs.IntP("listenPort", "p", 0, "listen port (overrides listenPort in the file; default 9876)")
-	logLevel := fs.String("logLevel", "info", "log level: debug, info, warn, error")
+	logFlags := map[string]*string{
+		"logLevel":  fs.String("logLevel", "", "least severe level logged: debug, info, warn, error (default info; also a namesrv.conf key)"),
+		"logFormat": fs.String("logFormat", "", "log line format: text or json (default text; also a namesrv.conf key)"),
+		"logFile":   fs.String("logFile", "", "file to log to, rotated by size (logFileMaxSizeMB, logFileMaxBackups, logFileMaxAgeDays in namesrv.conf); default stderr"),
+	}
 	printConfig := fs.Bool("printConfigItem", false, "print the effective settings and exit")
 	showVersion := fs.Bool("version", false, "print the version, git commit and Go version and exit")
 	if err := fs.Parse(args); err != nil {
@@ -70,20 +75,39 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, started c
 		fmt.Fprintf(stderr, "mqnamesrv: unexpected arguments: %v\n", fs.Args())
 		return 2
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		fmt.Fprintf(stderr, "mqnamesrv: --logLevel %q: %v\n", *logLevel, err)
-		return 2
+	// The logging keys come first, from the file and then the flags: the logger they describe
+	// reports everything after them, the rest of the file included.
+	var props []conf.Property
+	if *configFile != "" {
+		var err error
+		if props, err = conf.ReadFile(*configFile); err != nil {
+			fmt.Fprintf(stderr, "mqnamesrv: cannot read config file: %v\n", err)
+			return 1
+		}
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	logSettings, err := loggingSettings(props, *configFile)
+	if err != nil {
+		fmt.Fprintln(stderr, err) // errConfig names the command
+		return 1
+	}
+	for name, v := range logFlags {
+		if !fs.Changed(name) {
+			continue
+		}
+		if _, err := conf.Set(&logSettings, name, *v); err != nil {
+			fmt.Fprintf(stderr, "mqnamesrv: flag --%s: %v\n", name, err)
+			return 2
+		}
+	}
+	logger, logCloser, err := logging.New(logSettings, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "mqnamesrv: %v\n", err)
+		return 1
+	}
+	defer func() { _ = logCloser.Close() }()
 
 	s := defaultSettings()
 	if *configFile != "" {
-		props, err := conf.ReadFile(*configFile)
-		if err != nil {
-			logger.Error("cannot read config file", "err", err)
-			return 1
-		}
 		if err := applyProperties(&s, props, *configFile, logger); err != nil {
 			logger.Error("bad config", "err", err)
 			return 1

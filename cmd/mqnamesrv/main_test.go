@@ -28,6 +28,8 @@ func TestMain(m *testing.M) {
 		// gnet's ants pool goroutines are started in package init and live for the process.
 		goleak.IgnoreAnyFunction("github.com/panjf2000/ants/v2.(*poolCommon).purgeStaleWorkers"),
 		goleak.IgnoreAnyFunction("github.com/panjf2000/ants/v2.(*poolCommon).ticktock"),
+		// lumberjack keeps one goroutine per rotating file for the life of the process.
+		goleak.IgnoreAnyFunction("gopkg.in/natefinch/lumberjack%2ev2.(*Logger).millRun"),
 	)
 }
 
@@ -133,6 +135,23 @@ func TestRunExitCodes(t *testing.T) {
 	require.Contains(t, stderr.String(), `listenPort=\"x\": not a whole number`)
 	require.Equal(t, 1, run(ctx, []string{"-c", writeConf(t, "scanNotActiveBrokerInterval=0\n")}, &stdout, &stderr, nil))
 	require.Contains(t, stderr.String(), "ScanInterval")
+
+	// A bad logging value in the file names file, line, key, value and the allowed values.
+	stderr = syncBuffer{}
+	bad := writeConf(t, "listenPort=9877\nlogFormat=xml\n")
+	require.Equal(t, 1, run(ctx, []string{"-c", bad}, &stdout, &stderr, nil))
+	require.Equal(t, "mqnamesrv: config: "+bad+`:2: key logFormat = "xml"; allowed: text or json`+"\n", stderr.String())
+
+	// The logging keys from the file (json to a file), the level from the flag: -p prints
+	// without starting, and the file holds the config line as JSON.
+	logPath := filepath.Join(t.TempDir(), "namesrv.log")
+	stdout, stderr = syncBuffer{}, syncBuffer{}
+	require.Equal(t, 0, run(ctx, []string{"-c", writeConf(t, "logFormat=json\nlogFile="+logPath+"\nrocketmqHome=/opt/rmq\n"),
+		"--logLevel", "info", "--printConfigItem"}, &stdout, &stderr, nil))
+	require.Empty(t, stderr.String(), "logged to the file, not stderr")
+	logged, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	require.Contains(t, string(logged), `"level":"INFO","msg":"config key accepted but not applied","key":"rocketmqHome"`)
 
 	// -p overrides the file; --printConfigItem shows the result without starting.
 	stdout = syncBuffer{}
