@@ -114,8 +114,8 @@ func TestLagGaugesCountTheBytesBehind(t *testing.T) {
 	require.Zero(t, gathered(t, reg, "ringmq_store_flush_behind_bytes", ""))
 }
 
-// gathered reads a counter or gauge from the store's registry: the one with label service=service, or
-// with service "" the first of that name.
+// gathered reads a counter, a gauge or a histogram's sample count from the store's registry: the one
+// with label service=service, or with service "" the first of that name.
 func gathered(tb testing.TB, reg *prometheus.Registry, name, service string) float64 {
 	tb.Helper()
 	mfs, err := reg.Gather()
@@ -126,11 +126,11 @@ func gathered(tb testing.TB, reg *prometheus.Registry, name, service string) flo
 		}
 		for _, m := range mf.GetMetric() {
 			if service == "" {
-				return m.GetCounter().GetValue() + m.GetGauge().GetValue()
+				return m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
 			}
 			for _, l := range m.GetLabel() {
 				if l.GetName() == "service" && l.GetValue() == service {
-					return m.GetCounter().GetValue() + m.GetGauge().GetValue()
+					return m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
 				}
 			}
 		}
