@@ -313,6 +313,11 @@ func TestEveryMetricMoves(t *testing.T) {
 	} {
 		testutil.Eventually(t, key, func() bool { return scrapeOf(t, reg).value(key) > 0 })
 	}
+	// The slave has every message and says its replication is alive.
+	testutil.Eventually(t, "the slave caught up", func() bool { return slave.b.store.MaxPhyOffset() == master.b.store.MaxPhyOffset() })
+	slaveScrape := scrapeOf(t, slave.b.Registry())
+	require.Equal(t, 1.0, slaveScrape.value("ringmq_replica_slave_connects_total"))
+	require.GreaterOrEqual(t, slaveScrape.value("ringmq_replica_slave_frames_received_total"), 2.0, "the sends after it connected came in frames")
 	testutil.Eventually(t, "the slave registered too", func() bool { return scrapeOf(t, reg).value("ringmq_namesrv_brokers") == 2 })
 	testutil.Eventually(t, "TopicM registered", func() bool {
 		_, ok := embeddedNamesrv(master.b).TopicRoute("TopicM")
