@@ -85,6 +85,7 @@ func (b *Broker) submitOwned(r *route, rc *remoting.Request) {
 	handle := r.handle
 	if err := b.pool(r.pool).submitTask(poolTask{rc: rc, fn: func(rc *remoting.Request) { handle(b, rc) }, cost: cost}); err != nil {
 		b.pooledBytes.Add(-cost)
+		b.metrics.busy.WithLabelValues("overload").Inc()
 		rc.Reply.Answer(codec.ResponseSystemBusy, err.Error())
 	}
 }

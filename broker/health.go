@@ -49,8 +49,12 @@ func (b *Broker) storeWritableCheck() opsserver.Check {
 	c := opsserver.Check{Name: "store_writable", OK: true}
 	if flags := b.store.RunningFlags(); flags != 0 {
 		c.OK, c.Detail = false, "store running flags "+flags.String()
-		if flags&store.FlagDiskFull != 0 {
+		// The operator's next step differs: a full disk clears itself, a failed flush needs a restart.
+		switch {
+		case flags&store.FlagDiskFull != 0:
 			c.Detail += ": disk above diskSpaceWarningLevelRatio or out of space, sends refused"
+		case flags&store.FlagNotWriteable != 0:
+			c.Detail += ": a CommitLog flush failed or the store is shutting down, sends refused until a restart"
 		}
 	}
 	return c

@@ -93,6 +93,20 @@ func (b *Broker) registerLiveMetrics(reg prometheus.Registerer) {
 				}),
 		)
 	}
+	if c := b.haClient; c != nil {
+		// A 4.x slave learns the master's offsets only from the frames it receives, so it cannot tell how
+		// far behind it is (the master's ringmq_replica_behind_bytes does). It can tell that replication
+		// is alive: frames keep coming (an idle master sends a heartbeat every haSendHeartbeatInterval)
+		// and the connection holds.
+		reg.MustRegister(
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "ringmq_replica_slave_frames_received_total",
+				Help: "Transfer frames this slave received from its master (data and heartbeats): a rate of 0 means replication stalled."},
+				func() float64 { return float64(c.Frames()) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "ringmq_replica_slave_connects_total",
+				Help: "Connections this slave made to its master's HA port: more than one means it reconnected."},
+				func() float64 { return float64(c.Connects()) }),
+		)
+	}
 }
 
 // connectionCollector counts the remoting servers' connections by role at scrape time.

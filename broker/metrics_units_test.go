@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -184,46 +185,74 @@ func getProbe(t *testing.T, url string) (int, healthBody) {
 	return resp.StatusCode, body
 }
 
-// TestHealthzFollowsTheStore: /healthz answers 503 naming the store while the disk is above
-// diskSpaceWarningLevelRatio (the store refuses puts), and 200 again once space is back, without a
-// restart; /readyz stays 200 until the broker shuts down. The store's disk gauges move with it.
-func TestHealthzFollowsTheStore(t *testing.T) {
+// faultBroker is a broker whose store runs on faultfs, with the operators' HTTP endpoint.
+type faultBroker struct {
+	b               *Broker
+	ffs             *faultfs.FS
+	reg             *prometheus.Registry
+	healthz, readyz string
+	shut            bool
+}
+
+// startFaultBroker starts a broker on faultfs (no name server) and its probes; mutate edits the
+// config first. The broker shuts down at cleanup unless shutdown was called.
+func startFaultBroker(t *testing.T, mutate func(*Config)) *faultBroker {
+	t.Helper()
 	cfg := testBrokerConfig(t)
 	cfg.NamesrvEmbedded = false
 	port := pickPort(t)
 	cfg.ListenPort, cfg.HAListenPort = port, pickPort(t, port)
-	cfg.CleanResourceInterval = 20 * time.Millisecond
-	ffs := faultfs.New(store.NewOSFS(nil))
-	reg := prometheus.NewRegistry()
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	fb := &faultBroker{ffs: faultfs.New(store.NewOSFS(nil)), reg: prometheus.NewRegistry()}
 	sc, err := storeConfig(&cfg, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port)))
 	require.NoError(t, err)
-	st, err := store.Open(sc, store.Deps{Logger: testLogger(t), FS: ffs, Registerer: reg})
+	st, err := store.Open(sc, store.Deps{Logger: testLogger(t), FS: fb.ffs, Registerer: fb.reg})
 	require.NoError(t, err)
-	b, err := New(cfg, Deps{Logger: testLogger(t), Store: st, Registerer: reg})
+	fb.b, err = New(cfg, Deps{Logger: testLogger(t), Store: st, Registerer: fb.reg})
 	require.NoError(t, err)
-	require.NoError(t, b.Start())
-	shut := false
+	require.NoError(t, fb.b.Start())
 	t.Cleanup(func() {
-		if !shut {
-			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-			defer cancel()
-			require.NoError(t, b.Shutdown(ctx))
+		if !fb.shut {
+			fb.shutdown(t)
 		}
 	})
-	ops, err := opsserver.Start("127.0.0.1:0", reg, b)
+	ops, err := opsserver.Start("127.0.0.1:0", fb.reg, fb.b)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, ops.Close()) })
-	healthz, readyz := "http://"+ops.Addr()+"/healthz", "http://"+ops.Addr()+"/readyz"
+	fb.healthz, fb.readyz = "http://"+ops.Addr()+"/healthz", "http://"+ops.Addr()+"/readyz"
+	return fb
+}
 
-	fresh := opsserver.Check{Name: "namesrv_registration_fresh", OK: true, Detail: "no namesrvAddr: embedded name server only"}
-	ready := healthBody{Status: "ok", Checks: []opsserver.Check{{Name: "store_recovered", OK: true},
+func (fb *faultBroker) shutdown(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	require.NoError(t, fb.b.Shutdown(ctx))
+	fb.shut = true
+}
+
+var (
+	registrationNotConfigured = opsserver.Check{Name: "namesrv_registration_fresh", OK: true, Detail: "no namesrvAddr: embedded name server only"}
+	readyBody                 = healthBody{Status: "ok", Checks: []opsserver.Check{{Name: "store_recovered", OK: true},
 		{Name: "listeners_up", OK: true}, {Name: "namesrv_registered", OK: true}}}
+	healthyBody = healthBody{Status: "ok", Checks: []opsserver.Check{{Name: "store_writable", OK: true}, registrationNotConfigured}}
+)
+
+// TestHealthzFollowsTheStore: /healthz answers 503 naming the store while the disk is above
+// diskSpaceWarningLevelRatio (the store refuses puts), and 200 again once space is back, without a
+// restart; /readyz stays 200 until the broker shuts down. The store's disk gauges move with it.
+func TestHealthzFollowsTheStore(t *testing.T) {
+	fb := startFaultBroker(t, func(c *Config) { c.CleanResourceInterval = 20 * time.Millisecond })
+	b, ffs, reg, healthz, readyz := fb.b, fb.ffs, fb.reg, fb.healthz, fb.readyz
+
 	code, body := getProbe(t, healthz)
 	require.Equal(t, http.StatusOK, code)
-	require.Equal(t, healthBody{Status: "ok", Checks: []opsserver.Check{{Name: "store_writable", OK: true}, fresh}}, body)
+	require.Equal(t, healthyBody, body)
 	code, body = getProbe(t, readyz)
 	require.Equal(t, http.StatusOK, code)
-	require.Equal(t, ready, body)
+	require.Equal(t, readyBody, body)
 	c := remotingtest.Dial(t, b.Addr())
 	sendOK(t, c, sendV1("TopicH", 0, []byte("x"), ""))
 	before := scrapeOf(t, reg)
@@ -235,10 +264,10 @@ func TestHealthzFollowsTheStore(t *testing.T) {
 	testutil.Eventually(t, "/healthz 503", func() bool { code, _ := getProbe(t, healthz); return code == http.StatusServiceUnavailable })
 	_, body = getProbe(t, healthz)
 	require.Equal(t, healthBody{Status: "fail", Checks: []opsserver.Check{{Name: "store_writable", OK: false,
-		Detail: "store running flags DISK_FULL: disk above diskSpaceWarningLevelRatio or out of space, sends refused"}, fresh}}, body)
+		Detail: "store running flags DISK_FULL: disk above diskSpaceWarningLevelRatio or out of space, sends refused"}, registrationNotConfigured}}, body)
 	code, body = getProbe(t, readyz)
 	require.Equal(t, http.StatusOK, code, "a full disk does not make the broker unready: it serves reads")
-	require.Equal(t, ready, body)
+	require.Equal(t, readyBody, body)
 	resp := c.Call(sendV1("TopicH", 0, []byte("x"), ""))
 	requireDiskFullAnswer(t, resp)
 	full := scrapeOf(t, reg)
@@ -251,13 +280,56 @@ func TestHealthzFollowsTheStore(t *testing.T) {
 	sendOK(t, c, sendV1("TopicH", 0, []byte("x"), ""))
 	require.Zero(t, scrapeOf(t, reg).value("ringmq_store_running_flags"))
 
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	require.NoError(t, b.Shutdown(ctx))
-	shut = true
+	fb.shutdown(t)
 	code, body = getProbe(t, readyz)
 	require.Equal(t, http.StatusServiceUnavailable, code)
 	require.Equal(t, opsserver.Check{Name: "listeners_up", OK: false, Detail: "not started, or shutting down"}, body.Checks[1])
+}
+
+// TestHealthzFailsWhenAFlushFails: an fsync of the CommitLog failing with EIO makes the store
+// read-only (NOT_WRITEABLE, until a restart: the kernel may have dropped the dirty pages); /healthz
+// answers 503 naming the flag and what it means, /readyz stays 200 (reads are served), the send whose
+// flush failed is answered FLUSH_DISK_TIMEOUT and the next one SERVICE_NOT_AVAILABLE. The flush error,
+// the refused put and the flag show in the metrics.
+func TestHealthzFailsWhenAFlushFails(t *testing.T) {
+	fb := startFaultBroker(t, func(c *Config) { c.FlushDiskType = store.SyncFlush })
+	c := remotingtest.Dial(t, fb.b.Addr())
+	sendOK(t, c, sendV1("TopicR", 0, []byte("durable"), ""))
+	code, body := getProbe(t, fb.healthz)
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, healthyBody, body)
+	before := scrapeOf(t, fb.reg)
+
+	remove := fb.ffs.Inject(faultfs.Rule{Ops: faultfs.OpSync, PathContains: "commitlog", Err: syscall.EIO})
+	t.Cleanup(remove) // before the shutdown (cleanups run last first): its final flush must succeed
+	resp := c.Call(sendV1("TopicR", 0, []byte("lost?"), ""))
+	require.Equal(t, int32(codec.ResponseFlushDiskTimeout), resp.Code, resp.Remark)
+	require.Contains(t, resp.Remark, "flush failed")
+	require.Contains(t, resp.Remark, "input/output error")
+
+	code, body = getProbe(t, fb.healthz)
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Equal(t, healthBody{Status: "fail", Checks: []opsserver.Check{{Name: "store_writable", OK: false,
+		Detail: "store running flags NOT_WRITEABLE: a CommitLog flush failed or the store is shutting down, sends refused until a restart"},
+		registrationNotConfigured}}, body)
+	code, body = getProbe(t, fb.readyz)
+	require.Equal(t, http.StatusOK, code, "a read-only store still serves pulls")
+	require.Equal(t, readyBody, body)
+	resp = c.Call(sendV1("TopicR", 0, []byte("refused"), ""))
+	require.Equal(t, int32(codec.ResponseServiceNotAvailable), resp.Code, resp.Remark)
+
+	after := scrapeOf(t, fb.reg)
+	require.Equal(t, float64(store.FlagNotWriteable), after.value("ringmq_store_running_flags"))
+	require.Equal(t, before.value("ringmq_store_put_failures_total")+1, after.value("ringmq_store_put_failures_total"))
+	require.Zero(t, before.value(`ringmq_flush_errors_total{service="commitlog_sync"}`))
+	require.Positive(t, after.value(`ringmq_flush_errors_total{service="commitlog_sync"}`))
+
+	// Still read-only once the disk answers again: only a restart clears it.
+	remove()
+	resp = c.Call(sendV1("TopicR", 0, []byte("refused"), ""))
+	require.Equal(t, int32(codec.ResponseServiceNotAvailable), resp.Code, resp.Remark)
+	code, _ = getProbe(t, fb.healthz)
+	require.Equal(t, http.StatusServiceUnavailable, code)
 }
 
 // TestHealthzRegistrationFreshness: with namesrvAddr, /healthz needs a registration accepted by

@@ -22,6 +22,7 @@ package broker
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -292,6 +293,7 @@ func TestPooledCopiesCountAgainstTheRequestBudget(t *testing.T) {
 	resp := c.Call(codec.NewRequest(code, nil, body))
 	require.Equal(t, int32(codec.ResponseSystemBusy), resp.Code)
 	require.Equal(t, "[OVERLOAD]system busy: queued requests hold 614402 bytes, requestBudgetBytes is 1048576", resp.Remark)
+	require.Equal(t, 1.0, scrapeOf(t, db.b.Registry()).value(`ringmq_broker_system_busy_total{reason="pooled_bytes"}`))
 
 	close(release)
 	require.Equal(t, int32(codec.ResponseSuccess), c.Await(first).Code)
@@ -299,4 +301,72 @@ func TestPooledCopiesCountAgainstTheRequestBudget(t *testing.T) {
 	resp = c.Call(codec.NewRequest(code, nil, body))
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, "admitted once the first one returned")
 	testutil.Eventually(t, "the pooled request bytes given back", func() bool { return db.b.pooledBytes.Load() == 0 })
+}
+
+// TestFullAndSlowPoolsAnswerSystemBusy: a request finding its pool's queue full is answered SYSTEM_BUSY
+// [OVERLOAD] at once, and one that waited in the pull pool's queue longer than waitTimeMillsInPullQueue
+// SYSTEM_BUSY [TIMEOUT_CLEAN_QUEUE] when a worker gets to it; each counted by its reason.
+func TestFullAndSlowPoolsAnswerSystemBusy(t *testing.T) {
+	const adminCode, pullCode = codec.RequestCode(9998), codec.RequestCode(9997)
+	release := make(chan struct{})
+	var running atomic.Int32
+	var skew atomic.Int64 // how far the pull pool's clock is ahead
+	blocked := func(_ *Broker, rc *remoting.Request) {
+		running.Add(1)
+		<-release
+		rc.Reply.OK()
+	}
+	db := startDataBroker(t, dataBrokerOptions{
+		mutate: func(c *Config) { c.WaitTimeMillsInPullQueue = time.Second },
+		beforeRun: func(b *Broker) {
+			b.routes[int32(adminCode)] = &route{code: adminCode, where: onPool, pool: poolAdmin, handle: blocked}
+			b.routes[int32(pullCode)] = &route{code: pullCode, where: onPool, pool: poolPull, handle: blocked}
+			b.pullPool.clock = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+		},
+	})
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release) // a failed test must not leave the workers blocked at shutdown
+		}
+	})
+	busy := func(reason string) float64 {
+		return scrapeOf(t, db.b.Registry()).value(`ringmq_broker_system_busy_total{reason="` + reason + `"}`)
+	}
+	c := remotingtest.Dial(t, db.addr)
+
+	// The admin pool: its 2 workers busy, its 1,000 places taken, the next request refused.
+	var waiting []int32
+	for range 2 {
+		waiting = append(waiting, c.Request(codec.NewRequest(adminCode, nil, nil)))
+	}
+	testutil.Eventually(t, "both admin workers busy", func() bool { return running.Load() == 2 })
+	for range cap(db.b.adminPool.queue) {
+		waiting = append(waiting, c.Request(codec.NewRequest(adminCode, nil, nil)))
+	}
+	resp := c.Call(codec.NewRequest(adminCode, nil, nil))
+	require.Equal(t, int32(codec.ResponseSystemBusy), resp.Code)
+	require.Equal(t, "[OVERLOAD]system busy, start flow control for a while (admin queue full: 1000 waiting)", resp.Remark)
+	require.Equal(t, 1.0, busy("overload"))
+
+	// The pull pool: every worker busy, one request queued; a worker takes it a minute later (by the
+	// pool's clock).
+	workers := max(4, 2*runtime.GOMAXPROCS(0)) // as New sizes it
+	for range workers {
+		waiting = append(waiting, c.Request(codec.NewRequest(pullCode, nil, nil)))
+	}
+	testutil.Eventually(t, "every pull worker busy", func() bool { return running.Load() == int32(2+workers) })
+	late := c.Request(codec.NewRequest(pullCode, nil, nil))
+	testutil.Eventually(t, "a pull request queued", func() bool { return db.b.pullPool.Depth() == 1 })
+	skew.Store(int64(time.Minute))
+	close(release)
+	resp = c.Await(late)
+	require.Equal(t, int32(codec.ResponseSystemBusy), resp.Code)
+	require.Regexp(t, `^\[TIMEOUT_CLEAN_QUEUE\]broker busy, start flow control for a while, period in queue: 6\d{4}ms, size of queue: 0$`, resp.Remark)
+	require.Equal(t, 1.0, busy("timeout_clean_queue"))
+	for _, opaque := range waiting {
+		require.Equal(t, int32(codec.ResponseSuccess), c.Await(opaque).Code)
+	}
+	require.Equal(t, 1.0, busy("overload"), "the queued requests ran")
 }

@@ -396,6 +396,7 @@ func TestSendSyncFlushRepliesOnlyAfterDurable(t *testing.T) {
 	resp = c.Await(sent)
 	require.Equal(t, int32(codec.ResponseSystemBusy), resp.Code)
 	require.Equal(t, "[PCBUSY_CLEAN_QUEUE]broker busy, group commit queue full, start flow control for a while", resp.Remark)
+	require.Equal(t, 1.0, scrapeOf(t, db.b.Registry()).value(`ringmq_broker_system_busy_total{reason="flush_queue_full"}`))
 
 	// WAIT=false does not wait.
 	sendOK(t, c, sendV1("TopicS", 0, []byte("fire and forget"), props("WAIT", "false")))
@@ -425,6 +426,7 @@ func TestSendPageCacheBusyAnswersSystemBusy(t *testing.T) {
 	resp := c.Call(sendV1("TopicA", 0, []byte("x"), ""))
 	require.Equal(t, int32(codec.ResponseSystemBusy), resp.Code)
 	require.Equal(t, "[PC_SYNCHRONIZED]broker busy, start flow control for a while", resp.Remark)
+	require.Equal(t, 1.0, scrapeOf(t, db.b.Registry()).value(`ringmq_broker_system_busy_total{reason="pc_synchronized"}`))
 	require.Equal(t, int64(0), db.b.store.GetMaxOffsetInQueue("TopicA", 0))
 	gate.busy.Store(false)
 	sendOK(t, c, sendV1("TopicA", 0, []byte("x"), ""))

@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/internal/logtest"
@@ -63,6 +64,20 @@ func (s *scriptedDurable) durable(target int64) (int64, error) {
 	s.calls <- target
 	a := <-s.answers
 	return a.durable, a.err
+}
+
+// seriesValue is the value of the one series of the named counter or gauge on reg (0 when absent).
+func seriesValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() == name {
+			require.Len(t, f.GetMetric(), 1, name)
+			return f.GetMetric()[0].GetCounter().GetValue() + f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	return 0
 }
 
 func testGroupCommitConfig() GroupCommitConfig {
@@ -134,7 +149,8 @@ func TestGroupCommitCompletesInOffsetOrderAfterDurableReturns(t *testing.T) {
 func TestGroupCommitTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := newScriptedDurable()
-		m, err := NewMetrics(nil, "test")
+		reg := prometheus.NewRegistry()
+		m, err := NewMetrics(reg, "test")
 		require.NoError(t, err)
 		g, err := NewGroupCommit(testGroupCommitConfig(), 0, d.durable, m, nil)
 		require.NoError(t, err)
@@ -142,6 +158,7 @@ func TestGroupCommitTimeout(t *testing.T) {
 
 		require.NoError(t, g.Submit(10, rec.waiter(10)))
 		require.Equal(t, int64(10), <-d.calls)
+		require.Equal(t, 1.0, seriesValue(t, reg, "ringmq_flush_waiter_queue_depth"))
 		// The disk is stuck: the durable operation does not return.
 		time.Sleep(5*time.Second - time.Millisecond)
 		synctest.Wait()
@@ -154,6 +171,8 @@ func TestGroupCommitTimeout(t *testing.T) {
 		require.ErrorIs(t, got[0].err, ErrFlushTimeout)
 		require.Equal(t, uint64(1), m.Snapshot().Timeouts)
 		require.Equal(t, 0, g.QueueDepth())
+		require.Equal(t, 1.0, seriesValue(t, reg, "ringmq_flush_timeouts_total"))
+		require.Zero(t, seriesValue(t, reg, "ringmq_flush_waiter_queue_depth"))
 
 		// The stuck operation finally returns: the waiter is not completed a second time.
 		d.answers <- syncAnswer{durable: 10}
@@ -259,7 +278,8 @@ func TestGroupCommitFailedSyncIsSticky(t *testing.T) {
 func TestGroupCommitQueueFull(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := newScriptedDurable()
-		m, err := NewMetrics(nil, "test")
+		reg := prometheus.NewRegistry()
+		m, err := NewMetrics(reg, "test")
 		require.NoError(t, err)
 		cfg := testGroupCommitConfig()
 		cfg.WaiterQueueMax = 2
@@ -273,6 +293,8 @@ func TestGroupCommitQueueFull(t *testing.T) {
 		require.ErrorIs(t, g.Submit(3, rec.waiter(3)), ErrQueueFull, "refused at once, not after a timeout")
 		require.Equal(t, uint64(1), m.Snapshot().Rejected)
 		require.Equal(t, 2, g.QueueDepth())
+		require.Equal(t, 1.0, seriesValue(t, reg, "ringmq_flush_rejected_total"))
+		require.Equal(t, 2.0, seriesValue(t, reg, "ringmq_flush_waiter_queue_depth"))
 
 		d.answers <- syncAnswer{durable: 1}
 		require.Equal(t, int64(2), <-d.calls)

@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/internal/logtest"
@@ -108,7 +109,8 @@ func TestIntervalFlusherErrors(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		log := &workLog{start: time.Now()}
 		h := &logtest.Recorder{}
-		m, err := NewMetrics(nil, "consumequeue")
+		reg := prometheus.NewRegistry()
+		m, err := NewMetrics(reg, "consumequeue")
 		require.NoError(t, err)
 		f, err := NewIntervalFlusher("consumequeue", DefaultConsumeQueueFlushConfig(), log.work, m, slog.New(h))
 		require.NoError(t, err)
@@ -118,6 +120,7 @@ func TestIntervalFlusherErrors(t *testing.T) {
 		synctest.Wait()
 		require.Len(t, log.get(), 3)
 		require.Equal(t, uint64(3), m.Snapshot().Errors)
+		require.Equal(t, 3.0, seriesValue(t, reg, "ringmq_flush_errors_total"))
 		require.Len(t, h.AtLevel(slog.LevelError), 1, "a failure is logged when it starts, not on every run")
 
 		log.set(100, nil)

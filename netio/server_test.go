@@ -208,7 +208,8 @@ func answerRequests(rc rawClient, n int) {
 func TestServerInvoke(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, engine string) {
 		h := newTestHandler()
-		s := startServer(t, engine, h, nil)
+		reg := prometheusRegistry()
+		s := startServer(t, engine, h, func(c *Config) { c.Registerer = reg })
 		rc := dialRaw(t, s.Addr())
 		rc.roundTrip(codeEcho, 1, nil) // OnOpen has run
 		c := h.conn(0)
@@ -257,11 +258,13 @@ func TestServerInvoke(t *testing.T) {
 		oneway := rc.Next()
 		require.True(t, oneway.IsOneway())
 
-		// A response nobody waits for is dropped; the connection keeps working.
+		// A response nobody waits for is dropped and counted; the connection keeps working.
+		require.Zero(t, metricValue(t, reg, "ringmq_netio_unmatched_responses_total"))
 		stray := codec.NewResponse(request(codeEcho, 999, nil), codec.ResponseSuccess, "")
 		rc.Send(stray)
-		rc.roundTrip(codeEcho, 2, []byte("after stray"))
-		require.Equal(t, int64(2), h.requests.Load()) // responses never reached OnRequest
+		rc.roundTrip(codeEcho, 2, []byte("after stray")) // frames of a connection are handled in order
+		require.Equal(t, int64(2), h.requests.Load())    // responses never reached OnRequest
+		require.Equal(t, 1.0, metricValue(t, reg, "ringmq_netio_unmatched_responses_total"))
 	})
 }
 
@@ -300,10 +303,12 @@ func TestServerInvokeFailsWhenPeerCloses(t *testing.T) {
 func TestIdleTimeout(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, engine string) {
 		h := newTestHandler()
-		s := startServer(t, engine, h, func(c *Config) { c.IdleTimeout = 50 * time.Millisecond })
+		reg := prometheusRegistry()
+		s := startServer(t, engine, h, func(c *Config) { c.IdleTimeout, c.Registerer = 50*time.Millisecond, reg })
 		rc := dialRaw(t, s.Addr()) // says nothing (a request could race the short timeout)
 		rc.ExpectClosed()
 		require.ErrorIs(t, h.nextCloseErr(t), ErrIdleTimeout)
+		require.Equal(t, 1.0, metricValue(t, reg, "ringmq_netio_idle_closed_total"), "counted before the close")
 		require.Equal(t, int32(1), h.opened.Load())
 		testutil.Eventually(t, "no connection left open", func() bool { return s.ConnectionCount() == 0 })
 	})
@@ -312,12 +317,15 @@ func TestIdleTimeout(t *testing.T) {
 func TestMaxConnections(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, engine string) {
 		h := newTestHandler()
-		s := startServer(t, engine, h, func(c *Config) { c.MaxConnections = 2 })
+		reg := prometheusRegistry()
+		s := startServer(t, engine, h, func(c *Config) { c.MaxConnections, c.Registerer = 2, reg })
 		a, b := dialRaw(t, s.Addr()), dialRaw(t, s.Addr())
 		a.roundTrip(codeEcho, 1, nil)
 		b.roundTrip(codeEcho, 1, nil)
+		require.Zero(t, metricValue(t, reg, "ringmq_netio_connections_refused_total"))
 		extra := dialRaw(t, s.Addr())
 		extra.ExpectClosed()
+		require.Equal(t, 1.0, metricValue(t, reg, "ringmq_netio_connections_refused_total"), "counted before the close")
 		require.Equal(t, 2, s.ConnectionCount())
 		require.Equal(t, int32(2), h.opened.Load()) // the refused one never reached the handler
 

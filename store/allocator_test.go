@@ -1,6 +1,7 @@
 package store
 
 import (
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -8,10 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringmq/ringmq/internal/logtest"
 	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/store/vfs/faultfs"
+	"github.com/ringmq/ringmq/transientpool"
 )
 
 // gatedFS holds the opening of one file until released, telling when it gets there.
@@ -111,4 +115,74 @@ func TestNoSpaceWithAStandbyLeft(t *testing.T) {
 	require.NoError(t, err)
 	testutil.Eventually(t, "an allocation succeeding clears the flag", func() bool { return s.RunningFlags() == 0 })
 	mustPut(t, s, testMessage("T", 0, body(1000, "d")))
+}
+
+// TestRollCreatesTheFileWhenTheAllocatorFailed: with the allocator's last two attempts failed (EIO
+// creating the file) no file is ready, so the roll creates it under the put lock: counted in
+// ringmq_store_sync_rolls_total.
+func TestRollCreatesTheFileWhenTheAllocatorFailed(t *testing.T) {
+	ffs := faultfs.New(NewOSFS(nil))
+	logger, logs := logtest.Logger()
+	reg := prometheus.NewRegistry()
+	s := openStarted(t, testConfig(t.TempDir()), Deps{FS: ffs, Logger: logger, Registerer: reg})
+	mustPut(t, s, testMessage("T", 0, body(100, "a")))
+	testutil.Eventually(t, "two standby files", func() bool { return s.commitLog.standbyCount() == standbyFiles })
+	remove := ffs.Inject(faultfs.Rule{Ops: faultfs.OpCreate, PathContains: "commitlog", Err: syscall.EIO})
+	defer remove()
+	for s.MaxPhyOffset() < 2*testFileSize { // two rolls, each waking the allocator, which fails to make file 3
+		mustPut(t, s, testMessage("T", 0, body(1000, "b")))
+	}
+	testutil.Eventually(t, "two failed allocations", func() bool {
+		n := 0
+		for _, r := range logs.AtLevel(slog.LevelError) {
+			if strings.Contains(r.Message, "preallocating a CommitLog file failed") {
+				n++
+			}
+		}
+		return n == 2
+	})
+	require.Zero(t, s.commitLog.standbyCount())
+	require.Zero(t, gathered(t, reg, "ringmq_store_sync_rolls_total", ""))
+	remove() // the allocator sleeps until the next roll wakes it: that roll finds no file ready
+	for s.MaxPhyOffset() < 3*testFileSize {
+		mustPut(t, s, testMessage("T", 0, body(1000, "c")))
+	}
+	require.Equal(t, 1.0, gathered(t, reg, "ringmq_store_sync_rolls_total", ""))
+	waitDispatched(t, s)
+	require.Len(t, getAll(t, s, "T", 0), int(s.GetMaxOffsetInQueue("T", 0)), "every message readable across the rolls")
+}
+
+// TestRollWithoutAPoolBufferAppendsIntoTheMapping: a roll that finds the transient pool empty gives the
+// new file no buffer (it appends into the mapping, as RocketMQ falls back), counted in
+// ringmq_store_transient_pool_fallbacks_total.
+func TestRollWithoutAPoolBufferAppendsIntoTheMapping(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	cfg.TransientStorePoolEnable = true
+	reg := prometheus.NewRegistry()
+	s := openStarted(t, cfg, Deps{Registerer: reg})
+	mustPut(t, s, testMessage("T", 0, body(100, "a"))) // file 0 holds a buffer
+	var taken []*transientpool.Buffer
+	for {
+		buf, ok := s.commitLog.pool.Borrow()
+		if !ok {
+			break
+		}
+		taken = append(taken, buf)
+	}
+	require.Len(t, taken, cfg.TransientStorePoolSize-1)
+	defer func() {
+		for _, buf := range taken {
+			s.commitLog.pool.Return(buf)
+		}
+	}()
+	require.Zero(t, gathered(t, reg, "ringmq_store_transient_pool_fallbacks_total", ""))
+	for s.MaxPhyOffset() < testFileSize { // the roll borrows before file 0 is padded, so file 0's buffer is still out
+		mustPut(t, s, testMessage("T", 0, body(1000, "b")))
+	}
+	require.Equal(t, 1.0, gathered(t, reg, "ringmq_store_transient_pool_fallbacks_total", ""))
+	last := mustPut(t, s, testMessage("T", 0, body(1000, "c")))
+	waitDispatched(t, s)
+	recs := getAll(t, s, "T", 0)
+	require.Equal(t, body(1000, "c"), recs[len(recs)-1].Body)
+	require.Equal(t, last.QueueOffset, recs[len(recs)-1].QueueOffset)
 }

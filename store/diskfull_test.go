@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/internal/logtest"
@@ -218,18 +219,19 @@ func TestDiskCheckDuringAFailingPreallocation(t *testing.T) {
 // the files and, per consumer group, the messages it loses unconsumed.
 func TestForcedDeletionIsAnExplicitChoice(t *testing.T) {
 	now := time.Now() // the files were just written: none is fileReservedTime (72 h) old
-	setup := func(t *testing.T, forcibly bool) (*Store, *atomic.Int64, *logtest.Recorder) {
+	setup := func(t *testing.T, forcibly bool) (*Store, *atomic.Int64, *logtest.Recorder, *prometheus.Registry) {
 		var pct atomic.Int64
 		pct.Store(50)
 		cfg := testConfig(t.TempDir())
 		cfg.CleanFileForciblyEnable = forcibly
 		logger, logs := logtest.Logger()
-		s := openStarted(t, cfg, Deps{FS: usageFS(&pct), Logger: logger})
+		reg := prometheus.NewRegistry()
+		s := openStarted(t, cfg, Deps{FS: usageFS(&pct), Logger: logger, Registerer: reg})
 		fillFiles(t, s, 4)
-		return s, &pct, logs
+		return s, &pct, logs, reg
 	}
 	t.Run("default keeps every file", func(t *testing.T) {
-		s, pct, logs := setup(t, false)
+		s, pct, logs, reg := setup(t, false)
 		files := s.commitLog.mfq.snapshot()
 		for _, p := range []int64{88, 95, 99} {
 			pct.Store(p)
@@ -241,6 +243,7 @@ func TestForcedDeletionIsAnExplicitChoice(t *testing.T) {
 		require.Zero(t, s.MinPhyOffset())
 		require.NotZero(t, s.RunningFlags()&FlagDiskFull, "above the warning level puts are refused instead")
 		require.Zero(t, s.forcedDeletedFiles.Load())
+		require.Zero(t, gathered(t, reg, "ringmq_store_forced_deleted_files_total", ""))
 		warns := logs.AtLevel(slog.LevelWarn)
 		require.Len(t, warns, 1, "one warning per episode")
 		require.Contains(t, warns[0].Message, "cleanFileForciblyEnable=false")
@@ -253,9 +256,11 @@ func TestForcedDeletionIsAnExplicitChoice(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, len(files)-1, n)
 		require.Zero(t, s.forcedDeletedFiles.Load())
+		require.Zero(t, gathered(t, reg, "ringmq_store_forced_deleted_files_total", ""), "retention is not forced")
+		require.Equal(t, float64(files[len(files)-1].fromOffset), gathered(t, reg, "ringmq_store_commitlog_min_offset_bytes", ""))
 	})
 	t.Run("cleanFileForciblyEnable deletes and says what is lost", func(t *testing.T) {
-		s, pct, logs := setup(t, true)
+		s, pct, logs, reg := setup(t, true)
 		files := s.commitLog.mfq.snapshot()
 		maxOffset := s.GetMaxOffsetInQueue("T", 0)
 		s.SetConsumerOffsets(func() []ConsumerOffset {
@@ -272,6 +277,8 @@ func TestForcedDeletionIsAnExplicitChoice(t *testing.T) {
 		newMin := files[len(files)-1].fromOffset
 		require.Equal(t, newMin, s.MinPhyOffset())
 		require.Equal(t, int64(n), s.forcedDeletedFiles.Load())
+		require.Equal(t, float64(n), gathered(t, reg, "ringmq_store_forced_deleted_files_total", ""))
+		require.Equal(t, float64(newMin), gathered(t, reg, "ringmq_store_commitlog_min_offset_bytes", ""))
 		minOffset := s.GetMinOffsetInQueue("T", 0)
 		require.Greater(t, minOffset, int64(3))
 

@@ -303,7 +303,12 @@ func TestCommittedBytesWakeOnlyTheirFlusher(t *testing.T) {
 			testutil.Eventually(t, "all committed", func() bool { return s.commitLog.readableEnd() == s.MaxPhyOffset() })
 			asyncFlushes := func() float64 { return gathered(t, reg, "ringmq_flush_durable_writes_total", "commitlog_async") }
 			if flushType == AsyncFlush {
-				testutil.Eventually(t, "the interval flusher woken by commits", func() bool { return asyncFlushes() > 0 })
+				// Bytes are counted last of a durable write's series (flush.Metrics.durableWrite).
+				testutil.Eventually(t, "the interval flusher woken by commits", func() bool {
+					return gathered(t, reg, "ringmq_flush_bytes_total", "commitlog_async") > 0
+				})
+				require.Positive(t, asyncFlushes())
+				require.Positive(t, gathered(t, reg, "ringmq_flush_latency_seconds", "commitlog_async"), "its sample count")
 				return
 			}
 			require.Greater(t, gathered(t, reg, "ringmq_flush_durable_writes_total", "commitlog_sync"), 0.0)
