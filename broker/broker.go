@@ -1,5 +1,6 @@
 // Package broker wires ringmq's RocketMQ-compatible broker together: its configuration
-// (config.go, RocketMQ's keys), the store and the remoting servers, the dispatch table
+// (config.go, RocketMQ's keys; liveconfig.go, the keys UPDATE_BROKER_CONFIG changes while it
+// runs), the store and the remoting servers, the dispatch table
 // (routes.go: every request code, where it runs, its handler and its ACL rule) and the
 // dispatcher with its bounded pools (dispatch.go), ACL (acl.go), registration with name
 // servers (register.go), replication (ha.go, slavesync.go), delayed delivery (delay.go) and
