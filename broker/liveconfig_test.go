@@ -195,3 +195,17 @@ func TestUpdateBrokerConfigWithoutFile(t *testing.T) {
 	props, _ := brokerConfigLines(t, c)
 	require.Equal(t, "true", props["rejectTransactionMessage"])
 }
+
+// A change the broker cannot keep in its -c file (here: the file is gone) is not made either.
+func TestUpdateBrokerConfigUnwritableFileChangesNothing(t *testing.T) {
+	tb, path := startConfigBroker(t, "brokerPermission=6\n")
+	require.NoError(t, os.Remove(path))
+	c := remotingtest.Dial(t, tb.BrokerAddr)
+	resp := updateBrokerConfig(c, "brokerPermission=4\n")
+	require.Equal(t, int32(codec.ResponseSystemError), resp.Code, resp.Remark)
+	require.Equal(t, "broker: config file "+path+": lstat "+path+": no such file or directory; nothing changed", resp.Remark)
+	sendOK(t, c, sendV1("StillWritable", 0, []byte("x"), ""))
+	props, version := brokerConfigLines(t, c)
+	require.Equal(t, "6", props["brokerPermission"])
+	require.True(t, strings.HasPrefix(version, `{"counter":0,`), version)
+}
