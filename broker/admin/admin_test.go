@@ -284,7 +284,7 @@ func TestUpdateBrokerConfigAnswers(t *testing.T) {
 	var answer error
 	waits := 0
 	p := New(Deps{Topics: tables.Topics, Groups: tables.Groups, Offsets: tables.Offsets, Store: fakeStore{},
-		UpdateConfig: func(props []conf.Property) error { got = append(got, props); return answer },
+		UpdateConfig:     func(props []conf.Property) error { got = append(got, props); return answer },
 		WaitRegistration: func(context.Context) error { waits++; return nil }})
 	v0 := tables.Topics.DataVersion().Counter
 
