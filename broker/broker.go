@@ -1,5 +1,6 @@
 // Package broker wires ringmq's RocketMQ-compatible broker together: its configuration
-// (config.go, RocketMQ's keys), the store and the remoting servers, the dispatch table
+// (config.go, RocketMQ's keys; liveconfig.go, the keys UPDATE_BROKER_CONFIG changes while it
+// runs), the store and the remoting servers, the dispatch table
 // (routes.go: every request code, where it runs, its handler and its ACL rule) and the
 // dispatcher with its bounded pools (dispatch.go), ACL (acl.go), registration with name
 // servers (register.go), replication (ha.go, slavesync.go), delayed delivery (delay.go) and
@@ -37,6 +38,7 @@ import (
 
 	"github.com/ringmq/ringmq/broker/admin"
 	"github.com/ringmq/ringmq/broker/clients"
+	"github.com/ringmq/ringmq/broker/live"
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/broker/readplane"
 	"github.com/ringmq/ringmq/broker/remoting"
@@ -61,11 +63,20 @@ type Deps struct {
 	// Namesrv builds the embedded name server; required when namesrvEmbedded=true (New fails
 	// with ErrConfig without it). launch.New sets it.
 	Namesrv NewEmbeddedNamesrvFunc
+	// ConfigFile is the properties file the configuration was read from (mqbroker -c): the keys
+	// UPDATE_BROKER_CONFIG changes are written to it, so that a restart keeps them
+	// (liveconfig.go). "" = changes last until the broker stops.
+	ConfigFile string
 }
 
 // Broker is one running broker. Create with New, then Start; Shutdown once.
 type Broker struct {
+	// cfg is the configuration the broker started with. The keys that change at run time
+	// (liveconfig.go) are read from live and the metadata tables, never from cfg; the running
+	// configuration, as GET_BROKER_CONFIG shows it, is running's.
 	cfg        Config
+	live       *live.Settings
+	running    runningConfig
 	logger     *slog.Logger
 	clock      func() time.Time
 	registry   *prometheus.Registry // set when Deps.Registerer was nil
@@ -176,7 +187,8 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		// batch sizes sooner (PROTOCOL.md §13.1).
 		cfg.AccessMessageInMemoryMaxRatio = max(cfg.AccessMessageInMemoryMaxRatio-10, 0)
 	}
-	b := &Broker{cfg: cfg, logger: logger, clock: deps.Clock}
+	b := &Broker{cfg: cfg, logger: logger, clock: deps.Clock, live: newLive(&cfg)}
+	b.running.file = deps.ConfigFile
 	b.ctl.newNamesrv = deps.Namesrv
 	if b.clock == nil {
 		b.clock = time.Now
@@ -292,6 +304,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	// Registration last: a route is published only once the server listens, and the
 	// broker unregisters before it stops serving.
 	b.addGuardedService("name server registration", b.ctl.registrar.start, b.ctl.registrar.shutdown)
+	b.running.current.Store(&versionedConfig{cfg: b.cfg, version: codec.DataVersion{Timestamp: b.ctl.bootTime.UnixMilli()}})
 	return b, nil
 }
 
@@ -378,5 +391,6 @@ func (b *Broker) Addr() string {
 // Registry is the broker's private metrics registry when Deps.Registerer was nil.
 func (b *Broker) Registry() *prometheus.Registry { return b.registry }
 
-// Config returns the broker's configuration.
-func (b *Broker) Config() Config { return b.cfg }
+// Config returns the broker's running configuration: as it started, with every
+// UPDATE_BROKER_CONFIG since applied. Safe for concurrent use.
+func (b *Broker) Config() Config { return b.runningConfig().cfg }

@@ -48,7 +48,7 @@ type Config struct {
 	BrokerIP2                   string        `prop:"brokerIP2" group:"broker" help:"host of the HA address (haServerAddr) registered with name servers; empty: brokerIP1"`
 	NamesrvAddr                 string        `prop:"namesrvAddr" group:"broker" help:"name server addresses, host:port separated by ';' (the embedded one is added)"`
 	ListenPort                  int           `prop:"listenPort" group:"network" allowed:"0..65535" default:"10911" help:"port clients and admin tools connect to (0: a free port)"`
-	BrokerPermission            int           `prop:"brokerPermission" group:"broker" default:"6" help:"what clients may do here: 4 read, 2 write, 6 both"`
+	BrokerPermission            int           `prop:"brokerPermission" group:"broker" allowed:"0, 2 (write only), 4 (read only) or 6 (read and write)" default:"6" help:"what clients may do here: sends need write (2), pulls read (4); 4 drains a broker's writes"`
 	DefaultTopicQueueNums       int           `prop:"defaultTopicQueueNums" group:"messages" allowed:"1..1024" default:"8" help:"queues of a topic created by autoCreateTopicEnable"`
 	AutoCreateTopicEnable       bool          `prop:"autoCreateTopicEnable" group:"messages" default:"true" help:"create a topic on its first send"`
 	AutoCreateSubscriptionGroup bool          `prop:"autoCreateSubscriptionGroup" group:"messages" default:"true" help:"create a consumer group on its first use"`
@@ -329,9 +329,12 @@ func PropertyHelp(key string) string {
 }
 
 // PropertyUsage is a key's --help text: PropertyHelp, the unit of a duration and an enum's
-// allowed values. mqbroker adds the default.
+// allowed values, and whether it changes at run time (LiveKeys). mqbroker adds the default.
 func PropertyUsage(key string) string {
 	k, _ := conf.Lookup(Config{}, key)
+	if liveKeys[key] != nil {
+		return k.Usage() + " (changes at run time: mqadmin updateBrokerConfig)"
+	}
 	return k.Usage()
 }
 
@@ -388,6 +391,8 @@ func (c *Config) validate() error {
 	case int64(c.MaxMessageSize)+64*1024 > c.MappedFileSizeCommitLog:
 		return bad("maxMessageSize", fmt.Sprintf("a maximal message must fit in one CommitLog file (mappedFileSizeCommitLog=%d)",
 			c.MappedFileSizeCommitLog))
+	case c.BrokerPermission&^6 != 0: // RocketMQ's PermName read (4) and write (2) bits only
+		return bad("brokerPermission", "")
 	case c.DefaultTopicQueueNums <= 0 || c.DefaultTopicQueueNums > 1024:
 		return bad("defaultTopicQueueNums", "")
 	case c.TransientStorePoolEnable && c.TransientStorePoolSize <= 0:

@@ -111,6 +111,7 @@ func TestConfigBadValuesNameTheKey(t *testing.T) {
 		{"messageDelayLevel", "1s 5x", "messageDelayLevel", false},
 		{"diskMaxUsedSpaceRatio", "99", "diskMaxUsedSpaceRatio", false},
 		{"requestBudgetBytes", "0", "requestBudgetBytes", false},
+		{"brokerPermission", "7", `key brokerPermission = "7"; allowed: 0, 2 (write only), 4 (read only) or 6 (read and write)`, false},
 	} {
 		c := DefaultConfig()
 		_, err := c.Set(tc.key, tc.value, 1)

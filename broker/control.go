@@ -143,13 +143,16 @@ func (b *Broker) initAdminPlane() {
 		IsSlave:    b.cfg.IsSlave(),
 		BootTime:   b.ctl.bootTime,
 		Properties: func(yield func(key, value string) bool) {
+			cfg := &b.runningConfig().cfg
 			for _, key := range PropertyNames() {
-				v, _ := b.cfg.Get(key)
+				v, _ := cfg.Get(key)
 				if !yield(key, v) {
 					return
 				}
 			}
 		},
+		ConfigVersion:    func() codec.DataVersion { return b.runningConfig().version },
+		UpdateConfig:     b.updateConfig,
 		WaitRegistration: b.ctl.registrar.registerAndWait,
 		Clock:            b.clock,
 		Logger:           b.logger,
@@ -271,7 +274,7 @@ func (b *Broker) scanExpiredClients() {
 // on their 20 s timer. Off when the broker's notifyConsumerIdsChangedEnable is false or the
 // group's own setting says so.
 func (b *Broker) notifyConsumerIdsChanged(group string, members []netio.Conn) {
-	if !b.cfg.NotifyConsumerIdsChanged || len(members) == 0 {
+	if !b.live.NotifyConsumerIdsChanged.Load() || len(members) == 0 {
 		return
 	}
 	if g, ok := b.subscriptions.Get(group); ok && !g.NotifyConsumerIdsChangedEnable {

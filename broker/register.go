@@ -294,7 +294,7 @@ func (r *registrar) unregisterAll(ctx context.Context) {
 // so that clients route around this broker (RocketMQ does the same).
 func (b *Broker) buildRegisterRequest() ([]byte, codec.RegisterBrokerRequestHeader, error) {
 	w := b.topics.Snapshot()
-	brokerPerm := int32(b.cfg.BrokerPermission)
+	brokerPerm := b.live.BrokerPermission.Load() // UPDATE_BROKER_CONFIG changes it (liveconfig.go)
 	if !metadata.IsReadable(brokerPerm) || !metadata.IsWriteable(brokerPerm) {
 		for name, tc := range w.TopicConfigTable {
 			tc.Perm &= brokerPerm

@@ -82,7 +82,8 @@ var routes = []route{
 		acl: aclGroupThenTopic},
 
 	// Admin (broker/admin, through viaAdmin): they write config files, walk whole tables,
-	// read records from the store, or wait for a registration round.
+	// read records from the store, or wait for a registration round (UPDATE_BROKER_CONFIG
+	// rewrites broker.conf and, for brokerPermission, waits for one: liveconfig.go).
 	{code: codec.RequestUpdateAndCreateTopic, where: onPool, pool: poolAdmin,
 		handle: viaAdmin((*admin.Plane).ProcessUpdateAndCreateTopic), acl: aclAdmin},
 	{code: codec.RequestDeleteTopicInBroker, where: onPool, pool: poolAdmin,
@@ -103,6 +104,8 @@ var routes = []route{
 		handle: viaAdmin((*admin.Plane).ProcessGetBrokerRuntimeInfo)},
 	{code: codec.RequestGetBrokerConfig, where: onPool, pool: poolAdmin,
 		handle: viaAdmin((*admin.Plane).ProcessGetBrokerConfig)},
+	{code: codec.RequestUpdateBrokerConfig, where: onPool, pool: poolAdmin,
+		handle: viaAdmin((*admin.Plane).ProcessUpdateBrokerConfig), acl: aclAdmin},
 	{code: codec.RequestGetTopicStatsInfo, where: onPool, pool: poolAdmin,
 		handle: viaAdmin((*admin.Plane).ProcessGetTopicStatsInfo)},
 	{code: codec.RequestGetConsumeStats, where: onPool, pool: poolAdmin,
@@ -122,7 +125,6 @@ var routes = []route{
 
 	// Not served (answered REQUEST_CODE_NOT_SUPPORTED), but an ACL-enabled broker refuses them
 	// to non-admin accounts first, as Java's Permission.ADMIN_CODE (plus 5.x's 513) does.
-	{code: codec.RequestUpdateBrokerConfig, acl: aclAdmin},
 	{code: requestUpdateAndCreateStaticTopic, acl: aclAdmin},
 }
 

@@ -56,7 +56,7 @@ func TestRouteTable(t *testing.T) {
 		"21 pool admin | ",
 		"215 pool admin | admin",
 		"222 pool admin | ",
-		"25 not served  | admin",
+		"25 pool admin | admin",
 		"26 pool admin | ",
 		"28 pool admin | ",
 		"29 event loop, then pool query | ",
@@ -112,7 +112,7 @@ func TestIndexRoutesRefusesMismatchedRoutes(t *testing.T) {
 func TestNotServedCodeIsRefused(t *testing.T) {
 	db := startDataBroker(t, dataBrokerOptions{})
 	c := remotingtest.Dial(t, db.addr)
-	for _, code := range []codec.RequestCode{codec.RequestUpdateBrokerConfig, 9997} {
+	for _, code := range []codec.RequestCode{requestUpdateAndCreateStaticTopic, 9997} {
 		resp := c.Call(codec.NewRequest(code, nil, nil))
 		require.Equal(t, int32(codec.ResponseRequestCodeNotSupported), resp.Code)
 		require.Equal(t, fmt.Sprintf(" request type %d not supported", code), resp.Remark)

@@ -36,6 +36,7 @@ type testBroker struct {
 	cfg         Config // as started: ports resolved, store directory fixed
 	NamesrvAddr string // "127.0.0.1:port" of the embedded name server
 	BrokerAddr  string // "127.0.0.1:port" the broker listens on and registers
+	configFile  string // Deps.ConfigFile (UPDATE_BROKER_CONFIG writes it); set before start
 }
 
 // testBrokerConfig is the harness's base configuration: small files, short periods,
@@ -136,7 +137,7 @@ func startTestBroker(t testing.TB, mutate func(*Config)) *testBroker {
 
 func (tb *testBroker) start(t testing.TB) {
 	t.Helper()
-	b, err := New(tb.cfg, Deps{Logger: testLogger(t), Namesrv: testNamesrv})
+	b, err := New(tb.cfg, Deps{Logger: testLogger(t), Namesrv: testNamesrv, ConfigFile: tb.configFile})
 	require.NoError(t, err, "broker.New")
 	require.NoError(t, b.Start(), "broker.Start")
 	tb.b = b

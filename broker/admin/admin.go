@@ -14,6 +14,7 @@ import (
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/conf"
 )
 
 // adminRegisterWait bounds how long a topic change waits for the name servers to learn it
@@ -287,10 +288,59 @@ func (p *Plane) ProcessGetBrokerConfig(rc *remoting.Request) {
 		sb.WriteString(v)
 		sb.WriteByte('\n')
 	}
-	version := fmt.Sprintf(`{"counter":0,"stateVersion":0,"timestamp":%d}`, p.d.BootTime.UnixMilli())
+	v := codec.DataVersion{Timestamp: p.d.BootTime.UnixMilli()}
+	if p.d.ConfigVersion != nil {
+		v = p.d.ConfigVersion()
+	}
+	version := fmt.Sprintf(`{"counter":%d,"stateVersion":%d,"timestamp":%d}`, v.Counter, v.StateVersion, v.Timestamp)
 	f := rc.Reply.NewFrame()
 	f.Bodies = append(f.Bodies, []byte(sb.String()))
 	rc.Reply.Frame(f, codec.ResponseSuccess, "", []codec.Field{codec.StrField("version", version)}, f.Bodies)
+}
+
+// ProcessUpdateBrokerConfig changes broker keys while the broker runs (RocketMQ
+// AdminBrokerProcessor.updateBrokerConfig; mqadmin updateBrokerConfig). The body is Java
+// properties text, key=value lines. Unlike RocketMQ, which ignores an unknown key or a value it
+// cannot parse and answers SUCCESS, every key is checked as a start checks it and the request
+// takes effect whole or not at all (Deps.UpdateConfig): a key that needs a restart is refused
+// NO_PERMISSION, an unknown key or bad value INVALID_PARAMETER, each remark naming the key. A
+// body that does not parse is SYSTEM_ERROR, as in RocketMQ; an empty one changes nothing.
+//
+// A change of brokerPermission, as in RocketMQ, advances the topic table's version and
+// registers with every name server before the answer, so that routes show the new perm when
+// the operator's command returns (writes drained with brokerPermission=4 stop at once: sends
+// are refused here and producers stop picking the broker's queues).
+func (p *Plane) ProcessUpdateBrokerConfig(rc *remoting.Request) {
+	if p.d.UpdateConfig == nil {
+		rc.Reply.Answer(codec.ResponseRequestCodeNotSupported, "request type 25 not supported")
+		return
+	}
+	props, err := conf.Parse(rc.Cmd.Body)
+	if err != nil {
+		rc.Reply.Answer(codec.ResponseSystemError, "string2Properties error: "+err.Error())
+		return
+	}
+	if len(props) == 0 {
+		rc.Reply.OK()
+		return
+	}
+	if err := p.d.UpdateConfig(props); err != nil {
+		var refused *ConfigRefused
+		switch {
+		case errors.As(err, &refused) && refused.NoPermission:
+			rc.Reply.Answer(codec.ResponseNoPermission, refused.Remark)
+		case errors.As(err, &refused):
+			rc.Reply.Answer(codec.ResponseInvalidParameter, refused.Remark)
+		default:
+			rc.Reply.Answer(codec.ResponseSystemError, err.Error())
+		}
+		return
+	}
+	if slices.ContainsFunc(props, func(pr conf.Property) bool { return pr.Key == "brokerPermission" }) {
+		p.d.Topics.NextVersion()
+		p.waitRegistration()
+	}
+	rc.Reply.OK()
 }
 
 // ProcessGetAllConsumerOffset answers consumerOffset.json's content (compact, bare keys).

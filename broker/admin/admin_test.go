@@ -15,6 +15,7 @@ import (
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/conf"
 	"github.com/ringmq/ringmq/internal/conntest"
 	"github.com/ringmq/ringmq/internal/logtest"
 	"github.com/ringmq/ringmq/store"
@@ -273,3 +274,50 @@ func (c fakeConsumers) Oneway(string, func() *codec.RemotingCommand) int        
 type fakeProducers map[string][]Client
 
 func (p fakeProducers) Connections(group string) []Client { return p[group] }
+
+// UPDATE_BROKER_CONFIG: the body's properties reach UpdateConfig in order; its refusals and
+// failures become the answer's code and remark; only a brokerPermission change advances the topic
+// version and waits for a registration round.
+func TestUpdateBrokerConfigAnswers(t *testing.T) {
+	tables := openTables(t)
+	var got [][]conf.Property
+	var answer error
+	waits := 0
+	p := New(Deps{Topics: tables.Topics, Groups: tables.Groups, Offsets: tables.Offsets, Store: fakeStore{},
+		UpdateConfig:     func(props []conf.Property) error { got = append(got, props); return answer },
+		WaitRegistration: func(context.Context) error { waits++; return nil }})
+	v0 := tables.Topics.DataVersion().Counter
+
+	requireAnswer(t, call(t, p.ProcessUpdateBrokerConfig, nil, []byte("autoCreateTopicEnable=false\n")), codec.ResponseSuccess, "")
+	require.Equal(t, [][]conf.Property{{{Key: "autoCreateTopicEnable", Value: "false", Line: 1}}}, got)
+	require.Equal(t, 0, waits)
+	require.Equal(t, v0, tables.Topics.DataVersion().Counter)
+
+	requireAnswer(t, call(t, p.ProcessUpdateBrokerConfig, nil, []byte("# drain\nbrokerPermission : 4")), codec.ResponseSuccess, "")
+	require.Equal(t, []conf.Property{{Key: "brokerPermission", Value: "4", Line: 2}}, got[1])
+	require.Equal(t, 1, waits)
+	require.Equal(t, v0+1, tables.Topics.DataVersion().Counter)
+
+	for _, tc := range []struct {
+		err    error
+		code   codec.ResponseCode
+		remark string
+	}{
+		{&ConfigRefused{NoPermission: true, Remark: "key x needs a restart"}, codec.ResponseNoPermission, "key x needs a restart"},
+		{&ConfigRefused{Remark: "unknown key y"}, codec.ResponseInvalidParameter, "unknown key y"},
+		{errors.New("disk full; nothing changed"), codec.ResponseSystemError, "disk full; nothing changed"},
+	} {
+		answer = tc.err
+		requireAnswer(t, call(t, p.ProcessUpdateBrokerConfig, nil, []byte("brokerPermission=4")), tc.code, tc.remark)
+	}
+	require.Equal(t, 1, waits, "a refused change registers nothing")
+
+	calls := len(got)
+	requireAnswer(t, call(t, p.ProcessUpdateBrokerConfig, nil, nil), codec.ResponseSuccess, "")
+	requireAnswer(t, call(t, p.ProcessUpdateBrokerConfig, nil, []byte("a=\\u12")), codec.ResponseSystemError,
+		`string2Properties error: conf: malformed properties: line 1: value of "a": malformed \uxxxx escape: \u12`)
+	require.Len(t, got, calls, "nothing to change: UpdateConfig not called")
+
+	requireAnswer(t, call(t, New(Deps{Store: fakeStore{}}).ProcessUpdateBrokerConfig, nil, []byte("a=1")),
+		codec.ResponseRequestCodeNotSupported, "request type 25 not supported")
+}

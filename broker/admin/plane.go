@@ -8,6 +8,7 @@ import (
 
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/conf"
 	"github.com/ringmq/ringmq/store"
 )
 
@@ -107,6 +108,13 @@ type Deps struct {
 	BootTime time.Time
 	// Properties lists every broker setting as key, value, in GET_BROKER_CONFIG's order.
 	Properties iter.Seq2[string, string]
+	// ConfigVersion is GET_BROKER_CONFIG's version: RocketMQ's DataVersion of the broker's
+	// configuration, advanced by every UPDATE_BROKER_CONFIG. nil: counter 0 at BootTime.
+	ConfigVersion func() codec.DataVersion
+	// UpdateConfig applies UPDATE_BROKER_CONFIG's properties, all or none: nil when they took
+	// effect, a *ConfigRefused when they were refused, any other error when the broker could
+	// not keep them (nothing changed then either). nil: the request is not supported.
+	UpdateConfig func(props []conf.Property) error
 	// WaitRegistration asks for a registration round with the name servers and waits until
 	// one that started after the call has ended, or ctx is done.
 	WaitRegistration func(ctx context.Context) error
@@ -114,6 +122,16 @@ type Deps struct {
 	Clock  func() time.Time // nil: time.Now
 	Logger *slog.Logger     // nil: discard
 }
+
+// ConfigRefused is UpdateConfig's refusal, its Remark the answer's: NoPermission for a key that
+// cannot change while the broker runs (NO_PERMISSION, RocketMQ's answer to a key of its
+// configBlackList), else an unknown key or a value a start would refuse (INVALID_PARAMETER).
+type ConfigRefused struct {
+	NoPermission bool
+	Remark       string
+}
+
+func (e *ConfigRefused) Error() string { return e.Remark }
 
 // Plane serves the admin requests. Build it with New; its handlers are safe for concurrent
 // use.

@@ -100,6 +100,15 @@ func TestSubscriptionGroupManager(t *testing.T) {
 	require.False(t, ok)
 	_, ok = off.FindOrCreate("CID_RMQ_SYS_X")
 	require.True(t, ok, "system groups are always created")
+	// autoCreateSubscriptionGroup changed at run time: followed from the next call.
+	off.SetAutoCreate(true)
+	_, ok = off.FindOrCreate("G1")
+	require.True(t, ok)
+	off.SetAutoCreate(false)
+	_, ok = off.FindOrCreate("G9")
+	require.False(t, ok)
+	_, ok = off.FindOrCreate("G1")
+	require.True(t, ok, "a group created meanwhile stays")
 
 	custom := codec.NewSubscriptionGroupConfig("G2")
 	custom.RetryQueueNums, custom.NotifyConsumerIdsChangedEnable = 3, false

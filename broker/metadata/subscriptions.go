@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ringmq/ringmq/codec"
@@ -33,7 +34,7 @@ const (
 // written to disk by the broker's background flusher. Update and Delete write before they
 // return.
 type SubscriptionGroupManager struct {
-	autoCreate bool
+	autoCreate atomic.Bool // autoCreateSubscriptionGroup; changes at run time (SetAutoCreate)
 	clock      func() time.Time
 	logger     *slog.Logger
 	file       *configFile
@@ -47,11 +48,12 @@ type SubscriptionGroupManager struct {
 func NewSubscriptionGroupManager(autoCreate bool, storePathRootDir string, clock func() time.Time,
 	logger *slog.Logger) *SubscriptionGroupManager {
 	m := &SubscriptionGroupManager{
-		autoCreate: autoCreate, clock: clock, logger: logger,
+		clock: clock, logger: logger,
 		table:     map[string]codec.SubscriptionGroupConfig{},
 		forbidden: map[string]map[string]int32{},
 		version:   codec.DataVersion{Timestamp: clock().UnixMilli()},
 	}
+	m.autoCreate.Store(autoCreate)
 	m.file = newConfigFile(filepath.Join(ConfigDir(storePathRootDir), SubscriptionGroupFileName), m.encodeFile, logger)
 	// The built-ins RocketMQ's SubscriptionGroupManager creates.
 	for _, g := range []string{ToolsConsumerGroup, FiltersrvConsumerGroup, SelfTestConsumerGroup,
@@ -105,6 +107,10 @@ func (m *SubscriptionGroupManager) Contains(group string) bool {
 	return ok
 }
 
+// SetAutoCreate changes autoCreateSubscriptionGroup while the broker runs
+// (UPDATE_BROKER_CONFIG); FindOrCreate follows it from its next call. Safe for concurrent use.
+func (m *SubscriptionGroupManager) SetAutoCreate(on bool) { m.autoCreate.Store(on) }
+
 // FindOrCreate returns the group's config, creating it with defaults when
 // autoCreateSubscriptionGroup is on (ok=false otherwise: SUBSCRIPTION_GROUP_NOT_EXIST).
 // Groups named CID_RMQ_SYS_* are always created; an invalid group name never is.
@@ -112,7 +118,7 @@ func (m *SubscriptionGroupManager) FindOrCreate(group string) (codec.Subscriptio
 	if c, ok := m.Get(group); ok {
 		return c, true
 	}
-	if !m.autoCreate && !strings.HasPrefix(group, sysConsumerGroupPrefix) {
+	if !m.autoCreate.Load() && !strings.HasPrefix(group, sysConsumerGroupPrefix) {
 		return codec.SubscriptionGroupConfig{}, false
 	}
 	if !ValidGroupName(group) {

@@ -149,6 +149,9 @@ type TopicConfigManager struct {
 	onChange func() // asks for a registration with the name servers; nil in unit tests
 
 	system map[string]bool // built-in topic names; fixed at construction
+	// autoCreate is autoCreateTopicEnable, which changes at run time
+	// (SetAutoCreateTopicEnable); opts.AutoCreateTopicEnable is its value at start.
+	autoCreate atomic.Bool
 
 	mu    sync.Mutex // serializes writers
 	state atomic.Pointer[topicState]
@@ -162,6 +165,7 @@ func (m *TopicConfigManager) SetOnChange(fn func()) { m.onChange = fn }
 func NewTopicConfigManager(opts TopicOptions, storePathRootDir string, clock func() time.Time,
 	logger *slog.Logger) *TopicConfigManager {
 	m := &TopicConfigManager{opts: opts, clock: clock, logger: logger, system: map[string]bool{}}
+	m.autoCreate.Store(opts.AutoCreateTopicEnable)
 	m.file = newConfigFile(filepath.Join(ConfigDir(storePathRootDir), TopicsFileName), m.encodeFile, logger)
 	table := map[string]codec.TopicConfig{}
 	add := func(tc codec.TopicConfig) {
@@ -176,9 +180,7 @@ func NewTopicConfigManager(opts TopicOptions, storePathRootDir string, clock fun
 	// The same built-ins, with the same settings, as RocketMQ's TopicConfigManager.
 	add(withQueues(SelfTestTopic, 1))
 	if opts.AutoCreateTopicEnable {
-		tc := withQueues(AutoCreateTopicKeyTopic, opts.DefaultTopicQueueNums)
-		tc.Perm = PermInherit | PermRead | PermWrite
-		add(tc)
+		add(autoCreateTemplate(opts.DefaultTopicQueueNums))
 	}
 	add(withQueues(BenchmarkTopic, benchmarkTopicQueueNums))
 	{
@@ -289,6 +291,48 @@ func (m *TopicConfigManager) nextVersion(v codec.DataVersion) codec.DataVersion 
 	return v
 }
 
+// autoCreateTemplate is TBW102 as RocketMQ's TopicConfigManager creates it: the template
+// producers' auto-created topics inherit from.
+func autoCreateTemplate(queues int32) codec.TopicConfig {
+	tc := codec.NewTopicConfig(AutoCreateTopicKeyTopic)
+	tc.ReadQueueNums, tc.WriteQueueNums = queues, queues
+	tc.Perm = PermInherit | PermRead | PermWrite
+	return tc
+}
+
+// SetAutoCreateTopicEnable changes autoCreateTopicEnable while the broker runs
+// (UPDATE_BROKER_CONFIG). Off stops auto-creation on the next send and leaves TBW102 in the
+// table, as RocketMQ does; on adds TBW102 when the table lacks it (a start with the key off
+// never made it), written in the background, and asks for a registration so that producers
+// find its route. Safe for concurrent use; never blocks on disk.
+func (m *TopicConfigManager) SetAutoCreateTopicEnable(on bool) {
+	if m.autoCreate.Swap(on) == on || !on {
+		return
+	}
+	m.mu.Lock()
+	if _, ok := m.Get(AutoCreateTopicKeyTopic); ok {
+		m.mu.Unlock()
+		return
+	}
+	m.put(autoCreateTemplate(m.opts.DefaultTopicQueueNums))
+	m.mu.Unlock()
+	m.logger.Info("broker: topic created: autoCreateTopicEnable turned on", "topic", AutoCreateTopicKeyTopic)
+	m.file.markDirty()
+	m.changed()
+}
+
+// NextVersion advances the table's DataVersion without changing a topic. Name servers keep
+// the topics of a registration whose DataVersion they already have, so the broker calls it
+// when brokerPermission changes (it masks every registered perm), as RocketMQ's
+// updateBrokerConfig does. The new version is written in the background.
+func (m *TopicConfigManager) NextVersion() {
+	m.mu.Lock()
+	old := m.state.Load()
+	m.state.Store(&topicState{table: old.table, version: m.nextVersion(old.version)})
+	m.mu.Unlock()
+	m.file.markDirty()
+}
+
 // put installs tc in a new table version. Caller holds m.mu.
 func (m *TopicConfigManager) put(tc codec.TopicConfig) {
 	old := m.state.Load()
@@ -326,7 +370,7 @@ func (m *TopicConfigManager) CreateInSendMessage(topic, defaultTopic string, cli
 	}
 	template, ok := m.Get(defaultTopic)
 	inherit := ok && IsInherited(template.Perm) &&
-		(defaultTopic != AutoCreateTopicKeyTopic || m.opts.AutoCreateTopicEnable)
+		(defaultTopic != AutoCreateTopicKeyTopic || m.autoCreate.Load())
 	if !inherit {
 		m.mu.Unlock()
 		m.logger.Debug("broker: topic not auto-created: template missing or not inheritable",

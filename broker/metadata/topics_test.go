@@ -229,3 +229,54 @@ func TestValidateTopicName(t *testing.T) {
 	require.Equal(t, "The specified topic is longer than topic max length.", ValidateTopicName(string(long)))
 	require.Equal(t, "", ValidateTopicName("%RETRY%"+string(long)), "retry topics may be up to 255")
 }
+
+// autoCreateTopicEnable changed at run time (UPDATE_BROKER_CONFIG): off refuses the next
+// auto-creation and keeps TBW102; on after a start with it off adds TBW102 as a start would,
+// once, and asks for a registration.
+func TestSetAutoCreateTopicEnable(t *testing.T) {
+	clock := testutil.NewManualClock()
+	m := NewTopicConfigManager(testTopicOptions(), t.TempDir(), clock.Now, logtest.Discard())
+	var changes atomic.Int32
+	m.onChange = func() { changes.Add(1) }
+	m.SetAutoCreateTopicEnable(false)
+	_, ok := m.CreateInSendMessage("T1", AutoCreateTopicKeyTopic, 4, 0)
+	require.False(t, ok)
+	require.True(t, m.Contains(AutoCreateTopicKeyTopic))
+	m.SetAutoCreateTopicEnable(true)
+	_, ok = m.CreateInSendMessage("T1", AutoCreateTopicKeyTopic, 4, 0)
+	require.True(t, ok)
+	require.Equal(t, int32(1), changes.Load(), "only the created topic changed the table")
+
+	opts := testTopicOptions()
+	opts.AutoCreateTopicEnable = false
+	off := NewTopicConfigManager(opts, t.TempDir(), clock.Now, logtest.Discard())
+	off.onChange = func() { changes.Add(1) }
+	require.False(t, off.Contains(AutoCreateTopicKeyTopic))
+	v0 := off.DataVersion()
+	off.SetAutoCreateTopicEnable(true)
+	off.SetAutoCreateTopicEnable(true) // no change: nothing added twice
+	tc, ok := off.Get(AutoCreateTopicKeyTopic)
+	require.True(t, ok)
+	require.Equal(t, autoCreateTemplate(8), tc)
+	require.Equal(t, PermInherit|PermRead|PermWrite, tc.Perm)
+	require.Equal(t, v0.Counter+1, off.DataVersion().Counter)
+	require.Equal(t, int32(2), changes.Load())
+	require.True(t, off.file.dirty.Load())
+	created, ok := off.CreateInSendMessage("T2", AutoCreateTopicKeyTopic, 4, 0)
+	require.True(t, ok)
+	require.Equal(t, int32(4), created.WriteQueueNums)
+}
+
+// NextVersion (a brokerPermission change) advances the version and keeps every topic.
+func TestTopicNextVersion(t *testing.T) {
+	clock := testutil.NewManualClock()
+	m := NewTopicConfigManager(testTopicOptions(), t.TempDir(), clock.Now, logtest.Discard())
+	before := m.Snapshot()
+	clock.Advance(time.Second)
+	m.NextVersion()
+	after := m.Snapshot()
+	require.Equal(t, before.TopicConfigTable, after.TopicConfigTable)
+	require.Equal(t, before.DataVersion.Counter+1, after.DataVersion.Counter)
+	require.Equal(t, before.DataVersion.Timestamp+1000, after.DataVersion.Timestamp)
+	require.True(t, m.file.dirty.Load())
+}

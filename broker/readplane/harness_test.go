@@ -13,6 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringmq/ringmq/broker/live"
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
@@ -53,17 +54,23 @@ type planeOptions struct {
 // testHost is the STOREHOST of the harness's records.
 var testHost = netip.MustParseAddrPort("127.0.0.1:10911")
 
-// testSettings are the broker's defaults (brokerPermission 6, long polling on,
-// defaultQueryMaxNum 32) with every record counting as hot.
+// testSettings are the broker's defaults (long polling on, defaultQueryMaxNum 32) with every
+// record counting as hot; testLive's brokerPermission is 6.
 func testSettings() Settings {
 	return Settings{
-		BrokerPermission:   metadata.PermRead | metadata.PermWrite,
 		BrokerIP:           testHost.Addr().String(),
 		LongPollingEnable:  true,
 		ShortPollingTime:   time.Second,
 		DefaultQueryMaxNum: 32,
 		HotMaxBehindBytes:  1 << 30,
 	}
+}
+
+// testLive is a broker's run-time keys at their defaults: brokerPermission 6, the rest off.
+func testLive() *live.Settings {
+	l := new(live.Settings)
+	l.BrokerPermission.Store(metadata.PermRead | metadata.PermWrite)
+	return l
 }
 
 // startPlane builds and starts a plane; its cleanup stops it, the pool and the store.
@@ -99,7 +106,7 @@ func startPlane(t testing.TB, opts planeOptions) *readPlane {
 		replies: remoting.NewReplies(prometheus.NewCounter(prometheus.CounterOpts{Name: "reply_errors_total"}), logtest.Discard()),
 		pool:    &goPool{}, busy: prometheus.NewCounter(prometheus.CounterOpts{Name: "busy_total"})}
 	rp.p, err = New(Deps{Store: st, Topics: tables.Topics, Groups: tables.Groups, Offsets: tables.Offsets,
-		Subscriptions: rp.subs, Pool: rp.pool, Settings: set, Registerer: prometheus.NewRegistry(), HoldFull: rp.busy,
+		Subscriptions: rp.subs, Pool: rp.pool, Settings: set, Live: testLive(), Registerer: prometheus.NewRegistry(), HoldFull: rp.busy,
 		Logger: logtest.Discard()})
 	require.NoError(t, err)
 	st.SetArrivingListener(rp.p.OnMessageArriving)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ringmq/ringmq/broker/live"
 	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/store"
@@ -57,10 +58,9 @@ type Pool interface {
 	Submit(req *remoting.Request, fn func(*remoting.Request)) error
 }
 
-// Settings are the broker settings the read plane uses, fixed for its lifetime.
+// Settings are the broker settings the read plane uses, fixed for its lifetime; the ones that
+// change at run time (brokerPermission, slaveReadEnable, offsetCheckInSlave) are Deps.Live's.
 type Settings struct {
-	// BrokerPermission is brokerPermission (4 read, 2 write): pulls need read.
-	BrokerPermission int32
 	// BrokerIP is brokerIP1 as text, for the "pulling message is forbidden" remark.
 	BrokerIP string
 	// LongPollingEnable and ShortPollingTime (shortPollingTimeMills): a SUSPEND pull that
@@ -68,12 +68,9 @@ type Settings struct {
 	// polling is off (which is then also the hold service's sweep period).
 	LongPollingEnable bool
 	ShortPollingTime  time.Duration
-	// SlaveReadEnable: answers carry suggestWhichBrokerId.
-	SlaveReadEnable bool
-	// IsSlave (brokerRole=SLAVE): no commit offsets stored; with OffsetCheckInSlave false an
-	// offset the slave lacks answers PULL_RETRY_IMMEDIATELY instead of PULL_OFFSET_MOVED.
-	IsSlave            bool
-	OffsetCheckInSlave bool
+	// IsSlave (brokerRole=SLAVE): no commit offsets stored; with Live.OffsetCheckInSlave false
+	// an offset the slave lacks answers PULL_RETRY_IMMEDIATELY instead of PULL_OFFSET_MOVED.
+	IsSlave bool
 	// DefaultQueryMaxNum caps a query by unique key.
 	DefaultQueryMaxNum int
 	// HotMaxBehindBytes: a pull whose first entry lies at most this far behind the CommitLog's
@@ -82,8 +79,8 @@ type Settings struct {
 	HotMaxBehindBytes int64
 }
 
-// Deps are the read plane's collaborators. Store, Topics, Groups, Offsets, Subscriptions and
-// Pool are required.
+// Deps are the read plane's collaborators. Store, Topics, Groups, Offsets, Subscriptions, Pool
+// and Live are required.
 type Deps struct {
 	Store         Store
 	Topics        Topics
@@ -92,6 +89,9 @@ type Deps struct {
 	Subscriptions Subscriptions
 	Pool          Pool
 	Settings      Settings
+	// Live holds the keys that change while the broker runs: brokerPermission (pulls need
+	// read), slaveReadEnable (answers carry suggestWhichBrokerId) and offsetCheckInSlave.
+	Live *live.Settings
 	// Registerer receives the plane's collectors (ringmq_broker_pull_runs_total,
 	// ringmq_broker_pulls_held). nil = not registered.
 	Registerer prometheus.Registerer
@@ -114,6 +114,7 @@ type Plane struct {
 	subscriptions Subscriptions
 	pool          Pool
 	set           Settings
+	live          *live.Settings
 	clock         func() time.Time
 	logger        *slog.Logger
 
@@ -135,7 +136,7 @@ var ErrDeps = errors.New("readplane: missing dependency")
 // collectors on deps.Registerer.
 func New(deps Deps) (*Plane, error) {
 	if deps.Store == nil || deps.Topics == nil || deps.Groups == nil || deps.Offsets == nil ||
-		deps.Subscriptions == nil || deps.Pool == nil {
+		deps.Subscriptions == nil || deps.Pool == nil || deps.Live == nil {
 		return nil, ErrDeps
 	}
 	p := &Plane{
@@ -146,6 +147,7 @@ func New(deps Deps) (*Plane, error) {
 		subscriptions: deps.Subscriptions,
 		pool:          deps.Pool,
 		set:           deps.Settings,
+		live:          deps.Live,
 		clock:         deps.Clock,
 		logger:        deps.Logger,
 		holdFull:      deps.HoldFull,

@@ -142,7 +142,7 @@ func (p *Plane) ProcessPullMessage(rc *remoting.Request) (rest func()) {
 // settings. It returns SUCCESS or the error to answer.
 func (p *Plane) checkPull(pr *pullRequest) (codec.ResponseCode, string) {
 	h := &pr.header
-	if !metadata.IsReadable(p.set.BrokerPermission) {
+	if !metadata.IsReadable(p.live.BrokerPermission.Load()) {
 		return codec.ResponseNoPermission, "the broker[" + p.set.BrokerIP + "] pulling message is forbidden"
 	}
 	gc, ok := p.groups.FindOrCreate(h.ConsumerGroup)
@@ -263,14 +263,14 @@ func (p *Plane) runPull(pr *pullRequest) {
 		return
 	}
 	var suggest int64
-	if p.set.SlaveReadEnable {
+	if p.live.SlaveReadEnable.Load() {
 		suggest = pr.groupBrokerID
 		if res.SuggestPullingFromSlave {
 			suggest = pr.whichBrokerIfSlow
 		}
 	}
 	nextBegin := res.NextBeginOffset
-	if code == codec.ResponsePullOffsetMoved && p.set.IsSlave && !p.set.OffsetCheckInSlave {
+	if code == codec.ResponsePullOffsetMoved && p.set.IsSlave && !p.live.OffsetCheckInSlave.Load() {
 		// A slave trails its master: an offset it does not have yet is no reason to move the
 		// consumer. RocketMQ keeps the request offset and sends the client back to the group's
 		// broker (PROTOCOL.md §13.5).

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringmq/ringmq/broker/live"
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/logtest"
@@ -38,9 +39,11 @@ func startPlane(t testing.TB) (*Plane, store.MessageStore) {
 	tables, err := metadata.Open(metadata.Options{StorePathRootDir: dir, AutoCreateSubscriptionGroup: true,
 		Topics: metadata.TopicOptions{ClusterName: "TestCluster", BrokerName: "broker-test", DefaultTopicQueueNums: 4}})
 	require.NoError(t, err)
+	l := new(live.Settings) // brokerPermission 6, the rest off: the broker's defaults
+	l.BrokerPermission.Store(metadata.PermRead | metadata.PermWrite)
 	p, err := New(Deps{Store: st, Topics: tables.Topics, Groups: tables.Groups, Offsets: tables.Offsets,
 		Producers: noProducers{}, UniqKeys: codec.NewUniqKeyGenerator(testHost.Addr(), 1, 1), StoreHost: testHost,
-		Settings: Settings{BrokerPermission: metadata.PermRead | metadata.PermWrite, BrokerIP: testHost.Addr().String(),
+		Live: l, Settings: Settings{BrokerIP: testHost.Addr().String(),
 			ClusterName: "TestCluster", MaxMessageSize: 4 << 20, DelayLevels: 18, TransactionCheckInterval: time.Minute,
 			TransactionTimeOut: 6 * time.Second, TransactionCheckMax: 15, FileReservedTime: 72 * time.Hour},
 		Logger: logtest.Discard()})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ringmq/ringmq/broker/live"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/ha"
 	"github.com/ringmq/ringmq/netio"
@@ -66,10 +67,9 @@ type Replicas interface {
 	Wait(msgEnd int64, done ha.Waiter) error
 }
 
-// Settings are the broker settings the send plane uses, fixed for its lifetime.
+// Settings are the broker settings the send plane uses, fixed for its lifetime; the ones that
+// change at run time (brokerPermission, rejectTransactionMessage) are Deps.Live's.
 type Settings struct {
-	// BrokerPermission is brokerPermission (4 read, 2 write): sends need write.
-	BrokerPermission int32
 	// BrokerIP is brokerIP1 as text, for remarks; BrokerAddr is "ip:port" as registered
 	// with name servers (a pushed reply's storeHost).
 	BrokerIP   string
@@ -85,8 +85,6 @@ type Settings struct {
 	SyncFlush bool
 	// MaxMessageSize bounds a body (a batch's whole body).
 	MaxMessageSize int
-	// RejectTransactionMessage refuses half messages.
-	RejectTransactionMessage bool
 	// DelayLevels is the size of the messageDelayLevel table: a delay level is clamped to it.
 	DelayLevels int
 	// HotMaxBehindBytes: a send-back or END_TRANSACTION whose record lies at most this far
@@ -103,8 +101,8 @@ type Settings struct {
 	FileReservedTime         time.Duration
 }
 
-// Deps are the send plane's collaborators. Store, Topics, Groups, Offsets, Producers and
-// UniqKeys are required.
+// Deps are the send plane's collaborators. Store, Topics, Groups, Offsets, Producers, UniqKeys
+// and Live are required.
 type Deps struct {
 	Store     Store
 	Topics    Topics
@@ -118,6 +116,9 @@ type Deps struct {
 	// StoreHost (brokerIP1:listenPort) is written into records and offsetMsgIds.
 	StoreHost netip.AddrPort
 	Settings  Settings
+	// Live holds the keys that change while the broker runs: brokerPermission (sends and
+	// send-backs need write) and rejectTransactionMessage.
+	Live *live.Settings
 	// PCBusy and FlushQueueFull count sends answered SYSTEM_BUSY because the page cache is
 	// busy or the group commit queue is full (the broker's
 	// ringmq_broker_system_busy_total{reason="pc_synchronized"} and {reason="flush_queue_full"}).
@@ -150,6 +151,7 @@ type Plane struct {
 	uniqKeys  *codec.UniqKeyGenerator
 	storeHost netip.AddrPort
 	set       Settings
+	live      *live.Settings
 	clock     func() time.Time
 	logger    *slog.Logger
 
@@ -166,7 +168,7 @@ var ErrDeps = errors.New("sendplane: missing dependency")
 // are read from deps.Offsets now.
 func New(deps Deps) (*Plane, error) {
 	if deps.Store == nil || deps.Topics == nil || deps.Groups == nil || deps.Offsets == nil ||
-		deps.Producers == nil || deps.UniqKeys == nil {
+		deps.Producers == nil || deps.UniqKeys == nil || deps.Live == nil {
 		return nil, ErrDeps
 	}
 	p := &Plane{
@@ -179,6 +181,7 @@ func New(deps Deps) (*Plane, error) {
 		uniqKeys:       deps.UniqKeys,
 		storeHost:      deps.StoreHost,
 		set:            deps.Settings,
+		live:           deps.Live,
 		clock:          deps.Clock,
 		logger:         deps.Logger,
 		pcBusy:         deps.PCBusy,

@@ -205,7 +205,7 @@ func (p *Plane) ProcessSendMessage(rc *remoting.Request) {
 // checkSend is the Java broker's msgCheck, plus the topic permission check. It returns the
 // topic's config, auto-creating the topic when allowed.
 func (p *Plane) checkSend(rc *remoting.Request, h *codec.SendMessageRequestHeader) (codec.TopicConfig, codec.ResponseCode, string) {
-	if !metadata.IsWriteable(p.set.BrokerPermission) {
+	if !metadata.IsWriteable(p.live.BrokerPermission.Load()) {
 		return codec.TopicConfig{}, codec.ResponseNoPermission,
 			"the broker[" + p.set.BrokerIP + "] sending message is forbidden"
 	}
@@ -327,7 +327,7 @@ func (p *Plane) prepareMessage(r *sendRequest, rc *remoting.Request, tc *codec.T
 	if half && h.ReconsumeTimes > 0 && delayLevel > 0 {
 		half = false
 	}
-	if half && p.set.RejectTransactionMessage {
+	if half && p.live.RejectTransactionMessage.Load() {
 		return codec.ResponseNoPermission, "the broker[" + p.set.BrokerIP + "] sending transaction message is forbidden"
 	}
 	delayed := false

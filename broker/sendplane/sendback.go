@@ -91,7 +91,7 @@ func (p *Plane) sendMessageBack(to remoting.Reply, h *codec.ConsumerSendMsgBackR
 		to.Answer(codec.ResponseSubscriptionGroupNotExist, remarkSubscriptionGroupNotExist+h.Group)
 		return
 	}
-	if !metadata.IsWriteable(p.set.BrokerPermission) {
+	if !metadata.IsWriteable(p.live.BrokerPermission.Load()) {
 		to.Answer(codec.ResponseNoPermission, "the broker["+p.set.BrokerIP+"] sending message is forbidden")
 		return
 	}

@@ -286,10 +286,19 @@ func TestBrokerCommands(t *testing.T) {
 	})
 
 	t.Run("updateBrokerConfig", func(t *testing.T) {
-		// ringmq's broker does not change its config at run time; the answer is shown as it came.
+		// The operator's drain: brokerPermission 4 takes effect at once (getBrokerConfig shows it,
+		// the route's queues lose write), 6 restores it.
+		ok(t, "updateTopic", "-c", fixture.cluster, "-t", "DrainedTopic", "-r", "1", "-w", "1")
+		golden(t, "updateBrokerConfig", ok(t, "updateBrokerConfig", "-b", fixture.broker, "-k", "brokerPermission", "-v", "4"))
+		require.Contains(t, ok(t, "getBrokerConfig", "-b", fixture.broker), "brokerPermission                                  =  4\n")
+		require.Contains(t, ok(t, "topicRoute", "-t", "DrainedTopic"), `"perm": 4,`)
+		golden(t, "updateBrokerConfig_cluster", ok(t, "updateBrokerConfig", "-c", fixture.cluster, "-k", "brokerPermission", "-v", "6"))
+		require.Contains(t, ok(t, "getBrokerConfig", "-b", fixture.broker), "brokerPermission                                  =  6\n")
+		require.Contains(t, ok(t, "topicRoute", "-t", "DrainedTopic"), `"perm": 6,`)
+		// A key that needs a restart: the broker's answer, as it came.
 		r := mqadmin(t, nil, "updateBrokerConfig", "-b", fixture.broker, "-k", "fileReservedTime", "-v", "48")
 		require.Equal(t, 1, r.code)
-		golden(t, "updateBrokerConfig", r.stderr)
+		golden(t, "updateBrokerConfig_restart", r.stderr)
 	})
 
 	t.Run("updateKvConfig", func(t *testing.T) {

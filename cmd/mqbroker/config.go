@@ -24,6 +24,7 @@ var errVersion = errors.New("mqbroker: version printed")
 // loaded is a configuration ready to start, with the logger built from its logging keys.
 type loaded struct {
 	cfg       broker.Config
+	file      string // the -c file, "" none: UPDATE_BROKER_CONFIG keeps its changes there
 	logger    *slog.Logger
 	logCloser io.Closer
 	printOnly bool // -p
@@ -178,7 +179,7 @@ func configure(args []string, stdout, stderr io.Writer) (loaded, error) {
 	if *configFile != "" {
 		logger.Info("config file loaded", "file", *configFile)
 	}
-	return loaded{cfg: cfg, logger: logger, logCloser: closer, printOnly: *printConfig}, nil
+	return loaded{cfg: cfg, file: *configFile, logger: logger, logCloser: closer, printOnly: *printConfig}, nil
 }
 
 // usageHeader opens --help; the key sections follow, one per broker.KeyGroups entry.

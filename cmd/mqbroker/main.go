@@ -75,7 +75,7 @@ func run(args []string, stdout, stderr io.Writer, signals <-chan os.Signal) int 
 			fmt.Fprintf(stdout, "%s=%s\n", key, v)
 		}
 	} else {
-		status = serve(l.cfg, stdout, stderr, l.logger, signals)
+		status = serve(l.cfg, l.file, stdout, stderr, l.logger, signals)
 	}
 	if err := l.logCloser.Close(); err != nil {
 		fmt.Fprintf(stderr, "mqbroker: log file: %v\n", err)
@@ -84,8 +84,9 @@ func run(args []string, stdout, stderr io.Writer, signals <-chan os.Signal) int 
 	return status
 }
 
-// serve runs the broker (and the metrics endpoint) until a signal arrives.
-func serve(cfg broker.Config, stdout, stderr io.Writer, logger *slog.Logger, signals <-chan os.Signal) int {
+// serve runs the broker (and the metrics endpoint) until a signal arrives. configFile is the -c
+// file ("" none), where UPDATE_BROKER_CONFIG writes the keys it changes.
+func serve(cfg broker.Config, configFile string, stdout, stderr io.Writer, logger *slog.Logger, signals <-chan os.Signal) int {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(goCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// The operators' endpoint comes up first: metrics and profiles during a long recovery, and probes
@@ -101,7 +102,7 @@ func serve(cfg broker.Config, stdout, stderr io.Writer, logger *slog.Logger, sig
 		defer func() { _ = metrics.Close() }() // for the early returns; the Close at the end reports errors
 		fmt.Fprintf(stdout, "metrics on http://%s/metrics, profiles on http://%s/debug/pprof/\n", metrics.Addr(), metrics.Addr())
 	}
-	b, err := launch.New(cfg, broker.Deps{Logger: logger, Registerer: reg})
+	b, err := launch.New(cfg, broker.Deps{Logger: logger, Registerer: reg, ConfigFile: configFile})
 	if err != nil {
 		fmt.Fprintf(stderr, "mqbroker: %v\n", err)
 		return 1

@@ -67,7 +67,8 @@ func TestRunServesAndStopsOnSIGTERM(t *testing.T) {
 	var stdout, stderr syncBuffer
 	signals := make(chan os.Signal, 1)
 	exit := make(chan int, 1)
-	args := append(smallStoreFlags(dir), "--metricsAddr=127.0.0.1:0", "--brokerName=cmd-broker", "--logFormat=json")
+	confFile := writeConf(t, "# cmd-broker\nbrokerPermission=6\n")
+	args := append(smallStoreFlags(dir), "-c", confFile, "--metricsAddr=127.0.0.1:0", "--brokerName=cmd-broker", "--logFormat=json")
 	go func() { exit <- run(args, &stdout, &stderr, signals) }()
 
 	booted := testutil.Poll(testutil.WaitTimeout, func() bool { return strings.Contains(stdout.String(), "boot success") })
@@ -116,6 +117,13 @@ func TestRunServesAndStopsOnSIGTERM(t *testing.T) {
 	route, err := codec.DecodeTopicRouteData(resp.Body)
 	require.NoError(t, err)
 	require.Equal(t, brokerAddr[1], route.BrokerDatas[0].BrokerAddrs[0])
+	// UPDATE_BROKER_CONFIG keeps its change in the -c file for the next start.
+	resp, err = cl.Invoke(ctx, brokerAddr[1], codec.NewRequest(codec.RequestUpdateBrokerConfig, nil, []byte("autoCreateSubscriptionGroup=false\n")))
+	require.NoError(t, err)
+	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
+	kept, err := os.ReadFile(confFile)
+	require.NoError(t, err)
+	require.Equal(t, "# cmd-broker\nbrokerPermission=6\nautoCreateSubscriptionGroup=false\n", string(kept))
 	require.NoError(t, cl.Close())
 
 	// Metrics and pprof.

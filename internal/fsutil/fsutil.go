@@ -13,7 +13,13 @@ import (
 // directory if needed. before, if not nil, runs after the new content is durable in the
 // temp file and before the rename (the broker keeps the previous version as .bak there).
 // Safe for concurrent use on different paths.
-func WriteFileAtomic(path string, data []byte, before func() error) (err error) {
+func WriteFileAtomic(path string, data []byte, before func() error) error {
+	return WriteFileAtomicMode(path, data, 0o644, before)
+}
+
+// WriteFileAtomicMode is WriteFileAtomic with the new file's permission bits, for a file an
+// operator owns (broker.conf keeps its mode when the broker rewrites it).
+func WriteFileAtomicMode(path string, data []byte, perm os.FileMode, before func() error) (err error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -38,7 +44,7 @@ func WriteFileAtomic(path string, data []byte, before func() error) (err error) 
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+	if err := os.Chmod(tmp.Name(), perm); err != nil {
 		return err
 	}
 	if before != nil {

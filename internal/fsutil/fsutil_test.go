@@ -52,3 +52,14 @@ func TestWriteFileAtomicErrors(t *testing.T) {
 	require.Error(t, WriteFileAtomic(filepath.Join(blocker, "x.json"), []byte("x"), nil), "parent is a file")
 	require.Error(t, SyncDir(filepath.Join(dir, "missing")))
 }
+
+func TestWriteFileAtomicModeKeepsPermissions(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "broker.conf")
+	require.NoError(t, WriteFileAtomicMode(path, []byte("a=1\n"), 0o600, nil))
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, "a=1\n", string(got))
+}
