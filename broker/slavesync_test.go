@@ -236,20 +236,7 @@ func TestFastPortSharesTheRequestBudget(t *testing.T) {
 		c.RequestBudgetBytes = 1 << 20
 	})
 	require.NotEmpty(t, tb.b.FastAddr())
-	waiting := func() float64 {
-		families, err := tb.b.Registry().Gather()
-		require.NoError(t, err)
-		for _, f := range families {
-			if f.GetName() == "ringmq_netio_request_budget_waiting_frames" {
-				var sum float64
-				for _, m := range f.GetMetric() {
-					sum += m.GetGauge().GetValue()
-				}
-				return sum
-			}
-		}
-		return -1
-	}
+	waiting := func() float64 { return gaugeSum(t, tb.b, "ringmq_netio_request_budget_waiting_frames") }
 	const unknownCode codec.RequestCode = 1999 // answered REQUEST_CODE_NOT_SUPPORTED once read
 	held := remotingtest.Dial(t, tb.BrokerAddr)
 	frame, err := codec.NewRequest(unknownCode, nil, bytes.Repeat([]byte{'a'}, 900<<10)).AppendFrame(nil)
@@ -265,4 +252,21 @@ func TestFastPortSharesTheRequestBudget(t *testing.T) {
 	require.Equal(t, int32(codec.ResponseRequestCodeNotSupported), held.Next().Code)
 	require.Equal(t, int32(codec.ResponseRequestCodeNotSupported), fast.Await(opaque).Code)
 	require.Zero(t, waiting())
+}
+
+// gaugeSum is the sum of every series of the gauge name in b's registry; -1 when there is none.
+func gaugeSum(t *testing.T, b *Broker, name string) float64 {
+	t.Helper()
+	families, err := b.Registry().Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() == name {
+			var sum float64
+			for _, m := range f.GetMetric() {
+				sum += m.GetGauge().GetValue()
+			}
+			return sum
+		}
+	}
+	return -1
 }

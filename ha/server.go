@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // ServerConfig configures the master's HA server (PROTOCOL.md §13.6 for the keys).
@@ -72,6 +74,9 @@ type Server struct {
 	acked atomic.Int64
 	onAck atomic.Pointer[func()]
 
+	// behindDeleted counts the connected slaves whose offset lies in CommitLog files the master deleted.
+	behindDeleted atomic.Int32
+
 	// idleWriters counts writers waiting for data: Notify is one atomic load while none waits.
 	idleWriters atomic.Int32
 	conns       atomic.Pointer[[]*masterConn] // copy on write, read by Notify
@@ -121,6 +126,33 @@ func (s *Server) AckedOffset() int64 { return s.acked.Load() }
 
 // SlaveCount is the number of connected slaves.
 func (s *Server) SlaveCount() int { return len(*s.conns.Load()) }
+
+// SlavesBehindDeleted is the number of connected slaves whose CommitLog ends in files this master has
+// deleted: they get heartbeats and nothing else until their store is wiped (writeLoop).
+func (s *Server) SlavesBehindDeleted() int { return int(s.behindDeleted.Load()) }
+
+// RegisterMetrics registers the server's gauges on reg (a broker registers each once).
+//
+//	ringmq_ha_slaves                      gauge  connected slaves
+//	ringmq_ha_slave_acked_offset_bytes    gauge  the highest CommitLog offset a slave acknowledged
+//	ringmq_ha_slaves_behind_deleted       gauge  connected slaves whose offset is in deleted CommitLog files
+func (s *Server) RegisterMetrics(reg prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ringmq_ha_slaves", Help: "Slaves connected to the HA port."},
+			func() float64 { return float64(s.SlaveCount()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ringmq_ha_slave_acked_offset_bytes",
+			Help: "The highest CommitLog offset a slave acknowledged (push2SlaveMaxOffset)."},
+			func() float64 { return float64(s.AckedOffset()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ringmq_ha_slaves_behind_deleted",
+			Help: "Connected slaves whose CommitLog ends in files the master deleted: they get heartbeats only; wipe their store."},
+			func() float64 { return float64(s.SlavesBehindDeleted()) }),
+	} {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("ha: register metrics: %w", err)
+		}
+	}
+	return nil
+}
 
 // Notify tells idle writers that records were published. Cheap enough for every put: one atomic load
 // while every writer is busy.
@@ -297,6 +329,14 @@ func (c *masterConn) readLoop() {
 // starts at the master's last file (RocketMQ sends no older history). Each frame is the header and a view
 // of the mapped file (or pool buffer) in one vectored write; a frame never crosses a file. While idle it
 // waits for Notify, and sends a heartbeat frame after HeartbeatInterval without a frame.
+//
+// A slave whose offset lies in CommitLog files the master has deleted cannot be served. RocketMQ's
+// WriteSocketService finds no data there and sends heartbeats at that offset for as long as the
+// connection lasts, neither restarting the slave from the first file kept (which would leave a hole in
+// its CommitLog) nor closing (the slave would come back with the same offset). The wire stays the same
+// here, so that a Java slave sees what a Java master does, but the operator is told: one error log per
+// connection and the ringmq_ha_slaves_behind_deleted gauge, until the slave's store is wiped and it
+// starts again from the master's last file.
 func (c *masterConn) writeLoop() {
 	defer c.srv.wg.Done()
 	defer c.close()
@@ -312,6 +352,12 @@ func (c *masterConn) writeLoop() {
 		next = max - max%log.FileSize()
 	}
 	c.srv.logger.Info("ha: transfer starts", "slave", c.remote, "offset", next)
+	behindDeleted := false
+	defer func() {
+		if behindDeleted {
+			c.srv.behindDeleted.Add(-1)
+		}
+	}()
 	var hdr [FrameHeaderBytes]byte
 	var vec [2][]byte
 	lastWrite := time.Now()
@@ -345,6 +391,16 @@ func (c *masterConn) writeLoop() {
 		}
 		if release != nil {
 			release()
+		}
+		if !behindDeleted {
+			if first := log.MinPhyOffset(); next < first {
+				behindDeleted = true
+				c.srv.logger.Error("ha: the slave's CommitLog ends in files this master has deleted; it gets "+
+					"heartbeats only (as from RocketMQ) and will not catch up: stop it, wipe its store and start it "+
+					"again to replicate from the master's last file", "slave", c.remote, "slaveOffset", next,
+					"masterMinOffset", first, "masterMaxOffset", log.MaxPhyOffset())
+				c.srv.behindDeleted.Add(1)
+			}
 		}
 		if since := time.Since(lastWrite); since >= cfg.HeartbeatInterval {
 			putFrameHeader(hdr[:], next, 0)

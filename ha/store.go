@@ -6,6 +6,9 @@ import "io"
 type MasterLog interface {
 	// MaxPhyOffset is the end of the published (acknowledged) records.
 	MaxPhyOffset() int64
+	// MinPhyOffset is the start of the oldest CommitLog file still kept: a slave whose offset is below it
+	// can never be served.
+	MinPhyOffset() int64
 	// FileSize is mappedFileSizeCommitLog: no frame crosses a multiple of it.
 	FileSize() int64
 	// ReadReplica returns up to max bytes of the CommitLog from offset, within one file and below
