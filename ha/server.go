@@ -463,7 +463,9 @@ func (c *masterConn) sendFrame(next int64, want int, hdr *[FrameHeaderBytes]byte
 			_ = c.nc.SetWriteDeadline(deadline)
 			err := sendFrameFile(c.sock, hdr[:], file, pos, n)
 			release()
-			c.srv.sentFile.Add(int64(n))
+			if err == nil {
+				c.srv.sentFile.Add(int64(n))
+			}
 			return n, err
 		}
 	}
