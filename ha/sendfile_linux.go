@@ -22,7 +22,7 @@ func sendFrameFile(sock syscall.RawConn, hdr []byte, file syscall.RawConn, pos i
 		sent, off, left := 0, pos, n
 		werr := sock.Write(func(sfd uintptr) bool {
 			for sent < len(hdr) {
-				k, err := unix.SendmsgN(int(sfd), hdr[sent:], nil, nil, unix.MSG_MORE)
+				k, err := unix.SendmsgN(int(sfd), hdr[sent:], nil, nil, unix.MSG_MORE|unix.MSG_NOSIGNAL)
 				switch {
 				case errors.Is(err, unix.EAGAIN):
 					return false // wait until writable
