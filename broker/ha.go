@@ -49,6 +49,11 @@ func (b *Broker) initReplication() error {
 		return err
 	}
 	b.haServer = srv
+	if reg := b.ctl.registerer; reg != nil {
+		if err := srv.RegisterMetrics(reg); err != nil { // registered by an earlier broker on this registry
+			b.logger.Debug("broker: HA metrics not registered", "error", err)
+		}
+	}
 	if b.cfg.IsSyncMaster() {
 		r, err := ha.NewReplicas(b.cfg.HAReplicasConfig(), srv, b.ctl.registerer, b.logger)
 		if err != nil {

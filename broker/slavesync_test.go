@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"os"
@@ -222,4 +223,50 @@ func TestResolveFastListenPort(t *testing.T) {
 	require.Nil(t, warning)
 	require.Equal(t, 0, c.FastListenPort, "a key now, not a not-needed one")
 	require.NotContains(t, PropertyNames(), "", "untagged fields are not keys")
+}
+
+// TestFastPortSharesTheRequestBudget: listenPort and the fast port draw from one requestBudgetBytes
+// (the broker's memory, not each listener's): a large frame on the fast port waits while one on
+// listenPort holds the budget, and is served once that one is done.
+func TestFastPortSharesTheRequestBudget(t *testing.T) {
+	port := listenPortWithFreeNeighbours(t)
+	tb := startTestBroker(t, func(c *Config) {
+		c.ListenPort = port
+		c.FastListenPort = -1
+		c.RequestBudgetBytes = 1 << 20
+	})
+	require.NotEmpty(t, tb.b.FastAddr())
+	waiting := func() float64 { return gaugeSum(t, tb.b, "ringmq_netio_request_budget_waiting_frames") }
+	const unknownCode codec.RequestCode = 1999 // answered REQUEST_CODE_NOT_SUPPORTED once read
+	held := remotingtest.Dial(t, tb.BrokerAddr)
+	frame, err := codec.NewRequest(unknownCode, nil, bytes.Repeat([]byte{'a'}, 900<<10)).AppendFrame(nil)
+	require.NoError(t, err)
+	held.Write(frame[:len(frame)/2]) // admitted, holds 900 KiB until the rest comes
+
+	fast := remotingtest.Dial(t, tb.b.FastAddr())
+	waiter := codec.NewRequest(unknownCode, nil, bytes.Repeat([]byte{'b'}, 600<<10))
+	opaque := fast.Request(waiter)
+	testutil.Eventually(t, "the fast port's large frame waits for listenPort's", func() bool { return waiting() == 1 })
+
+	held.Write(frame[len(frame)/2:])
+	require.Equal(t, int32(codec.ResponseRequestCodeNotSupported), held.Next().Code)
+	require.Equal(t, int32(codec.ResponseRequestCodeNotSupported), fast.Await(opaque).Code)
+	require.Zero(t, waiting())
+}
+
+// gaugeSum is the sum of every series of the gauge name in b's registry; -1 when there is none.
+func gaugeSum(t *testing.T, b *Broker, name string) float64 {
+	t.Helper()
+	families, err := b.Registry().Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() == name {
+			var sum float64
+			for _, m := range f.GetMetric() {
+				sum += m.GetGauge().GetValue()
+			}
+			return sum
+		}
+	}
+	return -1
 }

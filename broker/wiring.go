@@ -104,6 +104,12 @@ func (b *Broker) initServer(reg prometheus.Registerer) error {
 	if err != nil {
 		return err
 	}
+	if b.cfg.FastListenPort != 0 {
+		// requestBudgetBytes bounds the broker's memory, not each listener's: both draw from one.
+		if nc.Budget, err = netio.NewRequestBudget(nc.RequestBudgetBytes); err != nil {
+			return err
+		}
+	}
 	srv, err := netio.NewServer(nc, h, b.logger)
 	if err != nil {
 		return err
@@ -112,7 +118,8 @@ func (b *Broker) initServer(reg prometheus.Registerer) error {
 	if b.cfg.FastListenPort != 0 {
 		// The fast port serves the same requests (same handler, same ACL); one event loop is
 		// enough for what goes there (a slave's topic sync, Java 4.x clients with
-		// vipChannelEnabled), and its connections are counted on their own.
+		// vipChannelEnabled), and its connections are counted on their own; its large
+		// frames are charged to the same request budget.
 		fc := nc
 		fc.Name = "broker-fast"
 		fc.Addr = net.JoinHostPort(b.bindHost(), strconv.Itoa(b.cfg.FastListenPort))

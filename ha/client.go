@@ -54,6 +54,10 @@ func (c ClientConfig) Validate() error {
 // the connection, reconnects and reports its end again, so replication resumes where the slave's CommitLog
 // ends. Safe for concurrent use.
 //
+// Reports follow RocketMQ's HAClient (4.9 HAService.HAClient, 5.x DefaultHAClient): one after every frame
+// whose bytes moved the CommitLog end past the last report (reportSlaveMaxOffsetPlus), none for a heartbeat
+// frame, and one whenever no report was written for HeartbeatInterval (isTimeToReportOffset).
+//
 // Unlike RocketMQ, whose first report waits one heartbeat interval (5 s) after the connect, the first
 // report goes out at once: a master (Java's too) starts the transfer on the first report, so waiting only
 // delays catching up.
@@ -68,6 +72,10 @@ type Client struct {
 	// Counters for tests and metrics.
 	connects atomic.Int64
 	frames   atomic.Int64
+
+	// Tests replace the clock the heartbeat report reads and the ticks that make it look.
+	now   func() time.Time
+	ticks <-chan time.Time
 
 	mu struct {
 		sync.Mutex
@@ -87,7 +95,7 @@ func NewClient(cfg ClientConfig, log SlaveLog, logger *slog.Logger) (*Client, er
 		logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Client{cfg: cfg, log: log, logger: logger.With("component", "ha"), addrWake: make(chan struct{}, 1),
-		quit: make(chan struct{}), done: make(chan struct{})}
+		now: time.Now, quit: make(chan struct{}), done: make(chan struct{})}
 	addr := cfg.MasterAddr
 	c.masterAddr.Store(&addr)
 	return c, nil
@@ -166,7 +174,8 @@ func (c *Client) run() {
 }
 
 // session runs one connection: report the CommitLog end at once, then append frames and report after each
-// burst of them; a reporter reports at least every HeartbeatInterval. It returns nil only when closed.
+// one that moved the end; a reporter reports at least every HeartbeatInterval. It returns nil only when
+// closed.
 func (c *Client) session(addr string) error {
 	nc, err := net.DialTimeout("tcp", addr, c.cfg.DialTimeout)
 	if err != nil {
@@ -186,7 +195,7 @@ func (c *Client) session(addr string) error {
 	c.connects.Add(1)
 	c.logger.Info("ha: connected to the master", "master", addr, "maxOffset", c.log.MaxPhyOffset())
 
-	r := &reporter{nc: nc, timeout: c.cfg.HousekeepingInterval}
+	r := &reporter{nc: nc, timeout: c.cfg.HousekeepingInterval, now: c.now}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	defer func() {
@@ -200,21 +209,23 @@ func (c *Client) session(addr string) error {
 	if err := r.report(c.log.MaxPhyOffset()); err != nil {
 		return err
 	}
-	wg.Add(1)
-	go func() { // the heartbeat report
-		defer wg.Done()
-		t := time.NewTicker(c.cfg.HeartbeatInterval / 2)
+	ticks := c.ticks
+	if ticks == nil {
+		t := time.NewTicker(c.cfg.HeartbeatInterval / 4)
 		defer t.Stop()
+		ticks = t.C
+	}
+	wg.Add(1)
+	go func() { // the heartbeat report: RocketMQ's HAClient reports once no report went out for the interval
+		defer wg.Done()
 		for {
 			select {
 			case <-stop:
 				return
-			case <-t.C:
-				if time.Since(r.lastWrite()) >= c.cfg.HeartbeatInterval {
-					if r.report(c.log.MaxPhyOffset()) != nil {
-						_ = nc.Close()
-						return
-					}
+			case <-ticks:
+				if err := r.heartbeat(c.cfg.HeartbeatInterval, c.log.MaxPhyOffset); err != nil {
+					_ = nc.Close()
+					return
 				}
 			}
 		}
@@ -228,8 +239,9 @@ func (c *Client) session(addr string) error {
 	return err
 }
 
-// readFrames appends every frame's body at its offset and reports the new end once no more bytes are
-// buffered (one report per burst, as RocketMQ reports per read).
+// readFrames appends every frame's body at its offset and, as RocketMQ's HAClient does after each frame
+// it appended (reportSlaveMaxOffsetPlus), reports the new end when it is past the last one reported. A
+// heartbeat frame moves nothing and is not answered.
 func (c *Client) readFrames(nc net.Conn, r *reporter) error {
 	br := bufio.NewReaderSize(nc, 256<<10)
 	var hdr [FrameHeaderBytes]byte
@@ -247,49 +259,64 @@ func (c *Client) readFrames(nc net.Conn, r *reporter) error {
 		if max != 0 && max != h.PhyOffset {
 			return fmt.Errorf("%w: frame at %d, slave CommitLog ends at %d", ErrOffsetMismatch, h.PhyOffset, max)
 		}
-		if h.BodySize > 0 {
-			if err := c.log.AppendReplica(h.PhyOffset, int(h.BodySize), br); err != nil {
-				return fmt.Errorf("ha: append %d bytes at %d: %w", h.BodySize, h.PhyOffset, err)
-			}
+		if h.BodySize == 0 {
+			continue
 		}
-		// Report once the burst is read (nothing more buffered), as RocketMQ reports per read, and
-		// while a long burst streams in, every reportEveryBytes: a SYNC_MASTER's sends wait for it.
-		if h.BodySize > 0 {
-			if end := c.log.MaxPhyOffset(); br.Buffered() == 0 || end-r.lastOffset() >= reportEveryBytes {
-				if err := r.report(end); err != nil {
-					return err
-				}
+		if err := c.log.AppendReplica(h.PhyOffset, int(h.BodySize), br); err != nil {
+			return fmt.Errorf("ha: append %d bytes at %d: %w", h.BodySize, h.PhyOffset, err)
+		}
+		if end := c.log.MaxPhyOffset(); end > r.lastOffset() {
+			if err := r.report(end); err != nil {
+				return err
 			}
 		}
 	}
 }
-
-// reportEveryBytes bounds how far the reported offset trails the slave's end while frames keep coming.
-const reportEveryBytes = 64 << 10
 
 // reporter writes reports; the frame reader and the heartbeat share it.
 type reporter struct {
 	nc       net.Conn
 	timeout  time.Duration
+	now      func() time.Time // nil: time.Now
 	mu       sync.Mutex
 	buf      [ReportBytes]byte
-	last     atomic.Int64 // unix nanoseconds of the last report written
+	last     atomic.Int64 // unix nanoseconds (of now) of the last report written
 	reported atomic.Int64 // the offset last reported
 }
 
 func (r *reporter) lastOffset() int64 { return r.reported.Load() }
 
+func (r *reporter) clock() time.Time {
+	if r.now != nil {
+		return r.now()
+	}
+	return time.Now()
+}
+
 func (r *reporter) report(off int64) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.reportLocked(off)
+}
+
+func (r *reporter) reportLocked(off int64) error {
 	binary.BigEndian.PutUint64(r.buf[:], uint64(off))
+	at := r.clock() // before the write: the master may act on the report before Write returns
 	_ = r.nc.SetWriteDeadline(time.Now().Add(r.timeout))
 	if _, err := r.nc.Write(r.buf[:]); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
-	r.last.Store(time.Now().UnixNano())
+	r.last.Store(at.UnixNano())
 	r.reported.Store(off)
 	return nil
 }
 
-func (r *reporter) lastWrite() time.Time { return time.Unix(0, r.last.Load()) }
+// heartbeat reports end() if no report was written for interval.
+func (r *reporter) heartbeat(interval time.Duration, end func() int64) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.clock().Sub(time.Unix(0, r.last.Load())) < interval {
+		return nil
+	}
+	return r.reportLocked(end())
+}

@@ -12,9 +12,11 @@
 // The master (Server) sends the CommitLog bytes from the offset the slave reports, at most
 // haTransferBatchSize per frame while the slave follows closely and up to CatchUpBatchSize (1 MiB) while it
 // is behind, never across a CommitLog file, straight from the mapped file (or the transient pool buffer) to
-// the socket in one vectored write: no copy through a Go buffer. The slave (Client) hands each body to its
-// store, which writes it into its own CommitLog at the same physical offset, then reports its new end; its
-// store dispatches ConsumeQueue and IndexFile entries from those bytes as a master's does.
+// the socket in one vectored write, or for catch-up frames with sendfile(2) from the CommitLog file: no copy
+// through a Go buffer, and none through user memory at all for the catch-up. The slave (Client) hands each body to its
+// store, which writes it into its own CommitLog at the same physical offset, then reports its new end (after
+// every frame that moved it, and when no report went out for haSendHeartbeatInterval); its store dispatches
+// ConsumeQueue and IndexFile entries from those bytes as a master's does.
 //
 // A SYNC_MASTER put waits for any slave to report an offset past the message's end (Replicas.Wait): no
 // goroutine or timer per waiter; the goroutine that reads the report completes the waiters it covers.

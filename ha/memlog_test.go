@@ -23,7 +23,31 @@ func newMemLog(fileSize int64) *memLog {
 }
 
 func (l *memLog) MaxPhyOffset() int64 { return l.end.Load() }
-func (l *memLog) FileSize() int64     { return l.fileSize }
+
+// MinPhyOffset is the start of the oldest file kept.
+func (l *memLog) MinPhyOffset() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	first := int64(-1)
+	for start := range l.files {
+		if first < 0 || start < first {
+			first = start
+		}
+	}
+	return max(first, 0)
+}
+
+// deleteBelow drops the files that end at or below offset, as the master's clean-up does.
+func (l *memLog) deleteBelow(offset int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for start := range l.files {
+		if start+l.fileSize <= offset {
+			delete(l.files, start)
+		}
+	}
+}
+func (l *memLog) FileSize() int64 { return l.fileSize }
 
 func (l *memLog) fileLocked(start int64) []byte {
 	f := l.files[start]

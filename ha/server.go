@@ -7,7 +7,10 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // ServerConfig configures the master's HA server (PROTOCOL.md §13.6 for the keys).
@@ -72,6 +75,12 @@ type Server struct {
 	acked atomic.Int64
 	onAck atomic.Pointer[func()]
 
+	// sentFile counts the frame bytes sent with sendfile.
+	sentFile atomic.Int64
+
+	// behindDeleted counts the connected slaves whose offset lies in CommitLog files the master deleted.
+	behindDeleted atomic.Int32
+
 	// idleWriters counts writers waiting for data: Notify is one atomic load while none waits.
 	idleWriters atomic.Int32
 	conns       atomic.Pointer[[]*masterConn] // copy on write, read by Notify
@@ -121,6 +130,40 @@ func (s *Server) AckedOffset() int64 { return s.acked.Load() }
 
 // SlaveCount is the number of connected slaves.
 func (s *Server) SlaveCount() int { return len(*s.conns.Load()) }
+
+// SendfileBytes counts the frame bytes sent with sendfile(2) from the CommitLog file.
+func (s *Server) SendfileBytes() int64 { return s.sentFile.Load() }
+
+// SlavesBehindDeleted is the number of connected slaves whose CommitLog ends in files this master has
+// deleted: they get heartbeats and nothing else until their store is wiped (writeLoop).
+func (s *Server) SlavesBehindDeleted() int { return int(s.behindDeleted.Load()) }
+
+// RegisterMetrics registers the server's gauges on reg (a broker registers each once).
+//
+//	ringmq_ha_slaves                      gauge  connected slaves
+//	ringmq_ha_slave_acked_offset_bytes    gauge  the highest CommitLog offset a slave acknowledged
+//	ringmq_ha_slaves_behind_deleted       gauge  connected slaves whose offset is in deleted CommitLog files
+//	ringmq_ha_sendfile_bytes_total        counter  frame bytes sent with sendfile(2) from the CommitLog file
+func (s *Server) RegisterMetrics(reg prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ringmq_ha_slaves", Help: "Slaves connected to the HA port."},
+			func() float64 { return float64(s.SlaveCount()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ringmq_ha_slave_acked_offset_bytes",
+			Help: "The highest CommitLog offset a slave acknowledged (push2SlaveMaxOffset)."},
+			func() float64 { return float64(s.AckedOffset()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ringmq_ha_slaves_behind_deleted",
+			Help: "Connected slaves whose CommitLog ends in files the master deleted: they get heartbeats only; wipe their store."},
+			func() float64 { return float64(s.SlavesBehindDeleted()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "ringmq_ha_sendfile_bytes_total",
+			Help: "Transfer frame bytes sent to slaves with sendfile(2), straight from the CommitLog file (catch-up frames)."},
+			func() float64 { return float64(s.SendfileBytes()) }),
+	} {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("ha: register metrics: %w", err)
+		}
+	}
+	return nil
+}
 
 // Notify tells idle writers that records were published. Cheap enough for every put: one atomic load
 // while every writer is busy.
@@ -180,6 +223,13 @@ func (s *Server) accept() {
 		}
 		c := &masterConn{srv: s, nc: nc, wake: make(chan struct{}, 1), reported: make(chan struct{}),
 			done: make(chan struct{}), remote: nc.RemoteAddr().String()}
+		if fl, ok := s.log.(FileLog); ok && sendfileSupported {
+			if tc, ok := nc.(*net.TCPConn); ok {
+				if sock, err := tc.SyscallConn(); err == nil {
+					c.sock, c.fileLog = sock, fl
+				}
+			}
+		}
 		s.mu.Lock()
 		if s.mu.closed {
 			s.mu.Unlock()
@@ -241,6 +291,11 @@ type masterConn struct {
 	requested atomic.Int64  // the first report: where the transfer starts
 	ackOffset atomic.Int64  // the last report
 
+	// sock and fileLog are set when frames can go out with sendfile (sendFrame): a TCP connection on
+	// Linux and a MasterLog that is a FileLog.
+	sock    syscall.RawConn
+	fileLog FileLog
+
 	closeOnce sync.Once
 	done      chan struct{} // closed by close
 }
@@ -295,8 +350,17 @@ func (c *masterConn) readLoop() {
 
 // writeLoop streams the CommitLog from the slave's first report: reported 0 means a new slave, which
 // starts at the master's last file (RocketMQ sends no older history). Each frame is the header and a view
-// of the mapped file (or pool buffer) in one vectored write; a frame never crosses a file. While idle it
+// of the mapped file (or pool buffer) in one vectored write, or, for a catch-up frame whose bytes are in
+// the file, the header and sendfile(2) from it (sendFrame); a frame never crosses a file. While idle it
 // waits for Notify, and sends a heartbeat frame after HeartbeatInterval without a frame.
+//
+// A slave whose offset lies in CommitLog files the master has deleted cannot be served. RocketMQ's
+// WriteSocketService finds no data there and sends heartbeats at that offset for as long as the
+// connection lasts, neither restarting the slave from the first file kept (which would leave a hole in
+// its CommitLog) nor closing (the slave would come back with the same offset). The wire stays the same
+// here, so that a Java slave sees what a Java master does, but the operator is told: one error log per
+// connection and the ringmq_ha_slaves_behind_deleted gauge, until the slave's store is wiped and it
+// starts again from the master's last file.
 func (c *masterConn) writeLoop() {
 	defer c.srv.wg.Done()
 	defer c.close()
@@ -312,6 +376,12 @@ func (c *masterConn) writeLoop() {
 		next = max - max%log.FileSize()
 	}
 	c.srv.logger.Info("ha: transfer starts", "slave", c.remote, "offset", next)
+	behindDeleted := false
+	defer func() {
+		if behindDeleted {
+			c.srv.behindDeleted.Add(-1)
+		}
+	}()
 	var hdr [FrameHeaderBytes]byte
 	var vec [2][]byte
 	lastWrite := time.Now()
@@ -321,30 +391,30 @@ func (c *masterConn) writeLoop() {
 	for !c.isClosed() {
 		fileEnd := next - next%log.FileSize() + log.FileSize()
 		want := int(min(int64(batch), fileEnd-next))
-		data, release := log.ReadReplica(next, want)
-		if len(data) == want && want == batch {
+		n, err := c.sendFrame(next, want, &hdr, &vec)
+		if err != nil {
+			c.srv.logger.Info("ha: transfer to slave failed", "slave", c.remote, "error", err)
+			return
+		}
+		if n == want && want == batch {
 			batch = min(2*batch, catchUp) // more is waiting: the slave is behind
-		} else if len(data) < want {
+		} else if n < want {
 			batch = cfg.TransferBatchSize // caught up (a frame cut at a file's end says nothing)
 		}
-		if len(data) > 0 {
-			putFrameHeader(hdr[:], next, int32(len(data)))
-			vec[0], vec[1] = hdr[:], data
-			bufs := net.Buffers(vec[:])
-			_ = c.nc.SetWriteDeadline(time.Now().Add(cfg.HousekeepingInterval))
-			_, err := bufs.WriteTo(c.nc)
-			release()
-			vec[1] = nil
-			if err != nil {
-				c.srv.logger.Info("ha: transfer to slave failed", "slave", c.remote, "error", err)
-				return
-			}
-			next += int64(len(data))
+		if n > 0 {
+			next += int64(n)
 			lastWrite = time.Now()
 			continue
 		}
-		if release != nil {
-			release()
+		if !behindDeleted {
+			if first := log.MinPhyOffset(); next < first {
+				behindDeleted = true
+				c.srv.logger.Error("ha: the slave's CommitLog ends in files this master has deleted; it gets "+
+					"heartbeats only (as from RocketMQ) and will not catch up: stop it, wipe its store and start it "+
+					"again to replicate from the master's last file", "slave", c.remote, "slaveOffset", next,
+					"masterMinOffset", first, "masterMaxOffset", log.MaxPhyOffset())
+				c.srv.behindDeleted.Add(1)
+			}
 		}
 		if since := time.Since(lastWrite); since >= cfg.HeartbeatInterval {
 			putFrameHeader(hdr[:], next, 0)
@@ -375,4 +445,43 @@ func (c *masterConn) writeLoop() {
 		timer.Stop()
 		c.srv.idleWriters.Add(-1)
 	}
+}
+
+// sendfileMinBytes: frames of at least this many bytes go out with sendfile(2) from the CommitLog file
+// when the MasterLog can (FileLog): the catch-up frames, whose bytes are then never copied through user
+// memory. Smaller ones, a slave following closely, keep the single vectored write from the mapping: one
+// system call where sendfile needs two (header, body), and a SYNC_MASTER's send waits for them.
+const sendfileMinBytes = 64 << 10
+
+// sendFrame sends one frame of up to want bytes from next and returns the body's size; 0 when nothing is
+// readable there. hdr and vec are the writer's scratch.
+func (c *masterConn) sendFrame(next int64, want int, hdr *[FrameHeaderBytes]byte, vec *[2][]byte) (int, error) {
+	deadline := time.Now().Add(c.srv.cfg.HousekeepingInterval)
+	if c.sock != nil && want >= sendfileMinBytes {
+		if file, pos, n, release, ok := c.fileLog.ReadReplicaFile(next, want); ok {
+			putFrameHeader(hdr[:], next, int32(n))
+			_ = c.nc.SetWriteDeadline(deadline)
+			err := sendFrameFile(c.sock, hdr[:], file, pos, n)
+			release()
+			if err == nil {
+				c.srv.sentFile.Add(int64(n))
+			}
+			return n, err
+		}
+	}
+	data, release := c.srv.log.ReadReplica(next, want)
+	if len(data) == 0 {
+		if release != nil {
+			release()
+		}
+		return 0, nil
+	}
+	putFrameHeader(hdr[:], next, int32(len(data)))
+	vec[0], vec[1] = hdr[:], data
+	bufs := net.Buffers(vec[:])
+	_ = c.nc.SetWriteDeadline(deadline)
+	_, err := bufs.WriteTo(c.nc)
+	release()
+	vec[1] = nil
+	return len(data), err
 }

@@ -1,11 +1,17 @@
 package ha
 
-import "io"
+import (
+	"io"
+	"syscall"
+)
 
 // MasterLog is the master's CommitLog as the transfer reads it. Safe for concurrent use.
 type MasterLog interface {
 	// MaxPhyOffset is the end of the published (acknowledged) records.
 	MaxPhyOffset() int64
+	// MinPhyOffset is the start of the oldest CommitLog file still kept: a slave whose offset is below it
+	// can never be served.
+	MinPhyOffset() int64
 	// FileSize is mappedFileSizeCommitLog: no frame crosses a multiple of it.
 	FileSize() int64
 	// ReadReplica returns up to max bytes of the CommitLog from offset, within one file and below
@@ -13,6 +19,16 @@ type MasterLog interface {
 	// committed, held until release is called. Nothing readable there: nil and a nil release. It never
 	// takes the put lock.
 	ReadReplica(offset int64, max int) (data []byte, release func())
+}
+
+// FileLog is a MasterLog whose bytes the kernel can send straight from the CommitLog file (sendfile(2)).
+// Optional: the server uses it for catch-up frames when the MasterLog has it.
+type FileLog interface {
+	// ReadReplicaFile is ReadReplica for bytes already in the CommitLog file: descriptor access to the
+	// file, the position of offset in it, and how many bytes from there (at most max, within the file,
+	// below MaxPhyOffset), held until release. ok is false when offset's bytes are not in the file yet
+	// (they may still be in the transient pool buffer, where ReadReplica finds them).
+	ReadReplicaFile(offset int64, max int) (file syscall.RawConn, pos int64, n int, release func(), ok bool)
 }
 
 // SlaveLog is the slave's CommitLog as the HA client writes it. Safe for concurrent use with readers;

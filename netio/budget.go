@@ -1,6 +1,7 @@
 package netio
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -60,6 +61,47 @@ type budgetWaiter struct {
 
 func newRequestBudget(limit int64, m *metrics) *requestBudget {
 	return &requestBudget{limit: limit, used: m.budgetUsed, waiting: m.budgetWaiting, waits: m.budgetWaits}
+}
+
+// RequestBudget is a request budget that several servers draw from (Config.Budget): a broker's
+// listenPort and fast port are one process's memory, so a second listener must not double what a
+// burst of large frames may hold. Safe for concurrent use.
+type RequestBudget struct {
+	b       *requestBudget
+	adopted atomic.Bool
+}
+
+// NewRequestBudget makes a budget of limit bytes for servers to share; its gauges are those of the
+// first server built with it (the others' budget metrics stay at zero), so they show the total.
+func NewRequestBudget(limit int64) (*RequestBudget, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("%w: RequestBudgetBytes %d <= 0", ErrConfig, limit)
+	}
+	m, err := newMetrics(nil, "", "")
+	if err != nil {
+		return nil, err
+	}
+	return &RequestBudget{b: newRequestBudget(limit, m)}, nil
+}
+
+// InUse is the number of bytes charged now, over every server drawing from the budget.
+func (r *RequestBudget) InUse() int64 { return r.b.inUse() }
+
+// budgetFor is the budget a server built with cfg and metrics m draws from: cfg.Budget, whose
+// gauges become m's if no server took it before, or one of its own of RequestBudgetBytes.
+func budgetFor(cfg *Config, m *metrics) *requestBudget {
+	r := cfg.Budget
+	if r == nil {
+		return newRequestBudget(cfg.RequestBudgetBytes, m)
+	}
+	if r.adopted.CompareAndSwap(false, true) {
+		r.b.mu.Lock() // the gauges are only touched under mu
+		r.b.used, r.b.waiting, r.b.waits = m.budgetUsed, m.budgetWaiting, m.budgetWaits
+		r.b.used.Set(float64(r.b.mu.used))
+		r.b.waiting.Set(float64(len(r.b.mu.waiters)))
+		r.b.mu.Unlock()
+	}
+	return r.b
 }
 
 // frameCost is what a frame is charged: its bytes plus the copy of its header's strings,

@@ -291,3 +291,40 @@ func TestHeaderOverLimitAnswered(t *testing.T) {
 		}
 	})
 }
+
+// TestSharedBudgetAcrossServers: two servers given one Budget (a broker's listenPort and fast port)
+// hold at most its bytes between them: a large frame on the second waits for one the first holds,
+// and the budget's gauges (the first server's) count both.
+func TestSharedBudgetAcrossServers(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, engine string) {
+		_, err := NewRequestBudget(0)
+		require.ErrorIs(t, err, ErrConfig)
+		shared, err := NewRequestBudget(1 << 20)
+		require.NoError(t, err)
+		h := newTestHandler()
+		first, metric := budgetServer(t, engine, h, 64<<20, func(c *Config) { c.Budget = shared })
+		second, secondMetric := budgetServer(t, engine, h, 64<<20, func(c *Config) {
+			c.Name += "-second"
+			c.Budget = shared
+		})
+		finishA := holdBudget(t, first, 900<<10)
+		testutil.Eventually(t, "the first server's large frame holds the shared budget",
+			func() bool { return shared.InUse() > 900<<10 })
+
+		b := dialRaw(t, second.Addr())
+		bBody := payload(600<<10, 5)
+		b.Send(request(codeEcho, 8, bBody))
+		testutil.Eventually(t, "the second server's large frame waits for the first's bytes",
+			func() bool { return metric("request_budget_waiting_frames") == 1 })
+		require.EqualValues(t, 1, metric("request_budget_waits_total"))
+		require.Zero(t, secondMetric("request_budget_waits_total"), "one set of gauges: the first server's")
+
+		require.Equal(t, int32(7), finishA().Opaque)
+		resp := b.Next()
+		require.Equal(t, int32(8), resp.Opaque)
+		requireBody(t, bBody, resp.Body)
+		testutil.Eventually(t, "the shared budget given back", func() bool {
+			return shared.InUse() == 0 && metric("request_budget_used_bytes") == 0
+		})
+	})
+}

@@ -92,7 +92,7 @@ func newGnetServer(cfg Config, h Handler, logger *slog.Logger, m *metrics) *gnet
 		started: make(chan struct{}),
 		runDone: make(chan struct{}),
 	}
-	s.budget = newRequestBudget(cfg.RequestBudgetBytes, m)
+	s.budget = budgetFor(&cfg, m)
 	s.readStop = newReadStop(logger)
 	s.gate.init()
 	s.wakeDone = func(gnet.Conn, error) error {

@@ -168,6 +168,10 @@ type Config struct {
 	// LargeFrameBytes being read or decoded (requestBudgetBytes; budget.go). A large frame
 	// that does not fit waits, and its connection stops reading until it does.
 	RequestBudgetBytes int64
+	// Budget, when not nil, is the request budget the server draws from instead of one of its
+	// own of RequestBudgetBytes: servers given the same Budget share its bytes (a broker's
+	// listenPort and fast port). Not a config-file key.
+	Budget *RequestBudget
 	// LargeFrameTimeout closes a connection whose large frame, once admitted to the request
 	// budget, has not arrived whole after this long: a peer that announces big frames and
 	// sends them slowly must not hold the budget and stall everyone else's. 0 disables it.

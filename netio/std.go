@@ -53,7 +53,7 @@ func newStdServer(cfg Config, h Handler, logger *slog.Logger, m *metrics) *stdSe
 		met:        m,
 		table:      newConnTable(cfg.MaxConnections),
 		limits:     connLimits{maxOutboundBytes: cfg.MaxOutboundBytes, maxPendingCalls: cfg.MaxPendingCalls},
-		budget:     newRequestBudget(cfg.RequestBudgetBytes, m),
+		budget:     budgetFor(&cfg, m),
 		stopCh:     make(chan struct{}),
 		acceptDone: make(chan struct{}),
 		sweepDone:  make(chan struct{}),

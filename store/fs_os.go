@@ -94,6 +94,9 @@ func (f *osFile) Close() error                             { return f.f.Close() 
 func (f *osFile) Allocate(size int64) error                { return allocate(f.f, f.fd, size) }
 func (f *osFile) Populate(b []byte) error                  { return populate(b) }
 
+// SyscallConn gives the descriptor to the HA transfer's sendfile (ReadReplicaFile).
+func (f *osFile) SyscallConn() (syscall.RawConn, error) { return f.f.SyscallConn() }
+
 func (f *osFile) Map(size int) ([]byte, error) {
 	b, err := unix.Mmap(f.fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {

@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"io"
+	"syscall"
 )
 
 // The store's side of master-slave replication (package ha): a master reads its CommitLog for the
@@ -47,6 +48,40 @@ func (s *Store) ReadReplica(offset int64, max int) ([]byte, func()) {
 	}
 	b, release := mf.publishedView(end)
 	return b[pos:end:end], release
+}
+
+// ReadReplicaFile is ReadReplica for bytes already in the CommitLog file, for the kernel to send
+// (sendfile): the file's descriptor access, the position of offset in it and how many bytes from there
+// (at most max, within the file, below the published end), held until release. ok is false when the
+// first byte is not in the file yet (with the transient pool, bytes wait in the pool buffer until
+// committed: ReadReplica has them), or the file has no descriptor (a test file system). It never takes
+// the put lock. Safe for concurrent use.
+func (s *Store) ReadReplicaFile(offset int64, max int) (file syscall.RawConn, pos int64, n int, release func(), ok bool) {
+	cl := s.commitLog
+	published := cl.maxOffset.Load()
+	if max <= 0 || offset < 0 || offset >= published {
+		return nil, 0, 0, nil, false
+	}
+	mf := cl.mfq.findAndHold(offset)
+	if mf == nil {
+		return nil, 0, 0, nil, false
+	}
+	sc, isOS := mf.file.(interface {
+		SyscallConn() (syscall.RawConn, error)
+	})
+	pos = offset - mf.fromOffset
+	// readPosition: what is in the file (the mapping shares its pages), committed bytes with the pool.
+	end := min(mf.readPosition(), published-mf.fromOffset, pos+int64(max))
+	if !isOS || end <= pos {
+		mf.release()
+		return nil, 0, 0, nil, false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		mf.release()
+		return nil, 0, 0, nil, false
+	}
+	return rc, pos, int(end - pos), mf.release, true
 }
 
 // AppendReplica reads n bytes from r into the CommitLog at offset and publishes them for the dispatcher:

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"io"
+	"syscall"
 	"testing"
 	"time"
 
@@ -256,4 +257,78 @@ func TestSlaveAppendsWithWrite(t *testing.T) {
 		require.Zero(t, mf.populated.Load(), "file %s populated", mf.path)
 	}
 	require.Zero(t, s.commitLog.prefaultTo.Load(), "nothing prefaulted")
+}
+
+// TestCatchUpFramesFromTheFile: a slave far behind gets catch-up frames that the master sends with
+// sendfile(2) from its CommitLog file, in every append mode; with the transient pool, the acknowledged
+// bytes not committed to the file yet still reach it (from the pool buffer). The slave ends byte-identical.
+func TestCatchUpFramesFromTheFile(t *testing.T) {
+	for _, mode := range appendModes {
+		t.Run(mode.name, func(t *testing.T) {
+			mcfg := lazyCommitConfig(t.TempDir(), mode.transient, mode.flush)
+			mcfg.MappedFileSizeCommitLog = 512 << 10
+			master := openStarted(t, mcfg, Deps{})
+			scfg := testConfig(t.TempDir())
+			scfg.Slave = true
+			scfg.MappedFileSizeCommitLog = mcfg.MappedFileSizeCommitLog
+			slave := openStarted(t, scfg, Deps{})
+			srv, err := ha.NewServer(ha.DefaultServerConfig("127.0.0.1:0"), master, nil)
+			require.NoError(t, err)
+			master.SetPublishListener(srv.Notify)
+			srv.Start()
+			t.Cleanup(func() { _ = srv.Close() })
+			follow := func() *ha.Client {
+				c, err := ha.NewClient(ha.DefaultClientConfig(srv.Addr().String()), slave, nil)
+				require.NoError(t, err)
+				c.Start()
+				return c
+			}
+			c := follow()
+			mustPut(t, master, testMessage("TopicF", 0, []byte("first")))
+			testutil.Eventually(t, "the slave starts", func() bool { return slave.MaxPhyOffset() == master.MaxPhyOffset() })
+			require.NoError(t, c.Close())
+			for i := range 400 { // ~1.6 MiB: three files and a bit
+				mustPut(t, master, testMessage("TopicF", 0, bytes.Repeat(bodyf("f%03d-", i), 4000/5)))
+			}
+			end := master.MaxPhyOffset()
+			require.Greater(t, end, 3*mcfg.MappedFileSizeCommitLog)
+			c = follow()
+			defer c.Close()
+			testutil.Eventually(t, "caught up", func() bool { return slave.MaxPhyOffset() == end })
+			require.Equal(t, readLog(t, master, 0, end), readLog(t, slave, 0, end), "byte-identical CommitLogs")
+			require.Greater(t, srv.SendfileBytes(), int64(mcfg.MappedFileSizeCommitLog), "whole files went by sendfile")
+			waitDispatched(t, slave)
+			require.Len(t, getAll(t, slave, "TopicF", 0), 401)
+		})
+	}
+}
+
+// TestReadReplicaFile: the file view covers the bytes that are in the CommitLog file, and never bytes
+// still only in the transient pool buffer.
+func TestReadReplicaFile(t *testing.T) {
+	for _, mode := range appendModes {
+		t.Run(mode.name, func(t *testing.T) {
+			s := openStarted(t, lazyCommitConfig(t.TempDir(), mode.transient, mode.flush), Deps{})
+			mustPut(t, s, testMessage("TopicF", 0, []byte("in the file or the pool")))
+			end := s.MaxPhyOffset()
+			rc, pos, n, release, ok := s.ReadReplicaFile(0, 1<<20)
+			if mode.transient {
+				require.False(t, ok, "not committed: only the pool buffer has it")
+				return
+			}
+			require.True(t, ok)
+			defer release()
+			require.Equal(t, int64(0), pos)
+			require.Equal(t, int(end), n)
+			var got []byte
+			require.NoError(t, rc.Control(func(fd uintptr) {
+				got = make([]byte, n)
+				_, err := syscall.Pread(int(fd), got, pos)
+				require.NoError(t, err)
+			}))
+			require.Equal(t, readLog(t, s, 0, end), got)
+			_, _, _, _, ok = s.ReadReplicaFile(end, 10)
+			require.False(t, ok, "nothing past the end")
+		})
+	}
 }

@@ -56,7 +56,9 @@ func openTables(t *testing.T) *metadata.Tables {
 }
 
 func TestSlaveRefusesChangesBeforeTouchingTables(t *testing.T) {
-	// Java's AdminBrokerProcessor.validateSlave remark, byte for byte.
+	// Java's AdminBrokerProcessor.validateSlave remark, byte for byte: apache/rocketmq's
+	// AdminBrokerProcessorTest (testUpdateAndCreateTopicOnSlave, testDeleteTopicOnSlave) asserts this
+	// text with SYSTEM_ERROR.
 	require.Equal(t, "Can't modify topic or subscription group from slave broker, please execute it from master broker.",
 		SlaveRemark)
 	p := New(Deps{IsSlave: true, Store: fakeStore{}}) // no tables: a refusal must not reach them
