@@ -64,8 +64,8 @@ func TestSyncMasterAnswersAfterTheSlaveHasTheMessage(t *testing.T) {
 			// The slave connects in the background: until then sends are SLAVE_NOT_AVAILABLE.
 			testutil.Eventually(t, "a slave connected to the master",
 				func() bool { return master.b.haServer.SlaveCount() == 1 })
-			require.Equal(t, 1.0, gaugeSum(t, master.b, "ringmq_ha_slaves"))
-			require.Zero(t, gaugeSum(t, master.b, "ringmq_ha_slaves_behind_deleted"))
+			require.Equal(t, 1.0, gaugeSum(t, master.b, "ringmq_replica_slaves_connected"))
+			require.Zero(t, gaugeSum(t, master.b, "ringmq_replica_slaves_behind_deleted"))
 			for i := range 20 {
 				resp := c.Call(sendV1("TopicHA", 0, []byte("replicated-"+string(rune('a'+i))), ""))
 				require.Equal(t, int32(codec.ResponseSuccess), resp.Code, "send %d: %s", i, resp.Remark)

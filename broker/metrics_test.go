@@ -109,6 +109,8 @@ var notMovingHere = map[string]string{
 	"ringmq_netio_request_budget_waiting_frames":                    "netio TestLargeFrameWaitsForBudget: as request_budget_waits_total",
 	"ringmq_netio_request_budget_used_bytes":                        "netio TestLargeFrameWaitsForBudget: non-zero only while a frame over 64 KiB is being read",
 	"ringmq_replica_rejected_total":                                 "ha TestReplicasCompleteOnTheReport: a full SYNC_MASTER waiter queue",
+	"ringmq_replica_slaves_behind_deleted":                          "ha TestSlaveBehindDeletedFiles: a slave whose offset is in deleted files",
+	"ringmq_replica_sendfile_bytes_total":                           "store TestCatchUpFramesFromTheFile: a slave whole files behind",
 	"ringmq_flush_rejected_total":                                   "flush TestGroupCommitQueueFull: a full SYNC_FLUSH waiter queue",
 	"ringmq_flush_timeouts_total":                                   "flush TestGroupCommitTimeout: syncFlushTimeout passing",
 	"ringmq_flush_errors_total":                                     "broker TestHealthzFailsWhenAFlushFails; flush TestIntervalFlusherErrors: a failing fsync",

@@ -90,7 +90,7 @@ func TestSlaveReportCadence(t *testing.T) {
 
 // A slave whose CommitLog ends in files the master deleted gets what a RocketMQ master sends it,
 // heartbeats at its own offset and nothing else, and the operator is told: one error log naming both
-// offsets, and the ringmq_ha_slaves_behind_deleted gauge while it is connected.
+// offsets, and the ringmq_replica_slaves_behind_deleted gauge while it is connected.
 func TestSlaveBehindDeletedFiles(t *testing.T) {
 	master := newMemLog(testFileSize)
 	for i := range 40 { // 40 × 400 B: files 0, 4096, 8192, 12288
@@ -114,8 +114,8 @@ func TestSlaveBehindDeletedFiles(t *testing.T) {
 	testutil.Eventually(t, "heartbeat frames keep coming", func() bool { return c.Frames() >= frames+3 })
 	require.Equal(t, int64(3000), slave.MaxPhyOffset(), "nothing appended, no hole made")
 	require.Equal(t, int64(1), c.Connects(), "the connection stays, as with RocketMQ")
-	require.Equal(t, 1.0, gaugeValue(t, reg, "ringmq_ha_slaves_behind_deleted"))
-	require.Equal(t, 1.0, gaugeValue(t, reg, "ringmq_ha_slaves"))
+	require.Equal(t, 1.0, gaugeValue(t, reg, "ringmq_replica_slaves_behind_deleted"))
+	require.Equal(t, 1, srv.SlaveCount())
 	errs := logs.AtLevel(slog.LevelError)
 	require.Len(t, errs, 1, "one error per connection")
 	require.Equal(t, "3000", logtest.Attr(errs[0], "slaveOffset"))

@@ -140,21 +140,21 @@ func (s *Server) SlavesBehindDeleted() int { return int(s.behindDeleted.Load()) 
 
 // RegisterMetrics registers the server's gauges on reg (a broker registers each once).
 //
-//	ringmq_ha_slaves                      gauge  connected slaves
-//	ringmq_ha_slave_acked_offset_bytes    gauge  the highest CommitLog offset a slave acknowledged
-//	ringmq_ha_slaves_behind_deleted       gauge  connected slaves whose offset is in deleted CommitLog files
-//	ringmq_ha_sendfile_bytes_total        counter  frame bytes sent with sendfile(2) from the CommitLog file
+// The broker registers the connected-slave count and the bytes behind itself
+// (ringmq_replica_slaves_connected, ringmq_replica_behind_bytes, broker/metrics.go).
+//
+//	ringmq_replica_acked_offset_bytes       gauge    the highest CommitLog offset a slave acknowledged
+//	ringmq_replica_slaves_behind_deleted    gauge    connected slaves whose offset is in deleted CommitLog files
+//	ringmq_replica_sendfile_bytes_total     counter  frame bytes sent with sendfile(2) from the CommitLog file
 func (s *Server) RegisterMetrics(reg prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ringmq_ha_slaves", Help: "Slaves connected to the HA port."},
-			func() float64 { return float64(s.SlaveCount()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ringmq_ha_slave_acked_offset_bytes",
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ringmq_replica_acked_offset_bytes",
 			Help: "The highest CommitLog offset a slave acknowledged (push2SlaveMaxOffset)."},
 			func() float64 { return float64(s.AckedOffset()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ringmq_ha_slaves_behind_deleted",
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ringmq_replica_slaves_behind_deleted",
 			Help: "Connected slaves whose CommitLog ends in files the master deleted: they get heartbeats only; wipe their store."},
 			func() float64 { return float64(s.SlavesBehindDeleted()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "ringmq_ha_sendfile_bytes_total",
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "ringmq_replica_sendfile_bytes_total",
 			Help: "Transfer frame bytes sent to slaves with sendfile(2), straight from the CommitLog file (catch-up frames)."},
 			func() float64 { return float64(s.SendfileBytes()) }),
 	} {
@@ -359,7 +359,7 @@ func (c *masterConn) readLoop() {
 // connection lasts, neither restarting the slave from the first file kept (which would leave a hole in
 // its CommitLog) nor closing (the slave would come back with the same offset). The wire stays the same
 // here, so that a Java slave sees what a Java master does, but the operator is told: one error log per
-// connection and the ringmq_ha_slaves_behind_deleted gauge, until the slave's store is wiped and it
+// connection and the ringmq_replica_slaves_behind_deleted gauge, until the slave's store is wiped and it
 // starts again from the master's last file.
 func (c *masterConn) writeLoop() {
 	defer c.srv.wg.Done()
