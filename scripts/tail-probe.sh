@@ -10,7 +10,7 @@
 # The summary prints, per variant, the medians over rounds: client p50/p99/p99.9, the share of sends over
 # 1 ms, and the broker-side p99.9s; a cause explains the share of slow sends that disappears without it.
 #
-#   scripts/tail-probe.sh                              # 3 rounds × 6 variants × 10 s, about 5 minutes
+#   scripts/tail-probe.sh                              # 3 rounds × 7 variants × 10 s, about 6 minutes
 #   ROUNDS=1 DURATION=5s VARIANTS=base,pool scripts/tail-probe.sh
 #
 # Variants:
@@ -22,6 +22,9 @@
 #   gogc     GOGC=400: a quarter of the GC cycles
 #   split    broker pinned to CPU 0, mqbench to CPU 1 (taskset): they never take each other's CPU
 #   loops1   netEventLoops=1: one event loop (no loop competing with the dispatcher for a CPU)
+#   procs    GOMAXPROCS = CPUs + event loops (netEventLoops pinned to the CPU count): a gnet loop blocked
+#            in epoll_wait keeps its P, so with GOMAXPROCS = CPUs a goroutine the loops make runnable (flush,
+#            dispatcher, long-poll wake-ups, HA) can wait for sysmon to retake a P; spare Ps run it at once
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${BIN:-bin}
@@ -31,7 +34,7 @@ warmup=${WARMUP:-2s}
 rate=${RATE:-20000}
 conns=${CONNS:-4}
 inflight=${INFLIGHT:-256}
-IFS=, read -r -a variants <<<"${VARIANTS:-base,pool,noflush,gogc,split,loops1}"
+IFS=, read -r -a variants <<<"${VARIANTS:-base,pool,noflush,gogc,split,loops1,procs}"
 out=${OUT:-bench/results/tail-$(date +%Y%m%dT%H%M%S)}
 store_root=${STORE_DIR:-bench/results/tmp}
 mkdir -p "$out" "$store_root"
@@ -58,6 +61,7 @@ run_one() { # run_one VARIANT ROUND
     gogc) env+=(GOGC=400) ;;
     split) broker_cpu=(taskset -c 0); bench_cpu=(taskset -c 1) ;;
     loops1) extra+=(--netEventLoops=1) ;;
+    procs) env+=(GOMAXPROCS=$(( $(nproc) * 2 ))); extra+=(--netEventLoops="$(nproc)") ;;
     *) echo "unknown variant $v" >&2; exit 2 ;;
   esac
   env "${env[@]}" GODEBUG=gctrace=1 "${broker_cpu[@]}" "$bin/mqbroker" --storePathRootDir="$store" \
