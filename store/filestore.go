@@ -881,6 +881,8 @@ func (s *Store) registerMetrics() error {
 		counter("ringmq_store_put_bytes_total", "Bytes appended to the CommitLog.", func() float64 { return float64(cl.putBytes.Load()) }),
 		counter("ringmq_store_put_failures_total", "Puts refused or failed.", func() float64 { return float64(cl.putFailTimes.Load()) }),
 		counter("ringmq_store_sync_rolls_total", "CommitLog rolls that created the file under the put lock.", func() float64 { return float64(cl.syncRolls.Load()) }),
+		counter("ringmq_store_prewritten_bytes_total", "Bytes of prepared CommitLog files written with zeros and synced before use (prewriteMappedFileEnable).", func() float64 { return float64(cl.prewrittenBytes.Load()) }),
+		counter("ringmq_store_prewrite_late_files_total", "CommitLog files that became current before their pre-writing was done.", func() float64 { return float64(cl.prewriteLate.Load()) }),
 		counter("ringmq_store_forced_deleted_files_total", "CommitLog files deleted before fileReservedTime because the disk was above diskSpaceCleanForciblyRatio (cleanFileForciblyEnable=true).", func() float64 { return float64(s.forcedDeletedFiles.Load()) }),
 		counter("ringmq_store_transient_pool_fallbacks_total", "CommitLog files that got no transient pool buffer (the committer behind) and append into the mapping.", func() float64 { return float64(cl.poolFallbacks.Load()) }),
 		gauge("ringmq_store_commitlog_max_offset_bytes", "End of the CommitLog.", func() float64 { return float64(s.MaxPhyOffset()) }),
