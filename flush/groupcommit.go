@@ -302,10 +302,12 @@ func (g *GroupCommit) publish(directOK bool) {
 
 // loop owns the waiters. Each pass:
 //
-//  1. wait for an event: new waiters (wake; only asked for when no operation is in flight for a
-//     non-empty batch), a durable result (syncDone), the earliest deadline (timer), or Close (quit);
-//  2. on a result: raise durableOffset, or fail every waiter the failed operation was meant to cover;
-//     then tell Submit and the syncer the new durable offset and whether they may start operations;
+//  1. wait for an event: new waiters (wake; only asked for when no operation is in flight), a durable
+//     result (syncDone), the earliest deadline (timer: of batch, or while an operation is in flight
+//     the earliest a pending waiter can have), or Close (quit);
+//  2. on a result: take the pending waiters, then raise durableOffset, or fail every waiter the failed
+//     operation was meant to cover; then tell Submit and the syncer the new durable offset and whether
+//     they may start operations;
 //  3. take all pending waiters into batch (one lock, one copy) and keep batch sorted by target;
 //  4. if the syncer is idle and waiters beyond durableOffset remain, ask it for one durable operation
 //     up to the highest target in batch (normally Submit or the syncer itself has started it already);
@@ -325,6 +327,7 @@ func (g *GroupCommit) loop() {
 	timerAt := int64(-1) // deadline the timer is armed for; -1 when stopped
 	var (
 		consumed  uint64 // results handled
+		lastTake  int64  // when pending was last taken into batch (ns since epoch)
 		requested int64  // highest target of an operation asked for
 		stalled   bool   // the last successful operation did not reach its target
 		quitting  bool
@@ -338,9 +341,28 @@ func (g *GroupCommit) loop() {
 			timerFired  bool
 		)
 		inflight := g.inflight(consumed)
-		// While a durable operation runs for a non-empty batch, new waiters need not wake the loop: the
-		// result will take them. Waking only when needed saves a goroutine switch per Submit.
-		g.setWakeWanted(!inflight || len(g.batch) == 0)
+		// While a durable operation runs, new waiters need not wake the loop: the operation in flight or
+		// the one the syncer chains covers them, and its result takes them into batch. Waking only when
+		// needed saves a goroutine switch per Submit. Their deadlines still fire while the disk is stuck:
+		// the timer is armed for the earliest deadline in batch, or, with nothing in batch, for the
+		// earliest one a pending waiter can have (lastTake + SyncFlushTimeout), when the loop takes them.
+		g.setWakeWanted(!inflight)
+		next := int64(-1)
+		for i := range g.batch {
+			if d := g.batch[i].deadline; next < 0 || d < next {
+				next = d
+			}
+		}
+		if guard := lastTake + int64(g.cfg.SyncFlushTimeout); inflight && (next < 0 || guard < next) {
+			next = guard
+		}
+		if next != timerAt {
+			timer.Stop()
+			if next >= 0 {
+				timer.Reset(time.Duration(next - g.now()))
+			}
+			timerAt = next
+		}
 		wakeOnly := false
 		select {
 		case <-g.wake:
@@ -348,6 +370,10 @@ func (g *GroupCommit) loop() {
 		case result = <-g.syncDone:
 			consumed++
 			requested = max(requested, result.target)
+			// Waiters submitted while it ran are in pending (they did not wake the loop): take them first,
+			// so that a failed operation fails every waiter it was meant to cover.
+			lastTake = g.now()
+			g.takePending()
 			if result.err != nil {
 				g.onDurableError(result.target, result)
 				if quitting {
@@ -373,6 +399,7 @@ func (g *GroupCommit) loop() {
 		inflight = g.inflight(consumed)
 
 		if !(wakeOnly && inflight && len(g.batch) > 0) {
+			lastTake = g.now() // every waiter submitted later has a later deadline
 			g.takePending()
 		}
 		if g.failed != nil {
@@ -406,21 +433,6 @@ func (g *GroupCommit) loop() {
 				g.completeAll(ErrClosed)
 			}
 			break
-		}
-
-		// Arm the timer for the earliest deadline still waiting.
-		next := int64(-1)
-		for i := range g.batch {
-			if d := g.batch[i].deadline; next < 0 || d < next {
-				next = d
-			}
-		}
-		if next != timerAt {
-			timer.Stop()
-			if next >= 0 {
-				timer.Reset(time.Duration(next - g.now()))
-			}
-			timerAt = next
 		}
 	}
 	timer.Stop()

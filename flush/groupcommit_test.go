@@ -529,3 +529,41 @@ func TestGroupCommitStartsSyncsWithoutTheLoop(t *testing.T) {
 		require.NoError(t, g.Close())
 	})
 }
+
+// TestGroupCommitTimeoutOfAWaiterThatDidNotWakeTheLoop: waiters submitted while an operation is in flight
+// do not wake the loop, yet each times out at its own deadline while the disk is stuck.
+func TestGroupCommitTimeoutOfAWaiterThatDidNotWakeTheLoop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := newScriptedDurable()
+		g, err := NewGroupCommit(testGroupCommitConfig(), 0, d.durable, nil, nil)
+		require.NoError(t, err)
+		var rec recorder
+		require.NoError(t, g.Submit(10, rec.waiter(10)))
+		require.Equal(t, int64(10), <-d.calls) // stuck from here
+		time.Sleep(time.Second)
+		require.NoError(t, g.Submit(20, rec.waiter(20)))
+		time.Sleep(4 * time.Second)
+		synctest.Wait()
+		require.Len(t, rec.get(), 1)
+		require.Equal(t, int64(10), rec.get()[0].target)
+		require.ErrorIs(t, rec.get()[0].err, ErrFlushTimeout)
+
+		time.Sleep(time.Second - time.Millisecond)
+		synctest.Wait()
+		require.Len(t, rec.get(), 1, "not before its own syncFlushTimeout")
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		require.Len(t, rec.get(), 2)
+		require.Equal(t, int64(20), rec.get()[1].target)
+		require.ErrorIs(t, rec.get()[1].err, ErrFlushTimeout)
+
+		// The stuck operation returns; the syncer goes on up to the highest target submitted (its waiter
+		// has timed out, which the syncer does not know): nothing completes twice.
+		d.answers <- syncAnswer{durable: 10}
+		require.Equal(t, int64(20), <-d.calls)
+		d.answers <- syncAnswer{durable: 20}
+		synctest.Wait()
+		require.Len(t, rec.get(), 2)
+		require.NoError(t, g.Close())
+	})
+}
