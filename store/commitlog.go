@@ -422,7 +422,7 @@ func (cl *commitLog) takeStandbyLocked(from int64) (*mappedFile, error) {
 		}
 		next = mf
 	}
-	cl.endPrewrite(next) // waits for a piece of zeros in progress: none may land on a record
+	cl.endPrewrite(next, true) // waits for a piece of zeros in progress: none may land on a record
 	if cl.pool != nil {
 		if buf, ok := cl.pool.Borrow(); ok {
 			next.useTransientBuffer(cl.pool, buf)
@@ -462,7 +462,7 @@ func (cl *commitLog) createLocked(from int64, prepare func(*mappedFile)) (*mappe
 func (cl *commitLog) dropStandbysLocked() error {
 	var errs []error
 	for _, sb := range cl.standbys {
-		cl.endPrewrite(sb)
+		cl.endPrewrite(sb, false)
 		errs = append(errs, sb.destroy(cl.mfq.fs, true))
 	}
 	cl.standbys = cl.standbys[:0]

@@ -20,7 +20,8 @@ import (
 // busy disk slows the pre-writing down with it. A chunk's writes go out prewritePieceBytes at a time, each
 // under the file's prewrite lock; the roll that makes the file current ends the pre-writing under that
 // lock (endPrewrite), so a zero can never land on a record, and the roll waits at most for one piece.
-// A file the writer reaches before it is done is used as far as it got (prewriteLateFiles counts them).
+// A file the writer reaches before it is done is used as far as it got (ringmq_store_prewrite_late_files_total
+// counts them).
 // Creating files (the standbys) always comes before pre-writing them: the allocator checks for a roll's
 // wake between chunks.
 //
@@ -40,14 +41,15 @@ func (cl *commitLog) prewriting() bool {
 // endPrewrite stops any pre-writing of mf, waiting for a piece in progress: after it, no zero is written
 // into mf. The flag goes up before the lock is taken, so the allocator, taking the lock again after its
 // piece, sees it: the roll waits for one piece at most. Called by the roll that makes mf current (caller
-// holds putLock and allocMu), and before a prepared file is dropped.
-func (cl *commitLog) endPrewrite(mf *mappedFile) {
+// holds putLock and allocMu; roll is true: an unfinished file counts as late), and before a prepared file
+// is dropped.
+func (cl *commitLog) endPrewrite(mf *mappedFile, roll bool) {
 	if mf.prewriteEnded.Swap(true) {
 		return
 	}
 	mf.prewriteMu.Lock()
 	mf.prewriteMu.Unlock() //nolint:staticcheck // an empty critical section: waits for the piece in progress
-	if mf.created && cl.prewriting() && mf.prewritten.Load() < mf.size {
+	if roll && mf.created && cl.prewriting() && mf.prewritten.Load() < mf.size {
 		cl.prewriteLate.Add(1)
 	}
 }
