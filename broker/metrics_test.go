@@ -110,6 +110,8 @@ var notMovingHere = map[string]string{
 	"ringmq_netio_request_budget_used_bytes":                        "netio TestLargeFrameWaitsForBudget: non-zero only while a frame over 64 KiB is being read",
 	"ringmq_replica_rejected_total":                                 "ha TestReplicasCompleteOnTheReport: a full SYNC_MASTER waiter queue",
 	"ringmq_replica_slaves_behind_deleted":                          "ha TestSlaveBehindDeletedFiles: a slave whose offset is in deleted files",
+	"ringmq_store_prewritten_bytes_total":                           "store TestPrewriteAppendModes: a prepared file pre-written under SYNC_FLUSH",
+	"ringmq_store_prewrite_late_files_total":                        "store TestPrewriteEndsAtTheRoll: the writer reaching a file being pre-written",
 	"ringmq_replica_sendfile_bytes_total":                           "store TestCatchUpFramesFromTheFile: a slave whole files behind",
 	"ringmq_flush_rejected_total":                                   "flush TestGroupCommitQueueFull: a full SYNC_FLUSH waiter queue",
 	"ringmq_flush_timeouts_total":                                   "flush TestGroupCommitTimeout: syncFlushTimeout passing",

@@ -72,6 +72,7 @@ type waiter struct {
 }
 
 type syncResult struct {
+	target  int64 // what the operation was asked for
 	durable int64
 	err     error
 	elapsed time.Duration
@@ -83,6 +84,13 @@ type syncResult struct {
 // Two goroutines: the loop owns the waiters, runs the callbacks and the timeouts; the syncer calls
 // DurableFunc. Keeping the (possibly slow) durable call off the loop is what lets timeouts fire while
 // the disk is stuck. Submit and Close are safe for concurrent use.
+//
+// The only hand-off on the way to the disk is the syncer's: a Submit that finds the syncer idle hands it
+// the highest target submitted so far itself, and the syncer, when an operation returns, starts the next
+// one at once for everything submitted meanwhile, before the loop has seen the result. So each operation
+// carries everything that arrived while the previous one ran, and a waiter waits for at most the
+// operation in flight when it came plus its own. The loop starts operations only where these two may
+// not (see mu.directOK): after a failed or short operation, and while closing.
 type GroupCommit struct {
 	cfg        GroupCommitConfig
 	timeoutErr error // cfg.TimeoutErr, or ErrFlushTimeout
@@ -97,6 +105,16 @@ type GroupCommit struct {
 		outstanding int      // pending + held by the loop; bounded by WaiterQueueMax
 		wakeWanted  bool     // the loop waits for new waiters: the next Submit signals wake
 		closed      bool
+		// Durable operations: busy while the syncer has one (started by Submit, the loop or the syncer
+		// itself); started counts them all, so the loop knows how many results to expect. highest is the
+		// highest target ever submitted, durable the loop's durableOffset. directOK (set by the loop) lets
+		// Submit and the syncer start operations: false after a failed or short operation (the loop
+		// decides when to try again) and while closing.
+		busy     bool
+		started  uint64
+		highest  int64
+		durable  int64
+		directOK bool
 	}
 
 	wake       chan struct{}   // cap 1: "pending is not empty"
@@ -146,6 +164,7 @@ func NewGroupCommit(cfg GroupCommitConfig, durableOffset int64, durable DurableF
 		durableOffset: durableOffset,
 	}
 	g.mu.pending = make([]waiter, 0, cfg.WaiterQueueMax)
+	g.mu.durable, g.mu.highest, g.mu.directOK = durableOffset, durableOffset, true
 	go g.syncer()
 	go g.loop()
 	return g, nil
@@ -173,10 +192,22 @@ func (g *GroupCommit) Submit(target int64, w Waiter) error {
 	g.mu.pending = append(g.mu.pending, waiter{target: target, deadline: deadline, w: w})
 	g.mu.outstanding++
 	g.metrics.setDepth(g.mu.outstanding)
+	g.mu.highest = max(g.mu.highest, target)
+	// An idle syncer gets the operation from here, not through the loop: one goroutine switch less
+	// between a send and its sync.
+	direct := g.mu.directOK && !g.mu.busy && target > g.mu.durable
+	if direct {
+		g.mu.busy = true
+		g.mu.started++
+	}
+	highest := g.mu.highest
 	signal := g.mu.wakeWanted
 	g.mu.wakeWanted = false // one signal is enough: the loop takes everything queued when it runs
 	g.mu.Unlock()
-	if signal {
+	if direct {
+		g.syncReq <- highest // the syncer is idle: never blocks
+	}
+	if signal { // the loop takes the waiter (and arms its deadline) while the operation runs
 		select {
 		case g.wake <- struct{}{}:
 		default:
@@ -211,41 +242,94 @@ func (g *GroupCommit) Close() error {
 
 func (g *GroupCommit) now() int64 { return int64(time.Since(g.epoch)) }
 
-// syncer runs DurableFunc for each target the loop asks for.
+// syncer runs DurableFunc for each target it is handed (by Submit or the loop), and after each
+// successful operation that reached its target, at once the next one up to the highest target submitted
+// meanwhile, if any and if directOK. Each result goes to the loop, which completes the waiters while the
+// next operation runs.
 func (g *GroupCommit) syncer() {
 	defer close(g.syncerDone)
 	for target := range g.syncReq {
-		start := time.Now()
-		durable, err := g.durable(target)
-		g.syncDone <- syncResult{durable: durable, err: err, elapsed: time.Since(start)}
+		for {
+			start := time.Now()
+			durable, err := g.durable(target)
+			elapsed := time.Since(start)
+			next := int64(0)
+			g.mu.Lock()
+			if err == nil && durable >= target && g.mu.directOK && g.mu.highest > durable {
+				next = g.mu.highest
+				g.mu.started++
+			} else {
+				g.mu.busy = false
+			}
+			g.mu.Unlock()
+			g.syncDone <- syncResult{target: target, durable: durable, err: err, elapsed: elapsed}
+			if next == 0 {
+				break
+			}
+			target = next
+		}
 	}
+}
+
+// tryStart hands target to the syncer unless it is busy. Loop only.
+func (g *GroupCommit) tryStart(target int64) bool {
+	g.mu.Lock()
+	if g.mu.busy {
+		g.mu.Unlock()
+		return false
+	}
+	g.mu.busy = true
+	g.mu.started++
+	g.mu.Unlock()
+	g.syncReq <- target // the syncer is idle: never blocks
+	return true
+}
+
+// inflight reports whether results of started operations are still to come. Loop only.
+func (g *GroupCommit) inflight(consumed uint64) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.mu.started > consumed
+}
+
+// publish tells Submit and the syncer the durable offset and whether they may start operations. Loop only.
+func (g *GroupCommit) publish(directOK bool) {
+	g.mu.Lock()
+	g.mu.durable = g.durableOffset
+	g.mu.directOK = directOK
+	g.mu.Unlock()
 }
 
 // loop owns the waiters. Each pass:
 //
-//  1. wait for an event: new waiters (wake; only asked for when no operation is in flight for a
-//     non-empty batch), a durable result (syncDone), the earliest deadline (timer), or Close (quit);
-//  2. on a result: raise durableOffset, or fail every waiter the failed operation was meant to cover;
+//  1. wait for an event: new waiters (wake; only asked for when no operation is in flight), a durable
+//     result (syncDone), the earliest deadline (timer: of batch, or while an operation is in flight
+//     the earliest a pending waiter can have), or Close (quit);
+//  2. on a result: take the pending waiters, then raise durableOffset, or fail every waiter the failed
+//     operation was meant to cover; then tell Submit and the syncer the new durable offset and whether
+//     they may start operations;
 //  3. take all pending waiters into batch (one lock, one copy) and keep batch sorted by target;
-//  4. if nothing is in flight and waiters beyond durableOffset remain, ask the syncer for one durable
-//     operation up to the highest target in batch: that single operation is the group commit;
+//  4. if the syncer is idle and waiters beyond durableOffset remain, ask it for one durable operation
+//     up to the highest target in batch (normally Submit or the syncer itself has started it already);
 //  5. complete the covered prefix of batch (target <= durableOffset) in offset order, while the
-//     operation of step 4 runs;
+//     operation in flight runs;
 //  6. when the timer fired, complete waiters past their deadline with ErrFlushTimeout;
 //  7. when closing: leave once nothing is queued or in flight.
 //
-// State: inflight (a target is with the syncer; at most one), stalled (the last successful operation did
-// not reach its target: ask again only for a higher target, so a store that cannot make progress causes
-// no busy loop; those waiters time out), quitting.
+// State: consumed (results handled; operations started beyond it are in flight), stalled (the last
+// successful operation did not reach its target: ask again only for a higher target, and nobody else
+// may start one, so a store that cannot make progress causes no busy loop; those waiters time out),
+// quitting.
 func (g *GroupCommit) loop() {
 	defer close(g.done)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	timerAt := int64(-1) // deadline the timer is armed for; -1 when stopped
 	var (
-		inflight  bool
-		requested int64 // target of the last durable operation asked for
-		stalled   bool  // that operation succeeded without reaching its target
+		consumed  uint64 // results handled
+		lastTake  int64  // when pending was last taken into batch (ns since epoch)
+		requested int64  // highest target of an operation asked for
+		stalled   bool   // the last successful operation did not reach its target
 		quitting  bool
 	)
 	quit := g.quit
@@ -256,37 +340,66 @@ func (g *GroupCommit) loop() {
 			resultBytes int64 // bytes it made durable
 			timerFired  bool
 		)
-		// While a durable operation runs for a non-empty batch, new waiters need not wake the loop: the
-		// result will take them. Waking only when needed saves a goroutine switch per Submit.
-		g.setWakeWanted(!inflight || len(g.batch) == 0)
+		inflight := g.inflight(consumed)
+		// While a durable operation runs, new waiters need not wake the loop: the operation in flight or
+		// the one the syncer chains covers them, and its result takes them into batch. Waking only when
+		// needed saves a goroutine switch per Submit. Their deadlines still fire while the disk is stuck:
+		// the timer is armed for the earliest deadline in batch, or, with nothing in batch, for the
+		// earliest one a pending waiter can have (lastTake + SyncFlushTimeout), when the loop takes them.
+		g.setWakeWanted(!inflight)
+		next := int64(-1)
+		for i := range g.batch {
+			if d := g.batch[i].deadline; next < 0 || d < next {
+				next = d
+			}
+		}
+		if guard := lastTake + int64(g.cfg.SyncFlushTimeout); inflight && (next < 0 || guard < next) {
+			next = guard
+		}
+		if next != timerAt {
+			timer.Stop()
+			if next >= 0 {
+				timer.Reset(time.Duration(next - g.now()))
+			}
+			timerAt = next
+		}
 		wakeOnly := false
 		select {
 		case <-g.wake:
 			wakeOnly = true
 		case result = <-g.syncDone:
-			inflight = false
+			consumed++
+			requested = max(requested, result.target)
+			// Waiters submitted while it ran are in pending (they did not wake the loop): take them first,
+			// so that a failed operation fails every waiter it was meant to cover.
+			lastTake = g.now()
+			g.takePending()
 			if result.err != nil {
-				g.onDurableError(requested, result)
+				g.onDurableError(result.target, result)
 				if quitting {
 					g.closeErr = result.err
 				}
-				break
+			} else {
+				resultOK = true
+				if result.durable > g.durableOffset {
+					resultBytes = result.durable - g.durableOffset
+					g.durableOffset = result.durable
+				}
+				stalled = g.durableOffset < result.target
 			}
-			resultOK = true
-			if result.durable > g.durableOffset {
-				resultBytes = result.durable - g.durableOffset
-				g.durableOffset = result.durable
-			}
-			stalled = g.durableOffset < requested
+			g.publish(!stalled && g.failed == nil && !quitting)
 		case <-timer.C:
 			timerAt = -1
 			timerFired = true
 		case <-quit:
 			quitting = true
 			quit = nil
+			g.publish(false)
 		}
+		inflight = g.inflight(consumed)
 
 		if !(wakeOnly && inflight && len(g.batch) > 0) {
+			lastTake = g.now() // every waiter submitted later has a later deadline
 			g.takePending()
 		}
 		if g.failed != nil {
@@ -298,10 +411,9 @@ func (g *GroupCommit) loop() {
 		// completes the previous batch.
 		if !inflight && len(g.batch) > covered {
 			highest := g.batch[len(g.batch)-1].target
-			if !stalled || highest > requested {
+			if (!stalled || highest > requested) && g.tryStart(highest) {
 				requested = highest
 				inflight = true
-				g.syncReq <- requested // the syncer is idle: never blocks
 			}
 		}
 
@@ -316,26 +428,11 @@ func (g *GroupCommit) loop() {
 			g.expire()
 		}
 
-		if quitting && !inflight {
+		if quitting && !g.inflight(consumed) {
 			if len(g.batch) > 0 { // stalled: nothing will make these durable now
 				g.completeAll(ErrClosed)
 			}
 			break
-		}
-
-		// Arm the timer for the earliest deadline still waiting.
-		next := int64(-1)
-		for i := range g.batch {
-			if d := g.batch[i].deadline; next < 0 || d < next {
-				next = d
-			}
-		}
-		if next != timerAt {
-			timer.Stop()
-			if next >= 0 {
-				timer.Reset(time.Duration(next - g.now()))
-			}
-			timerAt = next
 		}
 	}
 	timer.Stop()

@@ -507,3 +507,85 @@ func TestWaiterFuncAndErrors(t *testing.T) {
 	require.NoError(t, g.Close())
 	require.False(t, errors.Is(ErrFlushTimeout, ErrQueueFull))
 }
+
+// TestGroupCommitStartsSyncsWithoutTheLoop: the only hand-off before a sync is the syncer's. A Submit that
+// finds the syncer idle hands it the operation itself, and the syncer starts the next operation for what
+// was submitted meanwhile as soon as one returns: both happen here while the loop is held in a callback,
+// so neither waits for the loop. Completions still come in offset order, each after its operation.
+func TestGroupCommitStartsSyncsWithoutTheLoop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := newScriptedDurable()
+		m, err := NewMetrics(nil, "test")
+		require.NoError(t, err)
+		g, err := NewGroupCommit(testGroupCommitConfig(), 0, d.durable, m, nil)
+		require.NoError(t, err)
+		var rec recorder
+		release := make(chan struct{})
+		held := make(chan struct{})
+		require.NoError(t, g.Submit(100, WaiterFunc(func(err error) {
+			close(held)
+			<-release // the loop is busy in this callback until the test lets it go
+			rec.waiter(100).FlushDone(err)
+		})))
+		require.Equal(t, int64(100), <-d.calls)
+		d.answers <- syncAnswer{durable: 100}
+		<-held
+
+		require.NoError(t, g.Submit(200, rec.waiter(200)))
+		require.Equal(t, int64(200), <-d.calls, "Submit started the operation, the loop being busy")
+		require.NoError(t, g.Submit(300, rec.waiter(300)))
+		require.NoError(t, g.Submit(250, rec.waiter(250)))
+		d.answers <- syncAnswer{durable: 200}
+		require.Equal(t, int64(300), <-d.calls, "the syncer went on with what arrived meanwhile")
+		d.answers <- syncAnswer{durable: 300}
+		synctest.Wait()
+		require.Empty(t, rec.get())
+
+		close(release)
+		synctest.Wait()
+		require.Equal(t, []completion{{100, nil}, {200, nil}, {250, nil}, {300, nil}}, rec.get())
+		require.Equal(t, int64(3), d.n.Load())
+		require.Equal(t, uint64(3), m.Snapshot().DurableWrites)
+		require.Equal(t, uint64(4), m.Snapshot().Acks)
+		require.Equal(t, 0, g.QueueDepth())
+		require.NoError(t, g.Close())
+	})
+}
+
+// TestGroupCommitTimeoutOfAWaiterThatDidNotWakeTheLoop: waiters submitted while an operation is in flight
+// do not wake the loop, yet each times out at its own deadline while the disk is stuck.
+func TestGroupCommitTimeoutOfAWaiterThatDidNotWakeTheLoop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := newScriptedDurable()
+		g, err := NewGroupCommit(testGroupCommitConfig(), 0, d.durable, nil, nil)
+		require.NoError(t, err)
+		var rec recorder
+		require.NoError(t, g.Submit(10, rec.waiter(10)))
+		require.Equal(t, int64(10), <-d.calls) // stuck from here
+		time.Sleep(time.Second)
+		require.NoError(t, g.Submit(20, rec.waiter(20)))
+		time.Sleep(4 * time.Second)
+		synctest.Wait()
+		require.Len(t, rec.get(), 1)
+		require.Equal(t, int64(10), rec.get()[0].target)
+		require.ErrorIs(t, rec.get()[0].err, ErrFlushTimeout)
+
+		time.Sleep(time.Second - time.Millisecond)
+		synctest.Wait()
+		require.Len(t, rec.get(), 1, "not before its own syncFlushTimeout")
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		require.Len(t, rec.get(), 2)
+		require.Equal(t, int64(20), rec.get()[1].target)
+		require.ErrorIs(t, rec.get()[1].err, ErrFlushTimeout)
+
+		// The stuck operation returns; the syncer goes on up to the highest target submitted (its waiter
+		// has timed out, which the syncer does not know): nothing completes twice.
+		d.answers <- syncAnswer{durable: 10}
+		require.Equal(t, int64(20), <-d.calls)
+		d.answers <- syncAnswer{durable: 20}
+		synctest.Wait()
+		require.Len(t, rec.get(), 2)
+		require.NoError(t, g.Close())
+	})
+}

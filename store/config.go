@@ -90,6 +90,18 @@ type Config struct {
 	// RocketMQ's warming does. A failed mlock (RLIMIT_MEMLOCK) logs one warning naming the limit and
 	// leaves the file unpinned.
 	WarmMappedFileMlock bool `prop:"warmMappedFileMlock" group:"store" help:"pin each warmed CommitLog file with mlock while it is written, as RocketMQ does (ringmq)"`
+	// PrewriteMappedFileEnable (ringmq): under SYNC_FLUSH the allocator writes the zeros of each prepared
+	// CommitLog file with large writes and fdatasyncs them before the writer reaches the file
+	// (prewrite.go), so fallocate's unwritten extents become written ones and the group commit's
+	// fdatasyncs write data only, with no extent conversion to journal: a 4 KiB write + fdatasync took
+	// p50 114 µs on a pre-written file here against 244 µs on a fallocated, never-written one. It uses
+	// no disk space beyond the prepared files, which are allocated anyway. Nothing to gain under
+	// ASYNC_FLUSH, where nobody waits for a sync: there it does nothing.
+	PrewriteMappedFileEnable bool `prop:"prewriteMappedFileEnable" group:"flush" default:"true" help:"SYNC_FLUSH: write and sync the zeros of each prepared CommitLog file before it is used, so durable writes need no extent conversion (ringmq)"`
+	// PrewriteMappedFileDutyPercent (ringmq): the share of the time pre-writing may keep the disk busy.
+	// After each chunk (a write and its fdatasync) it leaves the disk to the group commit for
+	// 100/duty − 1 times as long as the chunk took, so a slow (busy) disk slows the pre-writing too.
+	PrewriteMappedFileDutyPercent int `prop:"prewriteMappedFileDutyPercent" group:"flush" allowed:"1..100" default:"25" help:"prewriteMappedFileEnable: the share of time (1..100 %) pre-writing may keep the disk busy; it pauses after each chunk accordingly (ringmq)"`
 
 	// UseReentrantLockWhenPutMessage: true = mutex, false = spin.
 	UseReentrantLockWhenPutMessage bool `prop:"useReentrantLockWhenPutMessage" group:"store" default:"true" help:"the put lock is a mutex; false: a spin lock"`
@@ -217,6 +229,8 @@ func (c *Config) Validate() error {
 		return configError("transientStorePoolSize", c.TransientStorePoolSize, ">= 1")
 	case c.WarmMappedFileEnable && c.FlushLeastPagesWhenWarmMappedFile <= 0:
 		return configError("flushLeastPagesWhenWarmMapedFile", c.FlushLeastPagesWhenWarmMappedFile, "> 0")
+	case c.PrewriteMappedFileEnable && (c.PrewriteMappedFileDutyPercent < 1 || c.PrewriteMappedFileDutyPercent > 100):
+		return configError("prewriteMappedFileDutyPercent", c.PrewriteMappedFileDutyPercent, "1..100")
 	case c.OSPageCacheBusyTimeout <= 0:
 		return configError("osPageCacheBusyTimeOutMills", c.OSPageCacheBusyTimeout, "> 0")
 	case c.PutLockWarnThreshold <= 0:

@@ -23,16 +23,17 @@ func TestConfigValidate(t *testing.T) {
 	require.Equal(t, 95, c.DiskMaxUsedSpaceRatio, "clamped like RocketMQ")
 
 	for key, mutate := range map[string]func(*Config){
-		"storePathRootDir":        func(c *Config) { c.StorePathRootDir = "" },
-		"mappedFileSizeCommitLog": func(c *Config) { c.MappedFileSizeCommitLog = 1000 },
-		"maxMessageSize":          func(c *Config) { c.MaxMessageSize = 2 << 30 },
-		"flushIntervalCommitLog":  func(c *Config) { c.FlushIntervalCommitLog = 0 },
-		"syncFlushTimeout":        func(c *Config) { c.SyncFlushTimeout = -time.Second },
-		"deleteWhen":              func(c *Config) { c.DeleteWhen = "25" },
-		"fileReservedTime":        func(c *Config) { c.FileReservedTime = 0 },
-		"maxHashSlotNum":          func(c *Config) { c.MaxHashSlotNum = 0 },
-		"storeHost":               func(c *Config) { c.StoreHost = netip.AddrPort{} },
-		"transientStorePoolSize":  func(c *Config) { c.TransientStorePoolEnable, c.TransientStorePoolSize = true, 0 },
+		"storePathRootDir":              func(c *Config) { c.StorePathRootDir = "" },
+		"mappedFileSizeCommitLog":       func(c *Config) { c.MappedFileSizeCommitLog = 1000 },
+		"maxMessageSize":                func(c *Config) { c.MaxMessageSize = 2 << 30 },
+		"flushIntervalCommitLog":        func(c *Config) { c.FlushIntervalCommitLog = 0 },
+		"syncFlushTimeout":              func(c *Config) { c.SyncFlushTimeout = -time.Second },
+		"deleteWhen":                    func(c *Config) { c.DeleteWhen = "25" },
+		"fileReservedTime":              func(c *Config) { c.FileReservedTime = 0 },
+		"maxHashSlotNum":                func(c *Config) { c.MaxHashSlotNum = 0 },
+		"storeHost":                     func(c *Config) { c.StoreHost = netip.AddrPort{} },
+		"transientStorePoolSize":        func(c *Config) { c.TransientStorePoolEnable, c.TransientStorePoolSize = true, 0 },
+		"prewriteMappedFileDutyPercent": func(c *Config) { c.PrewriteMappedFileDutyPercent = 101 },
 	} {
 		c := DefaultConfig("/data")
 		mutate(&c)
@@ -79,6 +80,8 @@ func TestDefaultConfigValues(t *testing.T) {
 		TransientStorePoolSize:            5,
 		TransientStorePoolPinned:          true,
 		FlushLeastPagesWhenWarmMappedFile: 4096,
+		PrewriteMappedFileEnable:          true,
+		PrewriteMappedFileDutyPercent:     25,
 		UseReentrantLockWhenPutMessage:    true,
 		OSPageCacheBusyTimeout:            time.Second,
 		PutLockWarnThreshold:              500 * time.Millisecond,

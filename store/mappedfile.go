@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"github.com/ringmq/ringmq/flush"
@@ -73,6 +74,14 @@ type mappedFile struct {
 	storeTimestamp atomic.Int64 // store time (ms) of the last record appended (checkpoint timestamps)
 	populated      atomic.Int64 // bytes from the start pre-faulted: warmed when made, or by the prefaulter (CommitLog)
 	pinned         atomic.Bool  // mlocked by warming (warmMappedFileMlock) until the writer leaves the file
+	// prewritten is how many bytes from the start the allocator has written with zeros and synced
+	// (prewrite.go). prewriteEnded is set when no zero may be written into the file any more (it became
+	// current, or pre-writing it failed); prewriteMu is held while a piece of zeros is written, so the roll
+	// can wait for it (endPrewrite).
+	prewritten    atomic.Int64
+	prewriteEnded atomic.Bool
+	prewriteMu    sync.Mutex
+	created       bool // openMappedFile made the file (it was empty): only such a file may be pre-written
 
 	refs      atomic.Int64
 	destroyed atomic.Bool
@@ -126,7 +135,8 @@ func openMappedFile(fsys FS, path string, fromOffset, size int64, logger *slog.L
 		_ = f.Close()
 		return nil, err
 	}
-	mf := &mappedFile{file: f, path: path, fromOffset: fromOffset, size: size, data: data, logger: logger}
+	mf := &mappedFile{file: f, path: path, fromOffset: fromOffset, size: size, data: data, logger: logger,
+		created: st.Size() == 0}
 	mf.refs.Store(1)
 	return mf, nil
 }

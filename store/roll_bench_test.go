@@ -10,6 +10,8 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // Benchmarks for issue 4: put latency across CommitLog file rolls, with the transient pool on and off and
@@ -186,7 +188,9 @@ func benchPutRoll(b *testing.B, cfg Config) {
 // sync every 4,096 pages (RocketMQ's default flushLeastPagesWhenWarmMapedFile) or every 256. Latency
 // is put start to acknowledgement; acks-per-write is the group commit's batch: acknowledged messages per
 // durable operation (the flush metrics). Warming writes each file's zeros to the disk before the writer
-// gets there, so the durable writes into it convert no unwritten extents.
+// gets there, so the durable writes into it convert no unwritten extents. warm=prewrite is not warmed but
+// pre-written (prewriteMappedFileEnable, at 100 % duty: the first file is done before the first put);
+// the other variants run with pre-writing off.
 func BenchmarkPutSyncFlush(b *testing.B) {
 	for _, transient := range []bool{false, true} {
 		mode := "mmap"
@@ -194,10 +198,13 @@ func BenchmarkPutSyncFlush(b *testing.B) {
 			mode = "transientpool"
 		}
 		for _, writers := range []int{1, 64} {
-			for _, warmPages := range []int{0, 4096, 256} { // 0: off; else flushLeastPagesWhenWarmMapedFile
+			for _, warmPages := range []int{0, 4096, 256, -1} { // 0: off; -1: pre-written; else flushLeastPagesWhenWarmMapedFile
 				warm := "off"
-				if warmPages > 0 {
+				switch {
+				case warmPages > 0:
 					warm = fmt.Sprintf("%dpages", warmPages)
+				case warmPages < 0:
+					warm = "prewrite"
 				}
 				b.Run(fmt.Sprintf("%s/writers=%d/warm=%s", mode, writers, warm), func(b *testing.B) {
 					cfg := DefaultConfig(b.TempDir())
@@ -205,6 +212,7 @@ func BenchmarkPutSyncFlush(b *testing.B) {
 					cfg.FlushDiskType = SyncFlush
 					cfg.WarmMappedFileEnable = warmPages > 0
 					cfg.FlushLeastPagesWhenWarmMappedFile = max(warmPages, 1)
+					cfg.PrewriteMappedFileEnable, cfg.PrewriteMappedFileDutyPercent = warmPages < 0, 100
 					if transient {
 						cfg.TransientStorePoolEnable, cfg.TransientStorePoolPinned, cfg.TransientStorePoolSize = true, false, 5
 					}
@@ -223,6 +231,12 @@ func (w *syncWaiter) flushDone(err error) { w.done <- err }
 func benchPutSyncFlush(b *testing.B, cfg Config, writers int) {
 	reg := prometheus.NewRegistry()
 	s := openStarted(b, cfg, Deps{Registerer: reg})
+	if cfg.PrewriteMappedFileEnable {
+		testutil.Eventually(b, "the first file pre-written", func() bool {
+			sb := standbysAt(s.commitLog)
+			return len(sb) > 0 && sb[0].prewritten.Load() == sb[0].size
+		})
+	}
 	if _, err := s.PutMessage(benchMessage()); err != nil {
 		b.Fatal(err)
 	}

@@ -60,19 +60,25 @@ func unwrittenBytes(t testing.TB, path string) (n int64, ok bool) {
 
 // TestWarmWritesTheZerosUnderSyncFlush: on the real file system, a file warmed under SYNC_FLUSH has no
 // unwritten extent left (the zeros are on the disk: the group commit's syncs of it write data only) and
-// all its pages are in the page cache; a file that is not warmed keeps fallocate's unwritten extents (the
-// control, which also shows the file system reports them at all).
+// all its pages are in the page cache; so has a pre-written one (prewriteMappedFileEnable, in both append
+// modes); a file neither warmed nor pre-written keeps fallocate's unwritten extents (the control, which
+// also shows the file system reports them at all).
 func TestWarmWritesTheZerosUnderSyncFlush(t *testing.T) {
 	const fileSize = 4 << 20
 	for _, v := range []struct {
-		name       string
-		warm, pool bool
-	}{{"unwarmed", false, false}, {"warm", true, false}, {"warm-pool", true, true}} {
+		name                 string
+		warm, pool, prewrite bool
+	}{
+		{"unwarmed", false, false, false}, {"warm", true, false, false}, {"warm-pool", true, true, false},
+		{"prewrite", false, false, true}, {"prewrite-pool", false, true, true},
+	} {
 		t.Run(v.name, func(t *testing.T) {
 			cfg := testConfig(t.TempDir())
 			cfg.MappedFileSizeCommitLog = fileSize
 			cfg.FlushDiskType = SyncFlush
 			cfg.WarmMappedFileEnable = v.warm
+			cfg.PrewriteMappedFileEnable = v.prewrite
+			cfg.PrewriteMappedFileDutyPercent = 100
 			cfg.FlushLeastPagesWhenWarmMappedFile = (1 << 20) / pageSize
 			cfg.TransientStorePoolEnable = v.pool
 			s := openStarted(t, cfg, Deps{})
@@ -84,12 +90,21 @@ func TestWarmWritesTheZerosUnderSyncFlush(t *testing.T) {
 			}
 			testutil.Eventually(t, "two standby files prepared", func() bool {
 				sb := standbysAt(cl)
-				return len(sb) == standbyFiles && sb[1].populated.Load() == want
+				return len(sb) == standbyFiles && sb[1].populated.Load() == want &&
+					(!v.prewrite || sb[1].prewritten.Load() == fileSize)
 			})
 			first := standbysAt(cl)[0] // done: the allocator prepares one file after the other
 			unwritten, ok := unwrittenBytes(t, first.path)
 			if !ok {
 				t.Skipf("no FIEMAP on the file system of %s", first.path)
+			}
+			if v.prewrite {
+				require.Zero(t, unwritten, "unwritten bytes left in %s", first.path)
+				// The two prepared files whole, plus whatever of the first file the allocator wrote before
+				// the first put made it current.
+				require.GreaterOrEqual(t, cl.prewrittenBytes.Load(), int64(standbyFiles*fileSize))
+				require.Less(t, cl.prewrittenBytes.Load(), int64((standbyFiles+1)*fileSize))
+				return
 			}
 			if !v.warm {
 				if unwritten == 0 {

@@ -74,6 +74,7 @@ func TestWarmMappedFile(t *testing.T) {
 					cfg := testConfig(t.TempDir())
 					cfg.MappedFileSizeCommitLog = fileSize
 					cfg.WarmMappedFileEnable = true
+					cfg.PrewriteMappedFileEnable = false // warming's own syncs are what this test checks
 					cfg.FlushLeastPagesWhenWarmMappedFile = int(step) / pageSize
 					cfg.FlushDiskType = flushType
 					cfg.TransientStorePoolEnable = pool
