@@ -397,6 +397,7 @@ func TestMetricsDocListsEveryRegisteredSeries(t *testing.T) {
 	}
 	master := start(func(c *Config) {
 		c.BrokerRole = RoleSyncMaster
+		c.FlushDiskType = store.SyncFlush // the group commit's waiter series
 		c.HAListenPort = 0
 		c.AclEnable = true
 		c.AclFile = aclPath

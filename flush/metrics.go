@@ -59,6 +59,18 @@ const latencyMaxMicros = 60_000_000
 // NewMetrics creates a service's collectors and registers them on reg (never the global registry). reg
 // may be nil: the collectors then only feed Snapshot and LatencyHistogram (tests, benchmarks).
 func NewMetrics(reg prometheus.Registerer, service string) (*Metrics, error) {
+	return newMetrics(reg, service, true)
+}
+
+// NewIntervalMetrics is NewMetrics for a service without waiters (an IntervalFlusher or a
+// CommitService): it registers the durable operations' series (latency, writes, bytes, errors) but
+// not the waiter series (batch_waiters, acks, timeouts, rejected, queue depth, acks per write),
+// which such a service never moves.
+func NewIntervalMetrics(reg prometheus.Registerer, service string) (*Metrics, error) {
+	return newMetrics(reg, service, false)
+}
+
+func newMetrics(reg prometheus.Registerer, service string, waiters bool) (*Metrics, error) {
 	m := &Metrics{
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "ringmq_flush_latency_seconds",
@@ -95,14 +107,15 @@ func NewMetrics(reg prometheus.Registerer, service string) (*Metrics, error) {
 		return m, nil
 	}
 	wrapped := prometheus.WrapRegistererWith(prometheus.Labels{"service": service}, reg)
-	collectors := []prometheus.Collector{
-		m.latency, m.batch, m.acks, m.writes, m.bytes, m.timeouts, m.rejected, m.errors,
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "ringmq_flush_waiter_queue_depth", Help: "SYNC_FLUSH waiters queued or in flight.",
-		}, func() float64 { return float64(m.depth.Load()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "ringmq_flush_acks_per_durable_write", Help: "Acknowledged waiters per successful durable operation since start.",
-		}, func() float64 { return m.Snapshot().AcksPerDurableWrite() }),
+	collectors := []prometheus.Collector{m.latency, m.writes, m.bytes, m.errors}
+	if waiters {
+		collectors = append(collectors, m.batch, m.acks, m.timeouts, m.rejected,
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "ringmq_flush_waiter_queue_depth", Help: "SYNC_FLUSH waiters queued or in flight.",
+			}, func() float64 { return float64(m.depth.Load()) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "ringmq_flush_acks_per_durable_write", Help: "Acknowledged waiters per successful durable operation since start.",
+			}, func() float64 { return m.Snapshot().AcksPerDurableWrite() }))
 	}
 	for _, c := range collectors {
 		if err := wrapped.Register(c); err != nil {

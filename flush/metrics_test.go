@@ -78,3 +78,21 @@ func TestMetricsRegisterOnGivenRegistry(t *testing.T) {
 	require.Error(t, err)
 	require.Contains(t, err.Error(), `"commitlog_sync"`)
 }
+
+// TestIntervalMetricsRegisterNoWaiterSeries: a service without waiters registers the durable
+// operations' series only, so every series it registers can move.
+func TestIntervalMetricsRegisterNoWaiterSeries(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := NewIntervalMetrics(reg, "commitlog_async")
+	require.NoError(t, err)
+	m.durableWrite(100*time.Microsecond, 4096, 0)
+	m.failedWrite(time.Millisecond)
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	var names []string
+	for _, f := range families {
+		names = append(names, f.GetName())
+	}
+	require.ElementsMatch(t, []string{"ringmq_flush_bytes_total", "ringmq_flush_durable_writes_total",
+		"ringmq_flush_errors_total", "ringmq_flush_latency_seconds"}, names)
+}

@@ -110,7 +110,7 @@ func TestIntervalFlusherErrors(t *testing.T) {
 		log := &workLog{start: time.Now()}
 		h := &logtest.Recorder{}
 		reg := prometheus.NewRegistry()
-		m, err := NewMetrics(reg, "consumequeue")
+		m, err := NewIntervalMetrics(reg, "consumequeue")
 		require.NoError(t, err)
 		f, err := NewIntervalFlusher("consumequeue", DefaultConsumeQueueFlushConfig(), log.work, m, slog.New(h))
 		require.NoError(t, err)
