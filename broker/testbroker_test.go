@@ -3,10 +3,12 @@ package broker
 import (
 	"context"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"os"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -46,12 +48,15 @@ func testBrokerConfig(t testing.TB) Config {
 	cfg.BrokerClusterName = "TestCluster"
 	cfg.BrokerName = "broker-test"
 	cfg.BrokerIP1 = "127.0.0.1"
-	cfg.ListenPort = 0
-	// No fast port (listenPort − 2 may be another test's port; tests of it set it). haListenPort 0 is
-	// picked at New when listenPort is 0; helpers that pick listenPort themselves pick it too (pickPort).
+	// Ports of a block of four reserved for this broker below the kernel's ephemeral range
+	// (testPortBlock): listenPort base+2, so that listenPort − 2 (a test that turns the fast port
+	// on) and listenPort + 1 (haListenPort 0, derived) are this broker's too; the embedded name
+	// server base+1. No fast port unless a test sets it.
+	base := testPortBlock(t)
+	cfg.ListenPort = base + 2
 	cfg.FastListenPort = 0
 	cfg.NamesrvEmbedded = true
-	cfg.NamesrvListenPort = 0
+	cfg.NamesrvListenPort = base + 1
 	cfg.NamesrvAddr = ""
 	cfg.MetricsAddr = "off" // nothing in package broker serves it; a test that wants the endpoint uses port 0
 	cfg.StorePathRootDir = t.TempDir()
@@ -172,6 +177,63 @@ func (tb *testBroker) restart(t testing.TB) {
 	t.Helper()
 	tb.shutdown(t)
 	tb.start(t)
+}
+
+// testPorts hands out blocks of four loopback ports below the kernel's ephemeral range
+// (net.ipv4.ip_local_port_range starts at 32768 by default). A test broker restarts on the ports it
+// first bound (restart, the crash tests); a port from the ephemeral range can be taken meanwhile by
+// any other test's outgoing connection or port-0 listener (a CI run failed that way: "bind: address
+// already in use"), one below it only by another block handed out here, which never repeats
+// within a test binary. Each block is checked free when handed out.
+var testPorts struct {
+	sync.Mutex
+	next int
+}
+
+const (
+	testPortLow  = 20000
+	testPortHigh = 32760
+)
+
+// testPortBlock returns base, with base .. base+3 free loopback ports handed out to no one else
+// in this process, or fails the test.
+func testPortBlock(t testing.TB) int {
+	t.Helper()
+	testPorts.Lock()
+	defer testPorts.Unlock()
+	if testPorts.next == 0 {
+		// Another test binary of this module (the race and plain passes run one after the other)
+		// may hold blocks too: start somewhere else each time.
+		testPorts.next = testPortLow + 4*rand.IntN((testPortHigh-testPortLow)/8)
+	}
+	for range (testPortHigh - testPortLow) / 4 {
+		base := testPorts.next
+		if testPorts.next += 4; testPorts.next+4 > testPortHigh {
+			testPorts.next = testPortLow
+		}
+		if blockFree(base) {
+			return base
+		}
+	}
+	t.Fatalf("no free block of four loopback ports in %d..%d", testPortLow, testPortHigh)
+	return 0
+}
+
+func blockFree(base int) bool {
+	var held []net.Listener
+	defer func() {
+		for _, ln := range held {
+			_ = ln.Close()
+		}
+	}()
+	for p := base; p < base+4; p++ {
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err != nil {
+			return false
+		}
+		held = append(held, ln)
+	}
+	return true
 }
 
 // pickPort is a free loopback port other than avoid (a port just picked and released may come back),
