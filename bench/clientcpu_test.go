@@ -16,13 +16,15 @@ func TestClientCPUShares(t *testing.T) {
 	require.Equal(t, 2, c.NumCPU)
 	require.InDelta(t, 0.125, c.Share, 1e-12, "0.5 CPU-s over 2 s on 2 CPUs")
 	require.InDelta(t, 5.0, c.UsPerMsg, 1e-12, "500,000 µs over 100,000 messages")
-	require.Equal(t, "client_cpu_s=0.500 client_cpu_share=0.125 client_cpu_us_per_msg=5.00", c.SummaryFields())
+	require.Equal(t, "client_cpu_s=0.500 client_cpu_share=0.125 client_cpu_us_per_msg=5.00 steal_share=-1", c.SummaryFields())
+	c.StealShare = 0.0625
+	require.Equal(t, "client_cpu_s=0.500 client_cpu_share=0.125 client_cpu_us_per_msg=5.00 steal_share=0.062", c.SummaryFields())
 
 	zero := newClientCPU(time.Second, 0, 0, 2)
 	require.Zero(t, zero.Share)
 	require.Zero(t, zero.UsPerMsg)
 	var none *ClientCPU
-	require.Equal(t, "client_cpu_s=-1 client_cpu_share=-1 client_cpu_us_per_msg=-1", none.SummaryFields())
+	require.Equal(t, "client_cpu_s=-1 client_cpu_share=-1 client_cpu_us_per_msg=-1 steal_share=-1", none.SummaryFields())
 }
 
 func TestProcessCPUAdvancesWithWork(t *testing.T) {
@@ -102,4 +104,19 @@ func TestSampleThroughputDifferencesTheTotal(t *testing.T) {
 		lastEnd = p.EndMs
 	}
 	require.Equal(t, []int64{30, 70, 0, 60, 0}, msgs)
+}
+
+// TestParseProcStatCPU: the steal ticks are the eighth number of /proc/stat's cpu line, the total
+// the first eight (guest time is inside user and nice); other lines and short ones are refused.
+func TestParseProcStatCPU(t *testing.T) {
+	steal, total, ok := parseProcStatCPU("cpu  1937142 0 915726 2043033 105667 0 73759 455124 0 0")
+	require.True(t, ok)
+	require.Equal(t, uint64(455124), steal)
+	require.Equal(t, uint64(1937142+915726+2043033+105667+73759+455124), total)
+	for _, bad := range []string{"cpu0 1 2 3 4 5 6 7 8 9 10", "cpu 1 2 3", "cpu 1 2 x 4 5 6 7 8 9 10", ""} {
+		_, _, ok := parseProcStatCPU(bad)
+		require.False(t, ok, bad)
+	}
+	require.Equal(t, 0.25, stealShare(cpuMark{machineOK: true, steal: 10, total: 100}, cpuMark{machineOK: true, steal: 20, total: 140}))
+	require.Equal(t, -1.0, stealShare(cpuMark{}, cpuMark{machineOK: true}))
 }

@@ -3,6 +3,8 @@
 package bench
 
 import (
+	"os"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -16,4 +18,15 @@ func processCPU() (time.Duration, bool) {
 		return 0, false
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), true
+}
+
+// machineCPUTicks is /proc/stat's aggregate CPU line: stolen and all ticks (false off Linux or
+// when unreadable).
+func machineCPUTicks() (steal, total uint64, ok bool) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	return parseProcStatCPU(line)
 }

@@ -37,7 +37,7 @@ func TestLeanGeneratorKeepsTheWindowFull(t *testing.T) {
 		}
 	}
 	require.Equal(t, stored, len(keys))
-	require.Regexp(t, `^mqbench: mode=lean msgs=\d+ secs=[\d.]+ rate=[\d.]+ errors=0 client_cpu_s=[\d.]+ client_cpu_share=[\d.]+ client_cpu_us_per_msg=[\d.]+$`, res.SummaryLine())
+	require.Regexp(t, `^mqbench: mode=lean msgs=\d+ secs=[\d.]+ rate=[\d.]+ errors=0 client_cpu_s=[\d.]+ client_cpu_share=[\d.]+ client_cpu_us_per_msg=[\d.]+ steal_share=(?:-1|[\d.]+)$`, res.SummaryLine())
 }
 
 func TestLeanGeneratorCountsFailedResponses(t *testing.T) {

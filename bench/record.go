@@ -299,7 +299,7 @@ func SummaryLine(mode string, msgs int64, secs, rate float64, lat LatencySummary
 // roles'), so that a reader sees when the load generator rather than the broker was the
 // limit:
 //
-//	... errors=E client_cpu_s=C client_cpu_share=S client_cpu_us_per_msg=U
+//	... errors=E client_cpu_s=C client_cpu_share=S client_cpu_us_per_msg=U steal_share=T
 func ProduceSummaryLine(mode string, res *ProduceResult) string {
 	msgs := res.Acked
 	if msgs == 0 && res.Errors == 0 {

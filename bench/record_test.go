@@ -105,8 +105,8 @@ func TestWriteRunRecord(t *testing.T) {
 	require.Equal(t, map[string]int64{"produce": 300, "consume": 300}, sums)
 
 	line := ProduceSummaryLine("produce", pres)
-	require.Regexp(t, `^mqbench: mode=produce msgs=300 secs=\d+\.\d{3} rate=\d+\.\d p50_us=[\d.]+ p99_us=[\d.]+ p999_us=[\d.]+ max_us=[\d.]+ errors=0 client_cpu_s=[\d.]+ client_cpu_share=[\d.]+ client_cpu_us_per_msg=[\d.]+$`, line)
-	require.Regexp(t, `^mqbench: mode=consume msgs=300 .* errors=0 client_cpu_s=[\d.]+ client_cpu_share=[\d.]+ client_cpu_us_per_msg=[\d.]+$`, ConsumeSummaryLine("consume", cres))
+	require.Regexp(t, `^mqbench: mode=produce msgs=300 secs=\d+\.\d{3} rate=\d+\.\d p50_us=[\d.]+ p99_us=[\d.]+ p999_us=[\d.]+ max_us=[\d.]+ errors=0 client_cpu_s=[\d.]+ client_cpu_share=[\d.]+ client_cpu_us_per_msg=[\d.]+ steal_share=(?:-1|[\d.]+)$`, line)
+	require.Regexp(t, `^mqbench: mode=consume msgs=300 .* errors=0 client_cpu_s=[\d.]+ client_cpu_share=[\d.]+ client_cpu_us_per_msg=[\d.]+ steal_share=(?:-1|[\d.]+)$`, ConsumeSummaryLine("consume", cres))
 }
 
 func TestDescribeDiskFindsMount(t *testing.T) {

@@ -55,7 +55,8 @@ histograms) so the report shows broker-internal latency beside the client's.
 
 The last line printed by produce and consume is one machine-readable summary:
   mqbench: mode=produce msgs=N secs=T rate=R p50_us=.. p99_us=.. p999_us=.. max_us=.. errors=E
-           client_cpu_s=C client_cpu_share=S client_cpu_us_per_msg=U   (the same line)
+           client_cpu_s=C client_cpu_share=S client_cpu_us_per_msg=U steal_share=T (the same line;
+           T: the machine's CPU stolen by the hypervisor meanwhile, -1 unknown)
 client_cpu_* is mqbench's own CPU over the measurement: seconds, share of the machine
 (seconds / wall / nproc) and µs per message; a large share means the client, not the
 broker, may be the limit. For consume: received messages, end-to-end latency, failed

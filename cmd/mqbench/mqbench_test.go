@@ -28,7 +28,7 @@ func mqbench(t *testing.T, args ...string) (int, string, string) {
 }
 
 // Every summary line ends with the client's CPU (client_cpu_*).
-var summaryRE = regexp.MustCompile(`^mqbench: mode=(\w+) msgs=(\d+) secs=([\d.]+) rate=([\d.]+) p50_us=([\d.]+) p99_us=([\d.]+) p999_us=([\d.]+) max_us=([\d.]+) errors=(\d+)( client_cpu_s=[\d.]+ client_cpu_share=[\d.]+ client_cpu_us_per_msg=[\d.]+)?$`)
+var summaryRE = regexp.MustCompile(`^mqbench: mode=(\w+) msgs=(\d+) secs=([\d.]+) rate=([\d.]+) p50_us=([\d.]+) p99_us=([\d.]+) p999_us=([\d.]+) max_us=([\d.]+) errors=(\d+)( client_cpu_s=[\d.]+ client_cpu_share=[\d.]+ client_cpu_us_per_msg=[\d.]+ steal_share=(?:-1|[\d.]+))?$`)
 
 // lastLine returns the summary fields of the last line of out.
 func lastLine(t *testing.T, out string) map[string]string {
@@ -104,7 +104,7 @@ func TestAgainstInProcessBroker(t *testing.T) {
 	code, out, errOut = mqbench(t, "lean", "--namesrv", ib.namesrv, "--topic", "BenchLean", "--queues", "4",
 		"--create-topic", "--conns", "2", "--inflight", "8", "--size", "128", "--duration", "300ms", "--warmup", "0")
 	require.Equal(t, 0, code, errOut)
-	require.Regexp(t, `^mqbench: mode=lean msgs=[1-9]\d* secs=[\d.]+ rate=[\d.]+ errors=0 client_cpu_s=[\d.]+ client_cpu_share=[\d.]+ client_cpu_us_per_msg=[\d.]+\n$`, out)
+	require.Regexp(t, `^mqbench: mode=lean msgs=[1-9]\d* secs=[\d.]+ rate=[\d.]+ errors=0 client_cpu_s=[\d.]+ client_cpu_share=[\d.]+ client_cpu_us_per_msg=[\d.]+ steal_share=(?:-1|[\d.]+)\n$`, out)
 
 	consumeDir := filepath.Join(dir, "consume")
 	code, out, errOut = mqbench(t, "consume", "--namesrv", ib.namesrv, "--topic", "BenchT", "--group", "BenchG",
