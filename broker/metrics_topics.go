@@ -301,14 +301,5 @@ func (c *topicCollector) scrapeLag() map[groupTopic]pairLag {
 
 // storeTimeAt is the store time (ms) of the message at a queue offset, 0 when it cannot be read.
 func (c *topicCollector) storeTimeAt(topic string, queueID int32, offset int64) int64 {
-	rec, release, err := c.store.LookMessageByOffset(c.store.GetCommitLogOffsetInQueue(topic, queueID, offset))
-	if err != nil {
-		return 0
-	}
-	defer release()
-	r, err := codec.DecodeRecord(rec, false)
-	if err != nil {
-		return 0
-	}
-	return r.StoreTimestamp
+	return store.RecordStoreTime(c.store, c.store.GetCommitLogOffsetInQueue(topic, queueID, offset))
 }

@@ -290,3 +290,20 @@ func (s *Store) GetCommitLogOffsetInQueue(topic string, queueID int32, consumeQu
 	}
 	return phys
 }
+
+// RecordStoreTime is the store timestamp (ms) of the record at phyOffset in s, 0 when it cannot
+// be read or decoded (the admin plane's queue and runtime answers, the consumer-lag metrics).
+func RecordStoreTime(s interface {
+	LookMessageByOffset(phyOffset int64) (rec []byte, release func(), err error)
+}, phyOffset int64) int64 {
+	rec, release, err := s.LookMessageByOffset(phyOffset)
+	if err != nil {
+		return 0
+	}
+	defer release()
+	r, err := codec.DecodeRecord(rec, false)
+	if err != nil {
+		return 0
+	}
+	return r.StoreTimestamp
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/conf"
+	"github.com/ringmq/ringmq/store"
 )
 
 // adminRegisterWait bounds how long a topic change waits for the name servers to learn it
@@ -438,22 +439,7 @@ func (p *Plane) storeTimeAt(topic string, queueID int32, offset int64) int64 {
 	if offset < p.d.Store.GetMinOffsetInQueue(topic, queueID) || offset >= p.d.Store.GetMaxOffsetInQueue(topic, queueID) {
 		return 0
 	}
-	return p.storeTimeOfRecord(p.d.Store.GetCommitLogOffsetInQueue(topic, queueID, offset))
-}
-
-// storeTimeOfRecord returns the store timestamp of the record at a CommitLog offset, 0 when it
-// cannot be read.
-func (p *Plane) storeTimeOfRecord(phyOffset int64) int64 {
-	rec, release, err := p.d.Store.LookMessageByOffset(phyOffset)
-	if err != nil {
-		return 0
-	}
-	defer release()
-	r, err := codec.DecodeRecord(rec, false)
-	if err != nil {
-		return 0
-	}
-	return r.StoreTimestamp
+	return store.RecordStoreTime(p.d.Store, p.d.Store.GetCommitLogOffsetInQueue(topic, queueID, offset))
 }
 
 // appendQueueKey appends a MessageQueue written as a map key the way fastjson writes

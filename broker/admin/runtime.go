@@ -85,7 +85,7 @@ func (p *Plane) earliestMessageTime() int64 {
 	if p.d.Store.MaxPhyOffset() <= p.d.Store.MinPhyOffset() {
 		return 0
 	}
-	return p.storeTimeOfRecord(p.d.Store.MinPhyOffset())
+	return store.RecordStoreTime(p.d.Store, p.d.Store.MinPhyOffset())
 }
 
 // runtimeText formats an uptime as RocketMQ does: "[ 0 days, 1 hours, 2 minutes, 3 seconds ]".
