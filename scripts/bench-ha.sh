@@ -35,7 +35,9 @@ IFS=, read -r -a points <<<"${POINTS:-1 1,4 16,16 32}"
 read -r -a builds <<<"${BINS:-=$bin}" # tag=dir; the default has no tag
 
 py=$(python3 -c 'import sys; print(sys.executable)') # not through a version manager's shell shim
-free_port() { "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# free_ports N: N distinct free ports, held open together while they are picked (ports picked one call at a
+# time can repeat: a run once gave the metrics listener and the remoting port the same number).
+free_ports() { "$py" -c 'import socket,sys; ss=[socket.socket() for _ in range(int(sys.argv[1]))]; [s.bind(("127.0.0.1",0)) for s in ss]; print(" ".join(str(s.getsockname()[1]) for s in ss))' "$1"; }
 wait_port() { for _ in $(seq 1 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done; return 1; }
 max_offset() { curl -s "http://127.0.0.1:$1/metrics" | awk '/^ringmq_store_commitlog_max_offset_bytes /{printf "%.0f\n", $2}'; }
 # sample_lag SLAVE_METRICS MASTER_METRICS: master end - slave end every 100 ms until killed, from one process
@@ -92,6 +94,9 @@ while True:
         break
     time.sleep(0.02)
 cpu1 = cpu()
+if os.environ.get("SAMPLES_FILE"):  # the whole curve: seconds since the first poll, bytes caught up
+    with open(os.environ["SAMPLES_FILE"], "w") as f:
+        f.writelines(f"{t - samples[0][0]:.3f} {o - samples[0][1]}\n" for t, o in samples)
 (t0, o0), (t1, o1) = samples[0], samples[-1]
 def at(frac):  # first sample past frac of the way, interpolated
     want = o0 + frac * (o1 - o0)
@@ -117,7 +122,7 @@ trap stop_all EXIT
 # start_master ROLE FLUSH STORE [BINDIR] → sets mport mmetrics mha mlog master_pid
 start_master() {
   mlog="$out/master-$logtag.log"
-  mport=$(free_port); mha=$(free_port); mmetrics=$(free_port); local ns; ns=$(free_port)
+  local ns; read -r mport mha mmetrics ns <<<"$(free_ports 4)"
   "${4:-$bin}/mqbroker" --storePathRootDir="$3" --brokerIP1=127.0.0.1 --listenPort="$mport" --haListenPort="$mha" \
     --namesrvListenPort="$ns" --metricsAddr="127.0.0.1:$mmetrics" --brokerRole="$1" --flushDiskType="$2" --fastListenPort=0 \
     --mappedFileSizeCommitLog=268435456 ${HA_BATCH:+--haTransferBatchSize=$HA_BATCH} >"$mlog" 2>&1 &
@@ -128,9 +133,9 @@ start_master() {
 # start_slave FLUSH STORE [LOGTAG [BINDIR]] → sets smetrics slave_pid; returns once the master logged one
 # more slave
 start_slave() {
-  local port; port=$(free_port); smetrics=$(free_port)
+  local port sha; read -r port smetrics sha <<<"$(free_ports 3)"
   local seen; seen=$(grep -c "ha: slave connected" "$mlog" 2>/dev/null || true)
-  "${4:-$bin}/mqbroker" --storePathRootDir="$2" --brokerIP1=127.0.0.1 --listenPort="$port" --haListenPort="$(free_port)" \
+  "${4:-$bin}/mqbroker" --storePathRootDir="$2" --brokerIP1=127.0.0.1 --listenPort="$port" --haListenPort="$sha" \
     --namesrvEmbedded=false --fastListenPort=0 --metricsAddr="127.0.0.1:$smetrics" --brokerRole=SLAVE --brokerId=1 \
     --haMasterAddress="127.0.0.1:$mha" --flushDiskType="$1" --mappedFileSizeCommitLog=268435456 >"$out/slave-${3:-$logtag}.log" 2>&1 &
   slave_pid=$!
@@ -225,7 +230,7 @@ for p in glob.glob(sys.argv[1] + "/commitlog/*"):
       prof+=($!)
     done
   fi
-  read -r bytes secs mid t1 end cpus < <(watch_catchup "$smetrics" "$target" "$master_pid" "$slave_pid")
+  read -r bytes secs mid t1 end cpus < <(SAMPLES_FILE="$out/catchup-samples-$cr${tag:+-$tag}.txt" watch_catchup "$smetrics" "$target" "$master_pid" "$slave_pid")
   for p in "${prof[@]}"; do wait "$p" || true; done
   stop_all
   # Timed from the first poll after the connect (a little may be in already) to the first poll at the

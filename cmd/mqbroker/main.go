@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -37,6 +38,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ringmq/ringmq/broker"
+	"github.com/ringmq/ringmq/internal/hiccup"
 	"github.com/ringmq/ringmq/internal/launch"
 	"github.com/ringmq/ringmq/internal/opsserver"
 )
@@ -101,6 +103,20 @@ func serve(cfg broker.Config, configFile string, stdout, stderr io.Writer, logge
 		}
 		defer func() { _ = metrics.Close() }() // for the early returns; the Close at the end reports errors
 		fmt.Fprintf(stdout, "metrics on http://%s/metrics, profiles on http://%s/debug/pprof/\n", metrics.Addr(), metrics.Addr())
+	}
+	if every := cfg.HiccupMeterInterval; every > 0 && metrics != nil {
+		meter, err := hiccup.New(hiccup.Config{Interval: every})
+		if err != nil {
+			fmt.Fprintf(stderr, "mqbroker: hiccupMeterInterval: %v\n", err)
+			return 1
+		}
+		reg.MustRegister(meter.Collector())
+		metrics.Handle("/debug/hiccups", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			_ = meter.WriteStalls(w)
+		}))
+		meter.Start()
+		defer meter.Stop()
 	}
 	b, err := launch.New(cfg, broker.Deps{Logger: logger, Registerer: reg, ConfigFile: configFile})
 	if err != nil {

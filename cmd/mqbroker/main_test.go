@@ -68,7 +68,8 @@ func TestRunServesAndStopsOnSIGTERM(t *testing.T) {
 	signals := make(chan os.Signal, 1)
 	exit := make(chan int, 1)
 	confFile := writeConf(t, "# cmd-broker\nbrokerPermission=6\n")
-	args := append(smallStoreFlags(dir), "-c", confFile, "--metricsAddr=127.0.0.1:0", "--brokerName=cmd-broker", "--logFormat=json")
+	args := append(smallStoreFlags(dir), "-c", confFile, "--metricsAddr=127.0.0.1:0", "--brokerName=cmd-broker", "--logFormat=json",
+		"--hiccupMeterInterval=1")
 	go func() { exit <- run(args, &stdout, &stderr, signals) }()
 
 	booted := testutil.Poll(testutil.WaitTimeout, func() bool { return strings.Contains(stdout.String(), "boot success") })
@@ -131,6 +132,12 @@ func TestRunServesAndStopsOnSIGTERM(t *testing.T) {
 	require.Contains(t, body, "go_goroutines")
 	require.Contains(t, body, "ringmq_netio_connections")
 	require.Contains(t, httpGet(t, strings.TrimSuffix(metricsURL[1], "/metrics")+"/debug/pprof/"), "goroutine")
+	// hiccupMeterInterval=1: the sleeper's histogram counts wake-ups; its stalls are listed (maybe none).
+	sampled := regexp.MustCompile(`(?m)^ringmq_hiccup_seconds_count [1-9]`)
+	require.True(t, testutil.Poll(testutil.WaitTimeout, func() bool { return sampled.MatchString(httpGet(t, metricsURL[1])) }),
+		"no ringmq_hiccup_seconds samples")
+	require.True(t, strings.HasPrefix(httpGet(t, strings.TrimSuffix(metricsURL[1], "/metrics")+"/debug/hiccups"),
+		"# start_unix_ns late_ns (interval 1ms, recorded from 1ms, samples "))
 	// The probes (httpGet requires 200): embedded name server only, store writable, registered.
 	require.Equal(t, `{"status":"ok","checks":[{"name":"store_writable","ok":true},{"name":"namesrv_registration_fresh","ok":true,"detail":"no namesrvAddr: embedded name server only"}]}`+"\n",
 		httpGet(t, strings.TrimSuffix(metricsURL[1], "/metrics")+"/healthz"))
@@ -235,6 +242,8 @@ func TestConfigErrors(t *testing.T) {
 			`default value: broker: config: key brokerId = "0": a SLAVE needs brokerId > 0 (0 is the master's); allowed: 0 for a master, 1 or more for a SLAVE` + "\n"},
 		{"bad log level", "logLevel=verbose\n", nil, 1,
 			`broker.conf:1: broker: config: key logLevel = "verbose"; allowed: debug, info, warn or error` + "\n"},
+		{"hiccup meter without metrics", "hiccupMeterInterval=1\nmetricsAddr=off\n", nil, 1,
+			`key hiccupMeterInterval = "1": needs metricsAddr (the meter reports there)`},
 		{"unknown flag", "", []string{"--noSuchKey=1"}, 2, "unknown flag: --noSuchKey\n"},
 		{"misspelt flag", "", []string{"--listenPrt=1"}, 2, "unknown flag: --listenPrt (did you mean --listenPort?)\n"},
 		{"stray argument", "", []string{"extra"}, 2, "unexpected arguments: [extra]"},

@@ -74,6 +74,7 @@ var notStarted = Check{Name: "started", OK: false, Detail: "starting (a broker r
 // Server serves the endpoints on one listener. Create with Start; Close it (again: a no-op).
 type Server struct {
 	addr     string
+	mux      *http.ServeMux
 	srv      *http.Server
 	done     chan error
 	once     sync.Once
@@ -87,14 +88,15 @@ func Start(addr string, gatherer prometheus.Gatherer, checker Checker) (*Server,
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{addr: ln.Addr().String(), done: make(chan error, 1),
-		srv: &http.Server{Handler: Handler(gatherer, checker), ReadHeaderTimeout: 10 * time.Second}}
+	mux := Handler(gatherer, checker)
+	s := &Server{addr: ln.Addr().String(), mux: mux, done: make(chan error, 1),
+		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
 	go func() { s.done <- s.srv.Serve(ln) }()
 	return s, nil
 }
 
 // Handler is the endpoints' mux, for callers that run their own http.Server.
-func Handler(gatherer prometheus.Gatherer, checker Checker) http.Handler {
+func Handler(gatherer prometheus.Gatherer, checker Checker) *http.ServeMux {
 	mux := http.NewServeMux()
 	var reg prometheus.Registerer
 	if r, ok := gatherer.(prometheus.Registerer); ok {
@@ -110,6 +112,9 @@ func Handler(gatherer prometheus.Gatherer, checker Checker) http.Handler {
 	mux.HandleFunc("/readyz", probe(checker, Checker.Ready))
 	return mux
 }
+
+// Handle adds an endpoint (a diagnostic the caller owns, e.g. /debug/hiccups); safe while serving.
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
 // probeBody is a probe's answer.
 type probeBody struct {
