@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -8,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,6 +68,9 @@ type ProducerConfig struct {
 	DrainTimeout time.Duration
 	// DialTimeout bounds connecting and each control request.
 	DialTimeout time.Duration
+	// SlowThreshold > 0 keeps every measured send at least this late (from its intended time) in
+	// ProduceResult.Slow, up to 65,536 per connection (mqbench --slow-log; issue 17 item 1).
+	SlowThreshold time.Duration
 }
 
 // DefaultProducerConfig returns 4 connections × 16 in flight, 1 KiB messages, 10 s with
@@ -113,6 +118,8 @@ func (c *ProducerConfig) Validate() error {
 		return fmt.Errorf("%w: Warmup (--warmup) %v < 0", ErrConfig, c.Warmup)
 	case c.Rate < 0 || math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0):
 		return fmt.Errorf("%w: Rate (--rate) %v", ErrConfig, c.Rate)
+	case c.SlowThreshold < 0:
+		return fmt.Errorf("%w: SlowThreshold (--slow-threshold) %v", ErrConfig, c.SlowThreshold)
 	case c.DrainTimeout <= 0:
 		return fmt.Errorf("%w: DrainTimeout (--drain-timeout) %v <= 0", ErrConfig, c.DrainTimeout)
 	case c.DialTimeout <= 0:
@@ -152,6 +159,10 @@ type ProduceResult struct {
 	Throughput []ThroughputPoint
 	// ClientCPU is this process's CPU over the measurement (nil if unreadable).
 	ClientCPU *ClientCPU
+	// Slow are the measured sends at least ProducerConfig.SlowThreshold late, by intended time, in
+	// wall-clock Unix ns; SlowDropped counts those past the per-connection bound.
+	Slow        []SlowSend
+	SlowDropped int64
 }
 
 // MsgsPerSec is the measured throughput: acknowledged messages (written, oneway) per
@@ -277,6 +288,7 @@ func (p *Producer) run(ctx context.Context, targets []BrokerQueues) (*ProduceRes
 	for i, c := range conns {
 		c.run = run
 		c.rec = NewRecorder(measureStart, p.series, p.cfg.Rate > 0)
+		c.rec.KeepSlow(int64(p.cfg.SlowThreshold))
 		c.quota = quota(p.cfg.Count, len(conns), i)
 		wg.Add(1)
 		go func() {
@@ -426,6 +438,13 @@ func (p *Producer) result(targets []BrokerQueues, conns []*producerConn, clk clo
 		}
 	}
 	counts, lat, svc := mergeRecorders(recs, p.cfg.Rate > 0)
+	for _, r := range recs {
+		for _, sl := range r.slow {
+			res.Slow = append(res.Slow, SlowSend{IntendedNs: clk.wall(sl.IntendedNs), SentNs: clk.wall(sl.SentNs), DoneNs: clk.wall(sl.DoneNs)})
+		}
+		res.SlowDropped += r.slowDropped
+	}
+	slices.SortFunc(res.Slow, func(a, b SlowSend) int { return cmp.Compare(a.IntendedNs, b.IntendedNs) })
 	res.Acked = counts.Msgs
 	res.Errors = counts.Errors
 	res.ErrorsByCode = counts.ErrorsByCode

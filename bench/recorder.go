@@ -81,7 +81,25 @@ type Recorder struct {
 	cur          Interval
 	curOpen      bool
 	Counts
+
+	slowNs      int64      // > 0: keep sends at least this late (KeepSlow)
+	slow        []SlowSend // run-clock ns
+	slowDropped int64
 }
+
+// SlowSend is one request at least ProducerConfig.SlowThreshold late: when it was due (the intended
+// time; the write in a closed loop), when it was written and when its answer was read. A Recorder keeps
+// them on the run clock; ProduceResult.Slow has them in wall-clock Unix nanoseconds.
+type SlowSend struct {
+	IntendedNs, SentNs, DoneNs int64
+}
+
+// slowKeep bounds the slow sends one recorder keeps (24 bytes each: 1.5 MiB per connection); later
+// ones are counted in SlowDropped only.
+const slowKeep = 1 << 16
+
+// KeepSlow makes r keep every measured request at least thresholdNs late (0: none).
+func (r *Recorder) KeepSlow(thresholdNs int64) { r.slowNs = thresholdNs }
 
 // NewRecorder returns a recorder for a run whose measurement begins at measureStartNs on
 // the run clock. series may be nil (no per-second series); keepService also keeps a
@@ -105,6 +123,13 @@ func (r *Recorder) Record(startNs, endNs, latencyNs, serviceNs int64, msgs, byte
 	}
 	v := clampNs(latencyNs)
 	_ = r.latency.RecordValue(v) // cannot fail: clamped into range
+	if r.slowNs > 0 && latencyNs >= r.slowNs {
+		if len(r.slow) < slowKeep {
+			r.slow = append(r.slow, SlowSend{IntendedNs: endNs - latencyNs, SentNs: endNs - serviceNs, DoneNs: endNs})
+		} else {
+			r.slowDropped++
+		}
+	}
 	if r.service != nil {
 		_ = r.service.RecordValue(clampNs(serviceNs))
 	}

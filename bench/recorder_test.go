@@ -135,3 +135,22 @@ func TestRecorderWarmupAndSeries(t *testing.T) {
 	require.EqualValues(t, 4, rows[2].Msgs)
 	requireNear(t, 5_000, rows[2].P99Us, "p99 of second 2")
 }
+
+func TestRecorderKeepsSlowSends(t *testing.T) {
+	r := NewRecorder(1000, nil, true)
+	r.KeepSlow(500)
+	r.Record(900, 2000, 1100, 1000, 1, 0)  // warm-up: not kept
+	r.Record(1000, 1400, 400, 300, 1, 0)   // fast: not kept
+	r.Record(1100, 1600, 500, 200, 1, 0)   // exactly the threshold: kept
+	r.Record(1200, 3000, 1800, 1700, 1, 0) // kept
+	want := []SlowSend{{IntendedNs: 1100, SentNs: 1400, DoneNs: 1600}, {IntendedNs: 1200, SentNs: 1300, DoneNs: 3000}}
+	if len(r.slow) != len(want) || r.slow[0] != want[0] || r.slow[1] != want[1] {
+		t.Fatalf("slow = %v, want %v", r.slow, want)
+	}
+	for i := range slowKeep {
+		r.Record(int64(2000+i), int64(4000+i), 2000, 2000, 1, 0)
+	}
+	if len(r.slow) != slowKeep || r.slowDropped != 2 {
+		t.Errorf("kept %d, dropped %d; want %d and 2", len(r.slow), r.slowDropped, slowKeep)
+	}
+}

@@ -12,6 +12,10 @@
 #
 #   scripts/tail-probe.sh                              # 3 rounds × 7 variants × 10 s, about 6 minutes
 #   ROUNDS=1 DURATION=5s VARIANTS=base,pool scripts/tail-probe.sh
+#   ATTRIBUTE=1 VARIANTS=base scripts/tail-probe.sh   # plus the share of slow sends per cause:
+#            the broker runs its hiccup meter (hiccupMeterInterval=1), mqbench logs every send ≥ 1 ms and its
+#            own stalls (--slow-log, --hiccup-log), /proc/stat's steal is sampled every 10 ms, and
+#            scripts/tail-attribution.py matches each slow send against the stalls (attribution.md)
 #
 # Variants:
 #   base     the defaults: mmap CommitLog, ASYNC_FLUSH (flush every 500 ms), GOGC 100, broker and load
@@ -64,6 +68,7 @@ run_one() { # run_one VARIANT ROUND
     procs) env+=(GOMAXPROCS=$(( $(nproc) * 2 ))); extra+=(--netEventLoops="$(nproc)") ;;
     *) echo "unknown variant $v" >&2; exit 2 ;;
   esac
+  if [ -n "${ATTRIBUTE:-}" ]; then extra+=(--hiccupMeterInterval=1); fi
   env "${env[@]}" GODEBUG=gctrace=1 "${broker_cpu[@]}" "$bin/mqbroker" --storePathRootDir="$store" \
     --listenPort="$port" --namesrvListenPort="$nport" --fastListenPort=0 \
     --metricsAddr="127.0.0.1:$mport" --mappedFileSizeCommitLog=134217728 "${extra[@]}" \
@@ -72,12 +77,27 @@ run_one() { # run_one VARIANT ROUND
   wait_port "$port" && wait_port "$mport" || { echo "broker $v did not start" >&2; cat "$dir/broker.stderr" >&2; kill $bpid; exit 1; }
   curl -s "http://127.0.0.1:$mport/metrics" >"$dir/metrics-before.txt"
   vmstat -n 1 >"$dir/vmstat.txt" &
-  local vpid=$!
+  local vpid=$! spid="" attr=()
+  if [ -n "${ATTRIBUTE:-}" ]; then
+    # /proc/stat's steal every 10 ms (one python process; "unix_ns steal_ticks busy_ticks", all CPUs)
+    "$py" -c 'import sys, time
+out = open(sys.argv[1], "w", buffering=1)
+while True:
+    f = open("/proc/stat").readline().split()
+    out.write(f"{time.time_ns()} {f[8]} {sum(int(x) for x in f[1:4] + f[6:9])}\n")
+    time.sleep(0.01)' "$dir/steal.txt" &
+    spid=$!
+    attr=(--slow-log "$dir/slow.txt" --slow-threshold 1ms --hiccup-log "$dir/client-hiccups.txt")
+  fi
   "${bench_cpu[@]}" "$bin/mqbench" produce --broker "127.0.0.1:$port" --create-topic --queues 8 \
     --conns "$conns" --inflight "$inflight" --rate "$rate" --size 1024 --duration "$duration" --warmup "$warmup" \
-    --metrics "127.0.0.1:$mport" --progress never --name "$v" --out "$dir" --disk-path "$store" >"$dir/mqbench.txt" 2>&1 ||
+    --metrics "127.0.0.1:$mport" --progress never --name "$v" --out "$dir" --disk-path "$store" "${attr[@]}" >"$dir/mqbench.txt" 2>&1 ||
     echo "mqbench $v round $r failed (see $dir/mqbench.txt)" >&2
   curl -s "http://127.0.0.1:$mport/metrics" >"$dir/metrics-after.txt"
+  if [ -n "${ATTRIBUTE:-}" ]; then
+    curl -s "http://127.0.0.1:$mport/debug/hiccups" >"$dir/broker-hiccups.txt"
+    kill "$spid" 2>/dev/null || true
+  fi
   kill $vpid 2>/dev/null || true
   kill -INT $bpid; wait $bpid 2>/dev/null || true
   rm -rf "$store"
@@ -156,3 +176,7 @@ print()
 print("Medians over rounds. Client latency from the intended send time (open loop); broker histograms over the")
 print("measured window (Prometheus buckets, interpolated). sched = how long runnable goroutines waited for a CPU.")
 PY
+
+if [ -n "${ATTRIBUTE:-}" ]; then
+  "$py" scripts/tail-attribution.py "$out"/*/round-* | tee "$out/attribution.md"
+fi

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ringmq/ringmq/bench"
+	"github.com/ringmq/ringmq/internal/hiccup"
 )
 
 // errHelp: --help was asked for and printed (exit status 0).
@@ -39,6 +40,8 @@ type loadOptions struct {
 	cpuProfile             string
 	// consume
 	noLongPolling bool
+	// tail attribution (issue 17 item 1)
+	slowLog, hiccupLog string
 }
 
 func newLoadOptions(mode string, stderr io.Writer) *loadOptions {
@@ -66,6 +69,8 @@ func newLoadOptions(mode string, stderr io.Writer) *loadOptions {
 		fs.Int64Var(&o.p.Count, "count", 0, "messages to measure (0: until --duration)")
 		fs.Float64Var(&o.p.Rate, "rate", 0, "open loop: messages per second in total, latency from the intended send time (0: closed loop)")
 		fs.DurationVar(&o.p.DrainTimeout, "drain-timeout", o.p.DrainTimeout, "wait this long for the last responses; unanswered requests count as TIMEOUT")
+		fs.StringVar(&o.slowLog, "slow-log", "", "write every measured send at least --slow-threshold late to FILE: intended, written, answered (Unix ns)")
+		fs.DurationVar(&o.p.SlowThreshold, "slow-threshold", time.Millisecond, "what --slow-log counts as slow")
 	}
 	if mode != "produce" {
 		fs.StringVar(&o.c.Group, "group", o.c.Group, "consumer group")
@@ -95,6 +100,7 @@ func newLoadOptions(mode string, stderr io.Writer) *loadOptions {
 	fs.StringVar(&o.progress, "progress", "auto", "progress line per second on stderr: auto (when a terminal), always, never")
 	fs.StringVar(&o.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	fs.StringVar(&o.cpuProfile, "cpu-profile", "", "write mqbench's own CPU profile (pprof) of the whole run to FILE")
+	fs.StringVar(&o.hiccupLog, "hiccup-log", "", "run a hiccup meter (a goroutine sleeping 1 ms over and over) and write its wake-ups late by ≥ 1 ms to FILE: start, length (ns)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage of mqbench %s:\n%s", mode, fs.FlagUsages())
 	}
@@ -176,6 +182,22 @@ func runLoad(ctx context.Context, mode string, args []string, stdout, stderr io.
 	defer stopProfile()
 	var hooks bench.Hooks
 	showProgress := o.progress == "always"
+	if o.slowLog == "" {
+		o.p.SlowThreshold = 0 // keep nothing
+	}
+	if o.hiccupLog != "" {
+		meter, err := hiccup.New(hiccup.Config{Interval: time.Millisecond})
+		if err != nil {
+			return err
+		}
+		meter.Start()
+		defer func() {
+			meter.Stop()
+			if err := writeHiccups(o.hiccupLog, meter); err != nil {
+				logger.Warn("hiccup log not written", "err", err)
+			}
+		}()
+	}
 	if o.progress == "auto" {
 		if f, ok := stderr.(*os.File); ok && bench.IsTerminal(f) {
 			showProgress = true
@@ -246,6 +268,9 @@ func runLoad(ctx context.Context, mode string, args []string, stdout, stderr io.
 	if o.out != "" {
 		writeErr = bench.WriteRun(o.out, rec, pres, cres)
 	}
+	if o.slowLog != "" && pres != nil {
+		writeErr = errors.Join(writeErr, bench.WriteSlowLog(o.slowLog, o.p.SlowThreshold, pres))
+	}
 	if pres != nil {
 		if len(pres.ErrorsByCode) > 0 {
 			fmt.Fprintf(stdout, "mqbench: produce errors by code: %s\n", formatCodes(pres.ErrorsByCode))
@@ -313,4 +338,16 @@ func startCPUProfile(path string) (func(), error) {
 		pprof.StopCPUProfile()
 		_ = f.Close()
 	}, nil
+}
+
+func writeHiccups(path string, m *hiccup.Meter) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := m.WriteStalls(f); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -99,6 +100,30 @@ func TestAgainstInProcessBroker(t *testing.T) {
 	require.Equal(t, "4", rec.Config["queues"])
 	require.NotEmpty(t, rec.Machine.GoVersion)
 	stored := p.Acked + p.WarmupMsgs // warm-up messages were acknowledged too (no errors at all)
+
+	// --slow-log with a 1 ns threshold keeps every measured send, by intended time; --hiccup-log writes
+	// the generator's own stalls (maybe none).
+	slowLog, hiccupLog := filepath.Join(dir, "slow.txt"), filepath.Join(dir, "hiccups.txt")
+	code, _, errOut = mqbench(t, "produce", "--namesrv", ib.namesrv, "--topic", "BenchSlow", "--queues", "4",
+		"--create-topic", "--conns", "2", "--inflight", "4", "--size", "64", "--count", "200", "--duration", "0", "--warmup", "0",
+		"--slow-threshold", "1ns", "--slow-log", slowLog, "--hiccup-log", hiccupLog, "--progress", "never")
+	require.Equal(t, 0, code, errOut)
+	slow, err := os.ReadFile(slowLog)
+	require.NoError(t, err)
+	slowLines := strings.Split(strings.TrimSpace(string(slow)), "\n")
+	require.Equal(t, "# intended_ns sent_ns done_ns (sends at least 1ns late; 200 kept, 0 dropped)", slowLines[0])
+	require.Len(t, slowLines, 201)
+	prevIntended := int64(0)
+	for _, line := range slowLines[1:] {
+		var intended, sent, done int64
+		_, err := fmt.Sscanf(line, "%d %d %d", &intended, &sent, &done)
+		require.NoError(t, err, line)
+		require.True(t, prevIntended <= intended && intended <= sent && sent < done, line)
+		prevIntended = intended
+	}
+	stalls, err := os.ReadFile(hiccupLog)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(stalls), "# start_unix_ns late_ns (interval 1ms, recorded from 1ms, samples "), string(stalls))
 
 	// The lean generator against the real broker: every response a success.
 	code, out, errOut = mqbench(t, "lean", "--namesrv", ib.namesrv, "--topic", "BenchLean", "--queues", "4",
