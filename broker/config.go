@@ -103,12 +103,13 @@ type Config struct {
 
 	// ringmq's own keys (DESIGN.md "Config"); the store's (flushBackend, transientStorePoolPinned,
 	// warmMappedFileMlock) are in store.Config.
-	MetricsAddr string `prop:"metricsAddr" group:"metrics/ops" default:"127.0.0.1:9106" help:"host:port serving Prometheus /metrics, /debug/pprof/, /healthz and /readyz (METRICS.md); empty or off: none"`
+	MetricsAddr       string `prop:"metricsAddr" group:"metrics/ops" default:"127.0.0.1:9106" help:"host:port serving Prometheus /metrics, /debug/pprof/, /healthz and /readyz (METRICS.md); empty or off: none"`
+	NamesrvEmbedded   bool   `prop:"namesrvEmbedded" group:"network" default:"true" help:"run a name server in this process, on namesrvListenPort"`
+	NamesrvListenPort int    `prop:"namesrvListenPort" group:"network" allowed:"0..65535" default:"9876" help:"port of the embedded name server"`
+	AclFile           string `prop:"aclFile" group:"ACL/TLS" help:"plain ACL file (YAML) read when aclEnable=true; empty: plain_acl.yml beside the -c file, else conf/plain_acl.yml"`
+
 	// HiccupMeterInterval runs internal/hiccup in mqbroker: a diagnostic for tail-latency work (issue 17).
 	HiccupMeterInterval time.Duration `prop:"hiccupMeterInterval" group:"metrics/ops" unit:"ms" allowed:"0 or more" default:"0" help:"> 0: a goroutine sleeps this long over and over and records how late it wakes (ringmq_hiccup_seconds; stalls of 1 ms or more with their times at /debug/hiccups on metricsAddr); 0: off"`
-	NamesrvEmbedded     bool          `prop:"namesrvEmbedded" group:"network" default:"true" help:"run a name server in this process, on namesrvListenPort"`
-	NamesrvListenPort   int           `prop:"namesrvListenPort" group:"network" allowed:"0..65535" default:"9876" help:"port of the embedded name server"`
-	AclFile             string        `prop:"aclFile" group:"ACL/TLS" help:"plain ACL file (YAML) read when aclEnable=true; empty: plain_acl.yml beside the -c file, else conf/plain_acl.yml"`
 
 	// The label caps keep a topic storm from growing the metrics without bound (METRICS.md): the
 	// first topics and group×topic pairs seen get their own series, later ones share one labelled <other>.
