@@ -12,37 +12,47 @@ import (
 // writer goroutines only drain once the pacer is done.
 //
 // Why this shape, measured on the 2-vCPU VM the benchmarks run on (BENCHMARKS.md, "Issue
-// 17 item 1: a cheap open loop"; 20k msgs/s of 1 KiB over 4 connections):
+// 17 item 1", subsection "A cheap open loop"; 20k msgs/s of 1 KiB over 4 connections):
 //
-//   - System calls and wake-ups, not encoding, are the open loop's cost: every write,
-//     every read of a response and every wake of a sleeping thread costs microseconds of
-//     kernel and scheduler time here. A writer goroutine per connection sleeping on a
-//     timer until each message is due made ≈ 14k writes, 22k reads, 17k context switches
-//     and 11k futex calls a second; the pacer, one goroutine for all connections, wakes at
-//     most once per tick whatever the rate and the number of connections and writes each
-//     connection at most once per wake-up (futex calls fell to ≈ 400/s).
+//   - System calls and wake-ups, not encoding, are the open loop's cost: each write, each
+//     read of a response and each wake of a sleeping thread costs microseconds of kernel
+//     and scheduler time here, in all 25–30 µs of client CPU per write with its
+//     response. A writer goroutine per connection, sleeping on a timer until each message
+//     was due, made ≈ 14k writes, 22k reads, 17k context switches and 11k futex calls a
+//     second; the pacer, one goroutine for all connections, wakes at most once per tick
+//     whatever the rate and the number of connections, writes each connection at most
+//     once per wake-up, and made 350–750 futex calls a second (250 µs tick).
 //   - Go's timers cannot tick in sub-millisecond steps on an idle process: the runtime
 //     sleeps in epoll_wait, whose timeout is in whole milliseconds, so time.Sleep(200µs),
 //     a Timer and a Ticker all wake after ≈ 1.1 ms (p50) here, and a pacer on them bunches
 //     a millisecond of messages (p50 0.9–1.3 ms at 20k msgs/s). The pacer sleeps with
 //     clock_nanosleep to an absolute deadline instead (preciseSleeper): late by the
 //     kernel's timer slack (50 µs) plus scheduling. A timerfd read through the netpoller
-//     was as precise but handed the pacer between threads on every tick (7–12k futex
-//     calls a second, more CPU than the old writers). Waits longer than a few
+//     kept the p50 as low but handed the pacer between threads on every tick (7–12k
+//     futex calls a second, more CPU than clock_nanosleep). Waits longer than a few
 //     milliseconds start on a Go timer, so a stopped run is not held by a sleeping thread.
 //   - GOMAXPROCS=1 does not help: a thread asleep in clock_nanosleep holds the only P, so
 //     the runtime hands it to another thread for the readers on every tick (8k futex calls
-//     a second, more CPU). The default GOMAXPROCS stays.
-//   - The tick bounds what the batching costs in latency: a message due just after a
-//     wake-up is sent at the next one, at most one tick later (plus the wake-up's
-//     lateness), and its latency — measured from the intended time — includes that wait
-//     (it shows as latency minus service time). CPU per message fell as the tick grew
-//     (100 µs: no better than the old writers; 250 µs: about 35 % less) and then
-//     flattened (500 µs: no further gain), since each connection's message, every 200 µs
-//     at 20k msgs/s over 4 connections, needs its write and its response's read anyway.
-//     The default, 200 µs, is that interval: about one message per connection per
-//     wake-up, 100 µs added on average; --tick trades it against CPU.
+//     a second, more CPU). The default GOMAXPROCS stays; there is no --procs flag.
+//   - The tick sets the CPU per message, because it sets how many messages share a write
+//     and its response: at 20k msgs/s over 4 connections each connection has a message
+//     due every 200 µs: a 200 µs tick sends about one message per connection per wake-up
+//     (≈ 17 µs of client CPU per message, as much as the old writers), 500 µs about 2.5
+//     (≈ 12 µs), 1 ms about 5 (≈ 8 µs). The cost in latency: a message due just after a
+//     wake-up is sent at the next one, at most one tick later (half a tick on average)
+//     plus the wake-up's lateness, and its latency — measured from the intended time —
+//     includes that wait (it shows as latency minus service time). The default, 200 µs,
+//     keeps the added wait (≤ 200 µs plus lateness) under issue 17's p99 target of 300 µs;
+//     --tick trades latency for CPU.
 //
+// Every message is due at its intended time and sent at the first wake-up at or after
+// it, so the offered rate is exact over the run (⌈rate × duration⌉ messages) however late
+// the pacer wakes: a late wake-up sends more at once, and the wait counts in the latency.
+// The only thing that holds a due message back is a connection without a free slot (W
+// requests unanswered); it goes out at the first wake-up after a slot is back, its
+// latency again counted from its intended time. When the run ends, due messages still
+// without a slot are not sent (and not counted), as before.
+
 // DefaultTick is the open loop's default pacing tick.
 const DefaultTick = 200 * time.Microsecond
 
