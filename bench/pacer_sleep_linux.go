@@ -9,22 +9,25 @@ import "golang.org/x/sys/unix"
 // round up to (see pacer.go). It blocks the calling thread; its P stays with the sleeping
 // thread while the other P is idle, so the readers keep running meanwhile.
 type preciseSleeper struct {
-	monoOffsetNs int64 // CLOCK_MONOTONIC minus the run clock; -1: unavailable
+	monoOffsetNs int64 // CLOCK_MONOTONIC minus the run clock
+	ok           bool  // false: CLOCK_MONOTONIC unreadable, fall back to time.Sleep
 }
 
 // newPreciseSleeper maps clk onto CLOCK_MONOTONIC, the clock Go's monotonic readings
-// (and so clk.now) come from on Linux.
+// (and so clk.now) come from on Linux. The run clock is read first, so the offset comes
+// out a few nanoseconds large, never small, and a deadline is never met early.
 func newPreciseSleeper(clk clock) *preciseSleeper {
+	runNs := clk.now()
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		return &preciseSleeper{monoOffsetNs: -1}
+		return &preciseSleeper{}
 	}
-	return &preciseSleeper{monoOffsetNs: ts.Nano() - clk.now()}
+	return &preciseSleeper{monoOffsetNs: ts.Nano() - runNs, ok: true}
 }
 
 // sleep returns once the run clock has reached untilNs (at once if it has).
 func (s *preciseSleeper) sleep(clk clock, untilNs int64) {
-	if s.monoOffsetNs < 0 {
+	if !s.ok {
 		sleepPortable(clk, untilNs)
 		return
 	}
