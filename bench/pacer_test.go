@@ -213,16 +213,3 @@ func TestOpenLoopSendPathAllocatesNothingPerMessage(t *testing.T) {
 	require.EqualValues(t, fakeNow/int64(100*time.Microsecond)+1, conns[0].sent, "every step sent what was due")
 	require.Equal(t, steps, ncs[0].writes, "one write per connection per wake-up")
 }
-
-// The precise sleeper returns at or after its deadline (how much after is the machine's
-// business, not asserted).
-func TestPreciseSleeperWaitsUntilDeadline(t *testing.T) {
-	clk := newClock()
-	s := newPreciseSleeper(clk)
-	for range 5 {
-		until := clk.now() + int64(200*time.Microsecond)
-		s.sleep(clk, until)
-		require.GreaterOrEqual(t, clk.now(), until)
-	}
-	s.sleep(clk, clk.now()-1) // a deadline already passed returns at once
-}
