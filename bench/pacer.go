@@ -21,7 +21,7 @@ import (
 //     was due, made ≈ 14k writes, 22k reads, 17k context switches and 11k futex calls a
 //     second; the pacer, one goroutine for all connections, wakes at most once per tick
 //     whatever the rate and the number of connections, writes each connection at most
-//     once per wake-up, and made 350–750 futex calls a second (250 µs tick).
+//     once per wake-up, and made 110–120 futex calls a second (200 µs tick).
 //   - Go's timers cannot tick in sub-millisecond steps on an idle process: the runtime
 //     sleeps in epoll_wait, whose timeout is in whole milliseconds, so time.Sleep(200µs),
 //     a Timer and a Ticker all wake after ≈ 1.1 ms (p50) here, and a pacer on them bunches
@@ -37,8 +37,8 @@ import (
 //   - The tick sets the CPU per message, because it sets how many messages share a write
 //     and its response: at 20k msgs/s over 4 connections each connection has a message
 //     due every 200 µs: a 200 µs tick sends about one message per connection per wake-up
-//     (≈ 17 µs of client CPU per message, as much as the old writers), 500 µs about 2.5
-//     (≈ 12 µs), 1 ms about 5 (≈ 8 µs). The cost in latency: a message due just after a
+//     (≈ 15 µs of client CPU per message, 25 for the old writers), 500 µs about 2.5
+//     (≈ 9.5 µs), 1 ms about 5 (≈ 6 µs). The cost in latency: a message due just after a
 //     wake-up is sent at the next one, at most one tick later (half a tick on average)
 //     plus the wake-up's lateness, and its latency — measured from the intended time —
 //     includes that wait (it shows as latency minus service time). The default, 200 µs,
