@@ -330,6 +330,8 @@ func TestProducerConfigValidate(t *testing.T) {
 		"batch":          func(c *ProducerConfig) { c.Batch = 0 },
 		"no end":         func(c *ProducerConfig) { c.Duration, c.Count = 0, 0 },
 		"rate":           func(c *ProducerConfig) { c.Rate = -1 },
+		"negative tick":  func(c *ProducerConfig) { c.Tick = -1 },
+		"tick too long":  func(c *ProducerConfig) { c.Tick = time.Second },
 		"tag":            func(c *ProducerConfig) { c.Tags = []string{""} },
 	} {
 		c := base
