@@ -9,7 +9,8 @@
 //     requests in flight (a semaphore of W slots). Requests are matched to responses by
 //     opaque. SEND_MESSAGE_V2 (310) with the one-letter header keys, as the Java client
 //     sends by default, or SEND_BATCH_MESSAGE (320) with --batch > 1; JSON header
-//     serialization. Closed loop by default; open loop with a fixed rate.
+//     serialization. Closed loop by default; open loop with a fixed rate, where one pacer
+//     goroutine writes for every connection, waking at most once per tick (pacer.go).
 //   - Consumer: PULL_MESSAGE (11) with or without long polling, one pull in flight per
 //     queue, records decoded with codec.DecodeRecord; end-to-end latency and lag.
 //   - Recorder and Series: per-goroutine HdrHistograms (no locks on the hot path) merged

@@ -63,6 +63,10 @@ type ProducerConfig struct {
 	// Rate > 0 is an open-loop run: messages per second in total, each with an intended
 	// send time on a fixed schedule; latency is measured from the intended time.
 	Rate float64
+	// Tick is the open loop's pacing step: the pacer wakes up at most once per Tick and
+	// sends everything due, so a message waits at most a Tick past its intended time
+	// (counted in its latency) for the wake-up that sends it. 0 means DefaultTick.
+	Tick time.Duration
 	// DrainTimeout bounds the wait for responses after the last send; requests still
 	// unanswered then count as TIMEOUT errors.
 	DrainTimeout time.Duration
@@ -120,6 +124,8 @@ func (c *ProducerConfig) Validate() error {
 		return fmt.Errorf("%w: Rate (--rate) %v", ErrConfig, c.Rate)
 	case c.SlowThreshold < 0:
 		return fmt.Errorf("%w: SlowThreshold (--slow-threshold) %v", ErrConfig, c.SlowThreshold)
+	case c.Tick < 0 || c.Tick > maxTick:
+		return fmt.Errorf("%w: Tick (--tick) %v not in [0, %v]", ErrConfig, c.Tick, maxTick)
 	case c.DrainTimeout <= 0:
 		return fmt.Errorf("%w: DrainTimeout (--drain-timeout) %v <= 0", ErrConfig, c.DrainTimeout)
 	case c.DialTimeout <= 0:
@@ -285,15 +291,33 @@ func (p *Producer) run(ctx context.Context, targets []BrokerQueues) (*ProduceRes
 		started = nil
 	}
 	var wg sync.WaitGroup
+	var pacerDone chan struct{}
+	var lanes []paceLane
+	if p.cfg.Rate > 0 {
+		pacerDone = make(chan struct{})
+		lanes = make([]paceLane, 0, len(conns))
+	}
 	for i, c := range conns {
 		c.run = run
 		c.rec = NewRecorder(measureStart, p.series, p.cfg.Rate > 0)
 		c.rec.KeepSlow(int64(p.cfg.SlowThreshold))
 		c.quota = quota(p.cfg.Count, len(conns), i)
+		c.initSender()
+		writes := c.writeLoop
+		if pacerDone != nil {
+			writes = nil
+			lanes = append(lanes, c)
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.serve()
+			c.serve(writes, pacerDone)
+		}()
+	}
+	if pacerDone != nil {
+		go func() {
+			defer close(pacerDone)
+			run.pace(lanes)
 		}()
 	}
 	allDone := make(chan struct{})
@@ -514,7 +538,8 @@ type producerConn struct {
 	failMu  sync.Mutex
 	failErr error // set once, before failed is closed
 
-	// writer-owned
+	// writer-owned (the writer goroutine's, or the pacer's in an open-loop run)
+	snd         sender
 	sent        int64 // measured messages written
 	lastWriteNs int64
 	unmatched   int64 // reader-owned: responses with an unknown opaque
@@ -572,11 +597,16 @@ const (
 	writeBatchMaxBytes    = 256 << 10
 )
 
-// serve is the writer goroutine: it sends until the run stops or the quota is reached,
-// drains the responses, closes the connection and accounts for unanswered requests.
-func (c *producerConn) serve() {
+// serve runs the connection: its reader, its writes (writes, or nil in an open-loop run
+// where the pacer writes and pacerDone closes when it is done), then drains the
+// responses, closes the connection and accounts for unanswered requests.
+func (c *producerConn) serve(writes func(), pacerDone <-chan struct{}) {
 	go c.readLoop()
-	c.writeLoop()
+	if writes != nil {
+		writes()
+	} else {
+		<-pacerDone
+	}
 	c.drain()
 	c.closing.Store(true)
 	_ = c.nc.Close()
@@ -585,54 +615,126 @@ func (c *producerConn) serve() {
 	c.rec.Flush()
 }
 
-// writeLoop sends requests. Closed loop: a request goes out as soon as a slot is free.
-// Open loop (Rate > 0): message i of this connection is due at start + i/rate_per_conn;
-// the writer waits until it is due, then for a slot. Either way, everything that is ready
-// (free slots, and due messages) goes out in one write.
-func (c *producerConn) writeLoop() {
+// pendingReq is a request encoded into the write buffer, published to its slot just
+// before the write.
+type pendingReq struct {
+	idx      int32 // slot; -1 oneway
+	opaque   int32
+	intended int64
+	msgs     int32
+}
+
+// sender is a connection's write side: requests are encoded into buf and written
+// together by flush. Owned by the connection's writer goroutine (closed loop) or by the
+// pacer (open loop).
+type sender struct {
+	enc       *encoder
+	buf       []byte
+	pending   []pendingReq
+	queueIdx  int
+	remaining int64     // measured messages still to send (the quota)
+	wall      time.Time // the bornTimestamp of the messages of this write
+	sched     *schedule // open loop only
+}
+
+func (c *producerConn) initSender() {
 	run := c.run
 	cfg := &run.p.cfg
-	enc := newEncoder(cfg, c.id, run.uniq)
-	var sched *schedule
+	c.snd = sender{
+		enc:       newEncoder(cfg, c.id, run.uniq),
+		buf:       make([]byte, 0, 64<<10),
+		pending:   make([]pendingReq, 0, writeBatchMaxRequests),
+		remaining: c.quota,
+	}
 	if cfg.Rate > 0 {
-		sched = newSchedule(cfg.Rate/float64(cfg.Conns), c.id, cfg.Conns, 0)
+		c.snd.sched = newSchedule(cfg.Rate, c.id, cfg.Conns, 0)
 	}
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
-	buf := make([]byte, 0, 64<<10)
-	type pending struct {
-		idx      int32
-		opaque   int32
-		intended int64
-		msgs     int32
+}
+
+// begin starts a write at run-clock time now.
+func (c *producerConn) begin(now int64) {
+	s := &c.snd
+	s.pending = s.pending[:0]
+	s.buf = s.buf[:0]
+	s.enc.bodyOffs = s.enc.bodyOffs[:0]
+	s.wall = time.Unix(0, c.run.clk.wall(now))
+}
+
+// add encodes one request in slot idx (-1: oneway) intended at intended into the write.
+// Warm-up messages do not use the quota. false: the connection failed (encoding).
+func (c *producerConn) add(idx int32, intended int64) bool {
+	s := &c.snd
+	cfg := &c.run.p.cfg
+	msgs := int32(min(int64(cfg.Batch), s.remaining))
+	if intended < c.run.measureStart {
+		msgs = int32(cfg.Batch)
+	} else {
+		s.remaining -= int64(msgs)
 	}
-	var batch []pending
-	queueIdx := 0
-	remaining := c.quota
-	for remaining > 0 {
-		// Wait for the next message to be due (open loop), then for a free slot.
-		var intended int64
-		if sched != nil {
-			intended = sched.due()
-			if intended >= run.endNs {
-				return
-			}
-			if wait := intended - run.clk.now(); wait > int64(schedSpinNs) {
-				timer.Reset(time.Duration(wait))
-				select {
-				case <-timer.C:
-				case <-run.stop:
-					return
-				case <-c.failed:
-					return
-				}
-			}
+	opaque := int32(opaqueBase) // oneway: no response to match, any opaque of the width
+	if idx >= 0 {
+		opaque = c.opaqueFor(idx)
+	}
+	var err error
+	s.buf, err = s.enc.appendRequest(s.buf, opaque, c.queues[s.queueIdx], int(msgs), s.wall)
+	if err != nil {
+		// Only an impossible header (validated sizes) gets here.
+		c.release(idx)
+		c.fail(fmt.Errorf("bench: encode send: %w", err))
+		return false
+	}
+	s.queueIdx = (s.queueIdx + 1) % len(c.queues)
+	s.pending = append(s.pending, pendingReq{idx: idx, opaque: opaque, intended: intended, msgs: msgs})
+	return true
+}
+
+// full reports whether the write has reached its batching limit.
+func (c *producerConn) full() bool {
+	return len(c.snd.pending) >= writeBatchMaxRequests || len(c.snd.buf) >= writeBatchMaxBytes
+}
+
+// flush stamps and publishes every request of the write, then writes them in one go.
+// false: the connection failed.
+func (c *producerConn) flush() bool {
+	s := &c.snd
+	run := c.run
+	sentNs := run.clk.now()
+	s.enc.stamp(s.buf, run.clk.wall(sentNs))
+	var oneway int64
+	for _, b := range s.pending {
+		if b.intended >= run.measureStart {
+			c.sent += int64(b.msgs)
 		}
-		var idx int32
-		if cfg.Oneway {
-			idx = -1
-		} else {
+		if b.idx < 0 {
+			oneway += int64(b.msgs)
+			continue
+		}
+		sl := &c.slots[b.idx]
+		sl.startNs.Store(min(b.intended, sentNs))
+		sl.sentNs.Store(sentNs)
+		sl.msgs.Store(b.msgs)
+		sl.opaque.Store(b.opaque)
+	}
+	s.pending = s.pending[:0]
+	if _, err := c.nc.Write(s.buf); err != nil {
+		c.fail(fmt.Errorf("bench: write: %w", err))
+		return false
+	}
+	c.lastWriteNs = run.clk.now()
+	if oneway > 0 {
+		c.completed.Add(oneway)
+	}
+	return true
+}
+
+// writeLoop is the closed loop's writer: a request goes out as soon as a slot is free,
+// and every request that has a free slot goes out in one write.
+func (c *producerConn) writeLoop() {
+	run := c.run
+	oneway := run.p.cfg.Oneway
+	for c.snd.remaining > 0 {
+		idx := int32(-1)
+		if !oneway {
 			select {
 			case idx = <-c.free:
 			case <-run.stop:
@@ -648,92 +750,93 @@ func (c *producerConn) writeLoop() {
 		default:
 		}
 		now := run.clk.now()
-		if sched == nil {
-			if now >= run.endNs {
-				c.release(idx)
-				return
-			}
-			intended = now
-		} else {
-			sched.advance()
-		}
-		batch = batch[:0]
-		buf = buf[:0]
-		enc.bodyOffs = enc.bodyOffs[:0]
-		wall := time.Unix(0, run.clk.wall(now))
-		for {
-			msgs := int32(min(int64(cfg.Batch), remaining))
-			if intended < run.measureStart {
-				msgs = int32(cfg.Batch) // warm-up messages do not use the quota
-			} else {
-				remaining -= int64(msgs)
-			}
-			opaque := int32(opaqueBase) // oneway: no response to match, any opaque of the width
-			if idx >= 0 {
-				opaque = c.opaqueFor(idx)
-			}
-			var err error
-			buf, err = enc.appendRequest(buf, opaque, c.queues[queueIdx], int(msgs), wall)
-			if err != nil {
-				// Only an impossible header (validated sizes) gets here.
-				c.release(idx)
-				c.fail(fmt.Errorf("bench: encode send: %w", err))
-				return
-			}
-			queueIdx = (queueIdx + 1) % len(c.queues)
-			batch = append(batch, pending{idx: idx, opaque: opaque, intended: intended, msgs: msgs})
-			if remaining <= 0 || len(batch) >= writeBatchMaxRequests || len(buf) >= writeBatchMaxBytes {
-				break
-			}
-			// Take more only if it is ready right now.
-			if sched != nil {
-				next := sched.due()
-				if next > now || next >= run.endNs {
-					break
-				}
-				intended = next
-			}
-			if !cfg.Oneway {
-				select {
-				case idx = <-c.free:
-				default:
-					idx = -2
-				}
-				if idx == -2 {
-					break
-				}
-			}
-			if sched != nil {
-				sched.advance()
-			}
-		}
-		// Stamp and publish every request, then write them in one go.
-		sentNs := run.clk.now()
-		enc.stamp(buf, run.clk.wall(sentNs))
-		for _, b := range batch {
-			if b.intended >= run.measureStart {
-				c.sent += int64(b.msgs)
-			}
-			if b.idx < 0 {
-				continue
-			}
-			s := &c.slots[b.idx]
-			s.startNs.Store(min(b.intended, sentNs))
-			s.sentNs.Store(sentNs)
-			s.msgs.Store(b.msgs)
-			s.opaque.Store(b.opaque)
-		}
-		if _, err := c.nc.Write(buf); err != nil {
-			c.fail(fmt.Errorf("bench: write: %w", err))
+		if now >= run.endNs {
+			c.release(idx)
 			return
 		}
-		c.lastWriteNs = run.clk.now()
-		if cfg.Oneway {
-			var n int64
-			for _, b := range batch {
-				n += int64(b.msgs)
+		c.begin(now)
+		for {
+			if !c.add(idx, now) {
+				return
 			}
-			c.completed.Add(n)
+			if c.snd.remaining <= 0 || c.full() {
+				break
+			}
+			if !oneway {
+				var ok bool
+				select {
+				case idx, ok = <-c.free:
+				default:
+				}
+				if !ok {
+					break // take more only if it is ready right now
+				}
+			}
+		}
+		if !c.flush() {
+			return
+		}
+	}
+}
+
+// sendDue is the open loop's send (paceLane, called by the pacer): every message intended
+// at or before now and before the end of the run goes out, as many per write as the
+// batching limits allow, as long as slots are free. It returns the intended time of the
+// next message, which is ≤ now when a slot was missing, and math.MaxInt64 when the
+// connection is done (quota sent, the run's end reached, or the connection failed).
+func (c *producerConn) sendDue(now int64) int64 {
+	run := c.run
+	s := &c.snd
+	oneway := run.p.cfg.Oneway
+	select {
+	case <-c.failed:
+		return math.MaxInt64
+	default:
+	}
+	begun := false
+	for {
+		intended := s.sched.due()
+		if s.remaining <= 0 || intended >= run.endNs {
+			if begun && !c.flush() {
+				return math.MaxInt64
+			}
+			return math.MaxInt64
+		}
+		if intended > now {
+			if begun && !c.flush() {
+				return math.MaxInt64
+			}
+			return intended
+		}
+		idx := int32(-1)
+		if !oneway {
+			var ok bool
+			select {
+			case idx, ok = <-c.free:
+			default:
+			}
+			if !ok {
+				// Every slot in flight: the message stays due and goes out at a later
+				// wake-up, its latency counted from its intended time.
+				if begun && !c.flush() {
+					return math.MaxInt64
+				}
+				return intended
+			}
+		}
+		if !begun {
+			c.begin(now)
+			begun = true
+		}
+		s.sched.advance()
+		if !c.add(idx, intended) {
+			return math.MaxInt64
+		}
+		if c.full() {
+			if !c.flush() {
+				return math.MaxInt64
+			}
+			begun = false
 		}
 	}
 }
@@ -829,27 +932,3 @@ func (c *producerConn) readLoop() {
 		c.free <- idx
 	}
 }
-
-// schedule is one connection's open-loop timetable: message i is due at
-// offset + i×interval on the run clock. Connections are offset by a fraction of the
-// interval so their sends interleave instead of bunching. Not safe for concurrent use.
-type schedule struct {
-	offsetNs   float64
-	intervalNs float64
-	i          int64
-}
-
-// schedSpinNs: a message due this soon is sent without arming a timer (timers are not
-// finer than tens of microseconds anyway).
-const schedSpinNs = 20 * time.Microsecond
-
-func newSchedule(ratePerConn float64, connID, conns int, startNs int64) *schedule {
-	interval := 1e9 / ratePerConn
-	return &schedule{offsetNs: float64(startNs) + interval*float64(connID)/float64(conns), intervalNs: interval}
-}
-
-// due is the intended time of the next message.
-func (s *schedule) due() int64 { return int64(s.offsetNs + float64(s.i)*s.intervalNs) }
-
-// advance moves to the next message.
-func (s *schedule) advance() { s.i++ }

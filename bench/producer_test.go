@@ -274,6 +274,26 @@ func TestProduceRateModeMeasuresFromIntendedTime(t *testing.T) {
 	require.GreaterOrEqual(t, res.Elapsed, 290*time.Millisecond, "150 messages at 500/s span 298 ms")
 }
 
+// An open-loop duration run sends exactly the messages intended in its window, whenever
+// the pacer gets the CPU: 2,000 msgs/s for 300 ms after 100 ms of warm-up is messages
+// 200..799 of the run (k/rate in [100 ms, 400 ms)), 600 measured and 200 warm-up.
+func TestProduceRateDurationSendsTheExactCount(t *testing.T) {
+	b := newTestFakeBroker(t)
+	cfg := testProducerConfig(b)
+	cfg.Conns, cfg.Inflight = 2, 1024 // never short of a slot
+	cfg.Rate = 2000
+	cfg.Count = 0
+	cfg.Warmup = 100 * time.Millisecond
+	cfg.Duration = 300 * time.Millisecond
+	res := runProducer(t, cfg)
+	requireAccounted(t, res)
+	require.EqualValues(t, 600, res.Sent)
+	require.EqualValues(t, 600, res.Acked)
+	require.EqualValues(t, 200, res.WarmupMsgs)
+	require.EqualValues(t, 800, b.storedTotal("T"))
+	require.EqualValues(t, 600, res.Latency.Count)
+}
+
 // Warm-up messages are sent but not measured; a duration run stops on time.
 func TestProduceWarmupAndDuration(t *testing.T) {
 	b := newTestFakeBroker(t)
@@ -310,6 +330,8 @@ func TestProducerConfigValidate(t *testing.T) {
 		"batch":          func(c *ProducerConfig) { c.Batch = 0 },
 		"no end":         func(c *ProducerConfig) { c.Duration, c.Count = 0, 0 },
 		"rate":           func(c *ProducerConfig) { c.Rate = -1 },
+		"negative tick":  func(c *ProducerConfig) { c.Tick = -1 },
+		"tick too long":  func(c *ProducerConfig) { c.Tick = time.Second },
 		"tag":            func(c *ProducerConfig) { c.Tags = []string{""} },
 	} {
 		c := base

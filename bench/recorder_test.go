@@ -80,10 +80,10 @@ func TestCoordinatedOmissionKnownAnswers(t *testing.T) {
 	requireNear(t, 1_000_000, cor.MaxUs, "corrected max")
 }
 
-// The schedule spreads connections over the interval and never drifts: message i is due
-// at offset + i×interval exactly.
+// The schedule spreads connections over the interval and never drifts: message i of
+// connection c is message k = 4i + c of the run, due at start + k/rate exactly.
 func TestScheduleIsFixed(t *testing.T) {
-	s := newSchedule(1000, 1, 4, int64(time.Second)) // 1,000/s per conn, conn 1 of 4
+	s := newSchedule(4000, 1, 4, int64(time.Second)) // 4,000/s in all, 1,000/s per conn, conn 1 of 4
 	require.EqualValues(t, int64(time.Second)+250*int64(time.Microsecond), s.due())
 	for range 999_999 {
 		s.advance()

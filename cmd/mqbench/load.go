@@ -68,6 +68,7 @@ func newLoadOptions(mode string, stderr io.Writer) *loadOptions {
 		fs.IntVar(&o.p.Batch, "batch", 1, "messages per request (> 1: SEND_BATCH_MESSAGE)")
 		fs.Int64Var(&o.p.Count, "count", 0, "messages to measure (0: until --duration)")
 		fs.Float64Var(&o.p.Rate, "rate", 0, "open loop: messages per second in total, latency from the intended send time (0: closed loop)")
+		fs.DurationVar(&o.p.Tick, "tick", bench.DefaultTick, "open loop: the pacer wakes at most once per tick and sends everything due (a message waits at most a tick, counted in its latency)")
 		fs.DurationVar(&o.p.DrainTimeout, "drain-timeout", o.p.DrainTimeout, "wait this long for the last responses; unanswered requests count as TIMEOUT")
 		fs.StringVar(&o.slowLog, "slow-log", "", "write every measured send at least --slow-threshold late to FILE: intended, written, answered (Unix ns)")
 		fs.DurationVar(&o.p.SlowThreshold, "slow-threshold", time.Millisecond, "what --slow-log counts as slow")

@@ -38,7 +38,8 @@ Usage:
 produce sends SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE with --batch > 1) over C connections
 with W requests in flight each (pipelined by opaque), closed loop, or open loop at --rate
 messages/s with latency measured from each message's intended send time (coordinated
-omission corrected). consume pulls with long polling (--no-long-polling to poll) and measures
+omission corrected; one pacer wakes at most once per --tick and sends what is due, so a
+message may wait up to a tick, counted in its latency). consume pulls with long polling (--no-long-polling to poll) and measures
 end-to-end latency and lag. report compares run directories (ringmq vs another broker, or two
 configurations): an HTML page (inline SVG) and a Markdown table with ratios against the
 first run; runs sharing a --name are summarized by their medians. suite starts bin/mqbroker
