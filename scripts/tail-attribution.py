@@ -19,6 +19,7 @@ own work: queueing behind other sends, the store, the event loop). Causes:
 Usage: tail-attribution.py RUN_DIR [RUN_DIR...]   (prints one table row per run and the pooled shares)
 """
 import bisect
+import gzip
 import json
 import os
 import sys
@@ -81,7 +82,8 @@ def attribute(run_dir):
     thresholds = (("≥ 1 ms", 1e6), ("≥ 10 ms", 10e6))
     for label, _ in thresholds:
         counts[label] = dict.fromkeys(CAUSES, 0)
-    for line in open(os.path.join(run_dir, "slow.txt")):
+    slow = os.path.join(run_dir, "slow.txt")
+    for line in (open(slow) if os.path.exists(slow) else gzip.open(slow + ".gz", "rt")):  # kept gzipped in bench/results
         if line.startswith("#") or not line.strip():
             continue
         intended, _sent, done = (int(x) for x in line.split()[:3])

@@ -44,7 +44,7 @@ store_root=${STORE_DIR:-bench/results/tmp}
 mkdir -p "$out" "$store_root"
 
 py=$(python3 -c 'import sys; print(sys.executable)')
-free_port() { "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+free_ports() { "$py" -c 'import socket,sys; ss=[socket.socket() for _ in range(int(sys.argv[1]))]; [s.bind(("127.0.0.1",0)) for s in ss]; print(" ".join(str(s.getsockname()[1]) for s in ss))' "$1"; }
 wait_port() { for _ in $(seq 1 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done; return 1; }
 
 {
@@ -54,8 +54,8 @@ wait_port() { for _ in $(seq 1 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev
 } | tee "$out/machine.txt"
 
 run_one() { # run_one VARIANT ROUND
-  local v=$1 r=$2 port nport mport store dir env=() broker_cpu=() bench_cpu=() extra=()
-  port=$(free_port); nport=$(free_port); mport=$(free_port)
+  local v=$1 r=$2 port nport mport hport store dir env=() broker_cpu=() bench_cpu=() extra=()
+  read -r port nport mport hport <<<"$(free_ports 4)" # picked together: distinct (haListenPort's default, listenPort + 1, may be taken)
   store="$store_root/tail-$v-$r"; rm -rf "$store"; mkdir -p "$store"
   dir="$out/$v/round-$r"; mkdir -p "$dir"
   case $v in
@@ -70,7 +70,7 @@ run_one() { # run_one VARIANT ROUND
   esac
   if [ -n "${ATTRIBUTE:-}" ]; then extra+=(--hiccupMeterInterval=1); fi
   env "${env[@]}" GODEBUG=gctrace=1 "${broker_cpu[@]}" "$bin/mqbroker" --storePathRootDir="$store" \
-    --listenPort="$port" --namesrvListenPort="$nport" --fastListenPort=0 \
+    --listenPort="$port" --namesrvListenPort="$nport" --fastListenPort=0 --haListenPort="$hport" \
     --metricsAddr="127.0.0.1:$mport" --mappedFileSizeCommitLog=134217728 "${extra[@]}" \
     >"$dir/broker.log" 2>"$dir/broker.stderr" &
   local bpid=$!
