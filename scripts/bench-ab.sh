@@ -19,9 +19,7 @@ store_root=${STORE_DIR:-bench/results/tmp}
 read -r -a builds <<<"${BINS:?BINS=\"tag=dir tag=dir\"}"
 IFS=, read -r -a points <<<"${POINTS:-1 1,4 16,16 32}"
 read -r -a flushes <<<"${FLUSH:-ASYNC_FLUSH}"
-py=$(python3 -c 'import sys; print(sys.executable)')
-free_ports() { "$py" -c 'import socket,sys; ss=[socket.socket() for _ in range(int(sys.argv[1]))]; [s.bind(("127.0.0.1",0)) for s in ss]; print(" ".join(str(s.getsockname()[1]) for s in ss))' "$1"; }
-wait_port() { for _ in $(seq 1 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done; return 1; }
+source scripts/lib.sh # py, free_ports, wait_port
 mkdir -p "$out" "$store_root"
 pid=""
 stop() { if [ -n "$pid" ]; then kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; pid=""; fi; }

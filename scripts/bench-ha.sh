@@ -34,11 +34,7 @@ IFS=, read -r -a configs <<<"${CONFIGS-ASYNC_MASTER ASYNC_FLUSH,SYNC_MASTER ASYN
 IFS=, read -r -a points <<<"${POINTS:-1 1,4 16,16 32}"
 read -r -a builds <<<"${BINS:-=$bin}" # tag=dir; the default has no tag
 
-py=$(python3 -c 'import sys; print(sys.executable)') # not through a version manager's shell shim
-# free_ports N: N distinct free ports, held open together while they are picked (ports picked one call at a
-# time can repeat: a run once gave the metrics listener and the remoting port the same number).
-free_ports() { "$py" -c 'import socket,sys; ss=[socket.socket() for _ in range(int(sys.argv[1]))]; [s.bind(("127.0.0.1",0)) for s in ss]; print(" ".join(str(s.getsockname()[1]) for s in ss))' "$1"; }
-wait_port() { for _ in $(seq 1 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done; return 1; }
+source scripts/lib.sh # py, free_ports, wait_port
 max_offset() { curl -s "http://127.0.0.1:$1/metrics" | awk '/^ringmq_store_commitlog_max_offset_bytes /{printf "%.0f\n", $2}'; }
 # sample_lag SLAVE_METRICS MASTER_METRICS: master end - slave end every 100 ms until killed, from one process
 # (run it in the background: it execs, so that $! is the sampler itself).

@@ -43,9 +43,7 @@ out=${OUT:-bench/results/tail-$(date +%Y%m%dT%H%M%S)}
 store_root=${STORE_DIR:-bench/results/tmp}
 mkdir -p "$out" "$store_root"
 
-py=$(python3 -c 'import sys; print(sys.executable)')
-free_ports() { "$py" -c 'import socket,sys; ss=[socket.socket() for _ in range(int(sys.argv[1]))]; [s.bind(("127.0.0.1",0)) for s in ss]; print(" ".join(str(s.getsockname()[1]) for s in ss))' "$1"; }
-wait_port() { for _ in $(seq 1 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done; return 1; }
+source scripts/lib.sh # py, free_ports, wait_port
 
 {
   echo "started $(date -u +%FT%TZ); nproc $(nproc); $(uname -r); $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
