@@ -124,10 +124,14 @@ func TestClientTimeouts(t *testing.T) {
 	s := startServer(t, EngineGnet, newTestHandler(), nil)
 	cl := newTestClient(t, func(c *ClientConfig) { c.MaxPendingCalls = 2 })
 	addr := s.Addr().String()
+	// Connect first, without a deadline to speak of: a 20 ms deadline must time the call out, not a dial
+	// slowed down by a loaded machine (that is a dial error, as TestClientDialError checks).
+	_, err := cl.Invoke(context.Background(), addr, codec.NewRequest(codeEcho, nil, nil))
+	require.NoError(t, err)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	_, err := cl.Invoke(ctx, addr, codec.NewRequest(codeNoReply, nil, nil))
+	_, err = cl.Invoke(ctx, addr, codec.NewRequest(codeNoReply, nil, nil))
 	require.ErrorIs(t, err, ErrTimeout)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 
