@@ -6,6 +6,10 @@
 // the measured process (the broker, the load generator) and export through its Prometheus registry;
 // no Go library does it.
 //
+// The sleep itself is not exact: Go's timers can wake up to about a millisecond late on an idle process
+// (the netpoller waits in whole milliseconds), so recorded stalls just over 1 ms may be that rounding
+// (about a tenth of them in the runs of BENCHMARKS.md "Issue 17 item 3").
+//
 // Stalls over a threshold are also kept, with their wall-clock start, in a bounded ring, so that a
 // load generator's slow requests can be matched against them afterwards (scripts/tail-attribution.py,
 // issue 17 item 1): a slow send that overlaps a broker stall is explained by it.
