@@ -38,6 +38,13 @@ var pageSize = os.Getpagesize()
 type FS struct {
 	inner vfs.FS
 
+	// persistMu makes each durable call's read of the file and its copy into the image one step: two
+	// syncs of one file running at once (the pre-writer's fdatasync of the whole file and the group
+	// commit's SyncMapped of the records) could otherwise copy in the opposite order to their reads, the
+	// older snapshot (zeros) landing over the newer one (records) that a send was acknowledged on. A real
+	// sync never makes older content durable after newer.
+	persistMu sync.Mutex
+
 	mu      sync.Mutex
 	rules   []*faultRule
 	usage   func(path string) (vfs.DiskUsage, error)
@@ -326,6 +333,8 @@ func (f *FS) DiskUsage(path string) (vfs.DiskUsage, error) {
 // persist copies [off, off+length) of the file (length < 0: all of it) into the node's image and makes
 // the file's name durable.
 func (f *FS) persist(ff *faultFile, off, length int64) error {
+	f.persistMu.Lock()
+	defer f.persistMu.Unlock()
 	st, err := ff.inner.Stat()
 	if err != nil {
 		return err
