@@ -764,11 +764,7 @@ func (c *producerConn) writeLoop() {
 			}
 			if !oneway {
 				var ok bool
-				select {
-				case idx, ok = <-c.free:
-				default:
-				}
-				if !ok {
+				if idx, ok = c.takeFree(); !ok {
 					break // take more only if it is ready right now
 				}
 			}
@@ -794,34 +790,28 @@ func (c *producerConn) sendDue(now int64) int64 {
 	default:
 	}
 	begun := false
+	// stop writes what was begun and returns next (math.MaxInt64 if that write failed).
+	stop := func(next int64) int64 {
+		if begun && !c.flush() {
+			return math.MaxInt64
+		}
+		return next
+	}
 	for {
 		intended := s.sched.due()
 		if s.remaining <= 0 || intended >= run.endNs {
-			if begun && !c.flush() {
-				return math.MaxInt64
-			}
-			return math.MaxInt64
+			return stop(math.MaxInt64)
 		}
 		if intended > now {
-			if begun && !c.flush() {
-				return math.MaxInt64
-			}
-			return intended
+			return stop(intended)
 		}
 		idx := int32(-1)
 		if !oneway {
 			var ok bool
-			select {
-			case idx, ok = <-c.free:
-			default:
-			}
-			if !ok {
+			if idx, ok = c.takeFree(); !ok {
 				// Every slot in flight: the message stays due and goes out at a later
 				// wake-up, its latency counted from its intended time.
-				if begun && !c.flush() {
-					return math.MaxInt64
-				}
-				return intended
+				return stop(intended)
 			}
 		}
 		if !begun {
@@ -838,6 +828,16 @@ func (c *producerConn) sendDue(now int64) int64 {
 			}
 			begun = false
 		}
+	}
+}
+
+// takeFree takes a free slot if one is free right now.
+func (c *producerConn) takeFree() (int32, bool) {
+	select {
+	case idx := <-c.free:
+		return idx, true
+	default:
+		return -1, false
 	}
 }
 
