@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"unicode/utf8"
 )
 
 // Rewrite returns the properties file data with each key of set given its value, as an admin
@@ -11,7 +12,8 @@ import (
 // occurrence (the one Java, and the broker, keep), continuation lines included, becomes one
 // line, and a key the file lacks is appended, in set's
 // order. Every other byte stays as it was: comments, blank lines, the other keys, line
-// terminators, a byte order mark. Only the keys set names are written, never the whole
+// terminators, a byte order mark (but a file that is not valid UTF-8, read as ISO-8859-1, comes
+// back in UTF-8 with the same characters). Only the keys set names are written, never the whole
 // configuration (RocketMQ writes every key back, which turns defaults into settings: apache/rocketmq
 // #1692). canonical, when not nil, maps a key as the file spells it to the name set uses (legacy
 // aliases); set's Line fields are ignored, and a key given twice in set takes its last value. data
@@ -20,6 +22,13 @@ func Rewrite(data []byte, set []Property, canonical func(string) string) ([]byte
 	props, err := Parse(data)
 	if err != nil {
 		return nil, err
+	}
+	// A file read as ISO-8859-1 (not valid UTF-8) is written back in UTF-8, its characters unchanged:
+	// kept as bytes, a rewrite that replaced its only invalid byte would make the loader read every
+	// other non-ASCII byte as UTF-8 instead (found by FuzzRewrite).
+	if body := bytes.TrimPrefix(data, []byte("\uFEFF")); !utf8.Valid(body) {
+		bom := len(data) - len(body)
+		data = append(data[:bom:bom], decodeText(data)...)
 	}
 	spans, dangling := scanSpans(data)
 	if len(spans) != len(props) {
@@ -75,7 +84,12 @@ func Rewrite(data []byte, set []Property, canonical func(string) string) ([]byte
 	if dangling {
 		// The file ends inside a continuation ("key=a\" and nothing after): a blank line ends it
 		// where the loader would have, instead of joining the first appended line to its value.
-		out = append(out, '\n')
+		// After a lone CR the blank line's terminator is a CR too: a LF would only complete a CRLF.
+		if out[len(out)-1] == '\r' {
+			out = append(out, '\r')
+		} else {
+			out = append(out, '\n')
+		}
 	}
 	for _, key := range appended {
 		out = append(appendLine(out, key, values[key]), '\n')

@@ -32,6 +32,14 @@ func TestRewriteKeepsEveryOtherByte(t *testing.T) {
 			"a=1\\\n",
 			[]Property{{Key: "k", Value: "v"}},
 			"a=1\\\n\nk=v\n"},
+		{"absent after a dangling continuation ended by a lone CR: the blank line ends in CR too",
+			"a=1\\\r",
+			[]Property{{Key: "k", Value: "v"}},
+			"a=1\\\r\rk=v\n"},
+		{"a file read as ISO-8859-1 comes back in UTF-8, its characters unchanged",
+			"k=\xb8\nj=\xe9\n",
+			[]Property{{Key: "k", Value: "0"}},
+			"k=0\nj=\u00e9\n"},
 		{"a key given twice takes its last value",
 			"",
 			[]Property{{Key: "k", Value: "1"}, {Key: "k", Value: "2"}},
@@ -71,6 +79,8 @@ func FuzzRewrite(f *testing.F) {
 		f.Add([]byte(s), "k", "v")
 	}
 	f.Add([]byte("a b\\\\\nc"), "a b", " \\#")
+	f.Add([]byte("\\\r"), "0", "0")           // a continuation ended by a lone CR at the end of the file (found by the fuzzer)
+	f.Add([]byte("k \xb8\n\u0545"), "k", "0") // the only invalid UTF-8 byte in the rewritten line (found by the fuzzer)
 	f.Fuzz(func(t *testing.T, data []byte, key, value string) {
 		before, err := Parse(data)
 		out, rerr := Rewrite(data, []Property{{Key: key, Value: value}}, nil)
