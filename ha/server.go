@@ -1,6 +1,7 @@
 package ha
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -85,10 +86,19 @@ type Server struct {
 	idleWriters atomic.Int32
 	conns       atomic.Pointer[[]*masterConn] // copy on write, read by Notify
 
+	// refused counts slave connections refused as ahead or diverged.
+	refused atomic.Int64
+
 	mu struct {
 		sync.Mutex
 		conns  map[*masterConn]struct{}
 		closed bool
+		// ahead remembers slaves refused for being ahead of this master (host and offset → the master's
+		// end then): once new writes pass that offset, the same report is still a diverged store.
+		ahead map[aheadSlave]int64
+		// lastRefusal is each host's last refusal, so that a slave reconnecting with the same refusal
+		// logs one ERROR line a minute, not one per attempt.
+		lastRefusal map[string]refusal
 	}
 	wg   sync.WaitGroup
 	quit chan struct{}
@@ -108,6 +118,8 @@ func NewServer(cfg ServerConfig, log MasterLog, logger *slog.Logger) (*Server, e
 	}
 	s := &Server{cfg: cfg, log: log, logger: logger.With("component", "ha"), ln: ln, quit: make(chan struct{})}
 	s.mu.conns = map[*masterConn]struct{}{}
+	s.mu.ahead = map[aheadSlave]int64{}
+	s.mu.lastRefusal = map[string]refusal{}
 	s.conns.Store(&[]*masterConn{})
 	return s, nil
 }
@@ -138,6 +150,10 @@ func (s *Server) SendfileBytes() int64 { return s.sentFile.Load() }
 // deleted: they get heartbeats and nothing else until their store is wiped (writeLoop).
 func (s *Server) SlavesBehindDeleted() int { return int(s.behindDeleted.Load()) }
 
+// SlavesRefused counts slave connections refused because the slave's CommitLog was ahead of or had
+// diverged from this master's.
+func (s *Server) SlavesRefused() int64 { return s.refused.Load() }
+
 // RegisterMetrics registers the server's gauges on reg (a broker registers each once).
 //
 // The broker registers the connected-slave count and the bytes behind itself
@@ -146,6 +162,7 @@ func (s *Server) SlavesBehindDeleted() int { return int(s.behindDeleted.Load()) 
 //	ringmq_replica_acked_offset_bytes       gauge    the highest CommitLog offset a slave acknowledged
 //	ringmq_replica_slaves_behind_deleted    gauge    connected slaves whose offset is in deleted CommitLog files
 //	ringmq_replica_sendfile_bytes_total     counter  frame bytes sent with sendfile(2) from the CommitLog file
+//	ringmq_replica_slaves_refused_total     counter  slave connections refused: CommitLog ahead of or diverged from the master's
 func (s *Server) RegisterMetrics(reg prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ringmq_replica_acked_offset_bytes",
@@ -157,6 +174,9 @@ func (s *Server) RegisterMetrics(reg prometheus.Registerer) error {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "ringmq_replica_sendfile_bytes_total",
 			Help: "Transfer frame bytes sent to slaves with sendfile(2), straight from the CommitLog file (catch-up frames)."},
 			func() float64 { return float64(s.SendfileBytes()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "ringmq_replica_slaves_refused_total",
+			Help: "Slave connections refused because the slave's CommitLog is ahead of or diverged from the master's (wipe that slave's store)."},
+			func() float64 { return float64(s.SlavesRefused()) }),
 	} {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("ha: register metrics: %w", err)
@@ -290,6 +310,9 @@ type masterConn struct {
 	reported  chan struct{} // closed by the first report
 	requested atomic.Int64  // the first report: where the transfer starts
 	ackOffset atomic.Int64  // the last report
+	// sent is the end of what the slave may hold: its first report, raised before each frame is written.
+	// A later report past it claims bytes the master never sent.
+	sent atomic.Int64
 
 	// sock and fileLog are set when frames can go out with sendfile (sendFrame): a TCP connection on
 	// Linux and a MasterLog that is a FileLog.
@@ -318,7 +341,8 @@ func (c *masterConn) isClosed() bool {
 }
 
 // readLoop reads the slave's reports until the connection fails: the first fixes where the transfer
-// starts; each raises the acknowledged offset. A report past the master's end closes the connection.
+// starts, once admit has accepted it; each raises the acknowledged offset. A report past what was sent
+// closes the connection; a refused slave's report is never counted as an acknowledgement.
 func (c *masterConn) readLoop() {
 	defer c.srv.wg.Done()
 	defer c.close()
@@ -333,19 +357,113 @@ func (c *masterConn) readLoop() {
 			}
 			return
 		}
-		if max := c.srv.log.MaxPhyOffset(); off > max {
-			c.srv.logger.Warn("ha: closing a slave whose CommitLog is ahead of the master's (wipe its store)",
-				"slave", c.remote, "reported", off, "masterMaxOffset", max, "error", ErrReportAhead)
+		if first {
+			if c.srv.admit(c.remote, off) != nil {
+				return
+			}
+			first = false
+			c.sent.Store(off)
+			c.ackOffset.Store(off)
+			c.requested.Store(off)
+			close(c.reported)
+		} else if sent := c.sent.Load(); off > sent {
+			c.srv.refuse(c.remote, off, fmt.Errorf("%w: it reported offset %d, but was sent bytes up to %d only",
+				ErrSlaveDiverged, off, sent))
 			return
 		}
 		c.ackOffset.Store(off)
-		if first {
-			first = false
-			c.requested.Store(off)
-			close(c.reported)
-		}
 		c.srv.raiseAck(off)
 	}
+}
+
+// aheadSlave is a slave refused for being ahead: its host and the offset it reported.
+type aheadSlave struct {
+	host   string
+	offset int64
+}
+
+// aheadSlavesMax bounds what the server remembers of slaves refused for being ahead.
+const aheadSlavesMax = 1024
+
+// refusal is a host's last refusal: its reason and when it was logged at ERROR.
+type refusal struct {
+	reason string
+	logged time.Time
+}
+
+// admit decides whether a slave that first reported offset may be served from there. It may when the
+// offset is 0 (a new slave: it starts at the master's last file), lies in files this master deleted
+// (writeLoop tells the operator), or is where one of the master's records starts and the slave was not
+// found ahead of the master at that offset before. A slave ahead of the master, or reporting an offset
+// inside a record, holds bytes the master does not (a master that lost a tail its slave kept, then wrote
+// past it): served from there, it would get the master's bytes spliced into the middle of its own.
+func (s *Server) admit(remote string, off int64) error {
+	host := remote
+	if h, _, err := net.SplitHostPort(remote); err == nil {
+		host = h
+	}
+	max := s.log.MaxPhyOffset()
+	var err error
+	switch {
+	case off > max:
+		s.mu.Lock()
+		if len(s.mu.ahead) >= aheadSlavesMax {
+			for k := range s.mu.ahead {
+				delete(s.mu.ahead, k)
+				break
+			}
+		}
+		s.mu.ahead[aheadSlave{host, off}] = max
+		s.mu.Unlock()
+		err = fmt.Errorf("%w: slave offset %d, master offset %d", ErrReportAhead, off, max)
+	case off == 0 || off < s.log.MinPhyOffset():
+	default:
+		s.mu.Lock()
+		then, wasAhead := s.mu.ahead[aheadSlave{host, off}]
+		s.mu.Unlock()
+		switch {
+		case wasAhead:
+			err = fmt.Errorf("%w: slave offset %d was ahead of this master (its offset was %d); the master has "+
+				"written past it since (offset %d), so the bytes before it may differ", ErrSlaveDiverged, off, then, max)
+		case !s.log.IsRecordStart(off):
+			err = fmt.Errorf("%w: slave offset %d is not where a record of this master's CommitLog starts "+
+				"(master offset %d)", ErrSlaveDiverged, off, max)
+		}
+	}
+	if err != nil {
+		s.refuse(remote, off, err)
+	}
+	return err
+}
+
+// refuse counts a refused slave and logs it: one ERROR line naming both offsets, repeated at most once
+// a minute while the same slave keeps coming back with the same offset.
+func (s *Server) refuse(remote string, off int64, err error) {
+	s.refused.Add(1)
+	host := remote
+	if h, _, e := net.SplitHostPort(remote); e == nil {
+		host = h
+	}
+	reason := fmt.Sprint(off, err)
+	now := time.Now()
+	s.mu.Lock()
+	last := s.mu.lastRefusal[host]
+	repeat := last.reason == reason && now.Sub(last.logged) < time.Minute
+	if !repeat {
+		if len(s.mu.lastRefusal) >= aheadSlavesMax {
+			clear(s.mu.lastRefusal)
+		}
+		s.mu.lastRefusal[host] = refusal{reason: reason, logged: now}
+	}
+	s.mu.Unlock()
+	level := slog.LevelError
+	if repeat {
+		level = slog.LevelDebug
+	}
+	s.logger.Log(context.Background(), level, "ha: refusing a slave whose CommitLog is ahead of or diverged from "+
+		"the master's; it is not served and its reports count as no acknowledgement: stop it and wipe its store "+
+		"(4.x replication never truncates a slave)", "slave", remote, "slaveOffset", off,
+		"masterOffset", s.log.MaxPhyOffset(), "error", err)
 }
 
 // writeLoop streams the CommitLog from the slave's first report: reported 0 means a new slave, which
@@ -459,6 +577,7 @@ func (c *masterConn) sendFrame(next int64, want int, hdr *[FrameHeaderBytes]byte
 	deadline := time.Now().Add(c.srv.cfg.HousekeepingInterval)
 	if c.sock != nil && want >= sendfileMinBytes {
 		if file, pos, n, release, ok := c.fileLog.ReadReplicaFile(next, want); ok {
+			storeMax(&c.sent, next+int64(n))
 			putFrameHeader(hdr[:], next, int32(n))
 			_ = c.nc.SetWriteDeadline(deadline)
 			err := sendFrameFile(c.sock, hdr[:], file, pos, n)
@@ -476,6 +595,7 @@ func (c *masterConn) sendFrame(next int64, want int, hdr *[FrameHeaderBytes]byte
 		}
 		return 0, nil
 	}
+	storeMax(&c.sent, next+int64(len(data)))
 	putFrameHeader(hdr[:], next, int32(len(data)))
 	vec[0], vec[1] = hdr[:], data
 	bufs := net.Buffers(vec[:])
@@ -484,4 +604,14 @@ func (c *masterConn) sendFrame(next int64, want int, hdr *[FrameHeaderBytes]byte
 	release()
 	vec[1] = nil
 	return len(data), err
+}
+
+// storeMax raises v to x unless it is already higher.
+func storeMax(v *atomic.Int64, x int64) {
+	for {
+		cur := v.Load()
+		if cur >= x || v.CompareAndSwap(cur, x) {
+			return
+		}
+	}
 }
