@@ -327,7 +327,7 @@ func TestCatchUpFramesGrow(t *testing.T) {
 	const fileSize = 64 << 10
 	master := newMemLog(fileSize)
 	master.Append([]byte{1}) // the record a slave holding the first byte has
-	for i := range 100 { // 1 + 100 × 1000 B: file 0 full (1 + 65 records + padding), 35,000 B in file 1
+	for i := range 100 {     // 1 + 100 × 1000 B: file 0 full (1 + 65 records + padding), 35,000 B in file 1
 		master.Append(record(i, 1000))
 	}
 	cfg := testServerConfig()
