@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"io"
 	"syscall"
-
-	"github.com/ringmq/ringmq/codec"
 )
 
 // The store's side of master-slave replication (package ha): a master reads its CommitLog for the
@@ -101,15 +99,7 @@ func (s *Store) IsRecordStart(offset int64) bool {
 	end := min(mf.wrote.Load(), published-mf.fromOffset)
 	b, release := mf.publishedView(end)
 	defer release()
-	pos := int64(0)
-	for pos < target {
-		size, magic, ok := codec.PeekRecordHeader(b[pos:end])
-		if !ok || size <= 0 || (magic != codec.MagicCodeV1 && magic != codec.MagicCodeV2) {
-			return false // a blank record ends the file's records; anything else is not a record
-		}
-		pos += int64(size)
-	}
-	return pos == target
+	return recordStartIn(b, target, end)
 }
 
 // ReadReplicaFile is ReadReplica for bytes already in the CommitLog file, for the kernel to send
