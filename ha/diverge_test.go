@@ -64,9 +64,10 @@ func refusalLines(rec *logtest.Recorder) (lines []string) {
 	return lines
 }
 
-// A slave whose offset falls inside one of the master's records holds other bytes than the master there:
-// it is refused before anything is sent, its report is no acknowledgement, and one ERROR line names both
-// offsets. At a record start, at the end, and at 0 (a new slave) it is served.
+// A slave whose offset falls inside one of the master's records, past anything this master sent, holds
+// other bytes than the master there: it is refused before anything is sent, its report is no
+// acknowledgement, and one ERROR line names both offsets. At a record start, at the end, and at 0 (a new
+// slave) it is served; and inside a record once this master has sent that far (a frame cut the record).
 func TestSlaveMidRecordIsRefused(t *testing.T) {
 	master := newMemLog(testFileSize)
 	a := master.Append(record(0, 300))
@@ -92,6 +93,11 @@ func TestSlaveMidRecordIsRefused(t *testing.T) {
 		require.False(t, closed, "offset %d is a record start: served", ok)
 		require.Equal(t, string(master.Bytes(ok, end)), string(frames), "from %d", ok)
 	}
+	require.Equal(t, int64(2), srv.SlavesRefused())
+	// This server has now sent everything up to end: a slave inside a record got its bytes from here.
+	frames, closed = reportOnce(t, srv, b+17)
+	require.False(t, closed, "a record cut by a frame of this master's: served")
+	require.Equal(t, string(master.Bytes(b+17, end)), string(frames))
 	require.Equal(t, int64(2), srv.SlavesRefused())
 }
 

@@ -88,6 +88,9 @@ type Server struct {
 
 	// refused counts slave connections refused as ahead or diverged.
 	refused atomic.Int64
+	// sentMax is the end of the furthest frame this server has sent to any slave: a slave's offset at or
+	// below it may lie inside a record (a frame cut at the batch size), its bytes having come from here.
+	sentMax atomic.Int64
 
 	mu struct {
 		sync.Mutex
@@ -393,10 +396,13 @@ type refusal struct {
 
 // admit decides whether a slave that first reported offset may be served from there. It may when the
 // offset is 0 (a new slave: it starts at the master's last file), lies in files this master deleted
-// (writeLoop tells the operator), or is where one of the master's records starts and the slave was not
-// found ahead of the master at that offset before. A slave ahead of the master, or reporting an offset
-// inside a record, holds bytes the master does not (a master that lost a tail its slave kept, then wrote
-// past it): served from there, it would get the master's bytes spliced into the middle of its own.
+// (writeLoop tells the operator), or is at or below the furthest byte this server has sent (its bytes
+// came from here, even when a frame cut a record), or else is where one of the master's records starts
+// (bytes from this master before a restart: a slave following closely holds whole records, and a slave
+// that restarted has cut a torn last record) — in each case unless the slave was found ahead of the
+// master at that offset before. A slave ahead of the master, or past what this server sent and inside a
+// record, holds bytes the master does not (a master that lost a tail its slave kept, then wrote past it):
+// served from there, it would get the master's bytes spliced into the middle of its own.
 func (s *Server) admit(remote string, off int64) error {
 	host := remote
 	if h, _, err := net.SplitHostPort(remote); err == nil {
@@ -425,9 +431,10 @@ func (s *Server) admit(remote string, off int64) error {
 		case wasAhead:
 			err = fmt.Errorf("%w: slave offset %d was ahead of this master (its offset was %d); the master has "+
 				"written past it since (offset %d), so the bytes before it may differ", ErrSlaveDiverged, off, then, max)
-		case !s.log.IsRecordStart(off):
+		case off > s.sentMax.Load() && !s.log.IsRecordStart(off):
 			err = fmt.Errorf("%w: slave offset %d is not where a record of this master's CommitLog starts "+
-				"(master offset %d)", ErrSlaveDiverged, off, max)
+				"(master offset %d), and this master did not send it that far: if its store is intact, restarting "+
+				"the slave cuts a torn last record", ErrSlaveDiverged, off, max)
 		}
 	}
 	if err != nil {
@@ -577,7 +584,7 @@ func (c *masterConn) sendFrame(next int64, want int, hdr *[FrameHeaderBytes]byte
 	deadline := time.Now().Add(c.srv.cfg.HousekeepingInterval)
 	if c.sock != nil && want >= sendfileMinBytes {
 		if file, pos, n, release, ok := c.fileLog.ReadReplicaFile(next, want); ok {
-			storeMax(&c.sent, next+int64(n))
+			c.sentTo(next + int64(n))
 			putFrameHeader(hdr[:], next, int32(n))
 			_ = c.nc.SetWriteDeadline(deadline)
 			err := sendFrameFile(c.sock, hdr[:], file, pos, n)
@@ -595,7 +602,7 @@ func (c *masterConn) sendFrame(next int64, want int, hdr *[FrameHeaderBytes]byte
 		}
 		return 0, nil
 	}
-	storeMax(&c.sent, next+int64(len(data)))
+	c.sentTo(next + int64(len(data)))
 	putFrameHeader(hdr[:], next, int32(len(data)))
 	vec[0], vec[1] = hdr[:], data
 	bufs := net.Buffers(vec[:])
@@ -604,6 +611,12 @@ func (c *masterConn) sendFrame(next int64, want int, hdr *[FrameHeaderBytes]byte
 	release()
 	vec[1] = nil
 	return len(data), err
+}
+
+// sentTo records that a frame up to end is about to be written to the slave.
+func (c *masterConn) sentTo(end int64) {
+	storeMax(&c.sent, end)
+	storeMax(&c.srv.sentMax, end)
 }
 
 // storeMax raises v to x unless it is already higher.
