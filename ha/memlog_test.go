@@ -148,3 +148,25 @@ func (l *memLog) AppendReplica(offset int64, n int, r io.Reader) error {
 	l.end.Store(offset + int64(n))
 	return nil
 }
+
+// truncate cuts the log at offset (a replica dropping a divergent tail): bytes past it are zeroed and
+// later files dropped.
+func (l *memLog) truncate(offset int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cutFile := offset - offset%l.fileSize
+	for start, f := range l.files {
+		switch {
+		case start > cutFile:
+			delete(l.files, start)
+		case start == cutFile:
+			clear(f[offset-start:])
+		}
+	}
+	for off := range l.starts {
+		if off >= offset {
+			delete(l.starts, off)
+		}
+	}
+	l.end.Store(offset)
+}

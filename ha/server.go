@@ -2,8 +2,10 @@ package ha
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"sync"
@@ -33,6 +35,10 @@ type ServerConfig struct {
 	// HousekeepingInterval (haHousekeepingInterval, 20 s): a connection that reads no report (or cannot
 	// write) for this long is closed.
 	HousekeepingInterval time.Duration
+	// Epochs, when set, is this master's epoch file: controller mode. Every slave then starts with the
+	// epoch handshake (handshake.go) and is told to follow, truncate or stop; a 4.x slave's plain
+	// report is refused. nil: 4.x replication, exactly as RocketMQ 4.x.
+	Epochs *EpochFile
 }
 
 // DefaultServerConfig is RocketMQ's defaults (DefaultSettings).
@@ -245,7 +251,7 @@ func (s *Server) accept() {
 			_ = tc.SetNoDelay(true)
 		}
 		c := &masterConn{srv: s, nc: nc, wake: make(chan struct{}, 1), reported: make(chan struct{}),
-			done: make(chan struct{}), remote: nc.RemoteAddr().String()}
+			done: make(chan struct{}), remote: nc.RemoteAddr().String(), brokerID: -1}
 		if fl, ok := s.log.(FileLog); ok && sendfileSupported {
 			if tc, ok := nc.(*net.TCPConn); ok {
 				if sock, err := tc.SyscallConn(); err == nil {
@@ -316,6 +322,9 @@ type masterConn struct {
 	// sent is the end of what the slave may hold: its first report, raised before each frame is written.
 	// A later report past it claims bytes the master never sent.
 	sent atomic.Int64
+	// brokerID is the slave's brokerId from the epoch handshake (-1 for a 4.x slave); set before
+	// reported is closed.
+	brokerID int64
 
 	// sock and fileLog are set when frames can go out with sendfile (sendFrame): a TCP connection on
 	// Linux and a MasterLog that is a FileLog.
@@ -351,6 +360,19 @@ func (c *masterConn) readLoop() {
 	defer c.close()
 	var buf [ReportBytes]byte
 	first := true
+	if c.srv.cfg.Epochs != nil {
+		_ = c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.HousekeepingInterval))
+		off, ok := c.handshake()
+		if !ok {
+			return
+		}
+		first = false
+		c.sent.Store(off)
+		c.ackOffset.Store(off)
+		c.requested.Store(off)
+		close(c.reported)
+		c.srv.raiseAck(off)
+	}
 	for {
 		_ = c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.HousekeepingInterval))
 		off, err := readReport(c.nc, &buf)
@@ -377,6 +399,55 @@ func (c *masterConn) readLoop() {
 		c.ackOffset.Store(off)
 		c.srv.raiseAck(off)
 	}
+}
+
+// handshake runs the master's half of the epoch handshake and returns where the transfer starts; ok is
+// false when the connection is to close (a bad handshake, or a slave told to truncate or stop).
+func (c *masterConn) handshake() (off int64, ok bool) {
+	srv := c.srv
+	var magic [8]byte
+	if _, err := io.ReadFull(c.nc, magic[:]); err != nil {
+		srv.logger.Info("ha: slave connection closed before its handshake", "slave", c.remote, "reason", err)
+		return 0, false
+	}
+	if v := int64(binary.BigEndian.Uint64(magic[:])); v != handshakeMagic {
+		srv.refuse4x(c.remote, v)
+		return 0, false
+	}
+	h, err := readHandshakeBody(c.nc)
+	if err != nil {
+		srv.logger.Warn("ha: closing a slave whose handshake does not parse", "slave", c.remote, "error", err)
+		return 0, false
+	}
+	max := srv.log.MaxPhyOffset()
+	rep := answerHandshake(h, srv.cfg.Epochs.Entries(), max)
+	_ = c.nc.SetWriteDeadline(time.Now().Add(srv.cfg.HousekeepingInterval))
+	if _, err := c.nc.Write(rep.encode()); err != nil {
+		srv.logger.Info("ha: handshake answer to slave failed", "slave", c.remote, "error", err)
+		return 0, false
+	}
+	switch rep.Status {
+	case HandshakeTruncate:
+		srv.logger.Warn("ha: slave holds a tail this master does not; it truncates and connects again",
+			"slave", c.remote, "brokerId", h.BrokerID, "slaveOffset", h.MaxOffset, "truncateTo", rep.Offset,
+			"masterOffset", max)
+		return 0, false
+	case HandshakeRefused:
+		srv.refuse(c.remote, h.MaxOffset, fmt.Errorf("%w: brokerId %d shares no epoch with this master (slave epochs %v, "+
+			"master epochs %v)", ErrSlaveDiverged, h.BrokerID, h.Entries, rep.Entries))
+		return 0, false
+	}
+	c.brokerID = h.BrokerID
+	srv.logger.Info("ha: slave follows after the epoch handshake", "slave", c.remote, "brokerId", h.BrokerID,
+		"offset", rep.Offset)
+	return rep.Offset, true
+}
+
+// refuse4x refuses a slave that did not start with the epoch handshake in controller mode.
+func (s *Server) refuse4x(remote string, firstWord int64) {
+	err := fmt.Errorf("%w: controller mode needs the epoch handshake, and this slave sent a 4.x report "+
+		"(or another protocol)", ErrSlaveDiverged)
+	s.refuse(remote, firstWord, err)
 }
 
 // aheadSlave is a slave refused for being ahead: its host and the offset it reported.
