@@ -44,13 +44,14 @@ func epochClient(t *testing.T, addr string, log SlaveLog, brokerID int64, entrie
 }
 
 // A new replica follows from the master's last file, takes the master's epoch entries, and its
-// acknowledgements count as a 4.x slave's do.
+// acknowledgements count once it is in the SyncStateSet.
 func TestHandshakeNewReplicaFollows(t *testing.T) {
 	master := newMemLog(testFileSize)
 	for i := range 20 {
 		master.Append(record(i, 500))
 	}
 	srv := startEpochServer(t, master, EpochEntry{1, 0}, EpochEntry{3, 2000})
+	srv.SetSyncStateSet([]int64{2})
 	slave := newMemLog(testFileSize)
 	_, epochs, _ := epochClient(t, srv.Addr().String(), slave, 2)
 	end := master.MaxPhyOffset()
@@ -79,6 +80,7 @@ func TestHandshakeOldMasterTruncatesItsTail(t *testing.T) {
 		newMaster.Append(record(i, 400))
 	}
 	srv := startEpochServer(t, newMaster, EpochEntry{1, 0}, EpochEntry{2, common})
+	srv.SetSyncStateSet([]int64{0})
 	c, _, truncated := epochClient(t, srv.Addr().String(), oldMaster, 0, EpochEntry{1, 0})
 	var to int64
 	select {
@@ -159,4 +161,73 @@ func FuzzHandshake(f *testing.F) {
 			require.Equal(t, len(r.Entries), len(again.Entries))
 		}
 	})
+}
+
+// In controller mode a SYNC wait completes only once every replica of the SyncStateSet holds the message:
+// a replica outside the set does not count, one inside that lags holds the wait back until the set
+// shrinks (what the controller accepted), and with the master alone in the set minInSyncReplicas decides.
+func TestSyncStateSetAcknowledgements(t *testing.T) {
+	master := newMemLog(1 << 20)
+	master.Append(record(0, 1000))
+	srv := startEpochServer(t, master, EpochEntry{1, 0})
+	cfg := DefaultReplicasConfig()
+	cfg.MinInSyncReplicas = 1
+	cfg.SlaveTimeout = time.Minute // a timeout is not what this test is about
+	r, err := NewReplicas(cfg, srv, nil, nil)
+	require.NoError(t, err)
+	defer r.Close()
+	srv.SetSyncStateSet([]int64{1, 2})
+
+	fast := newMemLog(1 << 20)
+	epochClient(t, srv.Addr().String(), fast, 1, EpochEntry{1, 0})
+	testutil.Eventually(t, "replica 1 caught up", func() bool { return fast.MaxPhyOffset() == 1000 })
+	first := &waitResult{}
+	require.NoError(t, r.Wait(1000, first))
+	require.False(t, first.done.Load(), "replica 2 of the set holds nothing yet")
+	require.Zero(t, srv.AckedOffset())
+
+	slow := newMemLog(1 << 20)
+	slow.block = make(chan struct{}) // its appends wait
+	epochClient(t, srv.Addr().String(), slow, 2, EpochEntry{1, 0})
+	testutil.Eventually(t, "both replicas connected", func() bool { return len(srv.ReplicaStates()) == 2 })
+	require.False(t, first.done.Load())
+
+	// The controller accepted the set without replica 2: replica 1's acknowledgement is enough.
+	srv.SetSyncStateSet([]int64{1})
+	require.NoError(t, first.result(t))
+	require.Equal(t, int64(1000), srv.AckedOffset())
+	states := srv.ReplicaStates()
+	require.Equal(t, int64(1), states[0].BrokerID)
+	require.Equal(t, int64(1000), states[0].AckOffset)
+	require.False(t, states[0].CaughtUpAt.IsZero())
+	require.Equal(t, int64(2), states[1].BrokerID)
+	require.Zero(t, states[1].AckOffset)
+	require.True(t, states[1].CaughtUpAt.IsZero(), "replica 2 has not caught up")
+
+	// Replica 2 catches up and rejoins: a new message waits for both again.
+	close(slow.block)
+	testutil.Eventually(t, "replica 2 caught up", func() bool {
+		s := srv.ReplicaStates()
+		return s[1].AckOffset == 1000
+	})
+	srv.SetSyncStateSet([]int64{1, 2})
+	master.Append(record(1, 500))
+	srv.Notify()
+	second := &waitResult{}
+	require.NoError(t, r.Wait(1500, second))
+	require.NoError(t, second.result(t))
+	require.Equal(t, int64(1500), srv.AckedOffset())
+
+	// The master alone: minInSyncReplicas 1 lets it acknowledge at once; 2 refuses.
+	srv.SetSyncStateSet(nil)
+	alone := &waitResult{}
+	require.NoError(t, r.Wait(1<<40, alone))
+	require.NoError(t, alone.result(t))
+	strict, err := NewReplicas(ReplicasConfig{SlaveTimeout: time.Second, FallBehindMax: 1 << 30, WaiterQueueMax: 16,
+		MinInSyncReplicas: 2}, srv, nil, nil)
+	require.NoError(t, err)
+	defer strict.Close()
+	refused := &waitResult{}
+	require.NoError(t, strict.Wait(1<<40, refused))
+	require.ErrorIs(t, refused.result(t), ErrSlaveNotAvailable)
 }

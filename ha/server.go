@@ -94,6 +94,10 @@ type Server struct {
 
 	// refused counts slave connections refused as ahead or diverged.
 	refused atomic.Int64
+	// syncSet is controller mode's SyncStateSet, the master left out (syncstate.go); nil in 4.x mode,
+	// where acked is the highest offset any slave reported.
+	syncSet atomic.Pointer[[]int64]
+
 	// sentMax is the end of the furthest frame this server has sent to any slave: a slave's offset at or
 	// below it may lie inside a record (a frame cut at the batch size), its bytes having come from here.
 	sentMax atomic.Int64
@@ -105,6 +109,8 @@ type Server struct {
 		// ahead remembers slaves refused for being ahead of this master (host and offset → the master's
 		// end then): once new writes pass that offset, the same report is still a diverged store.
 		ahead map[aheadSlave]int64
+		// replicas are the controller-mode replicas by brokerId (syncstate.go).
+		replicas map[int64]*ReplicaState
 		// lastRefusal is each host's last refusal, so that a slave reconnecting with the same refusal
 		// logs one ERROR line a minute, not one per attempt.
 		lastRefusal map[string]refusal
@@ -129,6 +135,7 @@ func NewServer(cfg ServerConfig, log MasterLog, logger *slog.Logger) (*Server, e
 	s.mu.conns = map[*masterConn]struct{}{}
 	s.mu.ahead = map[aheadSlave]int64{}
 	s.mu.lastRefusal = map[string]refusal{}
+	s.mu.replicas = map[int64]*ReplicaState{}
 	s.conns.Store(&[]*masterConn{})
 	return s, nil
 }
@@ -146,7 +153,8 @@ func (s *Server) Start() {
 // the acknowledged offset. It must not block.
 func (s *Server) SetAckListener(fn func()) { s.onAck.Store(&fn) }
 
-// AckedOffset is push2SlaveMaxOffset: the highest CommitLog offset a slave reported having.
+// AckedOffset is push2SlaveMaxOffset: the highest CommitLog offset a slave reported having; in controller
+// mode the offset every replica of the SyncStateSet holds (syncstate.go).
 func (s *Server) AckedOffset() int64 { return s.acked.Load() }
 
 // SlaveCount is the number of connected slaves.
@@ -371,7 +379,8 @@ func (c *masterConn) readLoop() {
 		c.ackOffset.Store(off)
 		c.requested.Store(off)
 		close(c.reported)
-		c.srv.raiseAck(off)
+		c.srv.replicaReport(c, off)
+		defer c.srv.replicaGone(c)
 	}
 	for {
 		_ = c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.HousekeepingInterval))
@@ -397,7 +406,11 @@ func (c *masterConn) readLoop() {
 			return
 		}
 		c.ackOffset.Store(off)
-		c.srv.raiseAck(off)
+		if c.brokerID >= 0 {
+			c.srv.replicaReport(c, off)
+		} else {
+			c.srv.raiseAck(off)
+		}
 	}
 }
 
