@@ -4,9 +4,11 @@
 //	mqbroker [-c broker.conf] [-n "ns1:9876;ns2:9876"] [--<key>=<value> ...] [-p]
 //
 // Every broker.conf key is also a flag (--storePathRootDir=./data, --autoCreateTopicEnable=false,
-// ...). Priority: flags > file > defaults. In the file, keys ringmq does not need are
-// reported once at info with what it does instead, unknown keys as warnings naming key and
-// line, and a value that does not parse stops the start with an error naming key and line.
+// ...). Priority: flags > file > defaults. Apache RocketMQ 4.x keys ringmq does not need are
+// reported once at info with what it does instead, those it ignores as warnings naming the key
+// (a flag the same as a line of the file); a key neither ringmq nor RocketMQ knows (a typo) and
+// a value that does not parse stop the start with an error naming file and line, the key and,
+// for a typo, the nearest known key.
 // -p (--printConfigItem) validates the configuration exactly as a start does and prints it
 // (exit status 1 on an error); --version prints the version. After the start, five INFO log
 // lines say what the broker runs with (broker.LogStartupSummary). SIGINT or SIGTERM

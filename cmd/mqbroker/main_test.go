@@ -189,13 +189,13 @@ haListenPort=10913
 sendMessageThreadPoolNums=16
 sendMessageThreadPoolNums=32
 mapedFileSizeCommitLog=8388608
-fancyNewKey=1
-listenport=1
+redeleteHangedFileInterval=120000
+highSpeedMode=true
 enableDLegerCommitLog=false
 `)
 	var stdout, stderr syncBuffer
-	code := run([]string{"-c", path, "--listenPort=2345", "--autoCreateTopicEnable=false", "--slaveReadEnable", "-p"},
-		&stdout, &stderr, nil)
+	code := run([]string{"-c", path, "--listenPort=2345", "--autoCreateTopicEnable=false", "--slaveReadEnable",
+		"--serverWorkerThreads=8", "--transferMsgByHeap=false", "-p"}, &stdout, &stderr, nil)
 	require.Equal(t, 0, code, "stderr: %s", &stderr)
 	out := stdout.String()
 	for _, line := range []string{"brokerName=fromFile", "listenPort=2345", "autoCreateTopicEnable=false",
@@ -204,8 +204,13 @@ enableDLegerCommitLog=false
 		require.Contains(t, out, line+"\n")
 	}
 	logs := stderr.String()
-	require.Regexp(t, `level=WARN msg="unknown config key ignored" key=fancyNewKey file=\S+ line=12\n`, logs)
-	require.Regexp(t, `level=WARN msg="unknown config key ignored" key=listenport file=\S+ line=13 didYouMean=listenPort\n`, logs)
+	// RocketMQ keys ringmq does not read: a warning naming each, from the file or a flag.
+	const ignored = `why="an Apache RocketMQ 4.x key ringmq does not read; its value has no effect"\n`
+	require.Regexp(t, `level=WARN msg="RocketMQ config key ignored" key=redeleteHangedFileInterval file=\S+ line=12 `+ignored, logs)
+	require.Regexp(t, `level=WARN msg="RocketMQ config key ignored" key=highSpeedMode file=\S+ line=13 `+ignored, logs)
+	require.Regexp(t, `level=WARN msg="RocketMQ config key ignored" key=transferMsgByHeap flag=--transferMsgByHeap `+ignored, logs)
+	require.Contains(t, logs, `level=INFO msg="config key accepted but not needed" key=serverWorkerThreads flag=--serverWorkerThreads `+
+		`instead="network work runs on gnet event loops (netEventLoops)"`+"\n")
 	require.Equal(t, 1, strings.Count(logs, "key=sendMessageThreadPoolNums"), "not-needed keys are reported once")
 	require.Contains(t, logs, `msg="config key accepted but not needed" key=sendMessageThreadPoolNums`)
 	require.NotContains(t, logs, "key=haListenPort", "haListenPort is read")
@@ -244,7 +249,14 @@ func TestConfigErrors(t *testing.T) {
 			`broker.conf:1: broker: config: key logLevel = "verbose"; allowed: debug, info, warn or error` + "\n"},
 		{"hiccup meter without metrics", "hiccupMeterInterval=1\nmetricsAddr=off\n", nil, 1,
 			`key hiccupMeterInterval = "1": needs metricsAddr (the meter reports there)`},
+		{"typo in file", "brokerName=b\nflushDiskTpye=SYNC_FLUSH\n", nil, 1, "broker.conf:2: broker: config: unknown key flushDiskTpye: " +
+			"neither ringmq nor Apache RocketMQ 4.x reads it; did you mean flushDiskType?\n"},
+		{"wrong case in file", "listenport=1\n", nil, 1, "broker.conf:1: broker: config: unknown key listenport: " +
+			"neither ringmq nor Apache RocketMQ 4.x reads it; did you mean listenPort?\n"},
+		{"unknown key in file", "\n\nfancyNewKey=1\n", nil, 1, "broker.conf:3: broker: config: unknown key fancyNewKey: " +
+			"neither ringmq nor Apache RocketMQ 4.x reads it\n"},
 		{"unknown flag", "", []string{"--noSuchKey=1"}, 2, "unknown flag: --noSuchKey\n"},
+		{"misspelt RocketMQ flag", "", []string{"--highSpeedMod=true"}, 2, "unknown flag: --highSpeedMod (did you mean --highSpeedMode?)\n"},
 		{"misspelt flag", "", []string{"--listenPrt=1"}, 2, "unknown flag: --listenPrt (did you mean --listenPort?)\n"},
 		{"stray argument", "", []string{"extra"}, 2, "unexpected arguments: [extra]"},
 		{"missing file", "", []string{"-c", "/nonexistent/broker.conf"}, 1, "no such file"},
@@ -259,6 +271,29 @@ func TestConfigErrors(t *testing.T) {
 			require.Equal(t, tc.wantCode, run(args, io.Discard, &stderr, nil))
 			require.Contains(t, stderr.String(), tc.wantErr)
 		})
+	}
+}
+
+// TestTypoStopsStartAndPrint: a misspelt key stops -p and a start alike with exit status 1 and one
+// line on stderr naming the file, the line, the key and the key it probably meant; the start opens
+// nothing (no store directory).
+func TestTypoStopsStartAndPrint(t *testing.T) {
+	path := writeConf(t, "# durable\nbrokerName=b\nflushDiskTpye=SYNC_FLUSH\nsendMessageThreadPoolNums=8\n")
+	want := path + ":3: broker: config: unknown key flushDiskTpye: neither ringmq nor Apache RocketMQ 4.x reads it; " +
+		"did you mean flushDiskType?\n"
+	for _, printOnly := range []bool{true, false} {
+		dir := filepath.Join(t.TempDir(), "store")
+		args := append(smallStoreFlags(dir), "-c", path)
+		if printOnly {
+			args = append(args, "-p")
+		}
+		var stdout, stderr syncBuffer
+		require.Equal(t, 1, run(args, &stdout, &stderr, nil), "-p %v", printOnly)
+		require.Empty(t, stdout.String())
+		// The not-needed key's info line comes first (the logger exists only once the file is read).
+		require.Equal(t, want, regexp.MustCompile(`(?m)^.* level=INFO .*\n`).ReplaceAllString(stderr.String(), ""))
+		_, err := os.Stat(dir)
+		require.ErrorIs(t, err, os.ErrNotExist)
 	}
 }
 

@@ -19,9 +19,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -161,4 +164,22 @@ func (s *Server) Close() error {
 		s.closeErr = err
 	})
 	return s.closeErr
+}
+
+// ListenAddr reads a metricsAddr setting, the same way in every ringmq binary: host:port (port
+// 0..65535, 0 picks a free one; an empty host listens on every interface), or empty or "off" (any
+// letter case) for no endpoint, which ListenAddr returns as "". Anything else is an error saying
+// what is accepted.
+func ListenAddr(setting string) (string, error) {
+	if setting == "" || strings.EqualFold(setting, "off") {
+		return "", nil
+	}
+	_, port, err := net.SplitHostPort(setting)
+	if err != nil {
+		return "", fmt.Errorf("%q is not host:port, empty or off", setting)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return "", fmt.Errorf("%q: the port must be 0..65535", setting)
+	}
+	return setting, nil
 }
