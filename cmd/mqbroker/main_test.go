@@ -215,6 +215,13 @@ enableDLegerCommitLog=false
 	require.Contains(t, logs, `msg="config key accepted but not needed" key=sendMessageThreadPoolNums`)
 	require.NotContains(t, logs, "key=haListenPort", "haListenPort is read")
 
+	// metricsAddr=off (any case) is no endpoint, as in mqnamesrv; -p prints it as written.
+	for _, off := range []string{"off", "OFF"} {
+		stdout = syncBuffer{}
+		require.Equal(t, 0, run([]string{"-c", writeConf(t, "metricsAddr="+off+"\n"), "-p"}, &stdout, io.Discard, nil))
+		require.Contains(t, stdout.String(), "\nmetricsAddr="+off+"\n")
+	}
+
 	// -n sets namesrvAddr and wins over the file.
 	stdout = syncBuffer{}
 	require.Equal(t, 0, run([]string{"-c", path, "-n", "127.0.0.1:9876", "-p"}, &stdout, io.Discard, nil))

@@ -112,3 +112,19 @@ func TestPendingAnswersStartingUntilSet(t *testing.T) {
 	require.NoError(t, s.Close())
 	require.NoError(t, s.Close())
 }
+
+// TestListenAddr: metricsAddr's one reading for every binary.
+func TestListenAddr(t *testing.T) {
+	for setting, want := range map[string]string{"": "", "off": "", "Off": "", "127.0.0.1:9106": "127.0.0.1:9106",
+		":0": ":0", "[::1]:9106": "[::1]:9106"} {
+		got, err := ListenAddr(setting)
+		require.NoError(t, err, setting)
+		require.Equal(t, want, got, setting)
+	}
+	for setting, want := range map[string]string{"on": `"on" is not host:port, empty or off`,
+		"127.0.0.1": `"127.0.0.1" is not host:port, empty or off`, "h:70000": `"h:70000": the port must be 0..65535`,
+		"h:x": `"h:x": the port must be 0..65535`} {
+		_, err := ListenAddr(setting)
+		require.EqualError(t, err, want, setting)
+	}
+}
