@@ -39,9 +39,9 @@ type connCore struct {
 	// handlerSinceNanos is when (coarse unix nanos) the handler call running for this connection
 	// began, 0 when none runs: the sweep finds the oldest (Server.Stalled).
 	handlerSinceNanos atomic.Int64
-	closeRequested  atomic.Bool  // Close was called: stop dispatching further frames
-	userCtx         atomic.Pointer[ctxBox]
-	nextOpaque      atomic.Int32
+	closeRequested    atomic.Bool // Close was called: stop dispatching further frames
+	userCtx           atomic.Pointer[ctxBox]
+	nextOpaque        atomic.Int32
 
 	mu struct {
 		sync.Mutex
