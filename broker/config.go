@@ -104,7 +104,7 @@ type Config struct {
 
 	// ringmq's own keys (DESIGN.md "Config"); the store's (flushBackend, transientStorePoolPinned,
 	// warmMappedFileMlock) are in store.Config.
-	MetricsAddr       string `prop:"metricsAddr" group:"metrics/ops" default:"127.0.0.1:9106" help:"host:port serving Prometheus /metrics, /debug/pprof/, /healthz and /readyz (METRICS.md); empty or off: none"`
+	MetricsAddr       string `prop:"metricsAddr" group:"metrics/ops" default:"127.0.0.1:9106" help:"host:port serving Prometheus /metrics, /debug/pprof/ and the probes /livez (alias /healthz) and /readyz (METRICS.md); empty or off: none"`
 	NamesrvEmbedded   bool   `prop:"namesrvEmbedded" group:"network" default:"true" help:"run a name server in this process, on namesrvListenPort"`
 	NamesrvListenPort int    `prop:"namesrvListenPort" group:"network" allowed:"0..65535" default:"9876" help:"port of the embedded name server"`
 	AclFile           string `prop:"aclFile" group:"ACL/TLS" help:"plain ACL file (YAML) read when aclEnable=true; empty: plain_acl.yml beside the -c file, else conf/plain_acl.yml"`

@@ -15,7 +15,8 @@
 // shut the broker down cleanly (final flush, checkpoint, abort marker removed).
 //
 // http://<metricsAddr>/ (default 127.0.0.1:9106; empty or off: none) serves Prometheus /metrics,
-// the Go profiler under /debug/pprof/ and the /healthz and /readyz probes (METRICS.md).
+// the Go profiler under /debug/pprof/ and the probes /livez (also served as /healthz) and /readyz
+// (METRICS.md).
 // aclEnable=true checks every request against the plain ACL file aclFile (default: plain_acl.yml beside the -c file, else conf/plain_acl.yml), re-read
 // when it changes; tlsEnable=true (or tlsServerMode=permissive|enforcing) with tlsCertFile
 // and tlsKeyFile serves TLS on listenPort.

@@ -138,10 +138,15 @@ func TestRunServesAndStopsOnSIGTERM(t *testing.T) {
 		"no ringmq_hiccup_seconds samples")
 	require.True(t, strings.HasPrefix(httpGet(t, strings.TrimSuffix(metricsURL[1], "/metrics")+"/debug/hiccups"),
 		"# start_unix_ns late_ns (interval 1ms, recorded from 1ms, samples "))
-	// The probes (httpGet requires 200): embedded name server only, store writable, registered.
-	require.Equal(t, `{"status":"ok","checks":[{"name":"store_writable","ok":true},{"name":"namesrv_registration_fresh","ok":true,"detail":"no namesrvAddr: embedded name server only"}]}`+"\n",
-		httpGet(t, strings.TrimSuffix(metricsURL[1], "/metrics")+"/healthz"))
-	require.Contains(t, httpGet(t, strings.TrimSuffix(metricsURL[1], "/metrics")+"/readyz"), `"status":"ok"`)
+	// The probes (httpGet requires 200): live (/healthz is /livez), and ready: registered with the
+	// embedded name server, store writable, a master.
+	for _, path := range []string{"/livez", "/healthz"} {
+		require.Equal(t, `{"status":"ok","checks":[{"name":"event_loops","ok":true},{"name":"put_path","ok":true},{"name":"store_failed","ok":true}]}`+"\n",
+			httpGet(t, strings.TrimSuffix(metricsURL[1], "/metrics")+path))
+	}
+	require.Equal(t, `{"status":"ok","checks":[{"name":"store_recovered","ok":true},{"name":"listeners_up","ok":true},`+
+		`{"name":"namesrv_registered","ok":true},{"name":"store_writable","ok":true},{"name":"role","ok":true,"detail":"ASYNC_MASTER"}]}`+"\n",
+		httpGet(t, strings.TrimSuffix(metricsURL[1], "/metrics")+"/readyz"))
 
 	_, err = os.Stat(filepath.Join(dir, "abort"))
 	require.NoError(t, err, "abort marker present while running")
