@@ -21,7 +21,7 @@ type fakeChecker struct {
 }
 
 func (f *fakeChecker) Live() []Check  { f.mu.Lock(); defer f.mu.Unlock(); return f.health }
-func (f *fakeChecker) Ready() []Check  { f.mu.Lock(); defer f.mu.Unlock(); return f.ready }
+func (f *fakeChecker) Ready() []Check { f.mu.Lock(); defer f.mu.Unlock(); return f.ready }
 
 func (f *fakeChecker) set(health, ready []Check) {
 	f.mu.Lock()
