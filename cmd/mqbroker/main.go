@@ -33,6 +33,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"syscall"
 	"time"
 
@@ -139,10 +140,12 @@ func serve(cfg broker.Config, configFile string, stdout, stderr io.Writer, logge
 	// Java's boot line (start scripts wait for it), then where everything is.
 	namesrvs := b.Config().NamesrvAddr
 	if ns := b.EmbeddedNamesrvAddr(); ns != "" {
-		if namesrvs != "" {
-			namesrvs += ";"
+		if running := b.Config(); !slices.Contains(running.NamesrvAddrs(), ns) { // namesrvAddr may name it already
+			if namesrvs != "" {
+				namesrvs += ";"
+			}
+			namesrvs += ns
 		}
-		namesrvs += ns
 		fmt.Fprintf(stdout, "embedded name server listening on %s\n", b.EmbeddedNamesrv().Addr())
 	}
 	fmt.Fprintf(stdout, "broker listening on %s, store at %s\n", b.Addr(), absPath(cfg.StorePathRootDir))
