@@ -111,7 +111,8 @@ func (b *Broker) storeWritableCheck() opsserver.Check {
 func (b *Broker) registeredCheck() opsserver.Check {
 	c := opsserver.Check{Name: "namesrv_registered", OK: true}
 	r := b.ctl.registrar
-	if r == nil || len(b.namesrvTargets()) == 0 {
+	// Not namesrvTargets: the embedded name server's address is written while Start runs.
+	if r == nil || (len(b.cfg.NamesrvAddrs()) == 0 && b.ctl.embedded == nil) {
 		c.Detail = "no name server: namesrvAddr is empty and namesrvEmbedded=false"
 		return c
 	}
