@@ -376,9 +376,9 @@ func TestStuckPutPathOrEventLoopIsNotLive(t *testing.T) {
 	cfg.ListenPort, cfg.HAListenPort = port, pickPort(t, port)
 	sc, err := storeConfig(&cfg, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port)))
 	require.NoError(t, err)
-	real, err := store.Open(sc, store.Deps{Logger: testLogger(t)})
+	opened, err := store.Open(sc, store.Deps{Logger: testLogger(t)})
 	require.NoError(t, err)
-	st := &stuckStore{MessageStore: real}
+	st := &stuckStore{MessageStore: opened}
 	b, err := New(cfg, Deps{Logger: testLogger(t), Store: st, Registerer: prometheus.NewRegistry()})
 	require.NoError(t, err)
 	b.livenessStallBound = 10 * time.Second
