@@ -286,7 +286,9 @@ func (s *gnetServer) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	}
 	gc.SetContext(g)
 	s.met.connections.Inc()
+	g.core.handlerSinceNanos.Store(s.table.nowNanos.Load()) // a stuck OnOpen holds the loop too
 	s.h.OnOpen(&g.core)
+	g.core.handlerSinceNanos.Store(0)
 	return nil, gnet.None
 }
 
