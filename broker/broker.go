@@ -148,6 +148,10 @@ type Broker struct {
 	// Probe state (health.go).
 	storeStarted atomic.Bool // Start started the store (recovered in New)
 	serving      atomic.Bool // Start returned nil and Shutdown has not begun
+	// watchedServers are the remoting servers that started (startServers), for Live.
+	watchedServers atomic.Pointer[[]namedServer]
+	// livenessStallBound overrides defaultStallBound (tests); not a key.
+	livenessStallBound time.Duration
 }
 
 // service is a background part with a lifecycle (flushers of config files, the

@@ -111,15 +111,14 @@ func (b *Broker) updateConfig(props []conf.Property) error {
 		}
 		w, err := next.Set(key, p.Value, 0)
 		var ve *conf.ValueError
+		var unknown *conf.UnknownKeyError
 		switch {
 		case errors.As(err, &ve):
 			return &admin.ConfigRefused{Remark: ve.Error()}
+		case errors.As(err, &unknown):
+			return &admin.ConfigRefused{Remark: unknown.Error()}
 		case err != nil:
 			return &admin.ConfigRefused{Remark: err.Error()}
-		case w != nil && w.Unknown && w.Suggestion != "":
-			return &admin.ConfigRefused{Remark: fmt.Sprintf("unknown key %s (did you mean %s?)", key, w.Suggestion)}
-		case w != nil && w.Unknown:
-			return &admin.ConfigRefused{Remark: "unknown key " + key}
 		case w != nil:
 			return &admin.ConfigRefused{Remark: fmt.Sprintf("key %s is not used by ringmq: %s", key, w.Message)}
 		}

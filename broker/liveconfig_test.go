@@ -130,7 +130,7 @@ func TestUpdateBrokerConfigRefusesWhole(t *testing.T) {
 		{"autoCreateTopicEnable=false\nslaveReadEnable=maybe\n", codec.ResponseInvalidParameter,
 			`key slaveReadEnable = "maybe": not true or false; allowed: true or false`},
 		{"autoCreateTopicEnable=false\nbrokerPermision=4\n", codec.ResponseInvalidParameter,
-			"unknown key brokerPermision (did you mean brokerPermission?)"},
+			"unknown key brokerPermision: neither ringmq nor Apache RocketMQ 4.x reads it; did you mean brokerPermission?"},
 		{"autoCreateTopicEnable=false\nfileReservedTime=48\n", codec.ResponseNoPermission,
 			"key fileReservedTime needs a restart: edit broker.conf (keys that change at run time: autoCreateSubscriptionGroup, " +
 				"autoCreateTopicEnable, brokerPermission, notifyConsumerIdsChangedEnable, offsetCheckInSlave, " +

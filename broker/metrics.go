@@ -1,14 +1,11 @@
 package broker
 
 import (
-	"fmt"
-	"net"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ringmq/ringmq/internal/opsserver"
 	"github.com/ringmq/ringmq/netio"
 )
 
@@ -139,26 +136,16 @@ func (c *connectionCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // MetricsListenAddr is the address the operators' HTTP endpoint (metrics, pprof, probes) listens
-// on, or "" when metricsAddr is empty or "off".
+// on, or "" when metricsAddr is empty or "off" (or not an address: Validate refuses it).
 func (c *Config) MetricsListenAddr() string {
-	if strings.EqualFold(c.MetricsAddr, "off") {
-		return ""
-	}
-	return c.MetricsAddr
+	addr, _ := opsserver.ListenAddr(c.MetricsAddr)
+	return addr
 }
 
 // metricsAddrProblem says what is wrong with metricsAddr, "" when nothing.
 func (c *Config) metricsAddrProblem() string {
-	addr := c.MetricsListenAddr()
-	if addr == "" {
-		return ""
-	}
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Sprintf("%q is not host:port, empty or off", c.MetricsAddr)
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return fmt.Sprintf("%q: the port must be 0..65535", c.MetricsAddr)
+	if _, err := opsserver.ListenAddr(c.MetricsAddr); err != nil {
+		return err.Error()
 	}
 	return ""
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/opsserver"
 	"github.com/ringmq/ringmq/internal/remotingtest"
 	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/store"
@@ -220,9 +221,18 @@ func TestEveryMetricMoves(t *testing.T) {
 		c.HAMasterAddress = master.b.haServer.Addr().String()
 	})
 	testutil.Eventually(t, "a slave connected", func() bool { return master.b.haServer.SlaveCount() == 1 })
-	for _, c := range slave.b.Health() {
+	for _, c := range slave.b.Live() {
 		require.True(t, c.OK, "a slave refuses sends by role, not because its store is read-only: %+v", c)
 	}
+	testutil.Eventually(t, "the slave ready: connected to its master", func() bool {
+		for _, c := range slave.b.Ready() {
+			if !c.OK {
+				return false
+			}
+		}
+		return true
+	})
+	require.Equal(t, opsserver.Check{Name: "role", OK: true, Detail: "SLAVE"}, slave.b.Ready()[4])
 
 	// A producer and a consumer, each on its own connection; c is neither.
 	producer, consumer := dialCtl(t, master.BrokerAddr), dialCtl(t, master.BrokerAddr)

@@ -89,6 +89,8 @@ type Client struct {
 	// Counters for tests and metrics.
 	connects atomic.Int64
 	frames   atomic.Int64
+	// connected is true while a session with the master runs (a readiness probe's).
+	connected atomic.Bool
 
 	// stopAfterSession ends run after the current session (the master said to truncate).
 	stopAfterSession atomic.Bool
@@ -142,6 +144,11 @@ func (c *Client) MasterAddr() string { return *c.masterAddr.Load() }
 
 // Connects counts the connections made; Frames the frames received (heartbeats included).
 func (c *Client) Connects() int64 { return c.connects.Load() }
+
+// Connected reports whether the client is connected to the master now: a session runs, which
+// ends when nothing (not even a heartbeat) came from the master for HousekeepingInterval. Reads
+// an atomic.
+func (c *Client) Connected() bool { return c.connected.Load() }
 
 // Frames counts the transfer frames received.
 func (c *Client) Frames() int64 { return c.frames.Load() }
@@ -216,6 +223,8 @@ func (c *Client) session(addr string) error {
 	c.mu.conn = nc
 	c.mu.Unlock()
 	c.connects.Add(1)
+	c.connected.Store(true)
+	defer c.connected.Store(false)
 	c.logger.Info("ha: connected to the master", "master", addr, "maxOffset", c.log.MaxPhyOffset())
 
 	r := &reporter{nc: nc, timeout: c.cfg.HousekeepingInterval, now: c.now}

@@ -372,3 +372,21 @@ func TestCatchUpFramesGrow(t *testing.T) {
 	h, _ = readFrame(t, nc)
 	require.Equal(t, FrameHeader{PhyOffset: end + 1000, BodySize: 2000}, h)
 }
+
+// Connected follows the session: true while connected to the master, false once it is gone and
+// after Close.
+func TestConnectedFollowsTheSession(t *testing.T) {
+	master := newMemLog(testFileSize)
+	master.Append(record(0, 100))
+	srv, err := NewServer(testServerConfig(), master, nil)
+	require.NoError(t, err)
+	srv.Start()
+	slave := newMemLog(testFileSize)
+	c := startClient(t, srv.Addr().String(), slave)
+	testutil.Eventually(t, "connected", c.Connected)
+	testutil.Eventually(t, "caught up", func() bool { return slave.MaxPhyOffset() == 100 })
+	require.NoError(t, srv.Close())
+	testutil.Eventually(t, "not connected once the master is gone", func() bool { return !c.Connected() })
+	require.NoError(t, c.Close())
+	require.False(t, c.Connected())
+}

@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ringmq/ringmq/internal/conf"
 	"github.com/ringmq/ringmq/internal/logging"
+	"github.com/ringmq/ringmq/internal/opsserver"
 	"github.com/ringmq/ringmq/namesrv"
 )
 
@@ -59,7 +62,18 @@ var keys = map[string]keySetter{
 	"netEngine":          stringKey(func(s *settings, v string) { s.ns.NetEngine = v }),
 	"netEventLoops":      intKey(func(s *settings, v int) { s.ns.NetEventLoops = v }),
 	"brokerExpiryMillis": durationKey(time.Millisecond, func(s *settings, v time.Duration) { s.ns.BrokerExpiry = v }),
-	"metricsAddr":        stringKey(func(s *settings, v string) { s.metricsAddr = v }),
+	"metricsAddr":        metricsAddrKey,
+}
+
+// metricsAddrKey reads metricsAddr as mqbroker does (opsserver.ListenAddr): host:port, or empty
+// or off for no endpoint.
+func metricsAddrKey(s *settings, v string) error {
+	addr, err := opsserver.ListenAddr(v)
+	if err != nil {
+		return errors.New(err.Error() + "; allowed: host:port, empty or off")
+	}
+	s.metricsAddr = addr
+	return nil
 }
 
 // notApplied are RocketMQ name server keys (NamesrvConfig, NettyServerConfig,
@@ -116,8 +130,10 @@ var notApplied = map[string]string{
 }
 
 // applyProperties applies a parsed file to s. Keys that do not apply are logged once each at
-// info with what ringmq does instead; unknown keys are logged as warnings by name and line;
-// every value that does not parse is an error naming key and line (all of them, joined).
+// info with what ringmq does instead, Apache RocketMQ name server keys ringmq does not read as
+// warnings naming them; every value that does not parse and every key neither ringmq nor RocketMQ
+// knows (a typo, with the nearest known key) is an error naming file and line (all of them,
+// joined).
 func applyProperties(s *settings, props []conf.Property, file string, logger *slog.Logger) error {
 	var errs []error
 	logged := make(map[string]bool)
@@ -131,17 +147,40 @@ func applyProperties(s *settings, props []conf.Property, file string, logger *sl
 			}
 			continue
 		}
-		if why, ok := notApplied[p.Key]; ok {
-			if !logged[p.Key] {
-				logged[p.Key] = true
-				logger.Info("config key accepted but not applied", "key", p.Key, "file", file, "line", p.Line, "instead", why)
-			}
-			continue
+		why, notNeeded := notApplied[p.Key]
+		kind, err := namesrvVocabulary().Check(p.Key)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%w: %s:%d: %w", errConfig, file, p.Line, err))
+		case logged[p.Key]:
+		case notNeeded:
+			logged[p.Key] = true
+			logger.Info("config key accepted but not applied", "key", p.Key, "file", file, "line", p.Line, "instead", why)
+		case kind == conf.KeyRocketMQOnly:
+			logged[p.Key] = true
+			logger.Warn("RocketMQ config key ignored", "key", p.Key, "file", file, "line", p.Line,
+				"why", "an Apache RocketMQ 4.x key ringmq does not read; its value has no effect")
 		}
-		logger.Warn("unknown config key ignored", "key", p.Key, "file", file, "line", p.Line)
 	}
 	return errors.Join(errs...)
 }
+
+// namesrvVocabulary is every key mqnamesrv knows: the keys it applies, the logging keys, the
+// RocketMQ keys it accepts on purpose (notApplied), then Apache RocketMQ 4.9's name server keys.
+var namesrvVocabulary = sync.OnceValue(func() conf.Vocabulary {
+	var own []string
+	for k := range keys {
+		own = append(own, k)
+	}
+	for k := range notApplied {
+		own = append(own, k)
+	}
+	for _, k := range conf.Keys(logging.Settings{}) {
+		own = append(own, k.Name)
+	}
+	slices.Sort(own) // map order would break Suggest's ties differently from run to run
+	return conf.Vocabulary{Own: own, RocketMQ: conf.RocketMQNamesrvKeys()}
+})
 
 func stringKey(set func(*settings, string)) keySetter {
 	return func(s *settings, v string) error { set(s, v); return nil }

@@ -77,7 +77,7 @@ serverWorkerThreads=8
 serverWorkerThreads=16
 clientRequestThreadPoolNums=8
 rocketmqHome=/opt/rocketmq
-fancyNewKey=1
+rocketmqHome=/opt/rocketmq
 `))
 	require.NoError(t, err)
 	var logs bytes.Buffer
@@ -103,8 +103,56 @@ fancyNewKey=1
 	out := logs.String()
 	require.Equal(t, 1, strings.Count(out, "key=serverWorkerThreads"), "a not-applied key is logged once:\n%s", out)
 	require.Contains(t, out, `level=INFO msg="config key accepted but not applied" key=clientRequestThreadPoolNums`)
-	require.Contains(t, out, "key=rocketmqHome")
-	require.Contains(t, out, `level=WARN msg="unknown config key ignored" key=fancyNewKey file=namesrv.conf line=19`)
+	require.Equal(t, 1, strings.Count(out, "key=rocketmqHome"), out)
+	require.NotContains(t, out, "level=WARN")
+}
+
+// TestUnknownKeysAreErrors: a key neither ringmq nor Apache RocketMQ 4.x reads is an error naming
+// the file, the line, the key and the nearest known key; every one is reported, and the keys
+// around them are still read.
+func TestUnknownKeysAreErrors(t *testing.T) {
+	for _, tc := range []struct{ line, want string }{
+		{"listenPrt=9877", "unknown key listenPrt: neither ringmq nor Apache RocketMQ 4.x reads it; did you mean listenPort?"},
+		{"kvconfigpath=/x", "unknown key kvconfigpath: neither ringmq nor Apache RocketMQ 4.x reads it; did you mean kvConfigPath?"},
+		{"serverWorkerThread=8", "unknown key serverWorkerThread: neither ringmq nor Apache RocketMQ 4.x reads it; did you mean serverWorkerThreads?"},
+		{"logLevl=debug", "unknown key logLevl: neither ringmq nor Apache RocketMQ 4.x reads it; did you mean logLevel?"},
+		{"fancyNewKey=1", "unknown key fancyNewKey: neither ringmq nor Apache RocketMQ 4.x reads it"},
+	} {
+		props, err := conf.Parse([]byte("# namesrv.conf\n" + tc.line + "\norderMessageEnable=true\n"))
+		require.NoError(t, err)
+		s := defaultSettings()
+		err = applyProperties(&s, props, "namesrv.conf", slog.New(slog.DiscardHandler))
+		require.ErrorIs(t, err, errConfig, tc.line)
+		require.ErrorIs(t, err, conf.ErrUnknownKey, tc.line)
+		require.EqualError(t, err, "mqnamesrv: config: namesrv.conf:2: "+tc.want)
+		require.True(t, s.ns.OrderMessageEnable)
+	}
+	props, err := conf.Parse([]byte("listenPrt=1\nfancyNewKey=2\n"))
+	require.NoError(t, err)
+	s := defaultSettings()
+	err = applyProperties(&s, props, "n.conf", slog.New(slog.DiscardHandler))
+	require.ErrorContains(t, err, "n.conf:1: unknown key listenPrt")
+	require.ErrorContains(t, err, "n.conf:2: unknown key fancyNewKey")
+}
+
+// TestMetricsAddrReadAsTheBrokerReadsIt: metricsAddr takes host:port, or empty or off (any case)
+// for no endpoint, like mqbroker's key; anything else is an error saying what is allowed.
+func TestMetricsAddrReadAsTheBrokerReadsIt(t *testing.T) {
+	for value, want := range map[string]string{"off": "", "OFF": "", "": "", "127.0.0.1:9107": "127.0.0.1:9107", ":0": ":0"} {
+		s := defaultSettings()
+		s.metricsAddr = "before"
+		require.NoError(t, keys["metricsAddr"](&s, value), value)
+		require.Equal(t, want, s.metricsAddr, value)
+	}
+	for _, value := range []string{"on", "127.0.0.1", "host:99999"} {
+		s := defaultSettings()
+		require.ErrorContains(t, keys["metricsAddr"](&s, value), "allowed: host:port, empty or off", value)
+	}
+	// A run with metricsAddr=off reads it (--printConfigItem: it would start the same way).
+	var stdout, stderr syncBuffer
+	require.Equal(t, 0, run(context.Background(), []string{"-c", writeConf(t, "metricsAddr=off\n"), "--printConfigItem"},
+		&stdout, &stderr, nil), stderr.String())
+	require.Contains(t, stdout.String(), "\nmetricsAddr=\n")
 }
 
 func TestApplyPropertiesErrors(t *testing.T) {
@@ -132,7 +180,7 @@ func TestRunExitCodes(t *testing.T) {
 
 	require.Equal(t, 1, run(ctx, []string{"-c", filepath.Join(t.TempDir(), "missing.conf")}, &stdout, &stderr, nil))
 	require.Equal(t, 1, run(ctx, []string{"-c", writeConf(t, "listenPort=x\n")}, &stdout, &stderr, nil))
-	require.Contains(t, stderr.String(), `listenPort=\"x\": not a whole number`)
+	require.Contains(t, stderr.String(), `listenPort="x": not a whole number`)
 	require.Equal(t, 1, run(ctx, []string{"-c", writeConf(t, "scanNotActiveBrokerInterval=0\n")}, &stdout, &stderr, nil))
 	require.Contains(t, stderr.String(), "ScanInterval")
 
@@ -152,6 +200,18 @@ func TestRunExitCodes(t *testing.T) {
 	logged, err := os.ReadFile(logPath)
 	require.NoError(t, err)
 	require.Contains(t, string(logged), `"level":"INFO","msg":"config key accepted but not applied","key":"rocketmqHome"`)
+
+	// A misspelt key stops --printConfigItem (and a start) with one line: file, line, key, suggestion.
+	stdout, stderr = syncBuffer{}, syncBuffer{}
+	typo := writeConf(t, "listenPort=9877\norderMessageEnabel=true\n")
+	require.Equal(t, 1, run(ctx, []string{"-c", typo, "--printConfigItem"}, &stdout, &stderr, nil))
+	require.Empty(t, stdout.String())
+	require.Equal(t, "mqnamesrv: config: "+typo+":2: unknown key orderMessageEnabel: neither ringmq nor Apache RocketMQ 4.x "+
+		"reads it; did you mean orderMessageEnable?\n", stderr.String())
+	// A misspelt flag gets the nearest flag.
+	stderr = syncBuffer{}
+	require.Equal(t, 2, run(ctx, []string{"--listenPrt=1"}, &stdout, &stderr, nil))
+	require.Contains(t, stderr.String(), "mqnamesrv: unknown flag --listenPrt: did you mean --listenPort?\n")
 
 	// -p overrides the file; --printConfigItem shows the result without starting.
 	stdout = syncBuffer{}
