@@ -45,8 +45,8 @@ var promAggregations = map[string]bool{"sum": true, "min": true, "max": true, "a
 	"stddev": true, "stdvar": true, "count": true, "count_values": true, "bottomk": true, "topk": true,
 	"quantile": true, "limitk": true, "limit_ratio": true}
 
-// promKeywords are the words of PromQL that are neither metric nor function names; the first
-// six take a parenthesised label list.
+// promKeywords are the words of PromQL that are neither metric nor function names (those
+// isLabelListKeyword names take a parenthesised label list).
 var promKeywords = map[string]bool{"by": true, "without": true, "on": true, "ignoring": true,
 	"group_left": true, "group_right": true, "bool": true, "offset": true, "and": true, "or": true,
 	"unless": true, "atan2": true, "inf": true, "nan": true, "start": true, "end": true}
@@ -66,7 +66,8 @@ func isLabelListKeyword(w string) bool {
 // whose module raises go.mod's go directive and upgrades dependencies of the pinned
 // rocketmq-client-go (zap, atomic, x/crypto) for every package of the repo; a test that needs the
 // metric names and matchers of a few dozen expressions does not justify that.
-// TestPromSelectors pins the forms the deploy files use.
+// TestPromSelectors pins the forms the deploy files use; promtool (TestAlertRulesUnitTests, where
+// installed) parses the alert rules with the real parser.
 func promSelectors(expr string) ([]promSelector, error) {
 	var out []promSelector
 	isIdentStart := func(c byte) bool { return c == '_' || c == ':' || c|0x20 >= 'a' && c|0x20 <= 'z' }
