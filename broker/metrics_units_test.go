@@ -495,14 +495,40 @@ func TestMetricsDocListsEveryRegisteredSeries(t *testing.T) {
 		documented[m[1]] = true
 	}
 
+	registered, _, _ := startEverySeriesBrokers(t)
+	var missing, extra []string
+	for name := range registered {
+		if !documented[name] {
+			missing = append(missing, name)
+		}
+	}
+	for name := range documented {
+		if _, ok := registered[name]; !ok {
+			extra = append(extra, name)
+		}
+	}
+	slices.Sort(missing)
+	slices.Sort(extra)
+	require.Empty(t, missing, "registered but not in METRICS.md")
+	require.Empty(t, extra, "in METRICS.md but not registered")
+}
+
+// startEverySeriesBrokers starts the brokers that between them register every series: a
+// SYNC_MASTER under SYNC_FLUSH (the group commit's waiter series) with ACL and the embedded name
+// server, and a slave replicating from it. It returns the label names of every family their
+// collectors describe (by family name), their registries, and the master.
+func startEverySeriesBrokers(t *testing.T) (map[string][]string, prometheus.Gatherers, *Broker) {
 	aclPath := t.TempDir() + "/plain_acl.yml"
 	require.NoError(t, os.WriteFile(aclPath, []byte(aclReloadV1), 0o644))
-	registered := map[string]bool{}
+	registered := map[string][]string{}
+	var gatherers prometheus.Gatherers
 	start := func(mutate func(*Config)) *Broker {
 		cfg := testBrokerConfig(t)
 		mutate(&cfg)
+		reg := prometheus.NewRegistry()
+		gatherers = append(gatherers, reg)
 		b, err := New(cfg, Deps{Logger: testLogger(t), Namesrv: testNamesrv,
-			Registerer: describingRegisterer{Registerer: prometheus.NewRegistry(), names: registered}})
+			Registerer: describingRegisterer{Registerer: reg, families: registered}})
 		require.NoError(t, err)
 		require.NoError(t, b.Start())
 		t.Cleanup(func() {
@@ -526,29 +552,20 @@ func TestMetricsDocListsEveryRegisteredSeries(t *testing.T) {
 		c.HAListenPort = 0
 		c.HAMasterAddress = master.haServer.Addr().String()
 	})
-	var missing, extra []string
-	for name := range registered {
-		if !documented[name] {
-			missing = append(missing, name)
-		}
-	}
-	for name := range documented {
-		if !registered[name] {
-			extra = append(extra, name)
-		}
-	}
-	slices.Sort(missing)
-	slices.Sort(extra)
-	require.Empty(t, missing, "registered but not in METRICS.md")
-	require.Empty(t, extra, "in METRICS.md but not registered")
+	return registered, gatherers, master
 }
 
-// describingRegisterer records the names every registered collector describes (a vector without a
-// series yet is not gathered, but it is described).
+// describingRegisterer records the family names every registered collector describes, with
+// their label names, variable and constant (a vector without a series yet is not gathered, but
+// it is described).
 type describingRegisterer struct {
 	prometheus.Registerer
-	names map[string]bool // not locked: New registers from one goroutine
+	families map[string][]string // not locked: New registers from one goroutine
 }
+
+// descPattern reads a Desc's String(): the name, the constant labels and the variable ones
+// (c(name) when constrained).
+var descPattern = regexp.MustCompile(`^Desc\{fqName: "([^"]+)", .*constLabels: \{(.*)\}, variableLabels: \{([^}]*)\}\}$`)
 
 func (r describingRegisterer) Register(c prometheus.Collector) error {
 	ch := make(chan *prometheus.Desc, 64)
@@ -556,11 +573,23 @@ func (r describingRegisterer) Register(c prometheus.Collector) error {
 		c.Describe(ch)
 		close(ch)
 	}()
-	re := regexp.MustCompile(`fqName: "([^"]+)"`)
+	constLabel := regexp.MustCompile(`(?:^|,)([a-zA-Z_][a-zA-Z0-9_]*)="`)
 	for d := range ch {
-		if m := re.FindStringSubmatch(d.String()); m != nil {
-			r.names[m[1]] = true
+		m := descPattern.FindStringSubmatch(d.String())
+		if m == nil {
+			continue // an invalid Desc: Register below reports it
 		}
+		labels := r.families[m[1]]
+		for _, l := range constLabel.FindAllStringSubmatch(m[2], -1) {
+			labels = append(labels, l[1])
+		}
+		for l := range strings.SplitSeq(m[3], ",") {
+			if l = strings.TrimSuffix(strings.TrimPrefix(l, "c("), ")"); l != "" {
+				labels = append(labels, l)
+			}
+		}
+		slices.Sort(labels)
+		r.families[m[1]] = slices.Compact(labels)
 	}
 	return r.Registerer.Register(c)
 }

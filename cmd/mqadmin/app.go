@@ -255,6 +255,12 @@ func (a *app) ask(peer, addr string, req *codec.RemotingCommand, what string, ok
 	return resp, nil
 }
 
+// isTopicNotExist says err is a TOPIC_NOT_EXIST answer.
+func isTopicNotExist(err error) bool {
+	var re *adminclient.ResponseError
+	return errors.As(err, &re) && re.Code == codec.ResponseTopicNotExist
+}
+
 // askNamesrv sends a request to the name servers in turn until one answers (RocketMQ's
 // clients fail over the same way); an answer with a code not in ok is an error at once.
 func (a *app) askNamesrv(code codec.RequestCode, h header, body []byte, what string,

@@ -32,13 +32,11 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/pflag"
 
 	"github.com/ringmq/ringmq/broker"
@@ -94,7 +92,7 @@ func run(args []string, stdout, stderr io.Writer, signals <-chan os.Signal) int 
 // file ("" none), where UPDATE_BROKER_CONFIG writes the keys it changes.
 func serve(cfg broker.Config, configFile string, stdout, stderr io.Writer, logger *slog.Logger, signals <-chan os.Signal) int {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(goCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(opsserver.RuntimeCollectors()...)
 	// The operators' endpoint comes up first: metrics and profiles during a long recovery, and probes
 	// that answer 503 "starting" until the broker is there.
 	probes := &opsserver.Pending{}
@@ -181,14 +179,4 @@ func absPath(p string) string {
 		return a
 	}
 	return p
-}
-
-// goCollector exports the runtime's scheduler and GC series besides the classic go_* ones:
-// go_sched_latencies_seconds (how long runnable goroutines waited for a CPU), the GC and
-// stop-the-world pause histograms and the GC CPU classes (mark assist included) are what
-// tell a CPU-starved or GC-bound tail from one the store or the disk causes.
-func goCollector() prometheus.Collector {
-	return collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
-		collectors.MetricsScheduler, collectors.MetricsGC,
-		collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/cpu/classes/gc/`)}))
 }
