@@ -78,6 +78,10 @@ type Config struct {
 	ChannelExpiredTimeout       time.Duration `prop:"channelExpiredTimeout" group:"network" unit:"ms" default:"120000" help:"a client silent (no heartbeat) this long is dropped"`
 	CheckTransactionMessage     bool          `prop:"checkTransactionMessageEnable" group:"messages" default:"true" help:"check half messages back with their producers"`
 
+	// Bounds on what clients create implicitly (broker/metadata/limits.go).
+	AutoCreateSubscriptionGroupLimit int `prop:"autoCreateSubscriptionGroupLimit" group:"limits" allowed:"1 or more" default:"10000" help:"a consumer group is created on its first use (heartbeat, pull, send-back) only while fewer groups than this exist, the built-in ones aside; past it the request is refused SUBSCRIPTION_GROUP_NOT_EXIST naming this key. Groups created by UPDATE_AND_CREATE_SUBSCRIPTIONGROUP are not limited (and count)"`
+	AutoCreateRetryTopicLimit        int `prop:"autoCreateRetryTopicLimit" group:"limits" allowed:"1 or more" default:"20000" help:"a retry (%RETRY%) or dead-letter (%DLQ%) topic is created implicitly (heartbeat, send-back, send) only while fewer such topics than this exist; past it the request is refused naming this key. Topics created by UPDATE_AND_CREATE_TOPIC are not limited (and count)"`
+
 	// MessageStoreConfig: the store's keys (storePathRootDir, mappedFileSizeCommitLog,
 	// flushDiskType, ...), and two MessageStoreConfig keys the store does not need.
 	store.Config
@@ -398,6 +402,10 @@ func (c *Config) validate() error {
 		return bad("brokerPermission", "")
 	case c.DefaultTopicQueueNums <= 0 || c.DefaultTopicQueueNums > 1024:
 		return bad("defaultTopicQueueNums", "")
+	case c.AutoCreateSubscriptionGroupLimit < 1:
+		return bad("autoCreateSubscriptionGroupLimit", "")
+	case c.AutoCreateRetryTopicLimit < 1:
+		return bad("autoCreateRetryTopicLimit", "")
 	case c.TransientStorePoolEnable && c.TransientStorePoolSize <= 0:
 		return bad("transientStorePoolSize", "must be positive when transientStorePoolEnable=true")
 	case c.FastListenPort < -1 || c.FastListenPort > 65535:
