@@ -217,6 +217,14 @@ func (p *Plane) checkSend(rc *remoting.Request, h *codec.SendMessageRequestHeade
 	}
 	tc, ok := p.topics.Get(h.Topic)
 	if !ok && !p.set.IsSlave { // a slave's topics come from its master only
+		if group, retry := strings.CutPrefix(h.Topic, metadata.RetryGroupTopicPrefix); retry {
+			// The group before its retry topic, as a heartbeat creates them: a send that the
+			// group's check refuses later (prepareMessage) must not leave the topic behind.
+			if _, err := p.groups.FindOrCreate(group); err != nil {
+				return codec.TopicConfig{}, codec.ResponseSubscriptionGroupNotExist,
+					metadata.Remark("subscription group not exist, "+group, err)
+			}
+		}
 		var topicSysFlag int32
 		if h.UnitMode {
 			if strings.HasPrefix(h.Topic, metadata.RetryGroupTopicPrefix) {
