@@ -79,8 +79,8 @@ type Config struct {
 	CheckTransactionMessage     bool          `prop:"checkTransactionMessageEnable" group:"messages" default:"true" help:"check half messages back with their producers"`
 
 	// Bounds on what clients create implicitly (broker/metadata/limits.go).
-	AutoCreateSubscriptionGroupLimit int `prop:"autoCreateSubscriptionGroupLimit" group:"limits" allowed:"1 or more" default:"10000" help:"a consumer group is created on its first use (heartbeat, pull, send-back) only while fewer groups than this exist, the built-in ones aside; past it the request is refused SUBSCRIPTION_GROUP_NOT_EXIST naming this key. Groups created by UPDATE_AND_CREATE_SUBSCRIPTIONGROUP are not limited (and count)"`
-	AutoCreateRetryTopicLimit        int `prop:"autoCreateRetryTopicLimit" group:"limits" allowed:"1 or more" default:"20000" help:"a retry (%RETRY%) or dead-letter (%DLQ%) topic is created implicitly (heartbeat, send-back, send) only while fewer such topics than this exist; past it the request is refused naming this key. Topics created by UPDATE_AND_CREATE_TOPIC are not limited (and count)"`
+	AutoCreateSubscriptionGroupLimit int `prop:"autoCreateSubscriptionGroupLimit" group:"limits" allowed:"1 or more" default:"10000" help:"consumer groups created on first use (heartbeat, pull, send-back) stop at this many, built-in groups aside: later ones are refused SUBSCRIPTION_GROUP_NOT_EXIST; updateSubGroup is not limited"`
+	AutoCreateRetryTopicLimit        int `prop:"autoCreateRetryTopicLimit" group:"limits" allowed:"1 or more" default:"20000" help:"retry (%RETRY%) and dead-letter (%DLQ%) topics created implicitly (heartbeat, send-back, send) stop at this many: later ones are refused; updateTopic is not limited"`
 
 	// MessageStoreConfig: the store's keys (storePathRootDir, mappedFileSizeCommitLog,
 	// flushDiskType, ...), and two MessageStoreConfig keys the store does not need.
