@@ -271,6 +271,7 @@ func (b *Broker) scanExpiredClients() {
 		b.logger.Info("broker: closing connection of expired client", "addr", c.RemoteAddr().String())
 		_ = c.Close()
 	}
+	b.clients.RemoveExpiredLocks()
 }
 
 // notifyConsumerIdsChanged sends NOTIFY_CONSUMER_IDS_CHANGED (oneway) to each member of a
