@@ -12,7 +12,9 @@ import (
 // fill subscriptionGroup.json and topics.json, and the broker's memory, for good. Past a limit
 // the request is refused and nothing is created; the admin requests
 // (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, UPDATE_AND_CREATE_TOPIC) are never limited, and what
-// they create counts towards the limits like everything else in the tables.
+// they create counts towards the limits like everything else in the tables. RocketMQ 4.9 has no
+// such limits (SubscriptionGroupManager.findSubscriptionGroupConfig and
+// TopicConfigManager.createTopicInSendMessageBackMethod create whatever they are asked for).
 
 // Keys of the limits in broker.conf, named in refusals.
 const (
