@@ -79,6 +79,10 @@ type Config struct {
 	ChannelExpiredTimeout       time.Duration `prop:"channelExpiredTimeout" group:"network" unit:"ms" default:"120000" help:"a client silent (no heartbeat) this long is dropped"`
 	CheckTransactionMessage     bool          `prop:"checkTransactionMessageEnable" group:"messages" default:"true" help:"check half messages back with their producers"`
 
+	// Bounds on what clients create implicitly (broker/metadata/limits.go).
+	AutoCreateSubscriptionGroupLimit int `prop:"autoCreateSubscriptionGroupLimit" group:"limits" allowed:"1 or more" default:"10000" help:"consumer groups created on first use (heartbeat, pull, send-back) stop at this many, built-in groups aside: later ones are refused SUBSCRIPTION_GROUP_NOT_EXIST; updateSubGroup is not limited"`
+	AutoCreateRetryTopicLimit        int `prop:"autoCreateRetryTopicLimit" group:"limits" allowed:"1 or more" default:"20000" help:"retry (%RETRY%) and dead-letter (%DLQ%) topics created implicitly (heartbeat, send-back, send) stop at this many: later ones are refused; updateTopic is not limited"`
+
 	// MessageStoreConfig: the store's keys (storePathRootDir, mappedFileSizeCommitLog,
 	// flushDiskType, ...), and two MessageStoreConfig keys the store does not need.
 	store.Config
@@ -439,6 +443,10 @@ func (c *Config) validate() error {
 		return bad("brokerPermission", "")
 	case c.DefaultTopicQueueNums <= 0 || c.DefaultTopicQueueNums > 1024:
 		return bad("defaultTopicQueueNums", "")
+	case c.AutoCreateSubscriptionGroupLimit < 1:
+		return bad("autoCreateSubscriptionGroupLimit", "")
+	case c.AutoCreateRetryTopicLimit < 1:
+		return bad("autoCreateRetryTopicLimit", "")
 	case c.TransientStorePoolEnable && c.TransientStorePoolSize <= 0:
 		return bad("transientStorePoolSize", "must be positive when transientStorePoolEnable=true")
 	case c.FastListenPort < -1 || c.FastListenPort > 65535:

@@ -75,6 +75,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/logging"
 	"github.com/ringmq/ringmq/netio"
 )
 
@@ -205,7 +206,8 @@ func (c *Config) Validate() error {
 // are safe for concurrent use.
 type Namesrv struct {
 	cfg     Config
-	logger  *slog.Logger
+	logger  *slog.Logger // New's logger behind repeats
+	repeats *logging.RepeatLimiter
 	routes  *routeInfoManager
 	kv      *kvConfig
 	metrics *metrics
@@ -258,10 +260,14 @@ func New(cfg Config, logger *slog.Logger, registerer prometheus.Registerer) (*Na
 	if err != nil {
 		return nil, err
 	}
-	logger = logger.With("component", "namesrv")
+	// Clients can make a name server repeat a line at will (a connection closed for a malformed
+	// frame): the first lines of a message per interval are logged, then how many were dropped.
+	repeats := logging.NewRepeatLimiter(0, 0, nil)
+	logger = repeats.Logger(logger).With("component", "namesrv")
 	n := &Namesrv{
 		cfg:     cfg,
 		logger:  logger,
+		repeats: repeats,
 		routes:  newRouteInfoManager(logger, time.Now, cfg.BrokerExpiry),
 		kv:      kv,
 		metrics: m,
@@ -335,6 +341,7 @@ func (n *Namesrv) Shutdown(ctx context.Context) error {
 	close(n.stop)
 	n.wg.Wait()
 	n.logger.Info("namesrv: stopped")
+	n.repeats.Close()
 	return err
 }
 
