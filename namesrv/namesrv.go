@@ -75,6 +75,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/workqueue"
 	"github.com/ringmq/ringmq/netio"
 )
 
@@ -217,8 +218,8 @@ type Namesrv struct {
 	stop      chan struct{}
 	wg        sync.WaitGroup
 
-	brokerWorker *worker // REGISTER_BROKER, UNREGISTER_BROKER, in arrival order
-	kvWorker     *worker // PUT/DELETE_KV_CONFIG, in arrival order
+	brokerWorker *workqueue.Queue // REGISTER_BROKER, UNREGISTER_BROKER, in arrival order
+	kvWorker     *workqueue.Queue // PUT/DELETE_KV_CONFIG, in arrival order
 }
 
 const (
@@ -267,8 +268,8 @@ func New(cfg Config, logger *slog.Logger, registerer prometheus.Registerer) (*Na
 		metrics: m,
 		stop:    make(chan struct{}),
 
-		brokerWorker: newWorker(brokerQueueLength),
-		kvWorker:     newWorker(kvQueueLength),
+		brokerWorker: workqueue.New(brokerQueueLength),
+		kvWorker:     workqueue.New(kvQueueLength),
 	}
 	n.proc = &processor{n: n}
 
@@ -304,11 +305,11 @@ func (n *Namesrv) Start() error {
 	}()
 	go func() {
 		defer n.wg.Done()
-		n.brokerWorker.run()
+		n.brokerWorker.Run()
 	}()
 	go func() {
 		defer n.wg.Done()
-		n.kvWorker.run()
+		n.kvWorker.Run()
 	}()
 	n.logger.Info("namesrv: started", "addr", n.server.Addr().String(), "engine", n.cfg.NetEngine,
 		"kvConfigPath", n.cfg.KVConfigPath, "brokerExpiry", n.cfg.BrokerExpiry)
@@ -330,8 +331,8 @@ func (n *Namesrv) Shutdown(ctx context.Context) error {
 	}
 	// The server first: once Stop returns no handler runs any more, so nothing is submitted.
 	err := n.server.Stop(ctx)
-	n.brokerWorker.close()
-	n.kvWorker.close()
+	n.brokerWorker.Close()
+	n.kvWorker.Close()
 	close(n.stop)
 	n.wg.Wait()
 	n.logger.Info("namesrv: stopped")

@@ -154,7 +154,7 @@ func (p *processor) registerBroker(c netio.Conn, req *codec.RemotingCommand) *co
 	}
 	rt := newReplyTo(c, req)
 	body := bytes.Clone(req.Body)
-	if !p.n.brokerWorker.submit(func() { p.applyRegistration(&rt, &h, body) }) {
+	if !p.n.brokerWorker.Submit(func() { p.applyRegistration(&rt, &h, body) }) {
 		return codec.NewResponse(req, codec.ResponseSystemBusy,
 			"[REJECTREQUEST]system busy, too many broker registrations pending")
 	}
@@ -256,7 +256,7 @@ func (p *processor) unregisterBroker(c netio.Conn, req *codec.RemotingCommand) *
 			p.n.logger.Debug("namesrv: unregister response not written", "brokerAddr", h.BrokerAddr, "err", err)
 		}
 	}
-	if !p.n.brokerWorker.submit(task) {
+	if !p.n.brokerWorker.Submit(task) {
 		return codec.NewResponse(req, codec.ResponseSystemBusy,
 			"[REJECTREQUEST]system busy, too many broker registrations pending")
 	}
@@ -411,7 +411,7 @@ func (p *processor) changeKVConfig(c netio.Conn, req *codec.RemotingCommand, cod
 			p.n.logger.Debug("namesrv: kv response not written", "err", werr)
 		}
 	}
-	if !p.n.kvWorker.submit(task) {
+	if !p.n.kvWorker.Submit(task) {
 		return codec.NewResponse(req, codec.ResponseSystemBusy,
 			"[REJECTREQUEST]system busy, too many KV config changes pending")
 	}
