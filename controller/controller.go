@@ -56,8 +56,8 @@ type Controller struct {
 	stable    raft.StableStore
 	snaps     raft.SnapshotStore
 	transport raft.Transport
-	closers   []io.Closer // bolt store, TCP transport
-	raft      *raft.Raft
+	closers   []io.Closer               // bolt store, TCP transport
+	raftPtr   atomic.Pointer[raft.Raft] // nil until Start has built it
 
 	advertise string        // this controller's remoting address
 	server    netio.Server  // standalone only
@@ -139,7 +139,7 @@ func openRaftStores(cfg *Config, logger *slog.Logger) (raftDeps, error) {
 		_ = bolt.Close()
 		return raftDeps{}, fmt.Errorf("controller: raft transport on %s: %w", self.Addr, err)
 	}
-	return raftDeps{logs: bolt, stable: bolt, snaps: snaps, transport: trans, closers: []io.Closer{trans, bolt}}, nil
+	return raftDeps{logs: bolt, stable: bolt, snaps: snaps, transport: trans, closers: []io.Closer{tcpTransportCloser{trans}, bolt}}, nil
 }
 
 func newController(cfg Config, embedded bool, logger *slog.Logger, registerer prometheus.Registerer,
@@ -224,15 +224,22 @@ func (c *Controller) Start() error {
 			return c.failStart(fmt.Errorf("controller: bootstrap: %w", err))
 		}
 	}
-	if c.raft, err = raft.NewRaft(c.raftCfg, c.fsm, c.logs, c.stable, c.snaps, c.transport); err != nil {
-		return c.failStart(fmt.Errorf("controller: raft: %w", err))
-	}
 	if c.server != nil {
 		if err := c.server.Start(); err != nil {
-			_ = c.raft.Shutdown().Error()
 			return c.failStart(fmt.Errorf("controller: listen %s: %w", c.cfg.ListenAddr, err))
 		}
+		if c.cfg.AdvertiseAddr == "" {
+			// The bound port (ListenAddr may say 0) on the raft address's host.
+			host, _, _ := net.SplitHostPort(c.advertise)
+			_, port, _ := net.SplitHostPort(c.server.Addr().String())
+			c.advertise = net.JoinHostPort(host, port)
+		}
 	}
+	r, err := raft.NewRaft(c.raftCfg, c.fsm, c.logs, c.stable, c.snaps, c.transport)
+	if err != nil {
+		return c.failStart(fmt.Errorf("controller: raft: %w", err))
+	}
+	c.raftPtr.Store(r)
 	c.wg.Add(2)
 	go func() {
 		defer c.wg.Done()
@@ -249,7 +256,7 @@ func (c *Controller) Start() error {
 
 func (c *Controller) failStart(err error) error {
 	c.state.Store(stateStopped)
-	if c.server != nil {
+	if c.server != nil && c.server.Addr() != nil {
 		_ = c.server.Stop(context.Background())
 	}
 	_ = c.client.Close()
@@ -292,7 +299,7 @@ func (c *Controller) Shutdown(ctx context.Context) error {
 	close(c.stop)
 	c.work.close()
 	c.wg.Wait()
-	if err := c.raft.Shutdown().Error(); err != nil {
+	if err := c.raftPtr.Load().Shutdown().Error(); err != nil {
 		errs = append(errs, fmt.Errorf("controller: raft shutdown: %w", err))
 	}
 	errs = append(errs, c.client.Close())
@@ -303,7 +310,10 @@ func (c *Controller) Shutdown(ctx context.Context) error {
 }
 
 // IsLeader reports whether this controller leads the raft group.
-func (c *Controller) IsLeader() bool { return c.raft != nil && c.raft.State() == raft.Leader }
+func (c *Controller) IsLeader() bool {
+	r := c.raftPtr.Load()
+	return r != nil && r.State() == raft.Leader
+}
 
 // FSM returns the state machine (read-only use: its reads return copies).
 func (c *Controller) FSM() *FSM { return c.fsm }
@@ -311,7 +321,11 @@ func (c *Controller) FSM() *FSM { return c.fsm }
 // Leader returns the leader's id and remoting address as far as this controller knows
 // (empty when there is none, or it never recorded its address).
 func (c *Controller) Leader() (id, addr string) {
-	_, lid := c.raft.LeaderWithID()
+	r := c.raftPtr.Load()
+	if r == nil {
+		return "", ""
+	}
+	_, lid := r.LeaderWithID()
 	id = string(lid)
 	if id == c.cfg.SelfID && c.IsLeader() {
 		return id, c.advertise
@@ -330,7 +344,7 @@ func (c *Controller) propose(cmd *command) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controller: encode %s: %w", cmd.Type, err)
 	}
-	f := c.raft.Apply(data, requestTimeout)
+	f := c.raftPtr.Load().Apply(data, requestTimeout)
 	if err := f.Error(); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) ||
 			errors.Is(err, raft.ErrLeadershipTransferInProgress) {
@@ -353,7 +367,7 @@ func (c *Controller) propose(cmd *command) (*Result, error) {
 func (c *Controller) leaderLoop() {
 	ticker := time.NewTicker(c.cfg.ScanNotActiveBrokerInterval)
 	defer ticker.Stop()
-	leaderCh := c.raft.LeaderCh()
+	leaderCh := c.raftPtr.Load().LeaderCh()
 	for {
 		select {
 		case <-c.stop:
@@ -410,6 +424,16 @@ func (c *Controller) scan() {
 			"brokerName", g.BrokerName, "masterBrokerId", g.MasterBrokerID, "masterEpoch", g.MasterEpoch)
 		c.electForInactiveMaster(g.BrokerName)
 	}
+}
+
+// tcpTransportCloser closes the raft TCP transport and its pooled outbound connections
+// (NetworkTransport.Close leaves those open, and with them the peers' goroutines reading
+// them).
+type tcpTransportCloser struct{ t *raft.NetworkTransport }
+
+func (c tcpTransportCloser) Close() error {
+	c.t.CloseStreams()
+	return c.t.Close()
 }
 
 // raftLogger sends hashicorp/raft's log lines to logger, at hclog's Info level and above.

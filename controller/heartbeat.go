@@ -132,11 +132,3 @@ func (h *heartbeats) onClose(c netio.Conn) []brokerKey {
 	}
 	return gone
 }
-
-// reset forgets every replica: a controller that just became leader knows nothing of the
-// brokers until they heartbeat to it.
-func (h *heartbeats) reset() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	clear(h.live)
-}

@@ -119,7 +119,11 @@ func (c *Controller) OnRequest(conn netio.Conn, req *codec.RemotingCommand) bool
 // group's master, elects a new one at once (Java onBrokerChannelClose): a killed master's
 // connection closes long before its heartbeats time out.
 func (c *Controller) OnClose(conn netio.Conn) {
-	for _, k := range c.hb.onClose(conn) {
+	gone := c.hb.onClose(conn)
+	if c.state.Load() != stateStarted {
+		return // shutting down: the connections close because this controller closes them
+	}
+	for _, k := range gone {
 		g, ok := c.fsm.Group(k.brokerName)
 		if !ok || g.MasterBrokerID != k.brokerID || !c.IsLeader() {
 			continue
@@ -134,7 +138,7 @@ func (c *Controller) OnClose(conn netio.Conn) {
 // electForInactiveMaster elects a new master for brokerName if its master is still the
 // dead one, retrying ElectMasterMaxRetryCount times on raft errors.
 func (c *Controller) electForInactiveMaster(brokerName string) {
-	for i := 0; i < c.cfg.ElectMasterMaxRetryCount; i++ {
+	for i := 0; i < c.cfg.ElectMasterMaxRetryCount && c.state.Load() == stateStarted; i++ {
 		g, ok := c.fsm.Group(brokerName)
 		if !ok || !g.HasMaster() || c.hb.isAlive(g.ClusterName, g.BrokerName, g.MasterBrokerID) {
 			return
