@@ -12,7 +12,7 @@ import (
 )
 
 // applyTo applies cmd to f as a committed raft entry.
-func applyTo(t *testing.T, f *FSM, cmd *command) *Result {
+func applyTo(t testing.TB, f *FSM, cmd *command) *Result {
 	t.Helper()
 	data, err := cmd.encode()
 	require.NoError(t, err)
@@ -21,13 +21,13 @@ func applyTo(t *testing.T, f *FSM, cmd *command) *Result {
 	return res
 }
 
-func requireCode(t *testing.T, res *Result, code codec.ResponseCode) {
+func requireCode(t testing.TB, res *Result, code codec.ResponseCode) {
 	t.Helper()
 	require.Equal(t, code, res.Code, "remark: %s", res.Remark)
 }
 
 // threeReplicas is a group "broker-a" in "c1" with ids 1, 2, 3 and broker 1 elected first.
-func threeReplicas(t *testing.T) *FSM {
+func threeReplicas(t testing.TB) *FSM {
 	t.Helper()
 	f := NewFSM()
 	for id := int64(1); id <= 3; id++ {
@@ -154,7 +154,7 @@ func TestFSMAlterSyncStateSet(t *testing.T) {
 }
 
 // withSyncStateSet makes broker 1's SyncStateSet {1, 2}.
-func withSyncStateSet(t *testing.T) *FSM {
+func withSyncStateSet(t testing.TB) *FSM {
 	f := threeReplicas(t)
 	requireCode(t, applyTo(t, f, &command{Type: cmdAlterSyncStateSet, BrokerName: "broker-a", MasterBrokerID: 1,
 		MasterEpoch: 1, SyncStateSetEpoch: 1, SyncStateSet: []int64{1, 2}, Alive: alive(1, 2)}), codec.ResponseSuccess)
