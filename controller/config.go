@@ -3,29 +3,20 @@ package controller
 import (
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/ringmq/ringmq/internal/conf"
 )
 
-// Defaults (RocketMQ 5's ControllerConfig and BrokerConfig where the key is theirs).
+// Defaults of what has no key (the keys' defaults are Config's default tags: RocketMQ 5's
+// ControllerConfig and BrokerConfig values where the key is theirs).
 const (
 	// DefaultListenPort is the standalone controller's remoting port (listenPort); the raft
 	// transport has its own port in controllerPeers.
 	DefaultListenPort = 9879
-	// DefaultScanNotActiveBrokerInterval is scanNotActiveBrokerInterval (5 s).
-	DefaultScanNotActiveBrokerInterval = 5 * time.Second
-	// DefaultBrokerHeartbeatTimeout is how long a replica stays alive after its last
-	// heartbeat when the heartbeat names no heartbeatTimeoutMills (Java
-	// DEFAULT_BROKER_CHANNEL_EXPIRED_TIME and the broker's controllerHeartBeatTimeoutMills:
-	// 10 s).
-	DefaultBrokerHeartbeatTimeout = 10 * time.Second
-	// DefaultElectMasterMaxRetryCount is electMasterMaxRetryCount (3).
-	DefaultElectMasterMaxRetryCount = 3
-	// DefaultRaftHeartbeatTimeout and DefaultRaftElectionTimeout are hashicorp/raft's
-	// defaults: a follower that hears nothing from the leader for about this long starts an
-	// election.
-	DefaultRaftHeartbeatTimeout = time.Second
-	DefaultRaftElectionTimeout  = time.Second
 	// requestTimeout bounds a raft apply made for a request (Java waits 5 s).
 	requestTimeout = 5 * time.Second
 )
@@ -36,67 +27,81 @@ type Peer struct {
 	Addr string
 }
 
-// Config configures a controller. Build it with DefaultConfig; New validates it. The
-// comments name the controller.conf / namesrv.conf key of each field.
+// Peers are the controllers of the raft group, read from and written as controllerPeers.
+type Peers []Peer
+
+// UnmarshalText parses controllerPeers (ParsePeers).
+func (p *Peers) UnmarshalText(b []byte) error {
+	peers, err := ParsePeers(string(b))
+	if err != nil {
+		return err
+	}
+	*p = peers
+	return nil
+}
+
+// MarshalText writes controllerPeers.
+func (p Peers) MarshalText() ([]byte, error) { return []byte(FormatPeers(p)), nil }
+
+// Config configures a controller. Build it with DefaultConfig; New validates it. The prop
+// tags are the controller.conf keys (also read from namesrv.conf with
+// enableControllerInNamesrv=true); see internal/conf for the tags.
 type Config struct {
-	// SelfID is this controller's id among Peers (controllerSelfId).
-	SelfID string
-	// Peers are all controllers (controllerPeers: "n0-127.0.0.1:9878;n1-127.0.0.1:9868").
-	Peers []Peer
-	// StorePath holds the raft log (raft.db, bolt) and snapshots (controllerStorePath;
-	// default ~/controller/<SelfID>).
-	StorePath string
-	// ListenAddr is the standalone controller's remoting address (listenPort, bindAddress);
-	// unused when the controller is embedded in a name server.
+	SelfID string `prop:"controllerSelfId" help:"this controller's id in controllerPeers"`
+	Peers  Peers  `prop:"controllerPeers" help:"every controller's id-host:port of the raft transport, ';'-separated (n0-127.0.0.1:9878;n1-127.0.0.1:9868)"`
+	// StorePath holds the raft log (raft.db, bolt) and snapshots; DefaultStorePath when
+	// empty at load time.
+	StorePath string `prop:"controllerStorePath" help:"directory of the raft log (raft.db) and snapshots (default ~/controller/<controllerSelfId>)"`
+	// ListenAddr is the standalone controller's remoting address (cmd/mqcontroller composes
+	// it from listenPort and bindAddress); unused when embedded in a name server.
 	ListenAddr string
 	// AdvertiseAddr is the remoting address other controllers tell callers to use for this
 	// one when it leads; empty: the host of its raft address with the remoting port.
-	AdvertiseAddr string
+	AdvertiseAddr string `prop:"controllerAdvertiseAddr" help:"remoting host:port callers are sent to when this controller leads (default: the raft address's host, the remoting port)"`
 	// ElectUncleanMaster lets an election choose a replica outside the SyncStateSet when no
-	// member of it is alive (enableElectUncleanMaster, default false: such an election
-	// fails, and the group has no master until a member comes back).
-	ElectUncleanMaster bool
+	// member of it is alive (default false: such an election fails, and the group has no
+	// master until a member comes back).
+	ElectUncleanMaster bool `prop:"enableElectUncleanMaster" default:"false" help:"elect a replica outside the SyncStateSet when none in it is alive (may lose acknowledged messages)"`
 	// NotifyBrokerRoleChanged sends NOTIFY_BROKER_ROLE_CHANGED to the group's live replicas
-	// after an election (notifyBrokerRoleChanged, default true).
-	NotifyBrokerRoleChanged bool
+	// after an election.
+	NotifyBrokerRoleChanged bool `prop:"notifyBrokerRoleChanged" default:"true" help:"tell a group's live brokers of a new master at once"`
 	// ScanNotActiveBrokerInterval is how often the leader looks for replicas whose
-	// heartbeats stopped (scanNotActiveBrokerInterval, 5 s).
-	ScanNotActiveBrokerInterval time.Duration
+	// heartbeats stopped.
+	ScanNotActiveBrokerInterval time.Duration `prop:"scanNotActiveBrokerInterval" default:"5000" unit:"ms" help:"how often the leader looks for brokers whose heartbeats stopped"`
 	// BrokerHeartbeatTimeout is a replica's lifetime after its last heartbeat unless the
-	// heartbeat says otherwise (controllerHeartBeatTimeoutMills, 10 s).
-	BrokerHeartbeatTimeout time.Duration
-	// ElectMasterMaxRetryCount bounds the attempts of an election the scan triggers
-	// (electMasterMaxRetryCount, 3).
-	ElectMasterMaxRetryCount int
-	// RaftHeartbeatTimeout, RaftElectionTimeout: hashicorp/raft's timing
-	// (controllerRaftHeartbeatTimeoutMillis, controllerRaftElectionTimeoutMillis; 1 s each).
-	RaftHeartbeatTimeout time.Duration
-	RaftElectionTimeout  time.Duration
-	// NetEngine and NetEventLoops configure the standalone controller's remoting server
-	// (netEngine, netEventLoops).
-	NetEngine     string
-	NetEventLoops int
+	// heartbeat says otherwise.
+	BrokerHeartbeatTimeout time.Duration `prop:"controllerHeartBeatTimeoutMills" default:"10000" unit:"ms" help:"a broker is dead this long after its last heartbeat, unless the heartbeat names its own timeout"`
+	// ElectMasterMaxRetryCount bounds the attempts of an election the scan triggers.
+	ElectMasterMaxRetryCount int `prop:"electMasterMaxRetryCount" default:"3" help:"attempts of an election the controller triggers"`
+	// RaftHeartbeatTimeout, RaftElectionTimeout: hashicorp/raft's timing.
+	RaftHeartbeatTimeout time.Duration `prop:"controllerRaftHeartbeatTimeoutMillis" default:"1000" unit:"ms" help:"raft: a follower that hears nothing from the leader this long starts an election"`
+	RaftElectionTimeout  time.Duration `prop:"controllerRaftElectionTimeoutMillis" default:"1000" unit:"ms" help:"raft: how long a candidate waits for votes"`
+	// NetEngine and NetEventLoops configure the standalone controller's remoting server.
+	NetEngine     string `prop:"netEngine" default:"gnet" help:"network engine of the standalone controller: gnet or std"`
+	NetEventLoops int    `prop:"netEventLoops" default:"1" help:"event loops of the standalone controller's port"`
 }
 
-// DefaultConfig returns RocketMQ 5's defaults; SelfID, Peers and StorePath must be set.
+// DefaultConfig returns RocketMQ 5's defaults; SelfID and Peers must be set.
 func DefaultConfig() Config {
-	return Config{
-		ListenAddr:                  fmt.Sprintf(":%d", DefaultListenPort),
-		NotifyBrokerRoleChanged:     true,
-		ScanNotActiveBrokerInterval: DefaultScanNotActiveBrokerInterval,
-		BrokerHeartbeatTimeout:      DefaultBrokerHeartbeatTimeout,
-		ElectMasterMaxRetryCount:    DefaultElectMasterMaxRetryCount,
-		RaftHeartbeatTimeout:        DefaultRaftHeartbeatTimeout,
-		RaftElectionTimeout:         DefaultRaftElectionTimeout,
-		NetEngine:                   "gnet",
-		NetEventLoops:               1,
+	c := Config{ListenAddr: fmt.Sprintf(":%d", DefaultListenPort)}
+	conf.SetDefaults(&c)
+	return c
+}
+
+// DefaultStorePath is ~/controller/<selfID> (RocketMQ keeps DLedger's files under the home
+// directory too), or ./controller/<selfID> when the home directory is unknown.
+func DefaultStorePath(selfID string) string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		home = "."
 	}
+	return filepath.Join(home, "controller", selfID)
 }
 
 // ParsePeers reads controllerPeers: "id-host:port" entries separated by ';' (a trailing ';'
 // and spaces are allowed).
-func ParsePeers(s string) ([]Peer, error) {
-	var peers []Peer
+func ParsePeers(s string) (Peers, error) {
+	var peers Peers
 	seen := map[string]bool{}
 	for _, part := range strings.Split(s, ";") {
 		part = strings.TrimSpace(part)
@@ -123,7 +128,7 @@ func ParsePeers(s string) ([]Peer, error) {
 }
 
 // FormatPeers writes peers back in controllerPeers form.
-func FormatPeers(peers []Peer) string {
+func FormatPeers(peers Peers) string {
 	parts := make([]string, len(peers))
 	for i, p := range peers {
 		parts[i] = p.ID + "-" + p.Addr
@@ -154,6 +159,9 @@ func (c *Config) Validate() error {
 	}
 	if c.StorePath == "" {
 		return fmt.Errorf("%w: controllerStorePath is empty", ErrConfig)
+	}
+	if c.NetEngine != "gnet" && c.NetEngine != "std" {
+		return fmt.Errorf("%w: netEngine %q: want gnet or std", ErrConfig, c.NetEngine)
 	}
 	if c.ScanNotActiveBrokerInterval <= 0 {
 		return fmt.Errorf("%w: scanNotActiveBrokerInterval %v must be positive", ErrConfig, c.ScanNotActiveBrokerInterval)

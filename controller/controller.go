@@ -229,10 +229,7 @@ func (c *Controller) Start() error {
 			return c.failStart(fmt.Errorf("controller: listen %s: %w", c.cfg.ListenAddr, err))
 		}
 		if c.cfg.AdvertiseAddr == "" {
-			// The bound port (ListenAddr may say 0) on the raft address's host.
-			host, _, _ := net.SplitHostPort(c.advertise)
-			_, port, _ := net.SplitHostPort(c.server.Addr().String())
-			c.advertise = net.JoinHostPort(host, port)
+			c.advertise = AdvertiseOn(c.cfg, c.server.Addr()) // ListenAddr may say port 0
 		}
 	}
 	r, err := raft.NewRaft(c.raftCfg, c.fsm, c.logs, c.stable, c.snaps, c.transport)
@@ -281,14 +278,29 @@ func (c *Controller) Addr() net.Addr {
 	return c.server.Addr()
 }
 
+// AdvertiseOn is the remoting address a controller configured with cfg and serving on
+// listener's port advertises: the host of its raft address, the listener's port.
+func AdvertiseOn(cfg Config, listener net.Addr) string {
+	self, _ := cfg.self()
+	host, _, _ := net.SplitHostPort(self.Addr)
+	_, port, _ := net.SplitHostPort(listener.String())
+	return net.JoinHostPort(host, port)
+}
+
 // SetAdvertiseAddr sets the remoting address this controller records when it leads; the
 // embedding name server calls it once its port is bound, before Start.
 func (c *Controller) SetAdvertiseAddr(addr string) { c.advertise = addr }
 
 // Shutdown stops serving, finishes the queued requests, leaves raft (without handing over
 // leadership: the others elect a new leader after their election timeout) and closes the
-// store. Call it once, after Start.
+// store. Call it once; before Start it only closes the store.
 func (c *Controller) Shutdown(ctx context.Context) error {
+	if c.state.CompareAndSwap(stateNew, stateStopped) {
+		// Never started: only release what New opened.
+		_ = c.client.Close()
+		c.closeStores()
+		return nil
+	}
 	if !c.state.CompareAndSwap(stateStarted, stateStopped) {
 		return fmt.Errorf("%w: Shutdown without a running Start", ErrState)
 	}
