@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ringmq/ringmq/controller"
 	"github.com/ringmq/ringmq/internal/conf"
 	"github.com/ringmq/ringmq/internal/logging"
 	"github.com/ringmq/ringmq/internal/opsserver"
@@ -27,10 +28,14 @@ type settings struct {
 	listenPort  int
 	bindAddress string
 	metricsAddr string
+	// controller: enableControllerInNamesrv and the controller's keys (controller.Config's
+	// prop tags), read from the same file as RocketMQ 5 reads them.
+	controllerEnabled bool
+	controller        controller.Config
 }
 
 func defaultSettings() settings {
-	return settings{ns: namesrv.DefaultConfig(), listenPort: 9876}
+	return settings{ns: namesrv.DefaultConfig(), listenPort: 9876, controller: controller.DefaultConfig()}
 }
 
 // listenAddr composes bindAddress and listenPort. Java binds 0.0.0.0 by default; an empty
@@ -59,10 +64,19 @@ var keys = map[string]keySetter{
 	"serverChannelMaxIdleTimeSeconds": durationKey(time.Second, func(s *settings, v time.Duration) {
 		s.ns.IdleTimeout = v
 	}),
-	"netEngine":          stringKey(func(s *settings, v string) { s.ns.NetEngine = v }),
-	"netEventLoops":      intKey(func(s *settings, v int) { s.ns.NetEventLoops = v }),
-	"brokerExpiryMillis": durationKey(time.Millisecond, func(s *settings, v time.Duration) { s.ns.BrokerExpiry = v }),
-	"metricsAddr":        metricsAddrKey,
+	"netEngine":                 stringKey(func(s *settings, v string) { s.ns.NetEngine = v }),
+	"netEventLoops":             intKey(func(s *settings, v int) { s.ns.NetEventLoops = v }),
+	"brokerExpiryMillis":        durationKey(time.Millisecond, func(s *settings, v time.Duration) { s.ns.BrokerExpiry = v }),
+	"metricsAddr":               metricsAddrKey,
+	"enableControllerInNamesrv": boolKey(func(s *settings, v bool) { s.controllerEnabled = v }),
+}
+
+// dledgerKeys are RocketMQ 5's DLedger controller keys: ringmq's controller runs on raft and
+// names its peers differently, so a file with them is refused with what to write instead.
+var dledgerKeys = map[string]string{
+	"controllerDLegerPeers":  "controllerPeers (id-host:port of the raft transport, ';'-separated)",
+	"controllerDLegerSelfId": "controllerSelfId",
+	"controllerDLegerGroup":  "nothing: the raft group has no name",
 }
 
 // metricsAddrKey reads metricsAddr as mqbroker does (opsserver.ListenAddr): host:port, or empty
@@ -92,7 +106,6 @@ var notApplied = map[string]string{
 	"unRegisterBrokerQueueCapacity":        "unregistrations are applied at once",
 	"supportActingMaster":                  "routes are never rewritten to name a slave as acting master",
 	"notifyMinBrokerIdChanged":             "brokers are not notified of min broker id changes",
-	"enableControllerInNamesrv":            "the 5.x controller is not supported",
 	"deleteTopicWithBrokerRegistration":    "topics missing from a registration are kept, as with the default false",
 	"serverWorkerThreads":                  "the network layer uses netEventLoops event loops",
 	"serverCallbackExecutorThreads":        "the network layer uses netEventLoops event loops",
@@ -141,10 +154,27 @@ func applyProperties(s *settings, props []conf.Property, file string, logger *sl
 		if _, ok := conf.Lookup(&logging.Settings{}, p.Key); ok {
 			continue // read before the logger was built (loggingSettings)
 		}
-		if set, ok := keys[p.Key]; ok {
-			if err := set(s, strings.TrimSpace(p.Value)); err != nil {
-				errs = append(errs, fmt.Errorf("%w: %s:%d: %s=%q: %w", errConfig, file, p.Line, p.Key, p.Value, err))
+		set, ok := keys[p.Key]
+		var setErr error
+		if ok {
+			if setErr = set(s, strings.TrimSpace(p.Value)); setErr != nil {
+				errs = append(errs, fmt.Errorf("%w: %s:%d: %s=%q: %w", errConfig, file, p.Line, p.Key, p.Value, setErr))
 			}
+		}
+		// The controller's keys; scanNotActiveBrokerInterval is both's, as in RocketMQ 5.
+		if !ok || p.Key == "scanNotActiveBrokerInterval" && setErr == nil {
+			if found, err := conf.Set(&s.controller, p.Key, strings.TrimSpace(p.Value)); found {
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%w: %s:%d: %w", errConfig, file, p.Line, err))
+				}
+				continue
+			}
+		}
+		if ok {
+			continue
+		}
+		if instead, ok := dledgerKeys[p.Key]; ok {
+			errs = append(errs, fmt.Errorf("%w: %s:%d: %s: ringmq's controller runs on raft: write %s", errConfig, file, p.Line, p.Key, instead))
 			continue
 		}
 		why, notNeeded := notApplied[p.Key]
@@ -229,12 +259,9 @@ func durationKey(unit time.Duration, set func(*settings, time.Duration)) keySett
 // broker's too: internal/logging) from the file's properties; a bad value is an error naming
 // file, line, key, value and the allowed values.
 func loggingSettings(props []conf.Property, file string) (logging.Settings, error) {
-	s := logging.DefaultSettings()
-	for _, p := range props {
-		found, err := conf.Set(&s, p.Key, strings.TrimSpace(p.Value))
-		if found && err != nil {
-			return s, fmt.Errorf("%w: %s:%d: %w", errConfig, file, p.Line, err)
-		}
+	s, err := logging.FromProperties(props, file)
+	if err != nil {
+		return s, fmt.Errorf("%w: %w", errConfig, err)
 	}
-	return s, s.Validate()
+	return s, nil
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/pflag"
 
+	"github.com/ringmq/ringmq/controller"
 	"github.com/ringmq/ringmq/internal/conf"
 	"github.com/ringmq/ringmq/internal/logging"
 	"github.com/ringmq/ringmq/internal/opsserver"
@@ -132,6 +133,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, started c
 		logger.Error("bad config", "err", err)
 		return 1
 	}
+	if s.controllerEnabled {
+		if s.controller.StorePath == "" {
+			s.controller.StorePath = controller.DefaultStorePath(s.controller.SelfID)
+		}
+		if err := s.controller.Validate(); err != nil {
+			logger.Error("bad config", "err", err)
+			return 1
+		}
+	}
 	if *printConfig {
 		fmt.Fprintf(stdout, "%+v\nmetricsAddr=%s\n", s.ns, s.metricsAddr)
 		return 0
@@ -148,6 +158,14 @@ func serve(ctx context.Context, s *settings, stdout io.Writer, logger *slog.Logg
 		logger.Error("cannot create the name server", "err", err)
 		return 1
 	}
+	var ctrl *controller.Controller
+	if s.controllerEnabled {
+		if ctrl, err = controller.New(s.controller, true, logger, reg); err != nil {
+			logger.Error("cannot create the controller", "err", err)
+			return 1
+		}
+		ns.SetExtension(ctrl)
+	}
 
 	// The operators' endpoint, as mqbroker serves it (metrics, pprof; no probe checks).
 	var metricsServer *opsserver.Server
@@ -161,10 +179,29 @@ func serve(ctx context.Context, s *settings, stdout io.Writer, logger *slog.Logg
 
 	if err := ns.Start(); err != nil {
 		logger.Error("cannot start the name server", "err", err)
+		if ctrl != nil {
+			_ = ctrl.Shutdown(context.Background())
+		}
 		if metricsServer != nil {
 			_ = metricsServer.Close()
 		}
 		return 1
+	}
+	if ctrl != nil {
+		if s.controller.AdvertiseAddr == "" {
+			// Callers are sent to this name server's port, on the raft address's host.
+			ctrl.SetAdvertiseAddr(controller.AdvertiseOn(s.controller, ns.Addr()))
+		}
+		if err := ctrl.Start(); err != nil {
+			logger.Error("cannot start the controller", "err", err)
+			shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+			_ = ns.Shutdown(shutdownCtx)
+			cancel()
+			if metricsServer != nil {
+				_ = metricsServer.Close()
+			}
+			return 1
+		}
 	}
 	// The line Java's mqnamesrv prints; start scripts wait for it.
 	fmt.Fprintf(stdout, "The Name Server boot success. serializeType=JSON, address %s\n", ns.Addr())
@@ -177,6 +214,13 @@ func serve(ctx context.Context, s *settings, stdout io.Writer, logger *slog.Logg
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	status := 0
+	if ctrl != nil {
+		// Before the name server: its closing connections must not look like dead brokers.
+		if err := ctrl.Shutdown(shutdownCtx); err != nil {
+			logger.Error("controller shutdown", "err", err)
+			status = 1
+		}
+	}
 	if err := ns.Shutdown(shutdownCtx); err != nil {
 		logger.Error("name server shutdown", "err", err)
 		status = 1

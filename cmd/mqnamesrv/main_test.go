@@ -19,8 +19,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/controller"
 	"github.com/ringmq/ringmq/internal/conf"
 	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
@@ -275,4 +277,88 @@ func TestVersion(t *testing.T) {
 	require.Equal(t, 0, run(context.Background(), []string{"--version"}, &stdout, &stderr, nil))
 	require.Regexp(t, `^mqnamesrv \S+ \(commit \S+, go\S+\)\n$`, stdout.String())
 	require.Empty(t, stderr.String())
+}
+
+func TestControllerKeys(t *testing.T) {
+	props, err := conf.Parse([]byte("enableControllerInNamesrv=true\ncontrollerPeers=n0-127.0.0.1:9878;n1-127.0.0.1:9868\n" +
+		"controllerSelfId=n1\ncontrollerStorePath=/data/controller\nenableElectUncleanMaster=true\n" +
+		"notifyBrokerRoleChanged=false\nscanNotActiveBrokerInterval=2000\ncontrollerHeartBeatTimeoutMills=3000\n"))
+	require.NoError(t, err)
+	s := defaultSettings()
+	require.NoError(t, applyProperties(&s, props, "namesrv.conf", slog.New(slog.DiscardHandler)))
+	require.True(t, s.controllerEnabled)
+	require.Equal(t, "n1", s.controller.SelfID)
+	require.Equal(t, "n0-127.0.0.1:9878;n1-127.0.0.1:9868", controller.FormatPeers(s.controller.Peers))
+	require.Equal(t, "/data/controller", s.controller.StorePath)
+	require.True(t, s.controller.ElectUncleanMaster)
+	require.False(t, s.controller.NotifyBrokerRoleChanged)
+	require.Equal(t, 2*time.Second, s.controller.ScanNotActiveBrokerInterval, "RocketMQ 5 reads it for both")
+	require.Equal(t, 2*time.Second, s.ns.ScanInterval)
+	require.Equal(t, 3*time.Second, s.controller.BrokerHeartbeatTimeout)
+	require.NoError(t, s.controller.Validate())
+
+	props, err = conf.Parse([]byte("controllerDLegerPeers=n0-127.0.0.1:9878\ncontrollerPeers=n0\n"))
+	require.NoError(t, err)
+	s = defaultSettings()
+	err = applyProperties(&s, props, "bad.conf", slog.New(slog.DiscardHandler))
+	require.ErrorIs(t, err, errConfig)
+	require.Contains(t, err.Error(), "bad.conf:1: controllerDLegerPeers: ringmq's controller runs on raft: write controllerPeers")
+	require.Contains(t, err.Error(), `bad.conf:2: key controllerPeers = "n0"`)
+}
+
+// TestEmbeddedControllerAnswersOnNamesrvPort: with enableControllerInNamesrv=true the name
+// server's port answers the controller's codes (as one controller of one), and still its own.
+func TestEmbeddedControllerAnswersOnNamesrvPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	raftAddr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	dir := t.TempDir()
+	confPath := writeConf(t, "bindAddress=127.0.0.1\nlistenPort=0\nkvConfigPath="+filepath.Join(dir, "kv.json")+
+		"\nnetEventLoops=1\nenableControllerInNamesrv=true\ncontrollerPeers=n0-"+raftAddr+"\ncontrollerSelfId=n0\n"+
+		"controllerStorePath="+filepath.Join(dir, "controller")+"\ncontrollerRaftHeartbeatTimeoutMillis=100\n"+
+		"controllerRaftElectionTimeoutMillis=100\n")
+	var stdout, stderr syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	started := make(chan net.Addr, 1)
+	exited := make(chan int, 1)
+	go func() { exited <- run(ctx, []string{"-c", confPath}, &stdout, &stderr, started) }()
+	var addr net.Addr
+	select {
+	case addr = <-started:
+	case code := <-exited:
+		t.Fatalf("run exited with %d: %s", code, stderr.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("name server did not start")
+	}
+
+	conn := remotingtest.Dial(t, addr.String())
+	call := func(code codec.RequestCode, ext map[string]string) *codec.RemotingCommand {
+		return conn.Call(codec.NewRequest(code, ext, nil))
+	}
+	testutil.Eventually(t, "the controller leads and names this port", func() bool {
+		resp := call(codec.RequestControllerGetMetadataInfo, nil)
+		return resp.ExtFields["isLeader"] == "true" && resp.ExtFields["controllerLeaderAddress"] == addr.String()
+	})
+	resp := call(codec.RequestControllerApplyBrokerID, map[string]string{"clusterName": "c1", "brokerName": "broker-a",
+		"appliedBrokerId": "1", "registerCheckCode": "127.0.0.1:10911;1"})
+	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
+	resp = call(codec.RequestControllerGetNextBrokerID, map[string]string{"clusterName": "c1", "brokerName": "broker-a"})
+	require.Equal(t, "2", resp.ExtFields["nextBrokerId"])
+	resp = call(codec.RequestBrokerHeartbeat, map[string]string{"clusterName": "c1", "brokerAddr": "127.0.0.1:10911",
+		"brokerName": "broker-a", "brokerId": "1"})
+	require.Equal(t, int32(codec.ResponseSuccess), resp.Code)
+	require.Equal(t, "Heart beat success", resp.Remark)
+	resp = call(codec.RequestGetRouteInfoByTopic, map[string]string{"topic": "T"})
+	require.Equal(t, int32(codec.ResponseTopicNotExist), resp.Code)
+
+	cancel()
+	select {
+	case code := <-exited:
+		require.Equal(t, 0, code, stderr.String())
+	case <-time.After(15 * time.Second):
+		t.Fatal("run did not return after cancel")
+	}
+	require.Contains(t, stderr.String(), "controller: stopped")
 }
