@@ -68,6 +68,9 @@ type Deps struct {
 	// UPDATE_BROKER_CONFIG changes are written to it, so that a restart keeps them
 	// (liveconfig.go). "" = changes last until the broker stops.
 	ConfigFile string
+	// Controlled, when set, is what the controller decided for this replica (controller mode: the
+	// broker/controlled supervisor builds each broker of its process with it); nil in 4.x mode.
+	Controlled *Controlled
 
 	// logRepeatInterval and logRepeatBurst replace logging's defaults for repeated lines (10 per
 	// 10 s per message): only tests set them.
@@ -121,6 +124,8 @@ type Broker struct {
 	haServer *ha.Server
 	replicas *ha.Replicas
 	haClient *ha.Client
+	// controlled is Deps.Controlled: controller mode's part for this replica (nil in 4.x mode).
+	controlled *Controlled
 	// slaveSync copies topics, groups and offsets from the master (slavesync.go); nil on masters.
 	slaveSync *slaveSync
 
@@ -183,6 +188,9 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.EnableControllerMode && deps.Controlled == nil {
+		return nil, fmt.Errorf("%w: key enableControllerMode: true: the role comes from the controller, run the broker with broker/controlled's Supervisor (mqbroker does)", ErrConfig)
+	}
 	if cfg.NamesrvEmbedded && deps.Namesrv == nil {
 		return nil, fmt.Errorf("%w: key namesrvEmbedded: true, but Deps.Namesrv is nil (launch.New sets it)", ErrConfig)
 	}
@@ -205,7 +213,8 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		// batch sizes sooner (PROTOCOL.md §13.1).
 		cfg.AccessMessageInMemoryMaxRatio = max(cfg.AccessMessageInMemoryMaxRatio-10, 0)
 	}
-	b := &Broker{cfg: cfg, logger: logger, logRepeats: logRepeats, clock: deps.Clock, live: newLive(&cfg)}
+	b := &Broker{cfg: cfg, logger: logger, logRepeats: logRepeats, clock: deps.Clock, live: newLive(&cfg),
+		controlled: deps.Controlled}
 	b.running.file = deps.ConfigFile
 	b.ctl.newNamesrv = deps.Namesrv
 	if b.clock == nil {

@@ -94,6 +94,9 @@ type Config struct {
 	// New resolves it. The other replication keys are ha.Settings'.
 	HAListenPort int `prop:"haListenPort" group:"HA" allowed:"0..65535, not listenPort" help:"port of the HA listener slaves replicate from; 0: listenPort + 1 (a free port when listenPort is 0)"`
 	ha.Settings
+	// Controller mode (RocketMQ 5's keys; broker/controlled runs it): the role comes from the
+	// controller, not from brokerRole.
+	ControllerSettings
 	// FastListenPort is RocketMQ's "fast" (VIP) channel, NettyServerConfig's 5.x name: a second
 	// listener serving the same requests as listenPort, which Java slaves fetch topics from
 	// (PROTOCOL.md §13.4). -1 means listenPort − 2 (off when that is not a port, or when
@@ -186,8 +189,8 @@ var NotNeededKeys = map[string]string{
 	"brokerConfigPath":                       "ringmq reads the file given with -c",
 	"duplicationEnable":                      "ignored",
 	"diskFallRecorded":                       "ignored",
-	"storePathEpochFile":                     "controller mode is not supported",
-	"storePathBrokerIdentity":                "controller mode is not supported",
+	"storePathEpochFile":                     "the epoch file is epochFileCheckpoint in storePathRootDir",
+	"storePathBrokerIdentity":                "the controller's brokerId is kept in controllerBrokerId in storePathRootDir",
 }
 
 // RefusedKeys are switches of RocketMQ features ringmq does not implement (RocketMQ 4.x and
@@ -196,7 +199,6 @@ var NotNeededKeys = map[string]string{
 // that leaves the feature off (the Off of each) is accepted and changes nothing.
 var RefusedKeys = map[string]RefusedKey{
 	"enableDLegerCommitLog":           {Feature: "the DLedger (Raft) CommitLog; ringmq replicates master to slave (brokerRole)", Off: "false"},
-	"enableControllerMode":            {Feature: "5.x controller mode (automatic master election)", Off: "false"},
 	"enableSlaveActingMaster":         {Feature: "5.x slave acting master", Off: "false"},
 	"enableRemoteEscape":              {Feature: "5.x remote escape (sending through another broker when this one fails)", Off: "false"},
 	"enablePropertyFilter":            {Feature: "SQL92 message filtering (TAG filtering is supported)", Off: "false"},
@@ -209,6 +211,17 @@ var RefusedKeys = map[string]RefusedKey{
 	"timerWheelEnable":                {Feature: "5.x timer messages (arbitrary delivery time; delay levels are supported)", Off: "false"},
 	"storeType":                       {Feature: "store types other than RocketMQ's default file store (RocksDB)", Off: "default"},
 	"messageStorePlugIn":              {Feature: "message store plug-ins (tiered storage)", Off: ""},
+}
+
+// ControllerSettings are controller mode's broker keys, RocketMQ 5's names and defaults where it has
+// them.
+type ControllerSettings struct {
+	EnableControllerMode            bool          `prop:"enableControllerMode" group:"controller" help:"the role comes from the controller (controllerAddr), which elects a new master from the in-sync replicas when one dies; brokerRole and brokerId are then ignored"`
+	ControllerAddr                  string        `prop:"controllerAddr" group:"controller" allowed:"host:port;host:port..." help:"the controllers, or the name servers that embed them (enableControllerInNamesrv), ';'-separated"`
+	MinInSyncReplicas               int           `prop:"minInSyncReplicas" group:"controller" allowed:"1 or more" default:"1" help:"a master refuses sends (SLAVE_NOT_AVAILABLE) while fewer replicas, itself included, are in its SyncStateSet"`
+	HAMaxTimeSlaveNotCatchup        time.Duration `prop:"haMaxTimeSlaveNotCatchup" group:"controller" allowed:"1 or more" unit:"ms" default:"15000" help:"a replica that has not caught up with the master for this long leaves the SyncStateSet"`
+	BrokerHeartbeatInterval         time.Duration `prop:"brokerHeartbeatInterval" group:"controller" allowed:"1 or more" unit:"ms" default:"1000" help:"how often a broker heartbeats to the controller (and looks for role changes)"`
+	ControllerHeartBeatTimeoutMills time.Duration `prop:"controllerHeartBeatTimeoutMills" group:"controller" allowed:"more than brokerHeartbeatInterval" unit:"ms" default:"10000" help:"the controller takes a broker for dead after this long without its heartbeat (at once when its connection closes)"`
 }
 
 // RefusedKey is a RefusedKeys entry: the feature, and the one value that keeps it off.
@@ -476,6 +489,22 @@ func (c *Config) validate() error {
 	}
 	if err := c.validateHA(); err != nil {
 		return err
+	}
+	if c.EnableControllerMode {
+		switch {
+		case strings.TrimSpace(c.ControllerAddr) == "":
+			return bad("controllerAddr", "enableControllerMode=true needs the controllers' addresses")
+		case c.MinInSyncReplicas < 1:
+			return bad("minInSyncReplicas", "")
+		case c.HAMaxTimeSlaveNotCatchup <= 0:
+			return bad("haMaxTimeSlaveNotCatchup", "")
+		case c.BrokerHeartbeatInterval <= 0:
+			return bad("brokerHeartbeatInterval", "")
+		case c.ControllerHeartBeatTimeoutMills <= c.BrokerHeartbeatInterval:
+			return bad("controllerHeartBeatTimeoutMills", "must exceed brokerHeartbeatInterval")
+		case c.NamesrvEmbedded:
+			return bad("namesrvEmbedded", "a broker in controller mode registers with the name servers of namesrvAddr (those of its controllers, or others); set namesrvEmbedded=false")
+		}
 	}
 	if c.DiskMaxUsedSpaceRatio < 10 || c.DiskMaxUsedSpaceRatio > 95 {
 		// RocketMQ clamps to 10..95 silently; keep its behaviour but never silently.
