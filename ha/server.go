@@ -401,7 +401,7 @@ func (c *masterConn) readLoop() {
 			c.requested.Store(off)
 			close(c.reported)
 		} else if sent := c.sent.Load(); off > sent {
-			c.srv.refuse(c.remote, off, fmt.Errorf("%w: it reported offset %d, but was sent bytes up to %d only",
+			c.srv.refuse(c.remote, off, c.srv.log.MaxPhyOffset(), fmt.Errorf("%w: it reported offset %d, but was sent bytes up to %d only",
 				ErrSlaveDiverged, off, sent))
 			return
 		}
@@ -446,7 +446,7 @@ func (c *masterConn) handshake() (off int64, ok bool) {
 			"masterOffset", max)
 		return 0, false
 	case HandshakeRefused:
-		srv.refuse(c.remote, h.MaxOffset, fmt.Errorf("%w: brokerId %d shares no epoch with this master (slave epochs %v, "+
+		srv.refuse(c.remote, h.MaxOffset, max, fmt.Errorf("%w: brokerId %d shares no epoch with this master (slave epochs %v, "+
 			"master epochs %v)", ErrSlaveDiverged, h.BrokerID, h.Entries, rep.Entries))
 		return 0, false
 	}
@@ -460,7 +460,7 @@ func (c *masterConn) handshake() (off int64, ok bool) {
 func (s *Server) refuse4x(remote string, firstWord int64) {
 	err := fmt.Errorf("%w: controller mode needs the epoch handshake, and this slave sent a 4.x report "+
 		"(or another protocol)", ErrSlaveDiverged)
-	s.refuse(remote, firstWord, err)
+	s.refuse(remote, firstWord, s.log.MaxPhyOffset(), err)
 }
 
 // aheadSlave is a slave refused for being ahead: its host and the offset it reported.
@@ -522,14 +522,15 @@ func (s *Server) admit(remote string, off int64) error {
 		}
 	}
 	if err != nil {
-		s.refuse(remote, off, err)
+		s.refuse(remote, off, max, err)
 	}
 	return err
 }
 
-// refuse counts a refused slave and logs it: one ERROR line naming both offsets, repeated at most once
-// a minute while the same slave keeps coming back with the same offset.
-func (s *Server) refuse(remote string, off int64, err error) {
+// refuse counts a refused slave and logs it: one ERROR line naming both offsets (the master's as the
+// decision saw it), repeated at most once a minute while the same slave keeps coming back with the same
+// offset.
+func (s *Server) refuse(remote string, off, masterOff int64, err error) {
 	s.refused.Add(1)
 	host := remote
 	if h, _, e := net.SplitHostPort(remote); e == nil {
@@ -554,7 +555,7 @@ func (s *Server) refuse(remote string, off int64, err error) {
 	s.logger.Log(context.Background(), level, "ha: refusing a slave whose CommitLog is ahead of or diverged from "+
 		"the master's; it is not served and its reports count as no acknowledgement: stop it and wipe its store "+
 		"(4.x replication never truncates a slave)", "slave", remote, "slaveOffset", off,
-		"masterOffset", s.log.MaxPhyOffset(), "error", err)
+		"masterOffset", masterOff, "error", err)
 }
 
 // writeLoop streams the CommitLog from the slave's first report: reported 0 means a new slave, which
