@@ -265,9 +265,9 @@ func TestACLGoClientEndToEnd(t *testing.T) {
 	sendSync(t, p, primitive.NewMessage(aclE2ETopic, []byte("still PUB"))) // PUB kept
 	// Each of the consumer's pull loops is refused once, then sleeps 3 s before it looks at
 	// its state again. Shut it down inside that sleep: the Go client drops the responses it
-	// awaits when it shuts down, so a pull in flight then waits out its 30 s timeout. The
-	// broker's count says every loop was refused; the stacks say the client has taken every
-	// refusal in (no pull loop waits for a response).
+	// awaits when it shuts down, so a pull in flight would wait out its 30 s timeout. The
+	// broker's count says every loop was refused; the driver's stacks say the client has taken
+	// every refusal in (no pull loop waits for a response), and then that its loops end.
 	testutil.Eventually(t, fmt.Sprintf("every pull loop of the consumer refused (%d loops)", pullLoops), func() bool {
 		return aclDenied(t, tb.b, codec.RequestPullMessage) >= float64(pullLoops) &&
 			goClientPullsInFlight(t, e.client) == 0

@@ -8,7 +8,9 @@ import (
 )
 
 // The arguments and answers of the Driver and Test services' methods (net/rpc: one argument,
-// one answer per method). Clients in the driver are named by IDs the test chooses.
+// one answer per method). Clients in the driver are named by IDs the test chooses. An answer is
+// never a bare slice or map: net/rpc's JSON client takes a null result (a nil one) for a broken
+// connection and closes it.
 
 // Empty is the argument or answer of a method that needs none.
 type Empty struct{}
@@ -122,6 +124,22 @@ type AckArgs struct {
 	Consumer uint64
 	Request  uint64
 	Result   ConsumeResult
+}
+
+// Queues answers the calls that list message queues.
+type Queues struct {
+	Queues []*primitive.MessageQueue
+}
+
+// Names answers Admin.FetchClusterList.
+type Names struct {
+	Names []string
+}
+
+// OffsetDiffs answers PushConsumer.GetOffsetDiffMap: per topic, how far the consumer's offsets
+// are behind.
+type OffsetDiffs struct {
+	Diffs map[string]int64
 }
 
 // TopicArgs names a topic for a client.

@@ -380,12 +380,12 @@ func (d *Driver) Subscribe(args goclient.SubscribeArgs, _ *goclient.Empty) error
 }
 
 // GetOffsetDiffMap is PushConsumer.GetOffsetDiffMap.
-func (d *Driver) GetOffsetDiffMap(args goclient.Ref, out *map[string]int64) error {
+func (d *Driver) GetOffsetDiffMap(args goclient.Ref, out *goclient.OffsetDiffs) error {
 	c, err := client[rocketmq.PushConsumer](d, args.ID)
 	if err != nil {
 		return err
 	}
-	*out = c.GetOffsetDiffMap()
+	out.Diffs = c.GetOffsetDiffMap()
 	return nil
 }
 
@@ -433,13 +433,13 @@ func (d *Driver) ACK(args goclient.AckArgs, _ *goclient.Empty) error {
 }
 
 // GetTopicRouteInfo is PullConsumer.GetTopicRouteInfo.
-func (d *Driver) GetTopicRouteInfo(args goclient.TopicArgs, out *[]*primitive.MessageQueue) error {
+func (d *Driver) GetTopicRouteInfo(args goclient.TopicArgs, out *goclient.Queues) error {
 	c, err := client[rocketmq.PullConsumer](d, args.Client)
 	if err != nil {
 		return err
 	}
 	mqs, err := c.GetTopicRouteInfo(args.Topic)
-	*out = mqs
+	out.Queues = mqs
 	return goclient.EncodeError(err)
 }
 
@@ -529,7 +529,7 @@ func (d *Driver) DeleteTopic(args goclient.DeleteTopicArgs, _ *goclient.Empty) e
 }
 
 // FetchPublishMessageQueues is Admin.FetchPublishMessageQueues.
-func (d *Driver) FetchPublishMessageQueues(args goclient.TopicArgs, out *[]*primitive.MessageQueue) error {
+func (d *Driver) FetchPublishMessageQueues(args goclient.TopicArgs, out *goclient.Queues) error {
 	a, err := client[admin.Admin](d, args.Client)
 	if err != nil {
 		return err
@@ -537,7 +537,7 @@ func (d *Driver) FetchPublishMessageQueues(args goclient.TopicArgs, out *[]*prim
 	ctx, cancel := args.Context()
 	defer cancel()
 	mqs, err := a.FetchPublishMessageQueues(ctx, args.Topic)
-	*out = mqs
+	out.Queues = mqs
 	return goclient.EncodeError(err)
 }
 
@@ -558,13 +558,13 @@ func (d *Driver) FetchAllTopicList(args goclient.TopicArgs, out *goclient.TopicL
 }
 
 // FetchClusterList is Admin.FetchClusterList.
-func (d *Driver) FetchClusterList(args goclient.TopicArgs, out *[]string) error {
+func (d *Driver) FetchClusterList(args goclient.TopicArgs, out *goclient.Names) error {
 	a, err := client[admin.Admin](d, args.Client)
 	if err != nil {
 		return err
 	}
 	clusters, err := a.FetchClusterList(args.Topic)
-	*out = clusters
+	out.Names = clusters
 	return goclient.EncodeError(err)
 }
 

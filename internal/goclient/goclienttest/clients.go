@@ -198,9 +198,9 @@ func (c *PushConsumer) Shutdown() error { return c.d.shutdown(c.id) }
 
 // GetOffsetDiffMap is PushConsumer.GetOffsetDiffMap.
 func (c *PushConsumer) GetOffsetDiffMap() (map[string]int64, error) {
-	var out map[string]int64
+	var out goclient.OffsetDiffs
 	err := c.d.call(context.Background(), "GetOffsetDiffMap", goclient.Ref{ID: c.id}, &out)
-	return out, err
+	return out.Diffs, err
 }
 
 // PullConsumer is rocketmq.PullConsumer in the driver.
@@ -261,9 +261,9 @@ func (c *PullConsumer) ACK(ctx context.Context, r *ConsumeRequest, result goclie
 
 // GetTopicRouteInfo is PullConsumer.GetTopicRouteInfo.
 func (c *PullConsumer) GetTopicRouteInfo(topic string) ([]*primitive.MessageQueue, error) {
-	var out []*primitive.MessageQueue
+	var out goclient.Queues
 	err := c.d.call(context.Background(), "GetTopicRouteInfo", goclient.TopicArgs{Client: c.id, Topic: topic}, &out)
-	return out, err
+	return out.Queues, err
 }
 
 // PullFrom is PullConsumer.PullFrom.
@@ -318,9 +318,9 @@ func (a *Admin) DeleteTopic(ctx context.Context, args goclient.DeleteTopicArgs) 
 func (a *Admin) FetchPublishMessageQueues(ctx context.Context, topic string) ([]*primitive.MessageQueue, error) {
 	ctx, cancel := bound(ctx)
 	defer cancel()
-	var out []*primitive.MessageQueue
+	var out goclient.Queues
 	err := a.d.call(ctx, "FetchPublishMessageQueues", goclient.TopicArgs{Call: goclient.CallFrom(ctx), Client: a.id, Topic: topic}, &out)
-	return out, err
+	return out.Queues, err
 }
 
 // FetchAllTopicList is Admin.FetchAllTopicList.
@@ -336,9 +336,9 @@ func (a *Admin) FetchAllTopicList(ctx context.Context) (*goclient.TopicList, err
 
 // FetchClusterList is Admin.FetchClusterList.
 func (a *Admin) FetchClusterList(topic string) ([]string, error) {
-	var out []string
+	var out goclient.Names
 	err := a.d.call(context.Background(), "FetchClusterList", goclient.TopicArgs{Client: a.id, Topic: topic}, &out)
-	return out, err
+	return out.Names, err
 }
 
 // GetAllSubscriptionGroup is Admin.GetAllSubscriptionGroup.
