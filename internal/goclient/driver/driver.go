@@ -52,6 +52,18 @@ func client[T any](d *Driver, id uint64) (T, error) {
 	return t, nil
 }
 
+// with runs fn with the client id names, of type T, and a context of call's time; it sends the
+// client's error back as EncodeError makes it.
+func with[T any](d *Driver, id uint64, call goclient.Call, fn func(context.Context, T) error) error {
+	c, err := client[T](d, id)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := call.Context()
+	defer cancel()
+	return goclient.EncodeError(fn(ctx, c))
+}
+
 func (d *Driver) add(id uint64, c any) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -160,20 +172,12 @@ type starter interface {
 
 // Start starts a producer or a consumer.
 func (d *Driver) Start(args goclient.Ref, _ *goclient.Empty) error {
-	c, err := client[starter](d, args.ID)
-	if err != nil {
-		return err
-	}
-	return goclient.EncodeError(c.Start())
+	return with(d, args.ID, goclient.Call{}, func(_ context.Context, c starter) error { return c.Start() })
 }
 
 // Shutdown shuts a producer or a consumer down.
 func (d *Driver) Shutdown(args goclient.Ref, _ *goclient.Empty) error {
-	c, err := client[starter](d, args.ID)
-	if err != nil {
-		return err
-	}
-	return goclient.EncodeError(c.Shutdown())
+	return with(d, args.ID, goclient.Call{}, func(_ context.Context, c starter) error { return c.Shutdown() })
 }
 
 // sent is the answer of a send: the messages' properties after it.
@@ -187,92 +191,74 @@ func sent(msgs []*primitive.Message) goclient.SendAnswer {
 
 // SendSync is Producer.SendSync.
 func (d *Driver) SendSync(args goclient.SendArgs, out *goclient.SendAnswer) error {
-	p, err := client[rocketmq.Producer](d, args.Producer)
-	if err != nil {
+	return with(d, args.Producer, args.Call, func(ctx context.Context, p rocketmq.Producer) error {
+		msgs := goclient.PrimitiveMessages(args.Msgs)
+		res, err := p.SendSync(ctx, msgs...)
+		*out = sent(msgs)
+		out.Result = res
 		return err
-	}
-	ctx, cancel := args.Context()
-	defer cancel()
-	msgs := goclient.PrimitiveMessages(args.Msgs)
-	res, err := p.SendSync(ctx, msgs...)
-	*out = sent(msgs)
-	out.Result = res
-	return goclient.EncodeError(err)
+	})
 }
 
 // SendAsync is Producer.SendAsync; its result comes back through Test.SendAsyncDone.
 func (d *Driver) SendAsync(args goclient.SendArgs, out *goclient.SendAnswer) error {
-	p, err := client[rocketmq.Producer](d, args.Producer)
-	if err != nil {
-		return err
-	}
-	// The send goes on after this call returns: its context ends with its result.
-	ctx, cancel := args.Context()
-	msgs := goclient.PrimitiveMessages(args.Msgs)
-	err = p.SendAsync(ctx, func(_ context.Context, res *primitive.SendResult, err error) {
-		defer cancel()
-		done := goclient.SendAsyncDoneArgs{Callback: args.Callback, Result: res}
+	return with(d, args.Producer, goclient.Call{}, func(_ context.Context, p rocketmq.Producer) error {
+		// The send goes on after this call returns: its context ends with its result.
+		ctx, cancel := args.Context()
+		msgs := goclient.PrimitiveMessages(args.Msgs)
+		err := p.SendAsync(ctx, func(_ context.Context, res *primitive.SendResult, err error) {
+			defer cancel()
+			done := goclient.SendAsyncDoneArgs{Callback: args.Callback, Result: res}
+			if err != nil {
+				done.Err = goclient.EncodeError(err).Error()
+			}
+			if cerr := d.callback("SendAsyncDone", done, &goclient.Empty{}); cerr != nil {
+				fmt.Fprintln(os.Stderr, "goclient driver: SendAsyncDone:", cerr)
+			}
+		}, msgs...)
 		if err != nil {
-			done.Err = goclient.EncodeError(err).Error()
+			cancel()
 		}
-		if cerr := d.callback("SendAsyncDone", done, &goclient.Empty{}); cerr != nil {
-			fmt.Fprintln(os.Stderr, "goclient driver: SendAsyncDone:", cerr)
-		}
-	}, msgs...)
-	if err != nil {
-		cancel()
-	}
-	*out = sent(msgs)
-	return goclient.EncodeError(err)
+		*out = sent(msgs)
+		return err
+	})
 }
 
 // SendOneWay is Producer.SendOneWay.
 func (d *Driver) SendOneWay(args goclient.SendArgs, out *goclient.SendAnswer) error {
-	p, err := client[rocketmq.Producer](d, args.Producer)
-	if err != nil {
+	return with(d, args.Producer, args.Call, func(ctx context.Context, p rocketmq.Producer) error {
+		msgs := goclient.PrimitiveMessages(args.Msgs)
+		err := p.SendOneWay(ctx, msgs...)
+		*out = sent(msgs)
 		return err
-	}
-	ctx, cancel := args.Context()
-	defer cancel()
-	msgs := goclient.PrimitiveMessages(args.Msgs)
-	err = p.SendOneWay(ctx, msgs...)
-	*out = sent(msgs)
-	return goclient.EncodeError(err)
+	})
 }
 
 // Request is Producer.Request of one message: the reply message.
 func (d *Driver) Request(args goclient.RequestArgs, out *goclient.SendAnswer) error {
-	p, err := client[rocketmq.Producer](d, args.Producer)
-	if err != nil {
+	return with(d, args.Producer, args.Call, func(ctx context.Context, p rocketmq.Producer) error {
+		msg := args.Msg.Primitive()
+		reply, err := p.Request(ctx, args.TTL, msg)
+		*out = sent([]*primitive.Message{msg})
+		out.Reply = goclient.FromMessage(reply)
 		return err
-	}
-	ctx, cancel := args.Context()
-	defer cancel()
-	msg := args.Msg.Primitive()
-	reply, err := p.Request(ctx, args.TTL, msg)
-	*out = sent([]*primitive.Message{msg})
-	out.Reply = goclient.FromMessage(reply)
-	return goclient.EncodeError(err)
+	})
 }
 
 // SendMessageInTransaction is TransactionProducer.SendMessageInTransaction of one message.
 func (d *Driver) SendMessageInTransaction(args goclient.SendArgs, out *goclient.SendAnswer) error {
-	p, err := client[rocketmq.TransactionProducer](d, args.Producer)
-	if err != nil {
-		return err
-	}
 	if len(args.Msgs) != 1 {
 		return fmt.Errorf("goclient driver: SendMessageInTransaction takes one message, not %d", len(args.Msgs))
 	}
-	ctx, cancel := args.Context()
-	defer cancel()
-	msgs := goclient.PrimitiveMessages(args.Msgs)
-	res, err := p.SendMessageInTransaction(ctx, msgs[0])
-	*out = sent(msgs)
-	if res != nil {
-		out.Result, out.State = res.SendResult, res.State
-	}
-	return goclient.EncodeError(err)
+	return with(d, args.Producer, args.Call, func(ctx context.Context, p rocketmq.TransactionProducer) error {
+		msgs := goclient.PrimitiveMessages(args.Msgs)
+		res, err := p.SendMessageInTransaction(ctx, msgs[0])
+		*out = sent(msgs)
+		if res != nil {
+			out.Result, out.State = res.SendResult, res.State
+		}
+		return err
+	})
 }
 
 // --- consumers ---
@@ -381,37 +367,31 @@ func (d *Driver) Subscribe(args goclient.SubscribeArgs, _ *goclient.Empty) error
 
 // GetOffsetDiffMap is PushConsumer.GetOffsetDiffMap.
 func (d *Driver) GetOffsetDiffMap(args goclient.Ref, out *goclient.OffsetDiffs) error {
-	c, err := client[rocketmq.PushConsumer](d, args.ID)
-	if err != nil {
-		return err
-	}
-	out.Diffs = c.GetOffsetDiffMap()
-	return nil
+	return with(d, args.ID, goclient.Call{}, func(_ context.Context, c rocketmq.PushConsumer) error {
+		out.Diffs = c.GetOffsetDiffMap()
+		return nil
+	})
 }
 
 // Poll is PullConsumer.Poll; the request stays in the driver until ACK.
 func (d *Driver) Poll(args goclient.PollArgs, out *goclient.PollAnswer) error {
-	c, err := client[rocketmq.PullConsumer](d, args.Consumer)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := args.Context()
-	defer cancel()
-	cr, err := c.Poll(ctx, args.Wait)
-	if err != nil {
-		return goclient.EncodeError(err)
-	}
-	id := d.nextPoll.Add(1)
-	d.mu.Lock()
-	d.requests[id] = cr
-	d.mu.Unlock()
-	*out = goclient.PollAnswer{Request: id, Msgs: goclient.FromMessageExts(cr.GetMsgList())}
-	return nil
+	return with(d, args.Consumer, args.Call, func(ctx context.Context, c rocketmq.PullConsumer) error {
+		cr, err := c.Poll(ctx, args.Wait)
+		if err != nil {
+			return err
+		}
+		id := d.nextPoll.Add(1)
+		d.mu.Lock()
+		d.requests[id] = cr
+		d.mu.Unlock()
+		*out = goclient.PollAnswer{Request: id, Msgs: goclient.FromMessageExts(cr.GetMsgList())}
+		return nil
+	})
 }
 
 // ACK is PullConsumer.ACK of a polled request.
 func (d *Driver) ACK(args goclient.AckArgs, _ *goclient.Empty) error {
-	c, err := client[rocketmq.PullConsumer](d, args.Consumer)
+	result, err := consumeResult(args.Result)
 	if err != nil {
 		return err
 	}
@@ -422,42 +402,31 @@ func (d *Driver) ACK(args goclient.AckArgs, _ *goclient.Empty) error {
 	if !ok {
 		return fmt.Errorf("goclient driver: no polled request %d", args.Request)
 	}
-	result, err := consumeResult(args.Result)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := args.Context()
-	defer cancel()
-	c.ACK(ctx, cr, result)
-	return nil
+	return with(d, args.Consumer, args.Call, func(ctx context.Context, c rocketmq.PullConsumer) error {
+		c.ACK(ctx, cr, result)
+		return nil
+	})
 }
 
 // GetTopicRouteInfo is PullConsumer.GetTopicRouteInfo.
 func (d *Driver) GetTopicRouteInfo(args goclient.TopicArgs, out *goclient.Queues) error {
-	c, err := client[rocketmq.PullConsumer](d, args.Client)
-	if err != nil {
+	return with(d, args.Client, args.Call, func(_ context.Context, c rocketmq.PullConsumer) (err error) {
+		out.Queues, err = c.GetTopicRouteInfo(args.Topic)
 		return err
-	}
-	mqs, err := c.GetTopicRouteInfo(args.Topic)
-	out.Queues = mqs
-	return goclient.EncodeError(err)
+	})
 }
 
 // PullFrom is PullConsumer.PullFrom.
 func (d *Driver) PullFrom(args goclient.PullFromArgs, out *goclient.PullResult) error {
-	c, err := client[rocketmq.PullConsumer](d, args.Consumer)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := args.Context()
-	defer cancel()
-	mq := args.Queue
-	res, err := c.PullFrom(ctx, &mq, args.Offset, args.Numbers)
-	if err != nil {
-		return goclient.EncodeError(err)
-	}
-	*out = *goclient.FromPullResult(res)
-	return nil
+	return with(d, args.Consumer, args.Call, func(ctx context.Context, c rocketmq.PullConsumer) error {
+		mq := args.Queue
+		res, err := c.PullFrom(ctx, &mq, args.Offset, args.Numbers)
+		if err != nil {
+			return err
+		}
+		*out = *goclient.FromPullResult(res)
+		return nil
+	})
 }
 
 // CreateReplyMessage is consumer.CreateReplyMessage.
@@ -484,19 +453,11 @@ func (d *Driver) NewAdmin(args goclient.NewAdminArgs, _ *goclient.Empty) error {
 
 // CloseAdmin is Admin.Close.
 func (d *Driver) CloseAdmin(args goclient.Ref, _ *goclient.Empty) error {
-	a, err := client[admin.Admin](d, args.ID)
-	if err != nil {
-		return err
-	}
-	return goclient.EncodeError(a.Close())
+	return with(d, args.ID, goclient.Call{}, func(_ context.Context, a admin.Admin) error { return a.Close() })
 }
 
 // CreateTopic is Admin.CreateTopic.
 func (d *Driver) CreateTopic(args goclient.CreateTopicArgs, _ *goclient.Empty) error {
-	a, err := client[admin.Admin](d, args.Admin)
-	if err != nil {
-		return err
-	}
 	opts := []admin.OptionCreate{admin.WithTopicCreate(args.Topic), admin.WithBrokerAddrCreate(args.BrokerAddr),
 		admin.WithOrder(args.Order)}
 	if args.ReadQueueNums != 0 {
@@ -508,85 +469,65 @@ func (d *Driver) CreateTopic(args goclient.CreateTopicArgs, _ *goclient.Empty) e
 	if args.Perm != 0 {
 		opts = append(opts, admin.WithPerm(args.Perm))
 	}
-	ctx, cancel := args.Context()
-	defer cancel()
-	return goclient.EncodeError(a.CreateTopic(ctx, opts...))
+	return with(d, args.Admin, args.Call, func(ctx context.Context, a admin.Admin) error {
+		return a.CreateTopic(ctx, opts...)
+	})
 }
 
 // DeleteTopic is Admin.DeleteTopic.
 func (d *Driver) DeleteTopic(args goclient.DeleteTopicArgs, _ *goclient.Empty) error {
-	a, err := client[admin.Admin](d, args.Admin)
-	if err != nil {
-		return err
-	}
 	opts := []admin.OptionDelete{admin.WithTopicDelete(args.Topic)}
 	if args.BrokerAddr != "" {
 		opts = append(opts, admin.WithBrokerAddrDelete(args.BrokerAddr))
 	}
-	ctx, cancel := args.Context()
-	defer cancel()
-	return goclient.EncodeError(a.DeleteTopic(ctx, opts...))
+	return with(d, args.Admin, args.Call, func(ctx context.Context, a admin.Admin) error {
+		return a.DeleteTopic(ctx, opts...)
+	})
 }
 
 // FetchPublishMessageQueues is Admin.FetchPublishMessageQueues.
 func (d *Driver) FetchPublishMessageQueues(args goclient.TopicArgs, out *goclient.Queues) error {
-	a, err := client[admin.Admin](d, args.Client)
-	if err != nil {
+	return with(d, args.Client, args.Call, func(ctx context.Context, a admin.Admin) (err error) {
+		out.Queues, err = a.FetchPublishMessageQueues(ctx, args.Topic)
 		return err
-	}
-	ctx, cancel := args.Context()
-	defer cancel()
-	mqs, err := a.FetchPublishMessageQueues(ctx, args.Topic)
-	out.Queues = mqs
-	return goclient.EncodeError(err)
+	})
 }
 
 // FetchAllTopicList is Admin.FetchAllTopicList.
 func (d *Driver) FetchAllTopicList(args goclient.TopicArgs, out *goclient.TopicList) error {
-	a, err := client[admin.Admin](d, args.Client)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := args.Context()
-	defer cancel()
-	list, err := a.FetchAllTopicList(ctx)
-	if err != nil {
-		return goclient.EncodeError(err)
-	}
-	*out = goclient.TopicList{TopicList: list.TopicList, BrokerAddr: list.BrokerAddr}
-	return nil
+	return with(d, args.Client, args.Call, func(ctx context.Context, a admin.Admin) error {
+		list, err := a.FetchAllTopicList(ctx)
+		if err != nil {
+			return err
+		}
+		*out = goclient.TopicList{TopicList: list.TopicList, BrokerAddr: list.BrokerAddr}
+		return nil
+	})
 }
 
 // FetchClusterList is Admin.FetchClusterList.
 func (d *Driver) FetchClusterList(args goclient.TopicArgs, out *goclient.Names) error {
-	a, err := client[admin.Admin](d, args.Client)
-	if err != nil {
+	return with(d, args.Client, args.Call, func(_ context.Context, a admin.Admin) (err error) {
+		out.Names, err = a.FetchClusterList(args.Topic)
 		return err
-	}
-	clusters, err := a.FetchClusterList(args.Topic)
-	out.Names = clusters
-	return goclient.EncodeError(err)
+	})
 }
 
 // GetAllSubscriptionGroup is Admin.GetAllSubscriptionGroup.
 func (d *Driver) GetAllSubscriptionGroup(args goclient.SubscriptionGroupsArgs, out *goclient.SubscriptionGroupWrapper) error {
-	a, err := client[admin.Admin](d, args.Admin)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := args.Context()
-	defer cancel()
-	groups, err := a.GetAllSubscriptionGroup(ctx, args.BrokerAddr, args.CallTimeout)
-	if err != nil {
-		return goclient.EncodeError(err)
-	}
-	out.SubscriptionGroupTable = make(map[string]json.RawMessage, len(groups.SubscriptionGroupTable))
-	for name, g := range groups.SubscriptionGroupTable {
-		b, err := json.Marshal(g)
+	return with(d, args.Admin, args.Call, func(ctx context.Context, a admin.Admin) error {
+		groups, err := a.GetAllSubscriptionGroup(ctx, args.BrokerAddr, args.CallTimeout)
 		if err != nil {
-			return errors.Join(fmt.Errorf("goclient driver: group %s", name), err)
+			return err
 		}
-		out.SubscriptionGroupTable[name] = b
-	}
-	return nil
+		out.SubscriptionGroupTable = make(map[string]json.RawMessage, len(groups.SubscriptionGroupTable))
+		for name, g := range groups.SubscriptionGroupTable {
+			b, err := json.Marshal(g)
+			if err != nil {
+				return fmt.Errorf("goclient driver: group %s: %w", name, err)
+			}
+			out.SubscriptionGroupTable[name] = b
+		}
+		return nil
+	})
 }

@@ -3,20 +3,28 @@
 // offers the client's API through it: Driver.NewProducer, NewTransactionProducer,
 // NewPushConsumer, NewPullConsumer and NewAdmin give proxies whose methods have the client's
 // names and shapes, with goclient's option structs in place of the client's With* options.
-// Messages, results and errors are the client's own primitive types; a consumer's function, a
-// transaction listener and a SendAsync callback run in the test's process, called back by the
-// driver.
+// Messages, results and errors are the client's own primitive types (errors.Is finds the
+// client's sentinel errors); a consumer's function, a transaction listener and a SendAsync
+// callback run in the test's process, called back by the driver.
 //
 // A test starts one driver after its brokers (Start); the driver is killed when the test ends,
 // before the brokers shut down (cleanups run last first), so its clients never outlive them
 // and no goroutine of the client ever runs in the test's process. A package whose tests use it
 // calls VerifyTestMain from its TestMain.
 //
-// To port a test from the client: keep its broker and its assertions; start a driver; create
-// clients through it (rocketmq.NewProducer(producer.WithGroupName(g), ...) becomes
-// d.NewProducer(goclient.ProducerOptions{Group: g, ...})); a consumer's function returns
-// goclient.ConsumeResult. A call of the client the driver does not offer yet is a method on
-// driver.Driver and its proxy here.
+// Porting a test that used the client directly keeps its broker and every assertion:
+//
+//	d := goclienttest.Start(t)                            // after the broker
+//	rocketmq.NewProducer(producer.WithGroupName(g), ...)  → d.NewProducer(goclient.ProducerOptions{Group: g, ...})
+//	rocketmq.NewPushConsumer(consumer.With...(...))       → d.NewPushConsumer(goclient.ConsumerOptions{...})
+//	consumer.MessageSelector{Type: consumer.SQL92, ...}   → goclient.MessageSelector{Type: goclient.SQL92, ...}
+//	func(...) (consumer.ConsumeResult, error)             → func(...) (goclient.ConsumeResult, error)
+//	admin.NewAdmin(admin.WithResolver(...))               → d.NewAdmin(goclient.AdminOptions{...})
+//
+// and drops rlog.SetLogLevel (the driver logs at level error; a failed test shows that log) and
+// any wait for the client's goroutines after Shutdown. An option or a call of the client the
+// driver does not offer yet is a field in goclient's options (read in driver.NewProducer or
+// NewConsumer), or a method on driver.Driver, its argument type in goclient and its proxy here.
 package goclienttest
 
 import (
