@@ -3,14 +3,15 @@
 // through goclienttest.Start, never by hand.
 //
 // It serves the Driver service (driver.go) on descriptors 3 and 4 and calls the test's Test
-// service on 5 and 6. When the test closes its end of the requests it exits at once: it does
-// not shut its clients down, the test is done with them (their connections close with the
-// process).
+// service on 5 and 6. When the requests end (the test closed its end, or its process is gone)
+// it exits at once: it does not shut its clients down, the test is done with them (their
+// connections close with the process).
 package main
 
 import (
 	"flag"
 	"fmt"
+	"io"
 	"net/rpc"
 	"net/rpc/jsonrpc"
 	"os"
@@ -33,6 +34,21 @@ func main() {
 		os.Exit(2)
 	}
 	srv.ServeCodec(jsonrpc.NewServerCodec(goclient.Conn(
-		os.NewFile(goclient.FDRequests, "requests"), os.NewFile(goclient.FDAnswers, "answers"))))
+		exitAtEnd{os.NewFile(goclient.FDRequests, "requests")}, os.NewFile(goclient.FDAnswers, "answers"))))
 	os.Exit(0)
+}
+
+// exitAtEnd ends the process when the requests end: the test closed its end, or its process is
+// gone (a crash, a test timeout) without killing the driver. ServeCodec would first wait for the
+// calls in flight, which may wait for the client's own timeouts.
+type exitAtEnd struct {
+	io.ReadCloser
+}
+
+func (r exitAtEnd) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	if err != nil {
+		os.Exit(0)
+	}
+	return n, nil
 }

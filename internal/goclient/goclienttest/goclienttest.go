@@ -32,7 +32,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/rpc"
 	"net/rpc/jsonrpc"
 	"os"
@@ -276,10 +275,9 @@ func (d *Driver) err(method string, err error) error {
 			return ce
 		}
 		return fmt.Errorf("goclienttest: %s: %s", method, string(se))
-	case errors.Is(err, rpc.ErrShutdown), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return fmt.Errorf("goclienttest: %s: the driver is gone (%w); its output ends:\n%s", method, err, d.output)
 	}
-	return fmt.Errorf("goclienttest: %s: %w", method, err)
+	// Anything else is the pipes': rpc.ErrShutdown, an EOF, a broken pipe.
+	return fmt.Errorf("goclienttest: %s: the driver is gone (%w); its output ends:\n%s", method, err, d.output)
 }
 
 func (d *Driver) id() uint64 { return d.nextID.Add(1) }

@@ -63,3 +63,18 @@ func TestDeadDriverFailsCalls(t *testing.T) {
 	require.Less(t, time.Since(start), 30*time.Second, "not left to a timeout")
 	require.True(t, strings.HasPrefix(err.Error(), "goclienttest: SendSync:"), err.Error())
 }
+
+// A driver whose test goes away without killing it (a crash, a test timeout: no cleanup runs)
+// exits by itself when its requests end.
+func TestDriverExitsWhenItsTestGoes(t *testing.T) {
+	d := Start(t)
+	require.NoError(t, d.client.Close()) // what the end of the test's process does to the pipes
+	exited := make(chan error, 1)
+	go func() { exited <- d.cmd.Wait() }()
+	select {
+	case err := <-exited:
+		require.NoError(t, err, "exit status 0, not killed")
+	case <-time.After(30 * time.Second):
+		t.Fatal("the driver still runs 30 s after its requests ended")
+	}
+}
