@@ -69,9 +69,10 @@ func (d *deliveries) len() int {
 // resolves %RETRY%<group> once, when the consumer starts, and then only every 30 s.
 func (e *e2eEnv) prepareGroup(t *testing.T, group string) {
 	t.Helper()
-	g, ok := e.tb.b.subscriptions.FindOrCreate(group)
-	require.True(t, ok)
-	e.tb.b.topics.CreateInSendMessageBack(metadata.RetryTopic(group), g.RetryQueueNums, metadata.PermRead|metadata.PermWrite, 0)
+	g, err := e.tb.b.subscriptions.FindOrCreate(group)
+	require.NoError(t, err)
+	_, err = e.tb.b.topics.CreateInSendMessageBack(metadata.RetryTopic(group), g.RetryQueueNums, metadata.PermRead|metadata.PermWrite, 0)
+	require.NoError(t, err)
 	e.waitRoute(t, metadata.RetryTopic(group))
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/opsserver"
 	"github.com/ringmq/ringmq/internal/remotingtest"
 	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/store"
@@ -96,6 +97,13 @@ func (s scrape) movedSince(before scrape) map[string]bool {
 // directory TestName" (several joined by "; "), then says why not here; TestNotMovingHereNamesRealTests
 // checks that those tests exist.
 var notMovingHere = map[string]string{
+	`ringmq_broker_auto_created_total{kind="dlq_topic"}`:                     "broker TestSendBackToDeadLetterQueue: a send-back past the group's retries",
+	`ringmq_broker_client_refusals_total{reason="subscription_group_limit"}`: "broker TestHostileHeartbeatsStopAtTheGroupLimit: autoCreateSubscriptionGroupLimit reached",
+	`ringmq_broker_client_refusals_total{reason="retry_topic_limit"}`:        "broker TestHostileHeartbeatsStopAtTheRetryTopicLimit: autoCreateRetryTopicLimit reached",
+	`ringmq_broker_client_refusals_total{reason="offset_unknown_queue"}`:     "broker TestHostileOffsetCommitsAreCheckedAndNotSaved: a commit to a queue the topic lacks",
+	`ringmq_broker_client_refusals_total{reason="offset_negative"}`:          "broker TestHostileOffsetCommitsAreCheckedAndNotSaved: a negative committed offset",
+	`ringmq_broker_client_refusals_total{reason="offset_past_max"}`:          "broker TestHostileOffsetCommitsAreCheckedAndNotSaved: a committed offset past the queue's end",
+
 	`ringmq_broker_system_busy_total{reason="pull_hold_full"}`:      "broker/readplane TestLongPollHoldTableIsBounded: a full hold table",
 	`ringmq_broker_system_busy_total{reason="pc_synchronized"}`:     "broker TestSendPageCacheBusyAnswersSystemBusy: a put lock held past osPageCacheBusyTimeOutMills",
 	`ringmq_broker_system_busy_total{reason="flush_queue_full"}`:    "broker TestSendSyncFlushRepliesOnlyAfterDurable: a full group commit queue",
@@ -220,9 +228,18 @@ func TestEveryMetricMoves(t *testing.T) {
 		c.HAMasterAddress = master.b.haServer.Addr().String()
 	})
 	testutil.Eventually(t, "a slave connected", func() bool { return master.b.haServer.SlaveCount() == 1 })
-	for _, c := range slave.b.Health() {
+	for _, c := range slave.b.Live() {
 		require.True(t, c.OK, "a slave refuses sends by role, not because its store is read-only: %+v", c)
 	}
+	testutil.Eventually(t, "the slave ready: connected to its master", func() bool {
+		for _, c := range slave.b.Ready() {
+			if !c.OK {
+				return false
+			}
+		}
+		return true
+	})
+	require.Equal(t, opsserver.Check{Name: "role", OK: true, Detail: "SLAVE"}, slave.b.Ready()[4])
 
 	// A producer and a consumer, each on its own connection; c is neither.
 	producer, consumer := dialCtl(t, master.BrokerAddr), dialCtl(t, master.BrokerAddr)
