@@ -106,11 +106,14 @@ tools:
 bench-client: build
 	NO_BUILD=1 BIN=$(BIN) scripts/bench-client.sh
 
-# A local cluster (issue 16): a name server and two brokerNames, each a master with a slave, on
-# 127.0.0.1 with their stores under ./data/cluster. ROLE=SYNC_MASTER for synchronous replication.
+# A local cluster: a name server and two brokerNames, each a master with a slave, on 127.0.0.1 with
+# their stores under ./data/cluster. ROLE=SYNC_MASTER for synchronous replication. CONTROLLER=1: controller
+# mode instead (three name servers embedding controllers; each group's master elected, and replaced when
+# it dies).
 .PHONY: cluster
+CONTROLLER ?=
 cluster: build
-	BIN=$(BIN) DATA=$(DATA) scripts/cluster.sh
+	BIN=$(BIN) DATA=$(DATA) CONTROLLER=$(CONTROLLER) scripts/cluster.sh
 
 # Crash test, long form (issue 8): CRASH_ROUNDS rounds of each TestCrash* test — the broker
 # as a child process killed with SIGKILL under SYNC_FLUSH and ASYNC_FLUSH load, power loss
@@ -120,7 +123,7 @@ cluster: build
 CRASH_ROUNDS ?= 20
 .PHONY: crash-test
 crash-test:
-	RINGMQ_CRASH_ROUNDS=$(CRASH_ROUNDS) $(GO) test -race -count=1 -timeout 60m -v -run '^TestCrash' ./store/ ./broker/
+	RINGMQ_CRASH_ROUNDS=$(CRASH_ROUNDS) $(GO) test -race -count=1 -timeout 60m -v -run '^TestCrash' ./store/ ./broker/ ./broker/controlled/
 
 lint: fmtcheck vet
 

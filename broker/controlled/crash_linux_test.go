@@ -398,7 +398,30 @@ func TestCrashControllerFailover(t *testing.T) {
 		flushDiskType := []string{"ASYNC_FLUSH", "SYNC_FLUSH"}[(round+1)%2]
 		kids[m] = startChild(t, childConf(cfgs[m], flushDiskType, (round+1)%4 >= 2))
 	}
-	ready("the last round's killed replica in sync")
+	m := ready("the last round's killed replica in sync")
+
+	// A slave that stops answering (SIGSTOP: a partitioned or frozen replica) leaves the SyncStateSet
+	// after haMaxTimeSlaveNotCatchup, and sends go on without it; resumed, it catches up and rejoins.
+	slave := 1 - m
+	require.NoError(t, kids[slave].cmd.Process.Signal(syscall.SIGSTOP))
+	stopped := time.Now()
+	testutil.EventuallyWithin(t, 2*time.Minute, "the SyncStateSet shrinks to the master", func() bool {
+		_, _, set := groupState(t, ctrl, cfgs[0].BrokerName)
+		return len(set) == 1
+	})
+	shrunk := time.Since(stopped)
+	testutil.EventuallyWithin(t, 2*time.Minute, "sends go on without the stopped slave", func() bool { return probe(addrOf(m)) })
+	during := sendSync(t, addrOf(m), "while-stopped", 20)
+	require.NoError(t, kids[slave].cmd.Process.Signal(syscall.SIGCONT))
+	testutil.EventuallyWithin(t, 2*time.Minute, "the resumed slave rejoins", func() bool {
+		_, _, set := groupState(t, ctrl, cfgs[0].BrokerName)
+		return len(set) == 2
+	})
+	all = append(all, during...)
+	requireHolds(t, addrOf(slave), all)
+	t.Logf("SIGSTOP of the slave: out of the SyncStateSet after %v (haMaxTimeSlaveNotCatchup 3 s), sends went on; "+
+		"after SIGCONT it caught up and rejoined", shrunk)
+
 	for i := range kids {
 		kids[i].terminate(t)
 	}
