@@ -6,6 +6,7 @@ package store_test
 
 import (
 	"bytes"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -269,6 +270,63 @@ func TestGetMessageStatuses(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, 2, r.MessageCount, "maxBytes caps the batch")
 			require.Equal(t, r.MessageCount, len(r.Buffers))
+			r.Release()
+		})
+	}
+}
+
+// oddFilter is a CommitLogFilter that passes every ConsumeQueue entry and keeps the records
+// whose "n" property is odd.
+type oddFilter struct{}
+
+func (oddFilter) IsMatchedByConsumeQueue(int64) bool { return true }
+
+func (oddFilter) IsMatchedByCommitLog(record []byte) bool {
+	rec, err := codec.DecodeRecord(record, false)
+	if err != nil {
+		return false
+	}
+	v, _ := codec.LookupProperty(rec.Properties, "n")
+	return len(v) > 0 && (v[len(v)-1]-'0')%2 == 1
+}
+
+// TestGetMessageCommitLogFilter: a filter on the stored record skips records like a tag
+// mismatch — the batch holds only matching records, nextBeginOffset still passes the
+// skipped ones, and a scan that matches nothing is NO_MATCHED_MESSAGE.
+func TestGetMessageCommitLogFilter(t *testing.T) {
+	for _, kind := range []string{"file", "mem"} {
+		t.Run(kind, func(t *testing.T) {
+			var s MessageStore
+			if kind == "file" {
+				s = OpenStarted(t, ConfigForTest(t.TempDir()), Deps{})
+			} else {
+				s = storetest.NewMemStore(ConfigForTest("mem"), nil)
+			}
+			for i := 0; i < 6; i++ {
+				MustPut(t, s, MessageForTest("T", 0, Bodyf("%d", i), "n", strconv.Itoa(i)))
+			}
+			MustPut(t, s, MessageForTest("T", 0, Bodyf("%d", 6), "n", "6"))
+			if fs, ok := s.(*Store); ok {
+				WaitDispatched(t, fs)
+			}
+			r, err := s.GetMessage("g", "T", 0, 0, 32, 0, oddFilter{})
+			require.NoError(t, err)
+			require.Equal(t, Found, r.Status)
+			require.Equal(t, int64(7), r.NextBeginOffset)
+			var bodies []string
+			for _, b := range r.Buffers {
+				rec, err := codec.DecodeRecord(b, true)
+				require.NoError(t, err)
+				bodies = append(bodies, string(rec.Body))
+			}
+			require.Equal(t, []string{"1", "3", "5"}, bodies)
+			r.Release()
+
+			r, err = s.GetMessage("g", "T", 0, 6, 32, 0, oddFilter{})
+			require.NoError(t, err)
+			require.Equal(t, NoMatchedMessage, r.Status)
+			require.Equal(t, int64(7), r.NextBeginOffset, "past the filtered record")
+			require.Zero(t, r.MessageCount)
 			r.Release()
 		})
 	}
