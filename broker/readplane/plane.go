@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ringmq/ringmq/broker/filter"
 	"github.com/ringmq/ringmq/broker/live"
 	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
@@ -73,6 +74,9 @@ type Settings struct {
 	IsSlave bool
 	// DefaultQueryMaxNum caps a query by unique key.
 	DefaultQueryMaxNum int
+	// EnablePropertyFilter (enablePropertyFilter): SQL92 subscriptions are served; off,
+	// their pulls answer SYSTEM_ERROR as a Java broker's do.
+	EnablePropertyFilter bool
 	// HotMaxBehindBytes: a pull whose first entry lies at most this far behind the CommitLog's
 	// end runs on the event loop, else on the pull pool (pull.go). The broker computes it
 	// (RAM × accessMessageInMemoryMaxRatio / 100) and uses the same bound for send-backs.
@@ -118,8 +122,9 @@ type Plane struct {
 	clock         func() time.Time
 	logger        *slog.Logger
 
-	pulls sync.Pool // *pullRequest
-	hold  *pullRequestHoldService
+	pulls   sync.Pool // *pullRequest
+	hold    *pullRequestHoldService
+	filters *filter.Cache // compiled SQL92 subscriptions
 
 	// Collectors; the counters are resolved once (a labelled look-up per pull would cost a
 	// hash and more).
@@ -151,6 +156,7 @@ func New(deps Deps) (*Plane, error) {
 		clock:         deps.Clock,
 		logger:        deps.Logger,
 		holdFull:      deps.HoldFull,
+		filters:       filter.NewCache(),
 	}
 	if p.clock == nil {
 		p.clock = time.Now
