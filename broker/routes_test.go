@@ -80,7 +80,7 @@ func TestRouteTable(t *testing.T) {
 		"41 event loop  | ",
 		"42 event loop  | ",
 		"43 pool admin | ",
-		"45 pool admin | ",
+		"45 pool admin | ", "46 event loop  | ",
 		"513 not served  | admin",
 	}
 	require.Equal(t, want, got)

@@ -60,7 +60,8 @@ type Pool interface {
 }
 
 // Settings are the broker settings the read plane uses, fixed for its lifetime; the ones that
-// change at run time (brokerPermission, slaveReadEnable, offsetCheckInSlave) are Deps.Live's.
+// change at run time (brokerPermission, slaveReadEnable, offsetCheckInSlave,
+// enablePropertyFilter) are Deps.Live's.
 type Settings struct {
 	// BrokerIP is brokerIP1 as text, for the "pulling message is forbidden" remark.
 	BrokerIP string
@@ -74,9 +75,6 @@ type Settings struct {
 	IsSlave bool
 	// DefaultQueryMaxNum caps a query by unique key.
 	DefaultQueryMaxNum int
-	// EnablePropertyFilter (enablePropertyFilter): SQL92 subscriptions are served; off,
-	// their pulls answer SYSTEM_ERROR as a Java broker's do.
-	EnablePropertyFilter bool
 	// HotMaxBehindBytes: a pull whose first entry lies at most this far behind the CommitLog's
 	// end runs on the event loop, else on the pull pool (pull.go). The broker computes it
 	// (RAM × accessMessageInMemoryMaxRatio / 100) and uses the same bound for send-backs.
@@ -94,7 +92,8 @@ type Deps struct {
 	Pool          Pool
 	Settings      Settings
 	// Live holds the keys that change while the broker runs: brokerPermission (pulls need
-	// read), slaveReadEnable (answers carry suggestWhichBrokerId) and offsetCheckInSlave.
+	// read), slaveReadEnable (answers carry suggestWhichBrokerId), offsetCheckInSlave and
+	// enablePropertyFilter (SQL92 subscriptions served).
 	Live *live.Settings
 	// Registerer receives the plane's collectors (ringmq_broker_pull_runs_total,
 	// ringmq_broker_pulls_held). nil = not registered.

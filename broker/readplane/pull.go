@@ -177,7 +177,7 @@ func (p *Plane) checkPull(pr *pullRequest) (codec.ResponseCode, string) {
 			if h.Subscription == "" {
 				return codec.ResponseSubscriptionParseFailed, "parse the consumer's subscription failed"
 			}
-			if !p.set.EnablePropertyFilter || h.ExpressionType != codec.ExpressionTypeSQL92 {
+			if !p.live.EnablePropertyFilter.Load() || h.ExpressionType != codec.ExpressionTypeSQL92 {
 				return codec.ResponseSystemError, "The broker does not support consumer to filter message by " + h.ExpressionType
 			}
 			// Java builds the filter data here and, when the expression does not compile, goes on
@@ -213,7 +213,7 @@ func (p *Plane) checkPull(pr *pullRequest) (codec.ResponseCode, string) {
 		if err != nil {
 			return codec.ResponseFilterDataNotExist, remarkFilterDataNotExist
 		}
-		if !p.set.EnablePropertyFilter {
+		if !p.live.EnablePropertyFilter.Load() {
 			return codec.ResponseSystemError, "The broker does not support consumer to filter message by " + sd.ExpressionType
 		}
 		pr.filter.sql = expr

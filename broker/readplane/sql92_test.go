@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringmq/ringmq/broker/live"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/remotingtest"
 	"github.com/ringmq/ringmq/internal/testutil"
@@ -16,7 +17,7 @@ const remarkSQL92Off = "The broker does not support consumer to filter message b
 
 // sqlPlane is a plane with enablePropertyFilter as given.
 func sqlPlane(t *testing.T, fileStore, on bool) *readPlane {
-	return startPlane(t, planeOptions{fileStore: fileStore, settings: func(s *Settings) { s.EnablePropertyFilter = on }})
+	return startPlane(t, planeOptions{fileStore: fileStore, live: func(l *live.Settings) { l.EnablePropertyFilter.Store(on) }})
 }
 
 // subscribeSQL sets group's heartbeat subscription to topic: an SQL92 expression.
