@@ -124,6 +124,13 @@ type msgEnv struct {
 func (e *msgEnv) consumerFunc(t *testing.T, group, topic string,
 	fn func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error), opts ...consumer.Option) {
 	t.Helper()
+	e.consumerSelector(t, group, topic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"}, fn, opts...)
+}
+
+// consumerSelector is consumerFunc with the subscription's selector.
+func (e *msgEnv) consumerSelector(t *testing.T, group, topic string, selector consumer.MessageSelector,
+	fn func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error), opts ...consumer.Option) {
+	t.Helper()
 	instance := e.instance("c")
 	all := append([]consumer.Option{
 		consumer.WithNsResolver(e.resolver()),
@@ -141,7 +148,7 @@ func (e *msgEnv) consumerFunc(t *testing.T, group, topic string,
 	e.mu.Lock()
 	e.anchors = append(e.anchors, anchor.Shutdown)
 	e.mu.Unlock()
-	require.NoError(t, c.Subscribe(topic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"}, fn))
+	require.NoError(t, c.Subscribe(topic, selector, fn))
 	require.NoError(t, c.Start())
 	e.track(c.Shutdown)
 }
