@@ -8,6 +8,7 @@ import (
 
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // SQL92 filtering over the wire: CHECK_CLIENT_CONFIG as a Java consumer sends it at start,
@@ -72,14 +73,7 @@ func heartbeatSQL(t *testing.T, c *remotingtest.Conn, group, topic, expr string,
 	t.Helper()
 	sd := codec.SubscriptionData{Topic: topic, SubString: expr, ExpressionType: codec.ExpressionTypeSQL92,
 		SubVersion: version, TagsSet: []string{}, CodeSet: codec.TagCodeSet{}}
-	hb := codec.HeartbeatData{ClientID: "127.0.0.1@sql", ConsumerDataSet: []codec.ConsumerData{{
-		GroupName: group, ConsumeType: codec.ConsumePassively, MessageModel: codec.MessageModelClustering,
-		ConsumeFromWhere: codec.ConsumeFromFirstOffset, SubscriptionDataSet: []codec.SubscriptionData{sd},
-	}}}
-	body, err := hb.Encode()
-	require.NoError(t, err)
-	resp := c.Call(codec.NewRequest(codec.RequestHeartBeat, nil, body))
-	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
+	sendHeartbeat(t, c, group, sd)
 }
 
 // TestPullSQL92 (file store): the heartbeat's expression selects exactly the matching
@@ -95,6 +89,8 @@ func TestPullSQL92(t *testing.T) {
 		sent = append(sent, sendOK(t, c, sendV1("TopicQ", 0, []byte("m"+strconv.Itoa(i)),
 			props("TAGS", tag, "price", strconv.Itoa(i*10), "region", []string{"eu", "us", "ap"}[i%3]))))
 	}
+	testutil.Eventually(t, "TopicQ/0 dispatched",
+		func() bool { return db.b.store.GetMaxOffsetInQueue("TopicQ", 0) == 10 })
 	heartbeatSQL(t, c, "GQ", "TopicQ", "TAGS = 'TagA' AND price >= 20 AND region <> 'ap'", 1)
 
 	resp := c.Call(remotingtest.PullRequest("GQ", "TopicQ", 0, 0, 32, 0, 0, ""))

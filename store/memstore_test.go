@@ -99,12 +99,7 @@ func TestMemStoreReplication(t *testing.T) {
 func TestPutMalformedPropertiesRefused(t *testing.T) {
 	for _, kind := range []string{"file", "mem"} {
 		t.Run(kind, func(t *testing.T) {
-			var s MessageStore
-			if kind == "file" {
-				s = OpenStarted(t, ConfigForTest(t.TempDir()), Deps{})
-			} else {
-				s = storetest.NewMemStore(ConfigForTest("mem"), nil)
-			}
+			s := storeOfKind(t, kind)
 			MustPut(t, s, MessageForTest("T", 0, []byte("good"), codec.PropertyTags, "a"))
 			end := s.MaxPhyOffset()
 			for _, props := range []string{"\x02\x02\x02", "\x01\x02\x01\x01\x02\x02TAGS", "TAGS\x01a\x02KEYS\x01\x02"} {
@@ -207,12 +202,7 @@ func TestTransactionsScheduleAndListener(t *testing.T) {
 func TestGetMessageStatuses(t *testing.T) {
 	for _, kind := range []string{"file", "mem"} {
 		t.Run(kind, func(t *testing.T) {
-			var s MessageStore
-			if kind == "file" {
-				s = OpenStarted(t, ConfigForTest(t.TempDir()), Deps{})
-			} else {
-				s = storetest.NewMemStore(ConfigForTest("mem"), nil)
-			}
+			s := storeOfKind(t, kind)
 			get := func(topic string, q int32, off int64, n int, f MessageFilter) (GetMessageStatus, int64, int) {
 				r, err := s.GetMessage("g", topic, q, off, n, 0, f)
 				require.NoError(t, err)
@@ -296,12 +286,7 @@ func (oddFilter) IsMatchedByCommitLog(record []byte) bool {
 func TestGetMessageCommitLogFilter(t *testing.T) {
 	for _, kind := range []string{"file", "mem"} {
 		t.Run(kind, func(t *testing.T) {
-			var s MessageStore
-			if kind == "file" {
-				s = OpenStarted(t, ConfigForTest(t.TempDir()), Deps{})
-			} else {
-				s = storetest.NewMemStore(ConfigForTest("mem"), nil)
-			}
+			s := storeOfKind(t, kind)
 			for i := 0; i < 6; i++ {
 				MustPut(t, s, MessageForTest("T", 0, Bodyf("%d", i), "n", strconv.Itoa(i)))
 			}
@@ -330,4 +315,13 @@ func TestGetMessageCommitLogFilter(t *testing.T) {
 			r.Release()
 		})
 	}
+}
+
+// storeOfKind is a started file store on t.TempDir() ("file") or a MemStore ("mem"), for tests
+// that hold both to the same contract.
+func storeOfKind(t *testing.T, kind string) MessageStore {
+	if kind == "file" {
+		return OpenStarted(t, ConfigForTest(t.TempDir()), Deps{})
+	}
+	return storetest.NewMemStore(ConfigForTest("mem"), nil)
 }
