@@ -133,7 +133,7 @@ func TestUpdateBrokerConfigRefusesWhole(t *testing.T) {
 			"unknown key brokerPermision (did you mean brokerPermission?)"},
 		{"autoCreateTopicEnable=false\nfileReservedTime=48\n", codec.ResponseNoPermission,
 			"key fileReservedTime needs a restart: edit broker.conf (keys that change at run time: autoCreateSubscriptionGroup, " +
-				"autoCreateTopicEnable, brokerPermission, notifyConsumerIdsChangedEnable, offsetCheckInSlave, " +
+				"autoCreateTopicEnable, brokerPermission, enablePropertyFilter, notifyConsumerIdsChangedEnable, offsetCheckInSlave, " +
 				"rejectTransactionMessage, slaveReadEnable)"},
 		{"autoCreateTopicEnable=false\nbrokerConfigPath=/tmp/x\n", codec.ResponseNoPermission,
 			"Can not update config in black list: brokerConfigPath"},
