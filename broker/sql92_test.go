@@ -119,3 +119,35 @@ func TestPullSQL92(t *testing.T) {
 	require.Equal(t, int32(codec.ResponseSystemError), resp.Code)
 	require.Equal(t, remarkNoSQL92, resp.Remark)
 }
+
+// TestPullPathAllocationsSQL92: an SQL92 pull of 32 messages — the heartbeat's subscription
+// or one carried by the request — allocates nothing: the compiled expression comes from the
+// cache, and the store evaluates it on each record's properties in place.
+func TestPullPathAllocationsSQL92(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	db := startDataBroker(t, dataBrokerOptions{fileStore: true, mutate: func(c *Config) { c.EnablePropertyFilter = true }})
+	createTopic(t, db.b, "AllocSQL", 1)
+	c := remotingtest.Dial(t, db.addr)
+	for i := range 64 {
+		sendOK(t, c, sendV1("AllocSQL", 0, []byte("m"), props("TAGS", "TagA", "price", strconv.Itoa(i))))
+	}
+	testutil.Eventually(t, "AllocSQL/0 dispatched",
+		func() bool { return db.b.store.GetMaxOffsetInQueue("AllocSQL", 0) == 64 })
+	const expr = "TAGS IN ('TagA', 'TagB') AND price >= 0 AND region IS NULL"
+	heartbeatSQL(t, c, "AG", "AllocSQL", expr, 1)
+	inRequest := remotingtest.PullRequest("AG2", "AllocSQL", 0, 0, 32, subFlag, 0, expr)
+	inRequest.ExtFields["expressionType"] = codec.ExpressionTypeSQL92
+	for name, cmd := range map[string]*codec.RemotingCommand{
+		"heartbeat": remotingtest.PullRequest("AG", "AllocSQL", 0, 0, 32, 0, 0, ""),
+		"request":   inRequest,
+	} {
+		conn := &nullConn{}
+		rc := db.b.newRequestContext(conn, cmd)
+		db.b.read.ProcessPullMessage(rc) // compiles the subscription once
+		allocs := testing.AllocsPerRun(200, func() { db.b.read.ProcessPullMessage(rc) })
+		require.Zero(t, conn.failed.Load(), name)
+		require.Zero(t, allocs, name)
+	}
+}
