@@ -196,6 +196,7 @@ var RefusedKeys = map[string]RefusedKey{
 	"enableSlaveActingMaster":         {Feature: "5.x slave acting master", Off: "false"},
 	"enableRemoteEscape":              {Feature: "5.x remote escape (sending through another broker when this one fails)", Off: "false"},
 	"enableCalcFilterBitMap":          {Feature: "SQL92 filter bitmaps (a bloom-filter pre-check kept in the ConsumeQueue extension); SQL92 filtering itself works with enablePropertyFilter=true, evaluating each pulled message", Off: "false"},
+	"filterSupportRetry":              {Feature: "re-evaluating SQL92 expressions on retried messages (by default, as in RocketMQ, a message redelivered from %RETRY% is not filtered again)", Off: "false"},
 	"enableConsumeQueueExt":           {Feature: "the ConsumeQueue extension (SQL92 filter bitmaps); SQL92 filtering itself works with enablePropertyFilter=true", Off: "false"},
 	"filterServerNums":                {Feature: "filter servers", Off: "0"},
 	"fetchNamesrvAddrByAddressServer": {Feature: "name server addresses from an address server (set namesrvAddr)", Off: "false"},
