@@ -325,33 +325,19 @@ func compareValues(l, r value) (int, evalStatus) {
 				return 0, evalError // (String) lv: ClassCastException
 			}
 			return -1, evalOK
-		case kindInt:
+		case kindInt, kindLong:
+			// Integer against Long widens the Integer; both are held as int64 already.
 			switch r.kind {
-			case kindLong:
-				l.kind = kindLong
+			case kindInt, kindLong:
+				l.kind, r.kind = kindLong, kindLong
 			case kindDouble:
 				l = value{kind: kindDouble, dbl: float64(l.num)}
-			case kindString:
-				v, ok := javaParseInt(r.str, 32)
+			case kindString: // Integer.valueOf or Long.valueOf, as the left side's class
+				v, ok := javaParseInt(r.str, intBits(l.kind))
 				if !ok {
 					return 0, evalError
 				}
-				r = value{kind: kindInt, num: v}
-			default:
-				return -1, evalOK
-			}
-		case kindLong:
-			switch r.kind {
-			case kindInt:
-				r.kind = kindLong
-			case kindDouble:
-				l = value{kind: kindDouble, dbl: float64(l.num)}
-			case kindString:
-				v, ok := javaParseInt(r.str, 64)
-				if !ok {
-					return 0, evalError
-				}
-				r = value{kind: kindLong, num: v}
+				r = value{kind: l.kind, num: v}
 			default:
 				return -1, evalOK
 			}
@@ -374,11 +360,7 @@ func compareValues(l, r value) (int, evalStatus) {
 			case kindBool:
 				l = value{kind: kindBool, b: strings.EqualFold(s, "true")}
 			case kindInt, kindLong:
-				bits := 32
-				if r.kind == kindLong {
-					bits = 64
-				}
-				v, ok := javaParseInt(s, bits)
+				v, ok := javaParseInt(s, intBits(r.kind))
 				if !ok {
 					return 0, evalError
 				}
@@ -423,6 +405,14 @@ func compareValues(l, r value) (int, evalStatus) {
 		return 1, evalOK
 	}
 	return 0, evalOK
+}
+
+// intBits is the width of an Integer (32) or a Long (64).
+func intBits(k kind) int {
+	if k == kindInt {
+		return 32
+	}
+	return 64
 }
 
 // javaDoubleBits is Double.doubleToLongBits: every NaN is one NaN.
