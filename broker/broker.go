@@ -45,6 +45,7 @@ import (
 	"github.com/ringmq/ringmq/broker/sendplane"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/ha"
+	"github.com/ringmq/ringmq/internal/logging"
 	"github.com/ringmq/ringmq/netio"
 	"github.com/ringmq/ringmq/store"
 )
@@ -67,6 +68,14 @@ type Deps struct {
 	// UPDATE_BROKER_CONFIG changes are written to it, so that a restart keeps them
 	// (liveconfig.go). "" = changes last until the broker stops.
 	ConfigFile string
+	// Controlled, when set, is what the controller decided for this replica (controller mode: the
+	// broker/controlled supervisor builds each broker of its process with it); nil in 4.x mode.
+	Controlled *Controlled
+
+	// logRepeatInterval and logRepeatBurst replace logging's defaults for repeated lines (10 per
+	// 10 s per message): only tests set them.
+	logRepeatInterval time.Duration
+	logRepeatBurst    int
 }
 
 // Broker is one running broker. Create with New, then Start; Shutdown once.
@@ -77,7 +86,8 @@ type Broker struct {
 	cfg        Config
 	live       *live.Settings
 	running    runningConfig
-	logger     *slog.Logger
+	logger     *slog.Logger // Deps.Logger behind logRepeats
+	logRepeats *logging.RepeatLimiter
 	clock      func() time.Time
 	registry   *prometheus.Registry // set when Deps.Registerer was nil
 	metrics    *metrics
@@ -114,6 +124,8 @@ type Broker struct {
 	haServer *ha.Server
 	replicas *ha.Replicas
 	haClient *ha.Client
+	// controlled is Deps.Controlled: controller mode's part for this replica (nil in 4.x mode).
+	controlled *Controlled
 	// slaveSync copies topics, groups and offsets from the master (slavesync.go); nil on masters.
 	slaveSync *slaveSync
 
@@ -148,6 +160,10 @@ type Broker struct {
 	// Probe state (health.go).
 	storeStarted atomic.Bool // Start started the store (recovered in New)
 	serving      atomic.Bool // Start returned nil and Shutdown has not begun
+	// watchedServers are the remoting servers that started (startServers), for Live.
+	watchedServers atomic.Pointer[[]namedServer]
+	// livenessStallBound overrides defaultStallBound (tests); not a key.
+	livenessStallBound time.Duration
 }
 
 // service is a background part with a lifecycle (flushers of config files, the
@@ -172,6 +188,9 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.EnableControllerMode && deps.Controlled == nil {
+		return nil, fmt.Errorf("%w: key enableControllerMode: true: the role comes from the controller, run the broker with broker/controlled's Supervisor (mqbroker does)", ErrConfig)
+	}
 	if cfg.NamesrvEmbedded && deps.Namesrv == nil {
 		return nil, fmt.Errorf("%w: key namesrvEmbedded: true, but Deps.Namesrv is nil (launch.New sets it)", ErrConfig)
 	}
@@ -179,6 +198,13 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	// Clients can make the broker repeat a line at will (a connection closed for a malformed
+	// frame, a group refused, a consumer registered): every line goes through one limiter, which
+	// logs the first lines of a message per interval and then how many it dropped. Lines logged
+	// once (the start summary, a config change) are not affected. Real time: a test's clock may
+	// stand still.
+	logRepeats := logging.NewRepeatLimiter(deps.logRepeatInterval, deps.logRepeatBurst, nil)
+	logger = logRepeats.Logger(logger)
 	if id := cfg.forceMasterID(); id != 0 {
 		logger.Info("broker: brokerId of a master is always 0; using 0", "brokerRole", cfg.BrokerRole, "brokerId", id)
 	}
@@ -187,7 +213,8 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		// batch sizes sooner (PROTOCOL.md §13.1).
 		cfg.AccessMessageInMemoryMaxRatio = max(cfg.AccessMessageInMemoryMaxRatio-10, 0)
 	}
-	b := &Broker{cfg: cfg, logger: logger, clock: deps.Clock, live: newLive(&cfg)}
+	b := &Broker{cfg: cfg, logger: logger, logRepeats: logRepeats, clock: deps.Clock, live: newLive(&cfg),
+		controlled: deps.Controlled}
 	b.running.file = deps.ConfigFile
 	b.ctl.newNamesrv = deps.Namesrv
 	if b.clock == nil {
@@ -358,6 +385,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		if err := b.store.Shutdown(); err != nil {
 			errs = append(errs, fmt.Errorf("store: %w", err))
 		}
+		b.logRepeats.Close() // the counts of lines dropped in the last interval
 		b.shutdownErr = errors.Join(errs...)
 	})
 	return b.shutdownErr

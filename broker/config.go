@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ringmq/ringmq/ha"
@@ -79,6 +80,10 @@ type Config struct {
 	ChannelExpiredTimeout       time.Duration `prop:"channelExpiredTimeout" group:"network" unit:"ms" default:"120000" help:"a client silent (no heartbeat) this long is dropped"`
 	CheckTransactionMessage     bool          `prop:"checkTransactionMessageEnable" group:"messages" default:"true" help:"check half messages back with their producers"`
 
+	// Bounds on what clients create implicitly (broker/metadata/limits.go).
+	AutoCreateSubscriptionGroupLimit int `prop:"autoCreateSubscriptionGroupLimit" group:"limits" allowed:"1 or more" default:"10000" help:"consumer groups created on first use (heartbeat, pull, send-back) stop at this many, built-in groups aside: later ones are refused SUBSCRIPTION_GROUP_NOT_EXIST; updateSubGroup is not limited"`
+	AutoCreateRetryTopicLimit        int `prop:"autoCreateRetryTopicLimit" group:"limits" allowed:"1 or more" default:"20000" help:"retry (%RETRY%) and dead-letter (%DLQ%) topics created implicitly (heartbeat, send-back, send) stop at this many: later ones are refused; updateTopic is not limited"`
+
 	// MessageStoreConfig: the store's keys (storePathRootDir, mappedFileSizeCommitLog,
 	// flushDiskType, ...), and two MessageStoreConfig keys the store does not need.
 	store.Config
@@ -90,6 +95,9 @@ type Config struct {
 	// New resolves it. The other replication keys are ha.Settings'.
 	HAListenPort int `prop:"haListenPort" group:"HA" allowed:"0..65535, not listenPort" help:"port of the HA listener slaves replicate from; 0: listenPort + 1 (a free port when listenPort is 0)"`
 	ha.Settings
+	// Controller mode (RocketMQ 5's keys; broker/controlled runs it): the role comes from the
+	// controller, not from brokerRole.
+	ControllerSettings
 	// FastListenPort is RocketMQ's "fast" (VIP) channel, NettyServerConfig's 5.x name: a second
 	// listener serving the same requests as listenPort, which Java slaves fetch topics from
 	// (PROTOCOL.md §13.4). -1 means listenPort − 2 (off when that is not a port, or when
@@ -104,7 +112,7 @@ type Config struct {
 
 	// ringmq's own keys (DESIGN.md "Config"); the store's (flushBackend, transientStorePoolPinned,
 	// warmMappedFileMlock) are in store.Config.
-	MetricsAddr       string `prop:"metricsAddr" group:"metrics/ops" default:"127.0.0.1:9106" help:"host:port serving Prometheus /metrics, /debug/pprof/, /healthz and /readyz (METRICS.md); empty or off: none"`
+	MetricsAddr       string `prop:"metricsAddr" group:"metrics/ops" default:"127.0.0.1:9106" help:"host:port serving Prometheus /metrics, /debug/pprof/ and the probes /livez (alias /healthz) and /readyz (METRICS.md); empty or off: none"`
 	NamesrvEmbedded   bool   `prop:"namesrvEmbedded" group:"network" default:"true" help:"run a name server in this process, on namesrvListenPort"`
 	NamesrvListenPort int    `prop:"namesrvListenPort" group:"network" allowed:"0..65535" default:"9876" help:"port of the embedded name server"`
 	AclFile           string `prop:"aclFile" group:"ACL/TLS" help:"plain ACL file (YAML) read when aclEnable=true; empty: plain_acl.yml beside the -c file, else conf/plain_acl.yml"`
@@ -182,8 +190,8 @@ var NotNeededKeys = map[string]string{
 	"brokerConfigPath":                       "ringmq reads the file given with -c",
 	"duplicationEnable":                      "ignored",
 	"diskFallRecorded":                       "ignored",
-	"storePathEpochFile":                     "controller mode is not supported",
-	"storePathBrokerIdentity":                "controller mode is not supported",
+	"storePathEpochFile":                     "the epoch file is epochFileCheckpoint in storePathRootDir",
+	"storePathBrokerIdentity":                "the controller's brokerId is kept in controllerBrokerId in storePathRootDir",
 }
 
 // RefusedKeys are switches of RocketMQ features ringmq does not implement (RocketMQ 4.x and
@@ -192,7 +200,6 @@ var NotNeededKeys = map[string]string{
 // that leaves the feature off (the Off of each) is accepted and changes nothing.
 var RefusedKeys = map[string]RefusedKey{
 	"enableDLegerCommitLog":           {Feature: "the DLedger (Raft) CommitLog; ringmq replicates master to slave (brokerRole)", Off: "false"},
-	"enableControllerMode":            {Feature: "5.x controller mode (automatic master election)", Off: "false"},
 	"enableSlaveActingMaster":         {Feature: "5.x slave acting master", Off: "false"},
 	"enableRemoteEscape":              {Feature: "5.x remote escape (sending through another broker when this one fails)", Off: "false"},
 	"enableCalcFilterBitMap":          {Feature: "SQL92 filter bitmaps (a bloom-filter pre-check kept in the ConsumeQueue extension); SQL92 filtering itself works with enablePropertyFilter=true, evaluating each pulled message", Off: "false"},
@@ -205,6 +212,17 @@ var RefusedKeys = map[string]RefusedKey{
 	"timerWheelEnable":                {Feature: "5.x timer messages (arbitrary delivery time; delay levels are supported)", Off: "false"},
 	"storeType":                       {Feature: "store types other than RocketMQ's default file store (RocksDB)", Off: "default"},
 	"messageStorePlugIn":              {Feature: "message store plug-ins (tiered storage)", Off: ""},
+}
+
+// ControllerSettings are controller mode's broker keys, RocketMQ 5's names and defaults where it has
+// them.
+type ControllerSettings struct {
+	EnableControllerMode            bool          `prop:"enableControllerMode" group:"controller" help:"the role comes from the controller (controllerAddr), which elects a new master from the in-sync replicas when one dies; brokerRole and brokerId are then ignored"`
+	ControllerAddr                  string        `prop:"controllerAddr" group:"controller" allowed:"host:port;host:port..." help:"the controllers, or the name servers that embed them (enableControllerInNamesrv), ';'-separated"`
+	MinInSyncReplicas               int           `prop:"minInSyncReplicas" group:"controller" allowed:"1 or more" default:"1" help:"a master refuses sends (SLAVE_NOT_AVAILABLE) while fewer replicas, itself included, are in its SyncStateSet"`
+	HAMaxTimeSlaveNotCatchup        time.Duration `prop:"haMaxTimeSlaveNotCatchup" group:"controller" allowed:"1 or more" unit:"ms" default:"15000" help:"a replica that has not caught up with the master for this long leaves the SyncStateSet"`
+	BrokerHeartbeatInterval         time.Duration `prop:"brokerHeartbeatInterval" group:"controller" allowed:"1 or more" unit:"ms" default:"1000" help:"how often a broker heartbeats to the controller (and looks for role changes)"`
+	ControllerHeartBeatTimeoutMills time.Duration `prop:"controllerHeartBeatTimeoutMills" group:"controller" allowed:"more than brokerHeartbeatInterval" unit:"ms" default:"10000" help:"the controller takes a broker for dead after this long without its heartbeat (at once when its connection closes)"`
 }
 
 // RefusedKey is a RefusedKeys entry: the feature, and the one value that keeps it off.
@@ -227,26 +245,29 @@ func (r RefusedKey) enables(value string) bool {
 	return value != r.Off
 }
 
-// ConfigWarning is something a loader wants the operator to read: an unknown key,
-// or a known key ringmq does not use.
+// ConfigWarning is something a loader wants the operator to read about a key it accepted: a
+// RocketMQ key ringmq does not need (NotNeededKeys: Message says what ringmq does instead), or an
+// Apache RocketMQ 4.x key ringmq does not read at all (Ignored).
 type ConfigWarning struct {
 	Key     string
-	Line    int    // 0 for flags
-	Unknown bool   // true: no such key in RocketMQ or ringmq
-	Message string // for not-needed keys: what ringmq does instead
-	// Suggestion is the known key nearest to an unknown one (a likely misspelling), "" when
-	// none is near.
-	Suggestion string
+	Line    int  // 0 for flags
+	Ignored bool // true: an Apache RocketMQ 4.x key ringmq does not read; its value has no effect
+	Message string
 }
+
+// ignoredMessage is ConfigWarning.Message for a RocketMQ key ringmq does not read.
+const ignoredMessage = "an Apache RocketMQ 4.x key ringmq does not read; its value has no effect"
 
 // ErrConfig is wrapped by every configuration error.
 var ErrConfig = errors.New("broker: config")
 
-// Set assigns one property by name (current name or legacy alias). It reports
-// known-but-unused keys and unknown keys as warnings rather than errors; a value
-// that does not parse, an enum value that is not one of its spellings, or a value turning on a
-// feature ringmq does not have (RefusedKeys) is an error wrapping ErrConfig and a
-// *conf.ValueError (key, value, allowed values).
+// Set assigns one property by name (current name or legacy alias). A RocketMQ key that ringmq
+// accepts without using (NotNeededKeys) or does not read (the rest of Apache RocketMQ 4.9's
+// broker keys, conf.RocketMQBrokerKeys) is a warning naming it. An error wraps ErrConfig and
+// says why: a key neither ringmq nor RocketMQ knows (a *conf.UnknownKeyError naming the nearest
+// known key: a typo must not leave its key at the default), or a *conf.ValueError (key, value,
+// allowed values) for a value that does not parse, an enum value that is not one of its
+// spellings, or a value turning on a feature ringmq does not have (RefusedKeys).
 func (c *Config) Set(key, value string, line int) (*ConfigWarning, error) {
 	if alias, ok := LegacyAliases[key]; ok {
 		key = alias
@@ -264,7 +285,14 @@ func (c *Config) Set(key, value string, line int) (*ConfigWarning, error) {
 		if why, ok := NotNeededKeys[key]; ok {
 			return &ConfigWarning{Key: key, Line: line, Message: why}, nil
 		}
-		return &ConfigWarning{Key: key, Line: line, Unknown: true, Suggestion: SuggestKey(key)}, nil
+		kind, err := brokerVocabulary().Check(key)
+		if kind == conf.KeyRocketMQOnly {
+			return &ConfigWarning{Key: key, Line: line, Ignored: true, Message: ignoredMessage}, nil
+		}
+		if err == nil { // a key of the vocabulary Set has no field for: a programmer error
+			panic("broker: key " + key + " is known but has no setting")
+		}
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
@@ -272,21 +300,51 @@ func (c *Config) Set(key, value string, line int) (*ConfigWarning, error) {
 	return nil, nil
 }
 
-// SuggestKey is the key nearest to an unknown one, among the keys the broker reads and the
-// RocketMQ keys it accepts (conf.Suggest), or "".
-func SuggestKey(unknown string) string {
-	known := PropertyNames()
+// brokerVocabulary is every key mqbroker knows: the keys it reads, the RocketMQ keys it accepts
+// on purpose (NotNeededKeys, RefusedKeys, LegacyAliases), then Apache RocketMQ 4.9's broker keys.
+var brokerVocabulary = sync.OnceValue(func() conf.Vocabulary {
+	own := PropertyNames()
+	var more []string
 	for _, m := range []map[string]string{NotNeededKeys, LegacyAliases} {
 		for k := range m {
-			known = append(known, k)
+			more = append(more, k)
 		}
 	}
 	for k := range RefusedKeys {
-		known = append(known, k)
+		more = append(more, k)
 	}
-	// Map order would break ties differently from run to run.
-	slices.Sort(known[len(PropertyNames()):])
-	return conf.Suggest(unknown, known)
+	slices.Sort(more) // map order would break Suggest's ties differently from run to run
+	return conf.Vocabulary{Own: append(own, more...), RocketMQ: conf.RocketMQBrokerKeys()}
+})
+
+// SuggestKey is the known key nearest to an unknown one (conf.Suggest over brokerVocabulary),
+// or "".
+func SuggestKey(unknown string) string {
+	v := brokerVocabulary()
+	return conf.Suggest(unknown, append(append([]string(nil), v.Own...), v.RocketMQ...))
+}
+
+// AcceptedRocketMQKeys lists the keys Set accepts that are not PropertyNames: the RocketMQ keys ringmq
+// accepts on purpose without reading them (NotNeededKeys, RefusedKeys with their off value,
+// LegacyAliases) and the ones it ignores (RocketMQOnlyKeys). Sorted.
+func AcceptedRocketMQKeys() []string {
+	v := brokerVocabulary()
+	out := append(append([]string(nil), v.Own[len(PropertyNames()):]...), RocketMQOnlyKeys()...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// RocketMQOnlyKeys lists the Apache RocketMQ 4.9 broker keys ringmq neither reads nor accepts on
+// purpose: Set answers each with an Ignored warning. Sorted.
+func RocketMQOnlyKeys() []string {
+	v := brokerVocabulary()
+	var out []string
+	for _, k := range v.RocketMQ {
+		if !slices.Contains(v.Own, k) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // PropertyNames lists every key the broker reads, in declaration order (the store's and HA
@@ -399,6 +457,10 @@ func (c *Config) validate() error {
 		return bad("brokerPermission", "")
 	case c.DefaultTopicQueueNums <= 0 || c.DefaultTopicQueueNums > 1024:
 		return bad("defaultTopicQueueNums", "")
+	case c.AutoCreateSubscriptionGroupLimit < 1:
+		return bad("autoCreateSubscriptionGroupLimit", "")
+	case c.AutoCreateRetryTopicLimit < 1:
+		return bad("autoCreateRetryTopicLimit", "")
 	case c.TransientStorePoolEnable && c.TransientStorePoolSize <= 0:
 		return bad("transientStorePoolSize", "must be positive when transientStorePoolEnable=true")
 	case c.FastListenPort < -1 || c.FastListenPort > 65535:
@@ -428,6 +490,22 @@ func (c *Config) validate() error {
 	}
 	if err := c.validateHA(); err != nil {
 		return err
+	}
+	if c.EnableControllerMode {
+		switch {
+		case strings.TrimSpace(c.ControllerAddr) == "":
+			return bad("controllerAddr", "enableControllerMode=true needs the controllers' addresses")
+		case c.MinInSyncReplicas < 1:
+			return bad("minInSyncReplicas", "")
+		case c.HAMaxTimeSlaveNotCatchup <= 0:
+			return bad("haMaxTimeSlaveNotCatchup", "")
+		case c.BrokerHeartbeatInterval <= 0:
+			return bad("brokerHeartbeatInterval", "")
+		case c.ControllerHeartBeatTimeoutMills <= c.BrokerHeartbeatInterval:
+			return bad("controllerHeartBeatTimeoutMills", "must exceed brokerHeartbeatInterval")
+		case c.NamesrvEmbedded:
+			return bad("namesrvEmbedded", "a broker in controller mode registers with the name servers of namesrvAddr (those of its controllers, or others); set namesrvEmbedded=false")
+		}
 	}
 	if c.DiskMaxUsedSpaceRatio < 10 || c.DiskMaxUsedSpaceRatio > 95 {
 		// RocketMQ clamps to 10..95 silently; keep its behaviour but never silently.

@@ -56,19 +56,19 @@ var productionConf = [][2]string{
 
 func TestProductionConfLoads(t *testing.T) {
 	c := DefaultConfig()
-	var unknown, notNeeded []string
+	var ignored, notNeeded []string
 	for i, kv := range productionConf {
 		w, err := c.Set(kv[0], kv[1], i+1)
 		require.NoError(t, err, kv[0])
 		if w != nil {
-			if w.Unknown {
-				unknown = append(unknown, w.Key)
+			if w.Ignored {
+				ignored = append(ignored, w.Key)
 			} else {
 				notNeeded = append(notNeeded, w.Key)
 			}
 		}
 	}
-	require.Equal(t, []string{"redeleteHangedFileInterval"}, unknown)
+	require.Equal(t, []string{"redeleteHangedFileInterval"}, ignored)
 	require.Equal(t, []string{"sendMessageThreadPoolNums", "pullMessageThreadPoolNums"}, notNeeded)
 	require.Equal(t, 10912, c.HAListenPort)
 	require.NoError(t, c.Validate())
@@ -391,7 +391,7 @@ func TestEveryKeyInAHelpGroup(t *testing.T) {
 // without a warning.
 func TestRefusedFeatureKeys(t *testing.T) {
 	c := DefaultConfig()
-	for key, value := range map[string]string{"enableDLegerCommitLog": "true", "enableControllerMode": "TRUE",
+	for key, value := range map[string]string{"enableDLegerCommitLog": "true",
 		"filterServerNums": "2", "storeType": "defaultRocksDB", "messageStorePlugIn": "tiered", "enableLmq": "yes",
 		"filterSupportRetry": "true"} {
 		w, err := c.Set(key, value, 3)
@@ -415,18 +415,53 @@ func TestRefusedFeatureKeys(t *testing.T) {
 	}
 }
 
-// TestUnknownKeySuggestsTheNearest: the warning for a misspelt key names the key it probably meant,
-// among ringmq's keys and the RocketMQ keys it accepts.
-func TestUnknownKeySuggestsTheNearest(t *testing.T) {
+// TestUnknownKeyIsAnError: a key neither ringmq nor Apache RocketMQ 4.x reads stops the start
+// (an error wrapping ErrConfig and conf.ErrUnknownKey) naming the key and the nearest known key,
+// among ringmq's keys, the RocketMQ keys it accepts and RocketMQ's others; nothing is set.
+func TestUnknownKeyIsAnError(t *testing.T) {
+	for _, tc := range []struct{ key, suggestion string }{
+		{"flushDiskTpye", "flushDiskType"},
+		{"listenport", "listenPort"},
+		{"sendMessageThreadPoolNum", "sendMessageThreadPoolNums"},
+		{"enableDlegerCommitLog", "enableDLegerCommitLog"},
+		{"transferMsgByHeep", "transferMsgByHeap"}, // a RocketMQ key ringmq ignores is a known key too
+		{"mapedFileSizeCommitLg", "mapedFileSizeCommitLog"},
+		{"fancyNewKey", ""},
+	} {
+		c := DefaultConfig()
+		w, err := c.Set(tc.key, "SYNC_FLUSH", 5)
+		require.Nil(t, w, tc.key)
+		require.ErrorIs(t, err, ErrConfig, tc.key)
+		require.ErrorIs(t, err, conf.ErrUnknownKey, tc.key)
+		var unknown *conf.UnknownKeyError
+		require.ErrorAs(t, err, &unknown, tc.key)
+		require.Equal(t, conf.UnknownKeyError{Key: tc.key, Suggestion: tc.suggestion}, *unknown)
+		require.Equal(t, DefaultConfig(), c, tc.key)
+	}
 	c := DefaultConfig()
-	for key, want := range map[string]string{"listenport": "listenPort", "flushDiskTpye": "flushDiskType",
-		"sendMessageThreadPoolNum": "sendMessageThreadPoolNums", "enableDlegerCommitLog": "enableDLegerCommitLog",
-		"fancyNewKey": ""} {
-		w, err := c.Set(key, "1", 5)
+	_, err := c.Set("flushDiskTpye", "SYNC_FLUSH", 2)
+	require.EqualError(t, err, "broker: config: unknown key flushDiskTpye: neither ringmq nor Apache RocketMQ 4.x reads it; "+
+		"did you mean flushDiskType?")
+}
+
+// TestRocketMQKeyRingmqIgnoresIsAWarning: every Apache RocketMQ 4.9 broker key ringmq does not read
+// is accepted with a warning naming it (Ignored), whatever its value; the keys ringmq reads are
+// not among them.
+func TestRocketMQKeyRingmqIgnoresIsAWarning(t *testing.T) {
+	ignored := RocketMQOnlyKeys()
+	for _, key := range []string{"redeleteHangedFileInterval", "highSpeedMode", "commercialEnable", "transferMsgByHeap",
+		"clientWorkerThreads", "serverSocketBacklog", "dLegerPeers"} {
+		require.Contains(t, ignored, key)
+	}
+	for _, key := range []string{"flushDiskType", "listenPort", "brokerRole", "sendMessageThreadPoolNums",
+		"enableDLegerCommitLog", "destroyMapedFileIntervalForcibly"} {
+		require.NotContains(t, ignored, key)
+	}
+	for _, key := range ignored {
+		c := DefaultConfig()
+		w, err := c.Set(key, "anything", 7)
 		require.NoError(t, err, key)
-		require.True(t, w.Unknown, key)
-		require.Equal(t, 5, w.Line)
-		require.Equal(t, want, w.Suggestion, key)
+		require.Equal(t, &ConfigWarning{Key: key, Line: 7, Ignored: true, Message: ignoredMessage}, w)
 	}
 }
 

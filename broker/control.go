@@ -66,12 +66,15 @@ func (b *Broker) initControlPlane() error {
 	}
 
 	tables, err := metadata.Open(metadata.Options{
-		StorePathRootDir:            cfg.StorePathRootDir,
-		Topics:                      topicOptionsFrom(cfg),
-		AutoCreateSubscriptionGroup: cfg.AutoCreateSubscriptionGroup,
-		FlushConsumerOffsetInterval: cfg.FlushConsumerOffsetInterval,
-		Clock:                       b.clock,
-		Logger:                      b.logger,
+		StorePathRootDir:                 cfg.StorePathRootDir,
+		Topics:                           topicOptionsFrom(cfg),
+		AutoCreateSubscriptionGroup:      cfg.AutoCreateSubscriptionGroup,
+		AutoCreateSubscriptionGroupLimit: cfg.AutoCreateSubscriptionGroupLimit,
+		AutoCreateRetryTopicLimit:        cfg.AutoCreateRetryTopicLimit,
+		ObserveAutoCreate:                b.metrics.observeAutoCreate,
+		FlushConsumerOffsetInterval:      cfg.FlushConsumerOffsetInterval,
+		Clock:                            b.clock,
+		Logger:                           b.logger,
 		ObserveWrite: func(file string, err error) {
 			outcome := "ok"
 			if err != nil {
@@ -84,6 +87,7 @@ func (b *Broker) initControlPlane() error {
 		return err
 	}
 	b.topics, b.subscriptions, b.offsets = tables.Topics, tables.Groups, tables.Offsets
+	b.offsets.SetRefusalObserver(func(reason string) { b.metrics.clientRefusals.WithLabelValues(reason).Inc() })
 	// A forced deletion (cleanFileForciblyEnable) logs what each group loses.
 	b.store.SetConsumerOffsets(b.offsets.All)
 	b.consumers = clients.NewConsumerManager(b.clock, cfg.ChannelExpiredTimeout, b.logger, b.notifyConsumerIdsChanged)
@@ -267,6 +271,7 @@ func (b *Broker) scanExpiredClients() {
 		b.logger.Info("broker: closing connection of expired client", "addr", c.RemoteAddr().String())
 		_ = c.Close()
 	}
+	b.clients.RemoveExpiredLocks()
 }
 
 // notifyConsumerIdsChanged sends NOTIFY_CONSUMER_IDS_CHANGED (oneway) to each member of a

@@ -353,11 +353,12 @@ func TestQueryAndUpdateConsumerOffsetOverTheWire(t *testing.T) {
 	}
 	full := map[string]string{"consumerGroup": "G", "topic": "T", "queueId": "0", "commitOffset": "2"}
 	requireResponse(t, update(full), codec.ResponseSubscriptionGroupNotExist, "Group G not exist!")
-	_, ok := b.subscriptions.FindOrCreate("G")
-	require.True(t, ok)
+	_, err := b.subscriptions.FindOrCreate("G")
+	require.NoError(t, err)
 	requireResponse(t, update(map[string]string{"consumerGroup": "G", "topic": "Nope", "queueId": "0", "commitOffset": "2"}),
 		codec.ResponseTopicNotExist, "Topic Nope not exist!")
-	b.topics.CreateInSendMessageBack("T", 4, 6, 0)
+	_, err = b.topics.CreateInSendMessageBack("T", 4, 6, 0)
+	require.NoError(t, err)
 	requireResponse(t, update(map[string]string{"consumerGroup": "G", "topic": "T", "commitOffset": "2"}),
 		codec.ResponseInvalidParameter, "QueueId is null, topic is T")
 	requireResponse(t, update(map[string]string{"consumerGroup": "G", "topic": "T", "queueId": "0"}),
@@ -572,6 +573,7 @@ func TestControlStateSurvivesRestart(t *testing.T) {
 	c := dialCtl(t, tb.BrokerAddr)
 	c.adminOK(codec.RequestUpdateAndCreateTopic, createTopicExt("Durable", 2), nil)
 	requireResponse(t, c.heartbeat("ip@1", []codec.ConsumerData{*remotingtest.ConsumerData("DG", remotingtest.Subscription("Durable", 1))}), codec.ResponseSuccess, "")
+	putMessages(t, tb.b, "Durable", 1, 17) // a committed offset lies within the queue
 	c.adminOK(codec.RequestUpdateConsumerOffset, map[string]string{"consumerGroup": "DG", "topic": "Durable", "queueId": "1", "commitOffset": "17"}, nil)
 	require.NoError(t, c.cl.Close()) // clients leave first, so that the port is free at once
 

@@ -1,25 +1,22 @@
 package broker
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
-	"github.com/apache/rocketmq-client-go/v2/producer"
-	"github.com/apache/rocketmq-client-go/v2/rlog"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/goclient"
+	"github.com/ringmq/ringmq/internal/goclient/goclienttest"
 	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/netio"
 )
@@ -62,29 +59,6 @@ var aclE2EFileV2 = fmt.Sprintf(aclE2EFileTemplate, aclE2EKey, aclE2ESecret, aclE
 // aclE2EFileV3 lets every loopback client in unsigned.
 const aclE2EFileV3 = "globalWhiteRemoteAddresses: [\"127.0.0.*\"]\naccounts: []\n"
 
-// waitGoClientGoroutines returns a cleanup that waits (bounded) until the goroutines the Go
-// client left behind after Shutdown have ended; it ignores the ones that never end or end
-// by themselves after their first sleep (main_test.go ignores the same).
-func waitGoClientGoroutines(t *testing.T) func() {
-	baseline := goleak.IgnoreCurrent()
-	return func() {
-		var leaked error
-		testutil.Poll(45*time.Second, func() bool { // asserted below, with what is left
-			leaked = goleak.Find(append([]goleak.Option{baseline,
-				goleak.IgnoreAnyFunction("github.com/patrickmn/go-cache.(*janitor).Run"),
-				goleak.IgnoreAnyFunction("github.com/panjf2000/ants/v2.(*poolCommon).purgeStaleWorkers"),
-				goleak.IgnoreAnyFunction("github.com/panjf2000/ants/v2.(*poolCommon).ticktock"),
-				goleak.IgnoreAnyFunction("github.com/apache/rocketmq-client-go/v2/internal.(*rmqClient).Start.func1.1"),
-				goleak.IgnoreAnyFunction("github.com/apache/rocketmq-client-go/v2/internal.(*rmqClient).Start.func1.2"),
-				goleak.IgnoreAnyFunction("github.com/apache/rocketmq-client-go/v2/internal.(*rmqClient).Start.func1.3"),
-				goleak.IgnoreAnyFunction("github.com/apache/rocketmq-client-go/v2/internal.(*rmqClient).Start.func1.4"),
-			}, goClientBackgroundGoroutines...)...)
-			return leaked == nil
-		})
-		require.NoError(t, leaked, "the Go client's goroutines end after its Shutdown")
-	}
-}
-
 // aclRaw sends one request to addr over a fresh netio.Client, signed when accessKey is set.
 func aclRaw(t *testing.T, addr string, code codec.RequestCode, ext map[string]string, accessKey, secretKey string) *codec.RemotingCommand {
 	t.Helper()
@@ -107,34 +81,32 @@ func aclRawBody(t *testing.T, addr string, code codec.RequestCode, ext map[strin
 	return resp
 }
 
-// goroutineStacks returns every goroutine's stack, one block each.
-func goroutineStacks() [][]byte {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			return bytes.Split(buf[:n], []byte("\n\n"))
-		}
-		buf = make([]byte, 2*len(buf))
-	}
+// goroutineStacks returns every goroutine's stack in the Go-client driver, one block each.
+func goroutineStacks(t *testing.T, d *goclienttest.Driver) []string {
+	t.Helper()
+	stacks, err := d.Stacks()
+	require.NoError(t, err)
+	return strings.Split(stacks, "\n\n")
 }
 
-// goroutinesIn reports whether a goroutine has fn in its stack.
-func goroutinesIn(fn string) bool {
-	for _, g := range goroutineStacks() {
-		if bytes.Contains(g, []byte(fn)) {
+// goroutinesIn reports whether a goroutine of the driver has fn in its stack.
+func goroutinesIn(t *testing.T, d *goclienttest.Driver, fn string) bool {
+	t.Helper()
+	for _, g := range goroutineStacks(t, d) {
+		if strings.Contains(g, fn) {
 			return true
 		}
 	}
 	return false
 }
 
-// goClientPullsInFlight counts the Go push consumers' pull loops waiting for a response.
-func goClientPullsInFlight() int {
+// goClientPullsInFlight counts the driver's push consumers' pull loops waiting for a response.
+func goClientPullsInFlight(t *testing.T, d *goclienttest.Driver) int {
+	t.Helper()
 	n := 0
-	for _, g := range goroutineStacks() {
-		if bytes.Contains(g, []byte("consumer.(*pushConsumer).pullMessage")) &&
-			bytes.Contains(g, []byte("remote.(*ResponseFuture).waitResponse")) {
+	for _, g := range goroutineStacks(t, d) {
+		if strings.Contains(g, "consumer.(*pushConsumer).pullMessage") &&
+			strings.Contains(g, "remote.(*ResponseFuture).waitResponse") {
 			n++
 		}
 	}
@@ -181,6 +153,11 @@ func readQueues(t *testing.T, b *Broker, topic string) int {
 	return n
 }
 
+// withProducerCredentials signs a producer's requests with c.
+func withProducerCredentials(c primitive.Credentials) func(*goclient.ProducerOptions) {
+	return func(o *goclient.ProducerOptions) { o.Credentials = c }
+}
+
 func sendErr(p interface {
 	SendSync(context.Context, ...*primitive.Message) (*primitive.SendResult, error)
 }, topic, body string) error {
@@ -194,8 +171,6 @@ func TestACLGoClientEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end with the Go client")
 	}
-	rlog.SetLogLevel("error")
-	t.Cleanup(waitGoClientGoroutines(t)) // registered first: runs after everything shut down
 
 	aclFile := filepath.Join(t.TempDir(), "plain_acl.yml")
 	require.NoError(t, os.WriteFile(aclFile, []byte(aclE2EFileV1), 0o644))
@@ -207,12 +182,11 @@ func TestACLGoClientEndToEnd(t *testing.T) {
 		c.LongPollingEnable = false
 		c.ShortPollingTimeMills = 100 * time.Millisecond
 	})
-	e := &e2eEnv{tb: tb, name: "acl"}
-	t.Cleanup(e.shutdownConsumers)
+	e := newE2EEnv(t, tb, "acl")
 	creds := func(ak, sk string) primitive.Credentials { return primitive.Credentials{AccessKey: ak, SecretKey: sk} }
 
 	// The right credentials: sends and a push consumer work.
-	p := e.producer(t, "PG-acl", producer.WithCredentials(creds(aclE2EKey, aclE2ESecret)))
+	p := e.producer(t, "PG-acl", withProducerCredentials(creds(aclE2EKey, aclE2ESecret)))
 	for i := range 4 {
 		sendSync(t, p, primitive.NewMessage(aclE2ETopic, []byte(fmt.Sprintf("acl-%d", i))))
 	}
@@ -231,17 +205,18 @@ func TestACLGoClientEndToEnd(t *testing.T) {
 	e.waitRoute(t, metadata.RetryTopic(aclE2EGroup))
 	pullLoops := readQueues(t, tb.b, aclE2ETopic) + readQueues(t, tb.b, metadata.RetryTopic(aclE2EGroup))
 	rec := newReceived()
-	e.pushConsumer(t, aclE2EGroup, aclE2ETopic, "*", rec, consumer.WithCredentials(creds(aclE2EKey, aclE2ESecret)))
+	c := e.pushConsumer(t, aclE2EGroup, aclE2ETopic, "*", rec,
+		func(o *goclient.ConsumerOptions) { o.Credentials = creds(aclE2EKey, aclE2ESecret) })
 	testutil.Eventually(t, "consumed with credentials", func() bool { return rec.distinct() == 4 })
 	counts, _, _ := rec.snapshot()
 	require.Equal(t, map[string]int{"acl-0": 1, "acl-1": 1, "acl-2": 1, "acl-3": 1}, counts)
 	// With a SecurityToken, which the Go client sends but does not sign.
-	tokened := e.producer(t, "PG-acl-token", producer.WithCredentials(primitive.Credentials{
+	tokened := e.producer(t, "PG-acl-token", withProducerCredentials(primitive.Credentials{
 		AccessKey: aclE2EKey, SecretKey: aclE2ESecret, SecurityToken: "sts-token"}))
 	sendSync(t, tokened, primitive.NewMessage(aclE2ETopic, []byte("with-token")))
 
 	// A wrong secret, no credentials, a DENY topic and a topic left to the DENY default.
-	bad := e.producer(t, "PG-acl-bad", producer.WithCredentials(creds(aclE2EKey, "not-the-secret")))
+	bad := e.producer(t, "PG-acl-bad", withProducerCredentials(creds(aclE2EKey, "not-the-secret")))
 	err = sendErr(bad, aclE2ETopic, "x")
 	require.ErrorContains(t, err, "CODE: 16")
 	require.ErrorContains(t, err, "Check signature failed for accessKey="+aclE2EKey)
@@ -257,7 +232,7 @@ func TestACLGoClientEndToEnd(t *testing.T) {
 	require.Zero(t, queueTotal(tb.b, aclE2EDenied, 8), "nothing stored for refused sends")
 
 	// An account white-listed by address is let in without its secret (4.x semantics).
-	partner := e.producer(t, "PG-acl-partner", producer.WithCredentials(creds(aclE2EPartner, "wrong-but-white-listed")))
+	partner := e.producer(t, "PG-acl-partner", withProducerCredentials(creds(aclE2EPartner, "wrong-but-white-listed")))
 	sendSync(t, partner, primitive.NewMessage(aclE2EDenied, []byte("white-listed")))
 	testutil.Eventually(t, "the denied topic's one message",
 		func() bool { return queueTotal(tb.b, aclE2EDenied, 8) == 1 })
@@ -290,16 +265,16 @@ func TestACLGoClientEndToEnd(t *testing.T) {
 	sendSync(t, p, primitive.NewMessage(aclE2ETopic, []byte("still PUB"))) // PUB kept
 	// Each of the consumer's pull loops is refused once, then sleeps 3 s before it looks at
 	// its state again. Shut it down inside that sleep: the Go client drops the responses it
-	// awaits when it shuts down, so a pull in flight then waits out its 30 s timeout. The
-	// broker's count says every loop was refused; the stacks say the client has taken every
-	// refusal in (no pull loop waits for a response).
+	// awaits when it shuts down, so a pull in flight would wait out its 30 s timeout. The
+	// broker's count says every loop was refused; the driver's stacks say the client has taken
+	// every refusal in (no pull loop waits for a response), and then that its loops end.
 	testutil.Eventually(t, fmt.Sprintf("every pull loop of the consumer refused (%d loops)", pullLoops), func() bool {
 		return aclDenied(t, tb.b, codec.RequestPullMessage) >= float64(pullLoops) &&
-			goClientPullsInFlight() == 0
+			goClientPullsInFlight(t, e.client) == 0
 	})
-	e.shutdownConsumers()
+	require.NoError(t, c.Shutdown())
 	testutil.Eventually(t, "the consumer's pull loops end",
-		func() bool { return !goroutinesIn("consumer.(*pushConsumer).pullMessage") })
+		func() bool { return !goroutinesIn(t, e.client, "consumer.(*pushConsumer).pullMessage") })
 
 	// Hot reload: the loopback range is white-listed globally; unsigned clients get in.
 	writeACLFile(t, aclFile, aclE2EFileV3)

@@ -11,14 +11,11 @@ import (
 	"testing"
 	"time"
 
-	rocketmq "github.com/apache/rocketmq-client-go/v2"
-	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
-	"github.com/apache/rocketmq-client-go/v2/producer"
-	"github.com/apache/rocketmq-client-go/v2/rlog"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
+	"github.com/ringmq/ringmq/internal/goclient"
+	"github.com/ringmq/ringmq/internal/goclient/goclienttest"
 	"github.com/ringmq/ringmq/internal/testutil"
 )
 
@@ -29,75 +26,63 @@ import (
 // its own instance name: the Go client shares one connection set per client id within a
 // process, and consumers of one group must be told apart.
 //
-// The Go client leaves goroutines behind after Shutdown: timers that sleep 10 s before they
-// first look at their done channel, and every pull that was in flight (a long poll, always,
-// for a push consumer): it does not fail calls pending on a connection it closes but waits
-// out their 30 s timeout. The suite waits for those before it ends, so that the package's
-// goleak check sees none; that wait is most of the suite's time. The ones that never end
-// (goClientBackgroundGoroutines) are ignored by name.
+// The client runs in a driver process of its own, built without -race (goclienttest): the
+// pinned client has data races of its own, which the race detector would report here whatever
+// the broker does. The broker stays in the test's process, under the detector. The driver is
+// killed at the end of the suite, before the broker stops; its clients' goroutines die with it.
 
 // e2eWait bounds every wait for asynchronous delivery.
 const e2eWait = 20 * time.Second
 
-// goClientBackgroundGoroutines are goroutines the pinned Go client leaves behind after
-// Shutdown: its consumer statistics sleep until the next minute, hour and month boundary
-// before they first look at their close channel (consumer/statistics.go), and a push
-// consumer's expired-message cleaner sleeps ConsumeTimeout (15 min) first
-// (consumer/push_consumer.go). main_test.go ignores the same ones.
-var goClientBackgroundGoroutines = []goleak.Option{
-	goleak.IgnoreAnyFunction("github.com/apache/rocketmq-client-go/v2/consumer.(*statsItemSet).init.func4"),
-	goleak.IgnoreAnyFunction("github.com/apache/rocketmq-client-go/v2/consumer.(*statsItemSet).init.func5"),
-	goleak.IgnoreAnyFunction("github.com/apache/rocketmq-client-go/v2/consumer.(*statsItemSet).init.func6"),
-	goleak.IgnoreAnyFunction("github.com/apache/rocketmq-client-go/v2/consumer.(*pushConsumer).Start.func1.2"),
-}
-
+// e2eEnv is a suite's broker and the Go-client driver that talks to it.
 type e2eEnv struct {
-	tb   *testBroker
-	seq  atomic.Int64
-	name string
-
-	mu        sync.Mutex
-	consumers []func() error // Shutdown of every consumer, run at the end of the suite
+	tb     *testBroker
+	client *goclienttest.Driver
+	seq    atomic.Int64
+	name   string
 }
 
-// track keeps a consumer running until the end of the suite, where all shut down before
-// the broker does.
-func (e *e2eEnv) track(shutdown func() error) {
-	e.mu.Lock()
-	e.consumers = append(e.consumers, shutdown)
-	e.mu.Unlock()
-}
-
-func (e *e2eEnv) shutdownConsumers() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, shutdown := range e.consumers {
-		_ = shutdown()
-	}
+// newE2EEnv starts a driver for tb (after tb, so that it is killed before tb stops).
+func newE2EEnv(t *testing.T, tb *testBroker, name string) *e2eEnv {
+	t.Helper()
+	return &e2eEnv{tb: tb, client: goclienttest.Start(t), name: name}
 }
 
 func (e *e2eEnv) instance(kind string) string {
 	return fmt.Sprintf("%s-%s-%d-%d", e.name, kind, time.Now().UnixNano(), e.seq.Add(1))
 }
 
-func (e *e2eEnv) resolver() primitive.NsResolver {
-	return primitive.NewPassthroughResolver([]string{e.tb.NamesrvAddr})
+func (e *e2eEnv) nameServers() []string { return []string{e.tb.NamesrvAddr} }
+
+// producerOptions are a producer's options in the suite: its name server, 2 retries, a 5 s
+// send timeout, then opts.
+func (e *e2eEnv) producerOptions(group string, opts ...func(*goclient.ProducerOptions)) goclient.ProducerOptions {
+	o := goclient.ProducerOptions{NameServers: e.nameServers(), Group: group, Instance: e.instance("p"),
+		Retries: 2, SendMsgTimeout: 5 * time.Second}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
 }
 
-func (e *e2eEnv) producer(t *testing.T, group string, opts ...producer.Option) rocketmq.Producer {
+func (e *e2eEnv) producer(t *testing.T, group string, opts ...func(*goclient.ProducerOptions)) *goclienttest.Producer {
 	t.Helper()
-	all := append([]producer.Option{
-		producer.WithNsResolver(e.resolver()),
-		producer.WithGroupName(group),
-		producer.WithInstanceName(e.instance("p")),
-		producer.WithRetry(2),
-		producer.WithSendMsgTimeout(5 * time.Second),
-	}, opts...)
-	p, err := rocketmq.NewProducer(all...)
+	p, err := e.client.NewProducer(e.producerOptions(group, opts...))
 	require.NoError(t, err)
 	require.NoError(t, p.Start())
 	t.Cleanup(func() { _ = p.Shutdown() })
 	return p
+}
+
+// consumerOptions are a clustering consumer's options in the suite, from the first offset,
+// then opts.
+func (e *e2eEnv) consumerOptions(group, kind string, opts ...func(*goclient.ConsumerOptions)) goclient.ConsumerOptions {
+	o := goclient.ConsumerOptions{NameServers: e.nameServers(), Group: group, Instance: e.instance(kind),
+		FromWhere: goclient.ConsumeFromFirstOffset}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
 }
 
 // received collects what a consumer got, by body.
@@ -141,31 +126,30 @@ func (r *received) snapshot() (map[string]int, []*primitive.MessageExt, []int) {
 	return counts, slices.Clone(r.msgs), qs
 }
 
-// pushConsumer starts a clustering push consumer from the first offset.
+// pushConsumer starts a clustering push consumer from the first offset that records what
+// it gets in rec.
 func (e *e2eEnv) pushConsumer(t *testing.T, group, topic, expr string, rec *received,
-	opts ...consumer.Option) rocketmq.PushConsumer {
+	opts ...func(*goclient.ConsumerOptions)) *goclienttest.PushConsumer {
 	t.Helper()
-	all := append([]consumer.Option{
-		consumer.WithNsResolver(e.resolver()),
-		consumer.WithGroupName(group),
-		consumer.WithInstance(e.instance("c")),
-		consumer.WithConsumerModel(consumer.Clustering),
-		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
+	return e.consumerFunc(t, group, topic, expr, func(_ context.Context, msgs ...*primitive.MessageExt) (goclient.ConsumeResult, error) {
+		rec.add(msgs...)
+		return goclient.ConsumeSuccess, nil
 	}, opts...)
-	c, err := rocketmq.NewPushConsumer(all...)
+}
+
+// consumerFunc starts a clustering push consumer from the first offset with its own function.
+func (e *e2eEnv) consumerFunc(t *testing.T, group, topic, expr string, fn goclienttest.ConsumeFunc,
+	opts ...func(*goclient.ConsumerOptions)) *goclienttest.PushConsumer {
+	t.Helper()
+	c, err := e.client.NewPushConsumer(e.consumerOptions(group, "c", opts...))
 	require.NoError(t, err)
-	require.NoError(t, c.Subscribe(topic, consumer.MessageSelector{Type: consumer.TAG, Expression: expr},
-		func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
-			rec.add(msgs...)
-			return consumer.ConsumeSuccess, nil
-		}))
+	require.NoError(t, c.Subscribe(topic, goclient.MessageSelector{Type: goclient.TAG, Expression: expr}, fn))
 	require.NoError(t, c.Start())
-	e.track(c.Shutdown)
 	return c
 }
 
 // sendSync sends one message and requires SEND_OK.
-func sendSync(t *testing.T, p rocketmq.Producer, msg *primitive.Message) *primitive.SendResult {
+func sendSync(t *testing.T, p *goclienttest.Producer, msg *primitive.Message) *primitive.SendResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -209,17 +193,8 @@ func TestGoClientEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end with the Go client")
 	}
-	rlog.SetLogLevel("error")
-	requireClientGoroutinesEnd(t, append([]goleak.Option{
-		goleak.IgnoreAnyFunction("github.com/patrickmn/go-cache.(*janitor).Run"),
-		goleak.IgnoreAnyFunction("github.com/panjf2000/ants/v2.(*poolCommon).purgeStaleWorkers"),
-		goleak.IgnoreAnyFunction("github.com/panjf2000/ants/v2.(*poolCommon).ticktock"),
-	}, goClientBackgroundGoroutines...)...)
-	e := &e2eEnv{tb: startTestBroker(t, nil), name: "e2e"}
-	t.Cleanup(e.shutdownConsumers) // before the broker's shutdown
+	e := newE2EEnv(t, startTestBroker(t, nil), "e2e")
 
-	// First: the consumer it stops leaves its pending pulls to time out in the client (30 s),
-	// which the final goroutine check then waits for least.
 	t.Run("GroupRestartResumesFromCommittedOffset", func(t *testing.T) { testE2ERestart(t, e) })
 	t.Run("SendModesDeliveredExactlyOnce", func(t *testing.T) { testE2ESendModes(t, e) })
 	t.Run("TagSubscription", func(t *testing.T) { testE2ETagSubscription(t, e) })
@@ -346,7 +321,9 @@ func testE2ERestart(t *testing.T, e *e2eEnv) {
 	// Once the client's own offsets caught up with every queue, its Shutdown stores them
 	// (UPDATE_CONSUMER_OFFSET).
 	testutil.Eventually(t, "the consumer's own offsets caught up", func() bool {
-		diff, ok := c1.GetOffsetDiffMap()[topic]
+		diffs, err := c1.GetOffsetDiffMap()
+		require.NoError(t, err)
+		diff, ok := diffs[topic]
 		return ok && diff == 0
 	})
 	require.NoError(t, c1.Shutdown())
@@ -397,20 +374,19 @@ type allocations struct {
 	cids   map[string]int   // by client id: how many consumers the allocation saw
 }
 
-func (a *allocations) strategy(group, cid string, mqAll []*primitive.MessageQueue, cidAll []string) []*primitive.MessageQueue {
-	got := consumer.AllocateByAveragely(group, cid, mqAll, cidAll)
-	if len(mqAll) == 0 || mqAll[0].Topic != a.topic {
-		return got // the group's retry topic is balanced too
+// observe records one allocation of the client's default strategy (AllocateByAveragely).
+func (a *allocations) observe(got goclient.AllocationArgs) {
+	if len(got.Queues) == 0 || got.Queues[0].Topic != a.topic {
+		return // the group's retry topic is balanced too
 	}
 	var ids []int
-	for _, mq := range got {
+	for _, mq := range got.Allocated {
 		ids = append(ids, mq.QueueId)
 	}
 	a.mu.Lock()
-	a.latest[cid] = ids
-	a.cids[cid] = len(cidAll)
+	a.latest[got.ClientID] = ids
+	a.cids[got.ClientID] = len(got.ClientIDs)
 	a.mu.Unlock()
-	return got
 }
 
 // settled reports whether n consumers each allocated with n members, disjointly, all queues.
@@ -444,8 +420,9 @@ func testE2ESplitQueues(t *testing.T, e *e2eEnv) {
 	e.waitRoute(t, topic)
 	alloc := &allocations{topic: topic, latest: map[string][]int{}, cids: map[string]int{}}
 	r1, r2 := newReceived(), newReceived()
-	e.pushConsumer(t, group, topic, "*", r1, consumer.WithStrategy(alloc.strategy))
-	e.pushConsumer(t, group, topic, "*", r2, consumer.WithStrategy(alloc.strategy))
+	observe := func(o *goclient.ConsumerOptions) { o.OnAllocate = alloc.observe }
+	e.pushConsumer(t, group, topic, "*", r1, observe)
+	e.pushConsumer(t, group, topic, "*", r2, observe)
 	testutil.Eventually(t, "both consumers rebalanced onto two queues each", func() bool { return alloc.settled(2, 4) })
 	testutil.Eventually(t, "the first message consumed", func() bool { return r1.distinct()+r2.distinct() == 1 })
 
@@ -478,17 +455,11 @@ func testE2EPullConsumer(t *testing.T, e *e2eEnv) {
 		sendSync(t, p, primitive.NewMessage(topic, []byte("p-"+strconv.Itoa(i))).WithTag("P"))
 	}
 	e.waitRoute(t, topic)
-	pc, err := rocketmq.NewPullConsumer(
-		consumer.WithNsResolver(e.resolver()),
-		consumer.WithGroupName("G-pull"),
-		consumer.WithInstance(e.instance("pull")),
-		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
-		consumer.WithPullBatchSize(4),
-	)
+	pc, err := e.client.NewPullConsumer(e.consumerOptions("G-pull", "pull",
+		func(o *goclient.ConsumerOptions) { o.PullBatchSize = 4 }))
 	require.NoError(t, err)
-	require.NoError(t, pc.Subscribe(topic, consumer.MessageSelector{Type: consumer.TAG, Expression: "P"}))
+	require.NoError(t, pc.Subscribe(topic, goclient.MessageSelector{Type: goclient.TAG, Expression: "P"}))
 	require.NoError(t, pc.Start())
-	e.track(pc.Shutdown)
 
 	got := map[string]int{}
 	testutil.Poll(e2eWait, func() bool { // asserted below
@@ -496,7 +467,7 @@ func testE2EPullConsumer(t *testing.T, e *e2eEnv) {
 			for _, m := range cr.GetMsgList() {
 				got[string(m.Body)]++
 			}
-			pc.ACK(context.Background(), cr, consumer.ConsumeSuccess)
+			require.NoError(t, pc.ACK(context.Background(), cr, goclient.ConsumeSuccess))
 		}
 		return len(got) >= 8
 	})
@@ -506,12 +477,6 @@ func testE2EPullConsumer(t *testing.T, e *e2eEnv) {
 	}
 
 	// PullFrom one queue from offset 0: exactly what that queue holds, in order.
-	if raceEnabled {
-		// PullFrom writes the consumer's group name (consumer/pull_consumer.go pull) while
-		// the client's own rebalance goroutine reads it: a data race inside the client.
-		t.Log("PullFrom not exercised under -race: the pinned client races with itself there")
-		return
-	}
 	mqs, err := pc.GetTopicRouteInfo(topic)
 	require.NoError(t, err)
 	require.NotEmpty(t, mqs)
@@ -541,7 +506,7 @@ func testE2EPullConsumer(t *testing.T, e *e2eEnv) {
 // Sending to a chosen queue gives consecutive queue offsets.
 func testE2EChosenQueue(t *testing.T, e *e2eEnv) {
 	const topic = "E2EChosen"
-	p := e.producer(t, "PG-chosen", producer.WithQueueSelector(producer.NewManualQueueSelector()))
+	p := e.producer(t, "PG-chosen", func(o *goclient.ProducerOptions) { o.QueueSelector = goclient.ManualQueueSelector })
 	// Create the topic (auto-create through TBW102), then learn its broker name.
 	first := sendSync(t, p, &primitive.Message{Topic: topic, Body: []byte("create"),
 		Queue: &primitive.MessageQueue{Topic: topic, BrokerName: "broker-test", QueueId: 2}})
@@ -561,14 +526,8 @@ func testE2EChosenQueue(t *testing.T, e *e2eEnv) {
 // Messages with one sharding key go to one queue (hash selector) and an orderly consumer
 // sees each key's messages in send order.
 func testE2EOrderly(t *testing.T, e *e2eEnv) {
-	if raceEnabled {
-		// The client's orderly consumption reads its process queue's tree map without the
-		// lock its puller writes under (consumer/process_queue.go takeMessages vs
-		// putMessage): a data race inside the client, whatever the broker does.
-		t.Skip("the pinned client's orderly consumer races with itself under -race")
-	}
 	const topic = "E2EOrderly"
-	p := e.producer(t, "PG-orderly", producer.WithQueueSelector(producer.NewHashQueueSelector()))
+	p := e.producer(t, "PG-orderly", func(o *goclient.ProducerOptions) { o.QueueSelector = goclient.HashQueueSelector })
 	keys := []string{"order-a", "order-b", "order-c"}
 	const perKey = 10
 	for i := range perKey {
@@ -581,16 +540,11 @@ func testE2EOrderly(t *testing.T, e *e2eEnv) {
 	e.waitRoute(t, topic)
 	var mu sync.Mutex
 	seq := map[string][]int{}
-	c, err := rocketmq.NewPushConsumer(
-		consumer.WithNsResolver(e.resolver()),
-		consumer.WithGroupName("G-orderly"),
-		consumer.WithInstance(e.instance("orderly")),
-		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
-		consumer.WithConsumerOrder(true),
-	)
+	c, err := e.client.NewPushConsumer(e.consumerOptions("G-orderly", "orderly",
+		func(o *goclient.ConsumerOptions) { o.Orderly = true }))
 	require.NoError(t, err)
-	require.NoError(t, c.Subscribe(topic, consumer.MessageSelector{},
-		func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+	require.NoError(t, c.Subscribe(topic, goclient.MessageSelector{},
+		func(_ context.Context, msgs ...*primitive.MessageExt) (goclient.ConsumeResult, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			for _, m := range msgs {
@@ -598,10 +552,9 @@ func testE2EOrderly(t *testing.T, e *e2eEnv) {
 				i, _ := strconv.Atoi(n)
 				seq[k] = append(seq[k], i)
 			}
-			return consumer.ConsumeSuccess, nil
+			return goclient.ConsumeSuccess, nil
 		}))
 	require.NoError(t, c.Start())
-	e.track(c.Shutdown)
 	testutil.Eventually(t, "every keyed message consumed", func() bool {
 		mu.Lock()
 		defer mu.Unlock()

@@ -7,13 +7,10 @@ import (
 	"testing"
 	"time"
 
-	rocketmq "github.com/apache/rocketmq-client-go/v2"
-	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
-	"github.com/apache/rocketmq-client-go/v2/producer"
-	"github.com/apache/rocketmq-client-go/v2/rlog"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringmq/ringmq/internal/goclient"
 	"github.com/ringmq/ringmq/internal/testutil"
 )
 
@@ -25,14 +22,6 @@ func TestGoClientCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end with the Go client")
 	}
-	if raceEnabled {
-		// A producer's Shutdown while a connection to a stopped broker closes races inside the pinned
-		// client (internal/client.go Shutdown against remote/remote_client.go); the second pass of
-		// make test runs it without the detector.
-		t.Skip("the pinned Go client races with itself when a broker of the route stops")
-	}
-	rlog.SetLogLevel("error")
-	requireClientGoroutinesEnd(t, goClientLeftovers...)
 	const topic, queues = "ClusterTopic", 4
 	masterA, slaveA := startPair(t, "ASYNC_MASTER", func(c *Config) { c.BrokerName = "broker-a" })
 	masterB, slaveB := startPair(t, "ASYNC_MASTER", func(c *Config) {
@@ -44,19 +33,8 @@ func TestGoClientCluster(t *testing.T) {
 	for _, tb := range []*testBroker{masterA, slaveA, masterB, slaveB} {
 		createTopic(t, tb.b, topic, queues)
 	}
-	e := &msgEnv{e2eEnv: &e2eEnv{tb: masterA, name: "cluster"}}
-	t.Cleanup(func() { e.shutdown(t) })
-	// Before that (cleanups run last first): the other brokers answer their parked pulls too, so that
-	// no client pull waits out its timeout (msgEnv's comment).
-	t.Cleanup(func() {
-		for _, tb := range []*testBroker{slaveA, masterB, slaveB} {
-			if tb.b != nil {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				require.NoError(t, tb.b.read.Stop(ctx))
-				cancel()
-			}
-		}
-	})
+	// After every broker: the driver is killed before they stop.
+	e := newE2EEnv(t, masterA, "cluster")
 	ns := embeddedNamesrv(masterA.b)
 	masters := func() map[string]bool {
 		out := map[string]bool{}
@@ -108,9 +86,9 @@ func TestGoClientCluster(t *testing.T) {
 	// fetchConsumeOffsetFromBroker. Apache RocketMQ's Java client asks any listed address.)
 	wantA := masterAMessages(t, masterA.b, topic, queues)
 	got := &deliveries{}
-	e.consumerFunc(t, "G-cluster", topic, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+	e.consumerFunc(t, "G-cluster", topic, "*", func(_ context.Context, msgs ...*primitive.MessageExt) (goclient.ConsumeResult, error) {
 		got.add(msgs...)
-		return consumer.ConsumeSuccess, nil
+		return goclient.ConsumeSuccess, nil
 	})
 	testutil.Eventually(t, "broker-a's messages consumed", func() bool { return got.len() >= len(wantA) })
 	var bodies []string
@@ -122,21 +100,11 @@ func TestGoClientCluster(t *testing.T) {
 	require.Equal(t, wantA, bodies, "broker-a's messages, once each")
 
 	// broker-b's backlog is read from its slave, the route's remaining address for broker-b.
-	instance := e.instance("pull")
-	pc, err := rocketmq.NewPullConsumer(consumer.WithNsResolver(e.resolver()), consumer.WithGroupName("G-cluster-pull"),
-		consumer.WithInstance(instance))
+	pc, err := e.client.NewPullConsumer(goclient.ConsumerOptions{NameServers: e.nameServers(), Group: "G-cluster-pull",
+		Instance: e.instance("pull")})
 	require.NoError(t, err)
-	// Its connections outlive its Shutdown through an anchor producer (msgEnv's comment).
-	anchor, err := rocketmq.NewProducer(producer.WithNsResolver(e.resolver()), producer.WithGroupName("PG-anchor"),
-		producer.WithInstanceName(instance))
-	require.NoError(t, err)
-	require.NoError(t, anchor.Start())
-	e.mu.Lock()
-	e.anchors = append(e.anchors, anchor.Shutdown)
-	e.mu.Unlock()
-	require.NoError(t, pc.Subscribe(topic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"}))
+	require.NoError(t, pc.Subscribe(topic, goclient.MessageSelector{Type: goclient.TAG, Expression: "*"}))
 	require.NoError(t, pc.Start())
-	e.track(pc.Shutdown)
 	mqs, err := pc.GetTopicRouteInfo(topic)
 	require.NoError(t, err)
 	var fromB []string

@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"errors"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -11,16 +10,12 @@ import (
 	"testing"
 	"time"
 
-	rocketmq "github.com/apache/rocketmq-client-go/v2"
-	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
-	"github.com/apache/rocketmq-client-go/v2/producer"
-	"github.com/apache/rocketmq-client-go/v2/rlog"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/goclient"
 	"github.com/ringmq/ringmq/internal/remotingtest"
 	"github.com/ringmq/ringmq/internal/testutil"
 )
@@ -36,40 +31,6 @@ import (
 
 // e2eMessagingDelayLevels: level 2 = 5 s as in RocketMQ's default table, the rest 1 s.
 const e2eMessagingDelayLevels = "1s 5s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s"
-
-// requireClientGoroutinesEnd checks, at the end of the test, that no goroutine started during it
-// is left but the ones ignore names (the Go client's stragglers): call it first, so that its
-// cleanup runs last, after the broker and every client shut down. Client goroutines may take
-// their time to notice a Shutdown, so it polls for up to 45 s.
-func requireClientGoroutinesEnd(t *testing.T, ignore ...goleak.Option) {
-	t.Helper()
-	baseline := goleak.IgnoreCurrent()
-	t.Cleanup(func() {
-		var leaked error
-		waitStart := time.Now()
-		testutil.Poll(45*time.Second, func() bool { // asserted below, with what is left
-			leaked = goleak.Find(append([]goleak.Option{baseline}, ignore...)...)
-			return leaked == nil
-		})
-		t.Logf("waited %v for the Go client's goroutines to end", time.Since(waitStart))
-		require.NoError(t, leaked, "the Go client's goroutines end after its Shutdown")
-	})
-}
-
-// goClientLeftovers are goroutines of the pinned Go client that end after (or never end
-// despite) Shutdown; main_test.go ignores the same ones.
-var goClientLeftovers = append([]goleak.Option{
-	goleak.IgnoreAnyFunction("github.com/patrickmn/go-cache.(*janitor).Run"),
-	goleak.IgnoreAnyFunction("github.com/panjf2000/ants/v2.(*poolCommon).purgeStaleWorkers"),
-	goleak.IgnoreAnyFunction("github.com/panjf2000/ants/v2.(*poolCommon).ticktock"),
-	goleak.IgnoreAnyFunction("github.com/apache/rocketmq-client-go/v2/internal.(*rmqClient).Start.func1.1"),
-	goleak.IgnoreAnyFunction("github.com/apache/rocketmq-client-go/v2/internal.(*rmqClient).Start.func1.2"),
-	goleak.IgnoreAnyFunction("github.com/apache/rocketmq-client-go/v2/internal.(*rmqClient).Start.func1.3"),
-	goleak.IgnoreAnyFunction("github.com/apache/rocketmq-client-go/v2/internal.(*rmqClient).Start.func1.4"),
-	// A transaction producer's check-back loop ranges over a channel nothing closes
-	// (producer/producer.go transactionProducer.checkTransactionState).
-	goleak.IgnoreAnyFunction("github.com/apache/rocketmq-client-go/v2/producer.(*transactionProducer).checkTransactionState"),
-}, goClientBackgroundGoroutines...)
 
 // delivery is one message as a consumer saw it.
 type delivery struct {
@@ -104,81 +65,14 @@ func (d *deliveries) len() int {
 	return len(d.list)
 }
 
-// msgEnv is the suite's environment: e2eEnv plus an anchor producer per consumer.
-//
-// The Go client never fails a call pending on a connection it closes: a pull in flight when
-// a consumer shuts down waits out its 30 s timeout. A consumer's connections belong to its
-// client instance, which closes them when its last user shuts down; so every consumer here
-// shares its instance with an idle producer (the anchor). At the end the broker answers
-// every pull at once (the hold service is stopped), the consumers shut down while their
-// connections stay open, their pulls come back and their pull loops end, and only then the
-// anchors close the connections.
-type msgEnv struct {
-	*e2eEnv
-	mu      sync.Mutex
-	anchors []func() error
-}
-
-// consumerFunc starts a clustering push consumer from the first offset with its own
-// callback (and its anchor); the suite shuts both down at the end.
-func (e *msgEnv) consumerFunc(t *testing.T, group, topic string,
-	fn func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error), opts ...consumer.Option) {
-	t.Helper()
-	e.consumerSelector(t, group, topic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"}, fn, opts...)
-}
-
-// consumerSelector is consumerFunc with the subscription's selector.
-func (e *msgEnv) consumerSelector(t *testing.T, group, topic string, selector consumer.MessageSelector,
-	fn func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error), opts ...consumer.Option) {
-	t.Helper()
-	instance := e.instance("c")
-	all := append([]consumer.Option{
-		consumer.WithNsResolver(e.resolver()),
-		consumer.WithGroupName(group),
-		consumer.WithInstance(instance),
-		consumer.WithConsumerModel(consumer.Clustering),
-		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
-	}, opts...)
-	c, err := rocketmq.NewPushConsumer(all...)
-	require.NoError(t, err)
-	anchor, err := rocketmq.NewProducer(producer.WithNsResolver(e.resolver()), producer.WithGroupName("PG-anchor"),
-		producer.WithInstanceName(instance))
-	require.NoError(t, err)
-	require.NoError(t, anchor.Start())
-	e.mu.Lock()
-	e.anchors = append(e.anchors, anchor.Shutdown)
-	e.mu.Unlock()
-	require.NoError(t, c.Subscribe(topic, selector, fn))
-	require.NoError(t, c.Start())
-	e.track(c.Shutdown)
-}
-
-// shutdown ends the suite's clients as the type comment says.
-func (e *msgEnv) shutdown(t *testing.T) {
-	if e.tb.b != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		require.NoError(t, e.tb.b.read.Stop(ctx))
-	}
-	e.shutdownConsumers()
-	testutil.Eventually(t, "the consumers' pull loops end", func() bool {
-		buf := make([]byte, 1<<20)
-		return !strings.Contains(string(buf[:runtime.Stack(buf, true)]), "consumer.(*pushConsumer).pullMessage")
-	})
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, shutdown := range e.anchors {
-		_ = shutdown()
-	}
-}
-
 // prepareGroup creates a consumer group's retry topic and waits for its route: the Go client
 // resolves %RETRY%<group> once, when the consumer starts, and then only every 30 s.
-func (e *msgEnv) prepareGroup(t *testing.T, group string) {
+func (e *e2eEnv) prepareGroup(t *testing.T, group string) {
 	t.Helper()
-	g, ok := e.tb.b.subscriptions.FindOrCreate(group)
-	require.True(t, ok)
-	e.tb.b.topics.CreateInSendMessageBack(metadata.RetryTopic(group), g.RetryQueueNums, metadata.PermRead|metadata.PermWrite, 0)
+	g, err := e.tb.b.subscriptions.FindOrCreate(group)
+	require.NoError(t, err)
+	_, err = e.tb.b.topics.CreateInSendMessageBack(metadata.RetryTopic(group), g.RetryQueueNums, metadata.PermRead|metadata.PermWrite, 0)
+	require.NoError(t, err)
 	e.waitRoute(t, metadata.RetryTopic(group))
 }
 
@@ -186,9 +80,6 @@ func TestGoClientMessaging(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end with the Go client")
 	}
-	rlog.SetLogLevel("error")
-	// Registered first, so it runs last: after the broker and every client shut down.
-	requireClientGoroutinesEnd(t, goClientLeftovers...)
 	// Every feature under every store mode: a bug that hides in one mode is a lost message in
 	// production (issue 14: committed transactions were lost with the transient pool only).
 	for _, mode := range storeModes {
@@ -199,8 +90,7 @@ func TestGoClientMessaging(t *testing.T) {
 				c.TransactionCheckInterval = 200 * time.Millisecond
 				c.TransactionTimeOut = 500 * time.Millisecond
 			})
-			e := &msgEnv{e2eEnv: &e2eEnv{tb: tb, name: "msg-" + mode.name}}
-			t.Cleanup(func() { e.shutdown(t) }) // before the broker's shutdown
+			e := newE2EEnv(t, tb, "msg-"+mode.name)
 
 			// First: it restarts the broker, which no consumer should see.
 			t.Run("DelayLevel2SurvivesRestart", func(t *testing.T) { testE2EDelay(t, e) })
@@ -216,7 +106,7 @@ func TestGoClientMessaging(t *testing.T) {
 // Messages sent by the Go client are found at once by their offset message id (VIEW_MESSAGE_BY_ID,
 // answered from what is acknowledged, even before it is committed to the file), and once indexed by
 // their key and their UNIQ_KEY (QUERY_MESSAGE), with exact bodies.
-func testE2EQuery(t *testing.T, e *msgEnv) {
+func testE2EQuery(t *testing.T, e *e2eEnv) {
 	const topic = "E2EQuery"
 	p := e.producer(t, "PG-query")
 	c := remotingtest.Dial(t, e.tb.BrokerAddr)
@@ -255,10 +145,10 @@ func testE2EQuery(t *testing.T, e *msgEnv) {
 
 // A level-2 message sent before a broker restart arrives 5 s after it was sent, after an
 // undelayed message sent later.
-func testE2EDelay(t *testing.T, e *msgEnv) {
+func testE2EDelay(t *testing.T, e *e2eEnv) {
 	const topic, group = "E2EDelay", "G-delay"
-	p1, err := rocketmq.NewProducer(producer.WithNsResolver(e.resolver()), producer.WithGroupName("PG-delay"),
-		producer.WithInstanceName(e.instance("p")), producer.WithRetry(2))
+	p1, err := e.client.NewProducer(goclient.ProducerOptions{NameServers: e.nameServers(), Group: "PG-delay",
+		Instance: e.instance("p"), Retries: 2})
 	require.NoError(t, err)
 	require.NoError(t, p1.Start())
 	sentAt := time.Now()
@@ -271,9 +161,9 @@ func testE2EDelay(t *testing.T, e *msgEnv) {
 	sendSync(t, p2, primitive.NewMessage(topic, []byte("undelayed")))
 	e.waitRoute(t, topic)
 	got := &deliveries{}
-	e.consumerFunc(t, group, topic, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+	e.consumerFunc(t, group, topic, "*", func(_ context.Context, msgs ...*primitive.MessageExt) (goclient.ConsumeResult, error) {
 		got.add(msgs...)
-		return consumer.ConsumeSuccess, nil
+		return goclient.ConsumeSuccess, nil
 	})
 	testutil.Eventually(t, "two deliveries", func() bool { return got.len() >= 2 })
 	list := got.snapshot()
@@ -296,19 +186,19 @@ func testE2EDelay(t *testing.T, e *msgEnv) {
 
 // ConsumeRetryLater: the message comes back through %RETRY%<group> with ReconsumeTimes 1,
 // its original topic and id, after its retry level's delay.
-func testE2ERetry(t *testing.T, e *msgEnv) {
+func testE2ERetry(t *testing.T, e *e2eEnv) {
 	const topic, group = "E2ERetry", "G-retry"
 	p := e.producer(t, "PG-retry")
 	sent := sendSync(t, p, primitive.NewMessage(topic, []byte("try again")))
 	e.waitRoute(t, topic)
 	e.prepareGroup(t, group)
 	got := &deliveries{}
-	e.consumerFunc(t, group, topic, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+	e.consumerFunc(t, group, topic, "*", func(_ context.Context, msgs ...*primitive.MessageExt) (goclient.ConsumeResult, error) {
 		got.add(msgs...)
 		if msgs[0].ReconsumeTimes == 0 {
-			return consumer.ConsumeRetryLater, nil
+			return goclient.ConsumeRetryLater, nil
 		}
-		return consumer.ConsumeSuccess, nil
+		return goclient.ConsumeSuccess, nil
 	})
 	testutil.Eventually(t, "two deliveries", func() bool { return got.len() >= 2 })
 	list := got.snapshot()
@@ -329,17 +219,17 @@ func testE2ERetry(t *testing.T, e *msgEnv) {
 
 // With MaxReconsumeTimes=1 a message that keeps failing goes to %DLQ%<group> after one
 // retry, where a consumer of the DLQ topic reads it.
-func testE2EDLQ(t *testing.T, e *msgEnv) {
+func testE2EDLQ(t *testing.T, e *e2eEnv) {
 	const topic, group = "E2EDLQ", "G-dlq"
 	p := e.producer(t, "PG-dlq")
 	sent := sendSync(t, p, primitive.NewMessage(topic, []byte("poison")))
 	e.waitRoute(t, topic)
 	e.prepareGroup(t, group)
 	failed := &deliveries{}
-	e.consumerFunc(t, group, topic, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+	e.consumerFunc(t, group, topic, "*", func(_ context.Context, msgs ...*primitive.MessageExt) (goclient.ConsumeResult, error) {
 		failed.add(msgs...)
-		return consumer.ConsumeRetryLater, nil
-	}, consumer.WithMaxReconsumeTimes(1))
+		return goclient.ConsumeRetryLater, nil
+	}, func(o *goclient.ConsumerOptions) { o.MaxReconsumeTimes = 1 })
 	dlq := metadata.DLQTopic(group)
 	testutil.Eventually(t, "the message in the DLQ",
 		func() bool { return e.tb.b.store.GetMaxOffsetInQueue(dlq, 0) == 1 })
@@ -350,9 +240,9 @@ func testE2EDLQ(t *testing.T, e *msgEnv) {
 
 	e.waitRoute(t, dlq)
 	drained := &deliveries{}
-	e.consumerFunc(t, "G-dlq-reader", dlq, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+	e.consumerFunc(t, "G-dlq-reader", dlq, "*", func(_ context.Context, msgs ...*primitive.MessageExt) (goclient.ConsumeResult, error) {
 		drained.add(msgs...)
-		return consumer.ConsumeSuccess, nil
+		return goclient.ConsumeSuccess, nil
 	})
 	testutil.Eventually(t, "the drained message", func() bool { return drained.len() >= 1 })
 	m := drained.snapshot()[0].msg
@@ -414,12 +304,12 @@ func (l *txListener) snapshot() (map[string]int64, map[string]int) {
 
 // A committed transaction becomes visible after its commit only; a rolled back one never;
 // an unknown one is checked back and committed by the listener.
-func testE2ETransactions(t *testing.T, e *msgEnv) {
+func testE2ETransactions(t *testing.T, e *e2eEnv) {
 	const topic, group = "E2ETx", "G-tx"
 	b := e.tb.b
 	l := &txListener{b: b, topic: topic, visibleBefore: map[string]int64{}, checked: map[string]int{}}
-	tp, err := rocketmq.NewTransactionProducer(l, producer.WithNsResolver(e.resolver()),
-		producer.WithGroupName("PG-tx"), producer.WithInstanceName(e.instance("tx")), producer.WithRetry(2))
+	tp, err := e.client.NewTransactionProducer(l, goclient.ProducerOptions{NameServers: e.nameServers(),
+		Group: "PG-tx", Instance: e.instance("tx"), Retries: 2})
 	require.NoError(t, err)
 	require.NoError(t, tp.Start())
 	t.Cleanup(func() { _ = tp.Shutdown() })
@@ -436,9 +326,9 @@ func testE2ETransactions(t *testing.T, e *msgEnv) {
 
 	e.waitRoute(t, topic)
 	got := &deliveries{}
-	e.consumerFunc(t, group, topic, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+	e.consumerFunc(t, group, topic, "*", func(_ context.Context, msgs ...*primitive.MessageExt) (goclient.ConsumeResult, error) {
 		got.add(msgs...)
-		return consumer.ConsumeSuccess, nil
+		return goclient.ConsumeSuccess, nil
 	})
 	testutil.Eventually(t, "two deliveries", func() bool { return got.len() >= 2 })
 	// Every half is settled once the unknown one was checked and committed: nothing else can
@@ -463,19 +353,19 @@ func testE2ETransactions(t *testing.T, e *msgEnv) {
 
 // Producer.Request: the consumer's reply reaches the requester through
 // SEND_REPLY_MESSAGE and PUSH_REPLY_MESSAGE_TO_CLIENT.
-func testE2ERequestReply(t *testing.T, e *msgEnv) {
+func testE2ERequestReply(t *testing.T, e *e2eEnv) {
 	const topic, group = "E2ERequest", "G-rpc"
 	requester := e.producer(t, "PG-requester")
 	replier := e.producer(t, "PG-replier")
 	sendSync(t, requester, primitive.NewMessage(topic, []byte("warm-up"))) // creates the topic
 	e.waitRoute(t, topic)
 	replied := make(chan error, 1)
-	e.consumerFunc(t, group, topic, func(ctx context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+	e.consumerFunc(t, group, topic, "*", func(ctx context.Context, msgs ...*primitive.MessageExt) (goclient.ConsumeResult, error) {
 		for _, m := range msgs {
-			if consumer.GetReplyToClient(m) == "" {
+			if m.GetProperty(primitive.PropertyMessageReplyToClient) == "" { // consumer.GetReplyToClient
 				continue
 			}
-			reply, err := consumer.CreateReplyMessage(m, nil)
+			reply, err := e.client.CreateReplyMessage(m, nil)
 			if err == nil {
 				// CreateReplyMessage parses its body argument as properties and sends no body.
 				reply.Body = []byte("re:" + string(m.Body))
@@ -490,7 +380,7 @@ func testE2ERequestReply(t *testing.T, e *msgEnv) {
 			default:
 			}
 		}
-		return consumer.ConsumeSuccess, nil
+		return goclient.ConsumeSuccess, nil
 	})
 	// The push needs the requester's connection, known from its heartbeat.
 	testutil.Eventually(t, "the requester's producer registered",

@@ -5,11 +5,10 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
-	"github.com/apache/rocketmq-client-go/v2/rlog"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringmq/ringmq/internal/goclient"
 	"github.com/ringmq/ringmq/internal/testutil"
 )
 
@@ -21,23 +20,18 @@ func TestGoClientSQL92(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end with the Go client")
 	}
-	rlog.SetLogLevel("error")
-	// Registered first, so it runs last: after the broker and every client shut down.
-	requireClientGoroutinesEnd(t, goClientLeftovers...)
 	for _, mode := range storeModes {
 		t.Run(mode.name, func(t *testing.T) {
 			tb := startTestBroker(t, func(c *Config) {
 				mode.apply(c)
 				c.EnablePropertyFilter = true
 			})
-			e := &msgEnv{e2eEnv: &e2eEnv{tb: tb, name: "sql-" + mode.name}}
-			t.Cleanup(func() { e.shutdown(t) }) // before the broker's shutdown
-			testE2ESQL92(t, e)
+			testE2ESQL92(t, newE2EEnv(t, tb, "sql-"+mode.name))
 		})
 	}
 }
 
-func testE2ESQL92(t *testing.T, e *msgEnv) {
+func testE2ESQL92(t *testing.T, e *e2eEnv) {
 	const (
 		topic = "E2ESQL92"
 		group = "G-sql92"
@@ -74,11 +68,14 @@ func testE2ESQL92(t *testing.T, e *msgEnv) {
 	e.prepareGroup(t, group)
 
 	rec := newReceived()
-	e.consumerSelector(t, group, topic, consumer.MessageSelector{Type: consumer.SQL92, Expression: expr},
-		func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+	c, err := e.client.NewPushConsumer(e.consumerOptions(group, "c"))
+	require.NoError(t, err)
+	require.NoError(t, c.Subscribe(topic, goclient.MessageSelector{Type: goclient.SQL92, Expression: expr},
+		func(_ context.Context, msgs ...*primitive.MessageExt) (goclient.ConsumeResult, error) {
 			rec.add(msgs...)
-			return consumer.ConsumeSuccess, nil
-		})
+			return goclient.ConsumeSuccess, nil
+		}))
+	require.NoError(t, c.Start())
 	// One matching marker per queue (the producer goes round the 4 queues), sent last: once the
 	// consumer has them, it has been past every filtered message before them.
 	for q := range 4 {
@@ -92,7 +89,7 @@ func testE2ESQL92(t *testing.T, e *msgEnv) {
 		require.Equal(t, 1, n, body)
 	}
 	for _, m := range msgs {
-		require.NotEmpty(t, m.GetProperty("region")+m.GetProperty("price"), "user properties delivered")
+		require.NotEmpty(t, m.GetProperty("price"), "user properties delivered: %s", m.Body)
 	}
 	// The committed offsets pass the filtered messages: every queue is consumed to its end.
 	total := queueTotal(e.tb.b, topic, 4)

@@ -21,13 +21,11 @@ import (
 	"testing"
 	"time"
 
-	rocketmq "github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
-	"github.com/apache/rocketmq-client-go/v2/producer"
-	"github.com/apache/rocketmq-client-go/v2/rlog"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/goclient"
 	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/netio"
 )
@@ -36,20 +34,10 @@ import (
 // dials every address, name servers included, with crypto/tls and InsecureSkipVerify).
 //
 // The option is process-wide in the pinned client: every client's options point at one
-// shared remote.DefaultRemotingClientConfig (internal/client.go), so WithTls(true) on one
-// producer makes every client in the process dial TLS from then on. The test sets it back
-// (setGoClientTLS) before plain clients and when it ends.
-
-// setGoClientTLS sets the pinned Go client's process-wide TLS switch, through a producer
-// that is created for that and shut down unstarted.
-func setGoClientTLS(t *testing.T, on bool) {
-	t.Helper()
-	p, err := rocketmq.NewProducer(producer.WithTls(on),
-		producer.WithNsResolver(primitive.NewPassthroughResolver([]string{"127.0.0.1:9"})),
-		producer.WithInstanceName("tls-switch-"+strconv.FormatInt(time.Now().UnixNano(), 10)))
-	require.NoError(t, err)
-	require.NoError(t, p.Shutdown())
-}
+// shared remote.DefaultRemotingClientConfig (internal/client.go), so WithTls on one producer
+// sets how every client of its process (here: of the Go-client driver) dials from then on.
+// The driver sets it on every client it creates (goclient.ProducerOptions.TLS), so a plain
+// producer created after a TLS one dials plain.
 
 // writeTestCertificate writes a fresh self-signed ECDSA certificate for 127.0.0.1 and its
 // key as PEM files into dir; roots trusts exactly that certificate.
@@ -151,8 +139,6 @@ func TestTLSGoClientEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end with the Go client")
 	}
-	rlog.SetLogLevel("error")
-	t.Cleanup(func() { setGoClientTLS(t, false) }) // registered first: runs after every client is shut down
 	certFile, keyFile, roots := writeTestCertificate(t, t.TempDir())
 	serverCert, err := tls.LoadX509KeyPair(certFile, keyFile)
 	require.NoError(t, err)
@@ -170,12 +156,14 @@ func TestTLSGoClientEndToEnd(t *testing.T) {
 				c.TLSCertFile, c.TLSKeyFile = certFile, keyFile
 				// netEngine stays gnet: the broker serves TLS on the std engine by itself.
 			})
-			e := &e2eEnv{tb: tb, name: "tls-" + mode}
 			front := startTLSFront(t, tb.NamesrvAddr, frontCfg)
+			e := newE2EEnv(t, tb, "tls-"+mode) // after the front: killed before it closes
 			topic := "TLSTopic-" + mode
 
-			p := e.producer(t, "PG-tls-"+mode, producer.WithTls(true),
-				producer.WithNsResolver(primitive.NewPassthroughResolver([]string{front})))
+			p := e.producer(t, "PG-tls-"+mode, func(o *goclient.ProducerOptions) {
+				o.TLS = true
+				o.NameServers = []string{front}
+			})
 			for i := range 3 {
 				sendSync(t, p, primitive.NewMessage(topic, []byte("tls-"+strconv.Itoa(i))))
 			}
@@ -193,8 +181,7 @@ func TestTLSGoClientEndToEnd(t *testing.T) {
 			require.NoError(t, err, "permissive: plain clients too")
 			require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
 			e.waitRoute(t, topic)
-			setGoClientTLS(t, false)
-			plain := e.producer(t, "PG-plain-"+mode) // through the embedded (plain) name server
+			plain := e.producer(t, "PG-plain-"+mode) // TLS off; through the embedded (plain) name server
 			sendSync(t, plain, primitive.NewMessage(topic, []byte("plain")))
 			testutil.Eventually(t, "four messages stored", func() bool { return queueTotal(tb.b, topic, 8) == 4 })
 		})

@@ -6,31 +6,30 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/rocketmq-client-go/v2/admin"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
-	"github.com/apache/rocketmq-client-go/v2/producer"
-	"github.com/apache/rocketmq-client-go/v2/rlog"
-	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringmq/ringmq/broker/metadata"
+	"github.com/ringmq/ringmq/internal/goclient"
+	"github.com/ringmq/ringmq/internal/goclient/goclienttest"
 	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // The pinned Go client's admin package against a broker with its embedded name server:
 // create a topic, find its route through the name server, send to it, delete it.
 func TestGoClientAdminTopicLifecycle(t *testing.T) {
-	rlog.SetLogLevel("error")
 	tb := startTestBroker(t, nil)
+	client := goclienttest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	adm, err := admin.NewAdmin(admin.WithResolver(primitive.NewPassthroughResolver([]string{tb.NamesrvAddr})))
+	adm, err := client.NewAdmin(goclient.AdminOptions{NameServers: []string{tb.NamesrvAddr}})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, adm.Close()) }()
 
 	const topic = "GoAdminTopic"
-	require.NoError(t, adm.CreateTopic(ctx, admin.WithTopicCreate(topic), admin.WithBrokerAddrCreate(tb.BrokerAddr),
-		admin.WithReadQueueNums(3), admin.WithWriteQueueNums(3)))
+	require.NoError(t, adm.CreateTopic(ctx, goclient.CreateTopicArgs{Topic: topic, BrokerAddr: tb.BrokerAddr,
+		ReadQueueNums: 3, WriteQueueNums: 3}))
 	tc, ok := tb.b.topics.Get(topic)
 	require.True(t, ok)
 	require.Equal(t, int32(3), tc.WriteQueueNums)
@@ -51,12 +50,12 @@ func TestGoClientAdminTopicLifecycle(t *testing.T) {
 	require.Contains(t, groups.SubscriptionGroupTable, metadata.ToolsConsumerGroup)
 
 	// A producer finds the broker through the name server and stores into the topic.
-	p, err := producer.NewDefaultProducer(
-		producer.WithNsResolver(primitive.NewPassthroughResolver([]string{tb.NamesrvAddr})),
-		producer.WithGroupName("GoAdminPG"),
-		producer.WithInstanceName(fmt.Sprintf("admin-test-%d", time.Now().UnixNano())),
-		producer.WithRetry(0),
-	)
+	p, err := client.NewProducer(goclient.ProducerOptions{
+		NameServers: []string{tb.NamesrvAddr},
+		Group:       "GoAdminPG",
+		Instance:    fmt.Sprintf("admin-test-%d", time.Now().UnixNano()),
+		Retries:     0,
+	})
 	require.NoError(t, err)
 	require.NoError(t, p.Start())
 	res, err := p.SendSync(ctx, primitive.NewMessage(topic, []byte("hello")))
@@ -68,7 +67,7 @@ func TestGoClientAdminTopicLifecycle(t *testing.T) {
 		func() bool { return tb.b.store.GetMaxOffsetInQueue(topic, int32(res.MessageQueue.QueueId)) == 1 })
 
 	// Delete in the broker and in the name server.
-	require.NoError(t, adm.DeleteTopic(ctx, admin.WithTopicDelete(topic), admin.WithBrokerAddrDelete(tb.BrokerAddr)))
+	require.NoError(t, adm.DeleteTopic(ctx, goclient.DeleteTopicArgs{Topic: topic, BrokerAddr: tb.BrokerAddr}))
 	require.False(t, tb.b.topics.Contains(topic))
 	_, ok = embeddedNamesrv(tb.b).TopicRoute(topic)
 	require.False(t, ok)

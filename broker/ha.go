@@ -20,6 +20,47 @@ var (
 	_ ha.SlaveLog  = store.MessageStore(nil)
 )
 
+// Controlled is a replica's part in controller mode, decided by the controller and carried out by the
+// supervisor (broker/controlled), which also sets the role keys of the Config it builds the broker with
+// (brokerRole, brokerId, haMasterAddress).
+type Controlled struct {
+	// BrokerID is this replica's id at the controller (the HA handshake names it).
+	BrokerID int64
+	// Epochs is the replica's epoch file: a master's HA server answers handshakes from it; a slave's
+	// HA client sends it and takes its master's.
+	Epochs *ha.EpochFile
+	// SyncStateSet is, for a master, the replicas in sync (brokerIds, its own left out) the
+	// controller last accepted; a SYNC send waits for each of them.
+	SyncStateSet []int64
+	// MinInSyncReplicas (minInSyncReplicas): a master refuses SYNC sends while fewer replicas, itself
+	// included, are in sync.
+	MinInSyncReplicas int
+	// OnTruncate runs, on a slave, when its master says its CommitLog has a tail to drop: the
+	// supervisor stops this broker and opens the store again truncated there.
+	OnTruncate func(offset int64)
+}
+
+// ResolveBrokerAddr is the "ip:port" a broker built from cfg registers (brokerIP1, or the host's
+// address, and listenPort, which must be set): what controller mode's supervisor registers with the
+// controller before it builds the broker.
+func ResolveBrokerAddr(cfg Config) (string, error) {
+	if cfg.ListenPort == 0 {
+		return "", fmt.Errorf("%w: key listenPort: controller mode needs a fixed port", ErrConfig)
+	}
+	host, err := resolveBrokerIP(cfg.BrokerIP1)
+	if err != nil {
+		return "", err
+	}
+	return net.JoinHostPort(host.String(), strconv.Itoa(cfg.ListenPort)), nil
+}
+
+// CommitLogMaxOffset is the end of the store's CommitLog (controller heartbeats report it).
+func (b *Broker) CommitLogMaxOffset() int64 { return b.store.MaxPhyOffset() }
+
+// HAServer is a master's HA server (nil on a slave): controller mode's supervisor reads its replicas'
+// states and applies the SyncStateSet the controller accepted.
+func (b *Broker) HAServer() *ha.Server { return b.haServer }
+
 // initReplication builds the HA server (masters) or client (slaves) as services. Called from New after
 // the data plane, before the remoting server.
 func (b *Broker) initReplication() error {
@@ -32,7 +73,11 @@ func (b *Broker) initReplication() error {
 		b.slaveSync = syncer
 		b.onMasterLearned = b.learnMaster
 		b.addGuardedService("slave synchronize", syncer.start, syncer.shutdown)
-		c, err := ha.NewClient(b.cfg.HAClientConfig(), b.store, b.logger)
+		ccfg := b.cfg.HAClientConfig()
+		if ctl := b.controlled; ctl != nil {
+			ccfg.Handshake = &ha.ClientHandshake{BrokerID: ctl.BrokerID, Epochs: ctl.Epochs, OnTruncate: ctl.OnTruncate}
+		}
+		c, err := ha.NewClient(ccfg, b.store, b.logger)
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrConfig, err)
 		}
@@ -44,9 +89,16 @@ func (b *Broker) initReplication() error {
 	}
 	log := b.store
 	addr := net.JoinHostPort(b.bindHost(), strconv.Itoa(b.cfg.HAListenPort))
-	srv, err := ha.NewServer(b.cfg.HAServerConfig(addr), log, b.logger)
+	scfg := b.cfg.HAServerConfig(addr)
+	if ctl := b.controlled; ctl != nil {
+		scfg.Epochs = ctl.Epochs
+	}
+	srv, err := ha.NewServer(scfg, log, b.logger)
 	if err != nil {
 		return err
+	}
+	if ctl := b.controlled; ctl != nil {
+		srv.SetSyncStateSet(ctl.SyncStateSet)
 	}
 	b.haServer = srv
 	if reg := b.ctl.registerer; reg != nil {
@@ -55,7 +107,11 @@ func (b *Broker) initReplication() error {
 		}
 	}
 	if b.cfg.IsSyncMaster() {
-		r, err := ha.NewReplicas(b.cfg.HAReplicasConfig(), srv, b.ctl.registerer, b.logger)
+		rcfg := b.cfg.HAReplicasConfig()
+		if ctl := b.controlled; ctl != nil {
+			rcfg.MinInSyncReplicas = max(ctl.MinInSyncReplicas, 1)
+		}
+		r, err := ha.NewReplicas(rcfg, srv, b.ctl.registerer, b.logger)
 		if err != nil {
 			_ = srv.Close()
 			return err

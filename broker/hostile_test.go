@@ -34,7 +34,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"net"
+	"os"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,7 +48,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/logtest"
 	"github.com/ringmq/ringmq/internal/remotingtest"
 	"github.com/ringmq/ringmq/internal/testutil"
 )
@@ -559,4 +564,229 @@ func TestHostileInput(t *testing.T) {
 		"connections open %d MiB, after %d MiB; malformed phase allocated %d KiB",
 		h.connsAttacked.Load(), h.framesSent.Load(), h.closedConns.Load(), h.answeredBad.Load(),
 		len(lat), p50, p99, maxLat, baseline>>20, idleConns, openHeap>>20, afterHeap>>20, malformedAlloc>>10)
+}
+
+// Hostile clients must not leave lasting state: a burst of heartbeats with made-up group names
+// creates groups and retry topics up to autoCreateSubscriptionGroupLimit and no further; the
+// rest are refused with a remark naming the key, counted, and neither registered nor saved.
+func TestHostileHeartbeatsStopAtTheGroupLimit(t *testing.T) {
+	const limit = 20
+	rb := startRelBroker(t, func(c *Config) {
+		c.AutoCreateSubscriptionGroupLimit = limit
+		c.AutoCreateRetryTopicLimit = 2 * limit
+	}, nil)
+	c := remotingtest.Dial(t, rb.addr)
+	relCreateTopic(t, c, hostileTopic, 4)
+	sendOK(t, c, sendV2(hostileTopic, 0, []byte("to send back"), ""))
+
+	rng := rand.New(rand.NewPCG(3, 4))
+	var made, accepted []string
+	for range 200 {
+		group := fmt.Sprintf("Junk-%08x", rng.Uint32())
+		made = append(made, group)
+		resp := c.Call(codec.NewRequest(codec.RequestHeartBeat, nil, heartbeatBody(t, map[string][]string{group: {hostileTopic}})))
+		if resp.Code == int32(codec.ResponseSuccess) {
+			accepted = append(accepted, group)
+			continue
+		}
+		require.Equal(t, int32(codec.ResponseSubscriptionGroupNotExist), resp.Code, resp.Remark)
+		require.Equal(t, "subscription group ["+group+"] does not exist; subscription group limit 20 reached "+
+			"(key autoCreateSubscriptionGroupLimit): "+group+" not created", resp.Remark)
+		require.Nil(t, rb.b.consumers.ConsumerIDs(group), "a refused group's member is not registered")
+	}
+	require.Equal(t, made[:limit], accepted, "the first groups up to the limit, and only those")
+	slices.Sort(accepted)
+
+	// Every other way a client creates a group is refused as well.
+	resp := c.Call(remotingtest.PullRequest("JunkPull", hostileTopic, 0, 0, 32, codec.PullSysFlagSubscription, 0, "*"))
+	require.Equal(t, int32(codec.ResponseSubscriptionGroupNotExist), resp.Code)
+	require.Equal(t, "subscription group [JunkPull] does not exist; subscription group limit 20 reached "+
+		"(key autoCreateSubscriptionGroupLimit): JunkPull not created", resp.Remark)
+	resp = c.Call(sendBackCmd(0, "JunkSendBack", 0, nil))
+	require.Equal(t, int32(codec.ResponseSubscriptionGroupNotExist), resp.Code)
+	require.Contains(t, resp.Remark, "subscription group limit 20 reached (key autoCreateSubscriptionGroupLimit)")
+	resp = c.Call(sendV2(metadata.RetryTopic("JunkRetry"), 0, []byte("x"), ""))
+	require.Equal(t, int32(codec.ResponseSubscriptionGroupNotExist), resp.Code, "a retry topic's send needs the group: %s", resp.Remark)
+	require.False(t, rb.b.topics.Contains(metadata.RetryTopic("JunkRetry")), "nor is its retry topic created")
+	// An operator's group is not limited.
+	adminGroup := codec.NewSubscriptionGroupConfig("AdminGroup")
+	body, err := adminGroup.Encode()
+	require.NoError(t, err)
+	resp = c.Call(codec.NewRequest(codec.RequestUpdateAndCreateSubscriptionGroup, nil, body))
+	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
+
+	wantGroups := append(slices.Clone(accepted), "AdminGroup")
+	slices.Sort(wantGroups)
+	var wantRetry []string
+	for _, g := range accepted {
+		wantRetry = append(wantRetry, metadata.RetryTopic(g))
+	}
+	s := scrapeOf(t, rb.b.Registry())
+	require.Equal(t, float64(limit), s.value(`ringmq_broker_auto_created_total{kind="subscription_group"}`))
+	require.Equal(t, float64(limit), s.value(`ringmq_broker_auto_created_total{kind="retry_topic"}`))
+	require.Equal(t, float64(200-limit+3), s.value(`ringmq_broker_client_refusals_total{reason="subscription_group_limit"}`))
+	require.Equal(t, float64(0), s.value(`ringmq_broker_client_refusals_total{reason="retry_topic_limit"}`))
+	require.Equal(t, float64(limit+1), s.value(`ringmq_broker_subscription_groups`))
+	require.Equal(t, float64(limit), s.value(`ringmq_broker_group_topics`))
+
+	// What is saved is exactly what exists.
+	require.NoError(t, rb.close())
+	configDir := metadata.ConfigDir(rb.cfg.StorePathRootDir)
+	data, err := os.ReadFile(filepath.Join(configDir, metadata.SubscriptionGroupFileName))
+	require.NoError(t, err)
+	groups, err := codec.DecodeSubscriptionGroupWrapper(data)
+	require.NoError(t, err)
+	var saved []string
+	for name := range groups.SubscriptionGroupTable {
+		if !strings.HasPrefix(name, "CID_") && !strings.HasSuffix(name, "_CONSUMER") && name != metadata.SelfTestConsumerGroup {
+			saved = append(saved, name)
+		}
+	}
+	slices.Sort(saved)
+	require.Equal(t, wantGroups, saved)
+	data, err = os.ReadFile(filepath.Join(configDir, metadata.TopicsFileName))
+	require.NoError(t, err)
+	topics, err := codec.DecodeTopicConfigSerializeWrapper(data)
+	require.NoError(t, err)
+	var savedGroupTopics []string
+	for name := range topics.TopicConfigTable {
+		if metadata.IsGroupTopic(name) {
+			savedGroupTopics = append(savedGroupTopics, name)
+		}
+	}
+	slices.Sort(savedGroupTopics)
+	require.Equal(t, wantRetry, savedGroupTopics)
+}
+
+// With room for groups but not for their retry topics, a heartbeat is refused naming
+// autoCreateRetryTopicLimit, and no retry topic is created past it.
+func TestHostileHeartbeatsStopAtTheRetryTopicLimit(t *testing.T) {
+	rb := startRelBroker(t, func(c *Config) { c.AutoCreateRetryTopicLimit = 5 }, nil)
+	c := remotingtest.Dial(t, rb.addr)
+	for i := range 8 {
+		group := "RetryJunk" + strconv.Itoa(i)
+		resp := c.Call(codec.NewRequest(codec.RequestHeartBeat, nil, heartbeatBody(t, map[string][]string{group: {hostileTopic}})))
+		if i < 5 {
+			require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
+			continue
+		}
+		require.Equal(t, int32(codec.ResponseSystemError), resp.Code)
+		require.Equal(t, "topic[%RETRY%"+group+"] not created; retry topic limit 5 reached (key autoCreateRetryTopicLimit): "+
+			"%RETRY%"+group+" not created", resp.Remark)
+		require.False(t, rb.b.topics.Contains(metadata.RetryTopic(group)))
+		require.Nil(t, rb.b.consumers.ConsumerIDs(group))
+	}
+	require.Equal(t, 5, rb.b.topics.GroupTopicCount())
+	s := scrapeOf(t, rb.b.Registry())
+	require.Equal(t, float64(3), s.value(`ringmq_broker_client_refusals_total{reason="retry_topic_limit"}`))
+	require.Equal(t, float64(5), s.value(`ringmq_broker_auto_created_total{kind="retry_topic"}`))
+}
+
+// Committed offsets are checked as a queue's bounds say: a negative offset, one past the queue's
+// max offset, a queue the topic does not have are refused INVALID_PARAMETER and never saved; a
+// pull's commit offset outside the queue is ignored (the pull is answered).
+func TestHostileOffsetCommitsAreCheckedAndNotSaved(t *testing.T) {
+	const topic = "HostileOffsets"
+	rb := startRelBroker(t, nil, nil)
+	c := remotingtest.Dial(t, rb.addr)
+	relCreateTopic(t, c, topic, 4)
+	for range 3 {
+		sendOK(t, c, sendV2(topic, 0, []byte("m"), ""))
+	}
+	testutil.Eventually(t, "3 messages dispatched", func() bool { return rb.b.store.GetMaxOffsetInQueue(topic, 0) == 3 })
+	heartbeat(t, c, "OffsetG", topic, "*", 1)
+
+	update := func(topic, queueID, offset string) *codec.RemotingCommand {
+		return c.Call(codec.NewRequest(codec.RequestUpdateConsumerOffset, map[string]string{
+			"consumerGroup": "OffsetG", "topic": topic, "queueId": queueID, "commitOffset": offset}, nil))
+	}
+	for _, bad := range []struct {
+		topic, queueID, offset string
+		code                   codec.ResponseCode
+		remark                 string
+	}{
+		{topic, "0", "-1", codec.ResponseInvalidParameter, "offset is illegal, key:HostileOffsets@0, commit:-1, store:0~3"},
+		{topic, "0", "-9223372036854775808", codec.ResponseInvalidParameter,
+			"offset is illegal, key:HostileOffsets@0, commit:-9223372036854775808, store:0~3"},
+		{topic, "0", "4", codec.ResponseInvalidParameter, "offset is illegal, key:HostileOffsets@0, commit:4, store:0~3"},
+		{topic, "1", "1", codec.ResponseInvalidParameter, "offset is illegal, key:HostileOffsets@1, commit:1, store:0~0"},
+		{topic, "4", "0", codec.ResponseInvalidParameter, "queueId[4] is illegal, topic:[HostileOffsets] has 4 queues"},
+		{topic, "-1", "0", codec.ResponseInvalidParameter, "queueId[-1] is illegal, topic:[HostileOffsets] has 4 queues"},
+		{topic, "2147483647", "0", codec.ResponseInvalidParameter,
+			"queueId[2147483647] is illegal, topic:[HostileOffsets] has 4 queues"},
+		{"NoSuchTopic", "0", "0", codec.ResponseTopicNotExist, "Topic NoSuchTopic not exist!"},
+	} {
+		resp := update(bad.topic, bad.queueID, bad.offset)
+		require.Equal(t, int32(bad.code), resp.Code, "%+v: %s", bad, resp.Remark)
+		require.Equal(t, bad.remark, resp.Remark)
+	}
+	// Pulls whose commit offset lies outside the queue: answered, the commit ignored.
+	for _, commit := range []string{"-7", "1000"} {
+		cmd := remotingtest.PullRequest("OffsetG", topic, 0, 0, 32, codec.PullSysFlagSubscription|codec.PullSysFlagCommitOffset, 0, "*")
+		cmd.ExtFields["commitOffset"] = commit
+		resp := c.Call(cmd)
+		require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
+	}
+	for q := range int32(4) {
+		require.Equal(t, int64(-1), rb.b.offsets.Query("OffsetG", topic, q), "queue %d", q)
+	}
+	// Offsets within the queue are stored: the max offset itself, and 0 on an empty queue.
+	require.Equal(t, int32(codec.ResponseSuccess), update(topic, "0", "3").Code)
+	require.Equal(t, int32(codec.ResponseSuccess), update(topic, "1", "0").Code)
+	require.Equal(t, int32(codec.ResponseSuccess), update(topic, "0", "2").Code, "going back is allowed")
+
+	s := scrapeOf(t, rb.b.Registry())
+	require.Equal(t, float64(3), s.value(`ringmq_broker_client_refusals_total{reason="offset_negative"}`))
+	require.Equal(t, float64(3), s.value(`ringmq_broker_client_refusals_total{reason="offset_past_max"}`))
+	require.Equal(t, float64(3), s.value(`ringmq_broker_client_refusals_total{reason="offset_unknown_queue"}`))
+
+	require.NoError(t, rb.close())
+	data, err := os.ReadFile(filepath.Join(metadata.ConfigDir(rb.cfg.StorePathRootDir), metadata.ConsumerOffsetFileName))
+	require.NoError(t, err)
+	offsets, err := codec.DecodeConsumerOffsetSerializeWrapper(data)
+	require.NoError(t, err)
+	require.Equal(t, map[int32]int64{0: 2, 1: 0}, offsets.OffsetTable[topic+"@OffsetG"])
+	for key := range offsets.OffsetTable {
+		require.True(t, key == topic+"@OffsetG" || strings.HasSuffix(key, "@"+metadata.SysTransCheckGroup), "saved: %s", key)
+	}
+}
+
+// A flood of lines a client can provoke (malformed frames, refused groups) is logged a bounded
+// number of times, with a line counting what was left out.
+func TestHostileFloodsLogBoundedLines(t *testing.T) {
+	const burst = 5
+	logger, rec := logtest.Logger()
+	rb := startRelBrokerDeps(t, func(c *Config) { c.AutoCreateSubscriptionGroupLimit = 3 }, nil,
+		Deps{Logger: logger, logRepeatInterval: time.Hour, logRepeatBurst: burst})
+	h := &hostileRun{addr: rb.addr}
+	var wg sync.WaitGroup
+	for range 60 {
+		wg.Go(func() { h.malformed("short-length-0", binary.BigEndian.AppendUint32(nil, 0), false) })
+	}
+	wg.Wait()
+	require.Empty(t, h.failures)
+	c := remotingtest.Dial(t, rb.addr)
+	for i := range 40 {
+		c.Call(codec.NewRequest(codec.RequestHeartBeat, nil,
+			heartbeatBody(t, map[string][]string{"LogJunk" + strconv.Itoa(i): {hostileTopic}})))
+	}
+	require.NoError(t, rb.close())
+
+	count := map[string]int{}
+	suppressed := map[string]string{}
+	for _, r := range rec.All() {
+		count[r.Message]++
+		if r.Message == "similar log lines suppressed" {
+			suppressed[logtest.Attr(r, "line")] = logtest.Attr(r, "suppressed")
+		}
+	}
+	require.Equal(t, burst, count["netio: closing connection: malformed frame"])
+	require.Equal(t, 3, count["broker: subscription group auto-created"])
+	require.Equal(t, burst, count["broker: subscription group not auto-created: limit reached"])
+	for msg, n := range count {
+		require.LessOrEqual(t, n, burst, "%q logged %d times", msg, n)
+	}
+	require.Equal(t, "55", suppressed["netio: closing connection: malformed frame"])
+	require.Equal(t, "32", suppressed["broker: subscription group not auto-created: limit reached"])
+	require.Less(t, len(rec.All()), 200, "lines logged in all, start and stop included")
 }

@@ -31,7 +31,8 @@ import (
 // The keys that change at run time, and who reads them: the planes' request paths read
 // broker/live's atomics (brokerPermission, slaveReadEnable, offsetCheckInSlave,
 // rejectTransactionMessage, notifyConsumerIdsChangedEnable) and the metadata tables keep
-// autoCreateTopicEnable and autoCreateSubscriptionGroup. Everything else is copied into a
+// autoCreateTopicEnable, autoCreateSubscriptionGroup and the limits autoCreateSubscriptionGroupLimit
+// and autoCreateRetryTopicLimit. Everything else is copied into a
 // store, a server, a pool or a service when it starts, and changing it safely would take
 // restarting that part: a restart of the broker says so honestly.
 
@@ -46,6 +47,11 @@ var liveKeys = map[string]func(b *Broker, c *Config){
 	"enablePropertyFilter":           func(b *Broker, c *Config) { b.live.EnablePropertyFilter.Store(c.EnablePropertyFilter) },
 	"autoCreateTopicEnable":          func(b *Broker, c *Config) { b.topics.SetAutoCreateTopicEnable(c.AutoCreateTopicEnable) },
 	"autoCreateSubscriptionGroup":    func(b *Broker, c *Config) { b.subscriptions.SetAutoCreate(c.AutoCreateSubscriptionGroup) },
+	// An operator whose clients reach a limit raises it without a restart.
+	"autoCreateSubscriptionGroupLimit": func(b *Broker, c *Config) {
+		b.subscriptions.SetAutoCreateLimit(c.AutoCreateSubscriptionGroupLimit)
+	},
+	"autoCreateRetryTopicLimit": func(b *Broker, c *Config) { b.topics.SetAutoCreateRetryTopicLimit(c.AutoCreateRetryTopicLimit) },
 }
 
 // LiveKeys lists, sorted, the keys UPDATE_BROKER_CONFIG changes while the broker runs; every
@@ -113,15 +119,14 @@ func (b *Broker) updateConfig(props []conf.Property) error {
 		}
 		w, err := next.Set(key, p.Value, 0)
 		var ve *conf.ValueError
+		var unknown *conf.UnknownKeyError
 		switch {
 		case errors.As(err, &ve):
 			return &admin.ConfigRefused{Remark: ve.Error()}
+		case errors.As(err, &unknown):
+			return &admin.ConfigRefused{Remark: unknown.Error()}
 		case err != nil:
 			return &admin.ConfigRefused{Remark: err.Error()}
-		case w != nil && w.Unknown && w.Suggestion != "":
-			return &admin.ConfigRefused{Remark: fmt.Sprintf("unknown key %s (did you mean %s?)", key, w.Suggestion)}
-		case w != nil && w.Unknown:
-			return &admin.ConfigRefused{Remark: "unknown key " + key}
 		case w != nil:
 			return &admin.ConfigRefused{Remark: fmt.Sprintf("key %s is not used by ringmq: %s", key, w.Message)}
 		}

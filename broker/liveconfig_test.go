@@ -130,11 +130,11 @@ func TestUpdateBrokerConfigRefusesWhole(t *testing.T) {
 		{"autoCreateTopicEnable=false\nslaveReadEnable=maybe\n", codec.ResponseInvalidParameter,
 			`key slaveReadEnable = "maybe": not true or false; allowed: true or false`},
 		{"autoCreateTopicEnable=false\nbrokerPermision=4\n", codec.ResponseInvalidParameter,
-			"unknown key brokerPermision (did you mean brokerPermission?)"},
+			"unknown key brokerPermision: neither ringmq nor Apache RocketMQ 4.x reads it; did you mean brokerPermission?"},
 		{"autoCreateTopicEnable=false\nfileReservedTime=48\n", codec.ResponseNoPermission,
-			"key fileReservedTime needs a restart: edit broker.conf (keys that change at run time: autoCreateSubscriptionGroup, " +
-				"autoCreateTopicEnable, brokerPermission, enablePropertyFilter, notifyConsumerIdsChangedEnable, offsetCheckInSlave, " +
-				"rejectTransactionMessage, slaveReadEnable)"},
+			"key fileReservedTime needs a restart: edit broker.conf (keys that change at run time: autoCreateRetryTopicLimit, " +
+				"autoCreateSubscriptionGroup, autoCreateSubscriptionGroupLimit, autoCreateTopicEnable, brokerPermission, " +
+				"enablePropertyFilter, notifyConsumerIdsChangedEnable, offsetCheckInSlave, rejectTransactionMessage, slaveReadEnable)"},
 		{"autoCreateTopicEnable=false\nbrokerConfigPath=/tmp/x\n", codec.ResponseNoPermission,
 			"Can not update config in black list: brokerConfigPath"},
 		{"autoCreateTopicEnable=false\nsendMessageThreadPoolNums=64\n", codec.ResponseInvalidParameter,
@@ -184,6 +184,35 @@ func TestUpdateBrokerConfigRefusesWhole(t *testing.T) {
 }
 
 // Without a -c file a change lasts until the broker stops; an empty body changes nothing.
+// An operator whose clients reach a limit raises it while the broker runs.
+func TestUpdateBrokerConfigRaisesTheLimits(t *testing.T) {
+	tb := &testBroker{cfg: testBrokerConfig(t)}
+	tb.cfg.AutoCreateSubscriptionGroupLimit, tb.cfg.AutoCreateRetryTopicLimit = 1, 1
+	tb.start(t)
+	t.Cleanup(func() { tb.shutdown(t) })
+	c := remotingtest.Dial(t, tb.BrokerAddr)
+	pull := func(group string) *codec.RemotingCommand {
+		return c.Call(remotingtest.PullRequest(group, "TBW102", 0, 0, 32, subFlag, 0, "*"))
+	}
+	require.NotEqual(t, int32(codec.ResponseSubscriptionGroupNotExist), pull("G1").Code)
+	resp := pull("G2")
+	require.Equal(t, int32(codec.ResponseSubscriptionGroupNotExist), resp.Code)
+	require.Contains(t, resp.Remark, "subscription group limit 1 reached (key autoCreateSubscriptionGroupLimit)")
+	_, err := tb.b.topics.CreateInSendMessageBack(metadata.RetryTopic("G1"), 1, 6, 0)
+	require.NoError(t, err)
+	_, err = tb.b.topics.CreateInSendMessageBack(metadata.RetryTopic("G2"), 1, 6, 0)
+	require.ErrorContains(t, err, "retry topic limit 1 reached")
+
+	resp = updateBrokerConfig(c, "autoCreateSubscriptionGroupLimit=2\nautoCreateRetryTopicLimit=2\n")
+	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
+	require.NotEqual(t, int32(codec.ResponseSubscriptionGroupNotExist), pull("G2").Code)
+	_, err = tb.b.topics.CreateInSendMessageBack(metadata.RetryTopic("G2"), 1, 6, 0)
+	require.NoError(t, err)
+	resp = updateBrokerConfig(c, "autoCreateSubscriptionGroupLimit=0\n")
+	require.Equal(t, int32(codec.ResponseInvalidParameter), resp.Code)
+	require.Contains(t, resp.Remark, "autoCreateSubscriptionGroupLimit")
+}
+
 func TestUpdateBrokerConfigWithoutFile(t *testing.T) {
 	tb := startTestBroker(t, nil)
 	c := remotingtest.Dial(t, tb.BrokerAddr)

@@ -1,14 +1,12 @@
 package broker
 
 import (
-	"fmt"
-	"net"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ringmq/ringmq/broker/metadata"
+	"github.com/ringmq/ringmq/internal/opsserver"
 	"github.com/ringmq/ringmq/netio"
 )
 
@@ -27,6 +25,8 @@ type metrics struct {
 	registrations    *prometheus.CounterVec // REGISTER_BROKER calls, by result
 	consumerNotifies prometheus.Counter     // NOTIFY_CONSUMER_IDS_CHANGED sent
 	configWrites     *prometheus.CounterVec // config file writes, by file and result
+	autoCreated      *prometheus.CounterVec // groups and topics created implicitly, by kind (metadata.Kind*)
+	clientRefusals   *prometheus.CounterVec // client requests refused to bound their state, by reason
 
 	// Per request code (metrics_requests.go) and per topic / group × topic (metrics_topics.go).
 	reqs  *requestMetrics
@@ -61,12 +61,41 @@ func newMetrics(reg prometheus.Registerer, cfg *Config, clock func() time.Time) 
 			Help: "Writes of topics.json, subscriptionGroup.json and consumerOffset.json, by file and result (ok, error).",
 		}, []string{"file", "result"}),
 	}
+	m.autoCreated = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ringmq_broker_auto_created_total",
+		Help: "Consumer groups and retry and dead-letter topics created implicitly (heartbeats, pulls, send-backs, sends), by kind (subscription_group, retry_topic, dlq_topic).",
+	}, []string{"kind"})
+	m.clientRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ringmq_broker_client_refusals_total",
+		Help: "Client requests refused so that clients cannot grow the broker's state, by reason (subscription_group_limit, retry_topic_limit, offset_unknown_queue, offset_negative, offset_past_max).",
+	}, []string{"reason"})
+	// Every label value exists from the start, at 0: a rate() over them needs no first refusal.
+	for _, kind := range []string{metadata.KindSubscriptionGroup, metadata.KindRetryTopic, metadata.KindDLQTopic} {
+		m.autoCreated.WithLabelValues(kind)
+	}
+	for _, reason := range []string{"subscription_group_limit", "retry_topic_limit", metadata.RefusedOffsetUnknownQueue,
+		metadata.RefusedOffsetNegative, metadata.RefusedOffsetPastMax} {
+		m.clientRefusals.WithLabelValues(reason)
+	}
 	m.reqs = newRequestMetrics(m.requests, clock)
 	m.flows = newFlowStats(cfg.MetricsMaxTopics, cfg.MetricsMaxGroupTopics)
 	reg.MustRegister(m.replyErrors, m.requests, m.busy,
-		m.registrations, m.consumerNotifies, m.configWrites)
+		m.registrations, m.consumerNotifies, m.configWrites, m.autoCreated, m.clientRefusals)
 	reg.MustRegister(m.reqs.collectors()...)
 	return m
+}
+
+// observeAutoCreate counts an implicit creation, or its refusal at a limit
+// (metadata.AutoCreateObserver).
+func (m *metrics) observeAutoCreate(kind string, created bool) {
+	switch {
+	case created:
+		m.autoCreated.WithLabelValues(kind).Inc()
+	case kind == metadata.KindSubscriptionGroup:
+		m.clientRefusals.WithLabelValues("subscription_group_limit").Inc()
+	default:
+		m.clientRefusals.WithLabelValues("retry_topic_limit").Inc()
+	}
 }
 
 // registerLiveMetrics registers the collectors that read the broker's state at scrape time: consumer
@@ -79,6 +108,14 @@ func (b *Broker) registerLiveMetrics(reg prometheus.Registerer) {
 		"Open client connections by role: producer and consumer (registered by heartbeat; a connection of a client "+
 			"that is both counts in both), other (neither: admin tools, name servers, clients before their first heartbeat).",
 		[]string{"role"}, nil)})
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ringmq_broker_subscription_groups",
+			Help: "Consumer groups in subscriptionGroup.json besides the built-in ones (what autoCreateSubscriptionGroupLimit bounds)."},
+			func() float64 { return float64(b.subscriptions.Count()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ringmq_broker_group_topics",
+			Help: "Retry (%RETRY%) and dead-letter (%DLQ%) topics in topics.json (what autoCreateRetryTopicLimit bounds)."},
+			func() float64 { return float64(b.topics.GroupTopicCount()) }),
+	)
 	if srv := b.haServer; srv != nil {
 		reg.MustRegister(
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ringmq_replica_slaves_connected",
@@ -139,26 +176,16 @@ func (c *connectionCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // MetricsListenAddr is the address the operators' HTTP endpoint (metrics, pprof, probes) listens
-// on, or "" when metricsAddr is empty or "off".
+// on, or "" when metricsAddr is empty or "off" (or not an address: Validate refuses it).
 func (c *Config) MetricsListenAddr() string {
-	if strings.EqualFold(c.MetricsAddr, "off") {
-		return ""
-	}
-	return c.MetricsAddr
+	addr, _ := opsserver.ListenAddr(c.MetricsAddr)
+	return addr
 }
 
 // metricsAddrProblem says what is wrong with metricsAddr, "" when nothing.
 func (c *Config) metricsAddrProblem() string {
-	addr := c.MetricsListenAddr()
-	if addr == "" {
-		return ""
-	}
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Sprintf("%q is not host:port, empty or off", c.MetricsAddr)
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return fmt.Sprintf("%q: the port must be 0..65535", c.MetricsAddr)
+	if _, err := opsserver.ListenAddr(c.MetricsAddr); err != nil {
+		return err.Error()
 	}
 	return ""
 }

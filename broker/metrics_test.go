@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/opsserver"
 	"github.com/ringmq/ringmq/internal/remotingtest"
 	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/store"
@@ -96,6 +97,13 @@ func (s scrape) movedSince(before scrape) map[string]bool {
 // directory TestName" (several joined by "; "), then says why not here; TestNotMovingHereNamesRealTests
 // checks that those tests exist.
 var notMovingHere = map[string]string{
+	`ringmq_broker_auto_created_total{kind="dlq_topic"}`:                     "broker TestSendBackToDeadLetterQueue: a send-back past the group's retries",
+	`ringmq_broker_client_refusals_total{reason="subscription_group_limit"}`: "broker TestHostileHeartbeatsStopAtTheGroupLimit: autoCreateSubscriptionGroupLimit reached",
+	`ringmq_broker_client_refusals_total{reason="retry_topic_limit"}`:        "broker TestHostileHeartbeatsStopAtTheRetryTopicLimit: autoCreateRetryTopicLimit reached",
+	`ringmq_broker_client_refusals_total{reason="offset_unknown_queue"}`:     "broker TestHostileOffsetCommitsAreCheckedAndNotSaved: a commit to a queue the topic lacks",
+	`ringmq_broker_client_refusals_total{reason="offset_negative"}`:          "broker TestHostileOffsetCommitsAreCheckedAndNotSaved: a negative committed offset",
+	`ringmq_broker_client_refusals_total{reason="offset_past_max"}`:          "broker TestHostileOffsetCommitsAreCheckedAndNotSaved: a committed offset past the queue's end",
+
 	`ringmq_broker_system_busy_total{reason="pull_hold_full"}`:      "broker/readplane TestLongPollHoldTableIsBounded: a full hold table",
 	`ringmq_broker_system_busy_total{reason="pc_synchronized"}`:     "broker TestSendPageCacheBusyAnswersSystemBusy: a put lock held past osPageCacheBusyTimeOutMills",
 	`ringmq_broker_system_busy_total{reason="flush_queue_full"}`:    "broker TestSendSyncFlushRepliesOnlyAfterDurable: a full group commit queue",
@@ -113,15 +121,16 @@ var notMovingHere = map[string]string{
 	"ringmq_store_prewritten_bytes_total":                           "store TestPrewriteAppendModes: a prepared file pre-written under SYNC_FLUSH",
 	"ringmq_store_prewrite_late_files_total":                        "store TestPrewriteEndsAtTheRoll: the writer reaching a file being pre-written",
 	"ringmq_replica_sendfile_bytes_total":                           "store TestCatchUpFramesFromTheFile: a slave whole files behind",
+	"ringmq_replica_slaves_refused_total":                           "ha TestSlaveMidRecordIsRefused; ha TestSlaveAheadStaysRefusedOnceTheMasterPassesIt: a slave ahead of or diverged from its master",
 	"ringmq_flush_rejected_total":                                   "flush TestGroupCommitQueueFull: a full SYNC_FLUSH waiter queue",
 	"ringmq_flush_timeouts_total":                                   "flush TestGroupCommitTimeout: syncFlushTimeout passing",
-	"ringmq_flush_errors_total":                                     "broker TestHealthzFailsWhenAFlushFails; flush TestIntervalFlusherErrors: a failing fsync",
+	"ringmq_flush_errors_total":                                     "broker TestFailedStoreIsNotLive; flush TestIntervalFlusherErrors: a failing fsync",
 	"ringmq_flush_waiter_queue_depth":                               "flush TestGroupCommitQueueFull; flush TestGroupCommitTimeout: non-zero only while a flush is in flight",
 	"ringmq_store_dispatch_behind_bytes":                            "store TestLagGaugesCountTheBytesBehind: non-zero only between a put and its dispatch",
 	"ringmq_store_flush_behind_bytes":                               "store TestLagGaugesCountTheBytesBehind: non-zero only between a put and its flush (before the answer, under SYNC_FLUSH)",
-	"ringmq_store_put_failures_total":                               "broker TestHealthzFollowsTheStore; broker TestHealthzFailsWhenAFlushFails: a refused put (disk full, read-only store)",
-	"ringmq_store_running_flags":                                    "broker TestHealthzFollowsTheStore; broker TestHealthzFailsWhenAFlushFails: DISK_FULL, NOT_WRITEABLE",
-	"ringmq_store_disk_used_ratio":                                  "broker TestHealthzFollowsTheStore: the file system's usage (faked through faultfs there)",
+	"ringmq_store_put_failures_total":                               "broker TestDiskFullIsLiveNotReady; broker TestFailedStoreIsNotLive: a refused put (disk full, read-only store)",
+	"ringmq_store_running_flags":                                    "broker TestDiskFullIsLiveNotReady; broker TestFailedStoreIsNotLive: DISK_FULL, NOT_WRITEABLE",
+	"ringmq_store_disk_used_ratio":                                  "broker TestDiskFullIsLiveNotReady: the file system's usage (faked through faultfs there)",
 	"ringmq_store_forced_deleted_files_total":                       "store TestForcedDeletionIsAnExplicitChoice: cleanFileForciblyEnable deletions on a full disk",
 	"ringmq_store_transient_pool_fallbacks_total":                   "store TestRollWithoutAPoolBufferAppendsIntoTheMapping: the transient pool exhausted at a roll",
 	"ringmq_store_sync_rolls_total":                                 "store TestRollCreatesTheFileWhenTheAllocatorFailed: a CommitLog roll before the allocator prepared the next file",
@@ -220,9 +229,18 @@ func TestEveryMetricMoves(t *testing.T) {
 		c.HAMasterAddress = master.b.haServer.Addr().String()
 	})
 	testutil.Eventually(t, "a slave connected", func() bool { return master.b.haServer.SlaveCount() == 1 })
-	for _, c := range slave.b.Health() {
+	for _, c := range slave.b.Live() {
 		require.True(t, c.OK, "a slave refuses sends by role, not because its store is read-only: %+v", c)
 	}
+	testutil.Eventually(t, "the slave ready: connected to its master", func() bool {
+		for _, c := range slave.b.Ready() {
+			if !c.OK {
+				return false
+			}
+		}
+		return true
+	})
+	require.Equal(t, opsserver.Check{Name: "role", OK: true, Detail: "SLAVE"}, slave.b.Ready()[4])
 
 	// A producer and a consumer, each on its own connection; c is neither.
 	producer, consumer := dialCtl(t, master.BrokerAddr), dialCtl(t, master.BrokerAddr)

@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/netip"
 	"os"
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +24,7 @@ import (
 	"github.com/ringmq/ringmq/internal/opsserver"
 	"github.com/ringmq/ringmq/internal/remotingtest"
 	"github.com/ringmq/ringmq/internal/testutil"
+	"github.com/ringmq/ringmq/netio"
 	"github.com/ringmq/ringmq/store"
 	"github.com/ringmq/ringmq/store/storetest"
 	"github.com/ringmq/ringmq/store/vfs/faultfs"
@@ -234,23 +238,28 @@ func (fb *faultBroker) shutdown(t *testing.T) {
 }
 
 var (
-	registrationNotConfigured = opsserver.Check{Name: "namesrv_registration_fresh", OK: true, Detail: "no namesrvAddr: embedded name server only"}
-	readyBody                 = healthBody{Status: "ok", Checks: []opsserver.Check{{Name: "store_recovered", OK: true},
-		{Name: "listeners_up", OK: true}, {Name: "namesrv_registered", OK: true}}}
-	healthyBody = healthBody{Status: "ok", Checks: []opsserver.Check{{Name: "store_writable", OK: true}, registrationNotConfigured}}
+	liveBody = healthBody{Status: "ok", Checks: []opsserver.Check{{Name: "event_loops", OK: true}, {Name: "put_path", OK: true},
+		{Name: "store_failed", OK: true}}}
+	notRegistered = opsserver.Check{Name: "namesrv_registered", OK: true, Detail: "no name server: namesrvAddr is empty and namesrvEmbedded=false"}
+	readyBody     = healthBody{Status: "ok", Checks: []opsserver.Check{{Name: "store_recovered", OK: true},
+		{Name: "listeners_up", OK: true}, notRegistered, {Name: "store_writable", OK: true}, {Name: "role", OK: true, Detail: "ASYNC_MASTER"}}}
 )
 
-// TestHealthzFollowsTheStore: /healthz answers 503 naming the store while the disk is above
-// diskSpaceWarningLevelRatio (the store refuses puts), and 200 again once space is back, without a
-// restart; /readyz stays 200 until the broker shuts down. The store's disk gauges move with it.
-func TestHealthzFollowsTheStore(t *testing.T) {
+// TestDiskFullIsLiveNotReady: while the disk is above diskSpaceWarningLevelRatio (the store refuses
+// puts) /readyz answers 503 naming the store and /livez (and /healthz) stay 200: a full disk clears
+// itself, a restart would not help. Both are 200 again once space is back, without a restart; /readyz
+// fails once the broker shuts down. The store's disk gauges move with it.
+func TestDiskFullIsLiveNotReady(t *testing.T) {
 	fb := startFaultBroker(t, func(c *Config) { c.CleanResourceInterval = 20 * time.Millisecond })
-	b, ffs, reg, healthz, readyz := fb.b, fb.ffs, fb.reg, fb.healthz, fb.readyz
+	b, ffs, reg, readyz := fb.b, fb.ffs, fb.reg, fb.readyz
+	livez := strings.TrimSuffix(fb.healthz, "/healthz") + "/livez"
 
-	code, body := getProbe(t, healthz)
-	require.Equal(t, http.StatusOK, code)
-	require.Equal(t, healthyBody, body)
-	code, body = getProbe(t, readyz)
+	for _, url := range []string{livez, fb.healthz} {
+		code, body := getProbe(t, url)
+		require.Equal(t, http.StatusOK, code)
+		require.Equal(t, liveBody, body)
+	}
+	code, body := getProbe(t, readyz)
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, readyBody, body)
 	c := remotingtest.Dial(t, b.Addr())
@@ -261,13 +270,17 @@ func TestHealthzFollowsTheStore(t *testing.T) {
 	ffs.SetDiskUsage(func(string) (store.DiskUsage, error) {
 		return store.DiskUsage{TotalBytes: 100 << 30, FreeBytes: 5 << 30}, nil
 	})
-	testutil.Eventually(t, "/healthz 503", func() bool { code, _ := getProbe(t, healthz); return code == http.StatusServiceUnavailable })
-	_, body = getProbe(t, healthz)
-	require.Equal(t, healthBody{Status: "fail", Checks: []opsserver.Check{{Name: "store_writable", OK: false,
-		Detail: "store running flags DISK_FULL: disk above diskSpaceWarningLevelRatio or out of space, sends refused"}, registrationNotConfigured}}, body)
-	code, body = getProbe(t, readyz)
-	require.Equal(t, http.StatusOK, code, "a full disk does not make the broker unready: it serves reads")
-	require.Equal(t, readyBody, body)
+	testutil.Eventually(t, "/readyz 503", func() bool { code, _ := getProbe(t, readyz); return code == http.StatusServiceUnavailable })
+	_, body = getProbe(t, readyz)
+	require.Equal(t, opsserver.Check{Name: "store_writable", OK: false,
+		Detail: "store running flags DISK_FULL: disk above diskSpaceWarningLevelRatio or out of space, sends refused until space is freed"},
+		body.Checks[3])
+	require.Equal(t, "fail", body.Status)
+	for _, url := range []string{livez, fb.healthz} {
+		code, body = getProbe(t, url)
+		require.Equal(t, http.StatusOK, code, "a full disk does not make the broker dead: it clears itself")
+		require.Equal(t, liveBody, body)
+	}
 	resp := c.Call(sendV1("TopicH", 0, []byte("x"), ""))
 	requireDiskFullAnswer(t, resp)
 	full := scrapeOf(t, reg)
@@ -276,7 +289,7 @@ func TestHealthzFollowsTheStore(t *testing.T) {
 	require.Equal(t, before.value("ringmq_store_put_failures_total")+1, full.value("ringmq_store_put_failures_total"))
 
 	ffs.SetDiskUsage(nil) // space is back
-	testutil.Eventually(t, "/healthz 200", func() bool { code, _ := getProbe(t, healthz); return code == http.StatusOK })
+	testutil.Eventually(t, "/readyz 200", func() bool { code, _ := getProbe(t, readyz); return code == http.StatusOK })
 	sendOK(t, c, sendV1("TopicH", 0, []byte("x"), ""))
 	require.Zero(t, scrapeOf(t, reg).value("ringmq_store_running_flags"))
 
@@ -286,18 +299,19 @@ func TestHealthzFollowsTheStore(t *testing.T) {
 	require.Equal(t, opsserver.Check{Name: "listeners_up", OK: false, Detail: "not started, or shutting down"}, body.Checks[1])
 }
 
-// TestHealthzFailsWhenAFlushFails: an fsync of the CommitLog failing with EIO makes the store
-// read-only (NOT_WRITEABLE, until a restart: the kernel may have dropped the dirty pages); /healthz
-// answers 503 naming the flag and what it means, /readyz stays 200 (reads are served), the send whose
-// flush failed is answered FLUSH_DISK_TIMEOUT and the next one SERVICE_NOT_AVAILABLE. The flush error,
-// the refused put and the flag show in the metrics.
-func TestHealthzFailsWhenAFlushFails(t *testing.T) {
+// TestFailedStoreIsNotLive: an fsync of the CommitLog failing with EIO makes the store read-only
+// (NOT_WRITEABLE, until a restart: the kernel may have dropped the dirty pages); /livez and /healthz
+// answer 503 naming the flag and what it means (a restart is the cure), /readyz too (sends are
+// refused); the send whose flush failed is answered FLUSH_DISK_TIMEOUT and the next one
+// SERVICE_NOT_AVAILABLE. The flush error, the refused put and the flag show in the metrics.
+func TestFailedStoreIsNotLive(t *testing.T) {
 	fb := startFaultBroker(t, func(c *Config) { c.FlushDiskType = store.SyncFlush })
+	livez := strings.TrimSuffix(fb.healthz, "/healthz") + "/livez"
 	c := remotingtest.Dial(t, fb.b.Addr())
 	sendOK(t, c, sendV1("TopicR", 0, []byte("durable"), ""))
-	code, body := getProbe(t, fb.healthz)
+	code, body := getProbe(t, livez)
 	require.Equal(t, http.StatusOK, code)
-	require.Equal(t, healthyBody, body)
+	require.Equal(t, liveBody, body)
 	before := scrapeOf(t, fb.reg)
 
 	remove := fb.ffs.Inject(faultfs.Rule{Ops: faultfs.OpSync, PathContains: "commitlog", Err: syscall.EIO})
@@ -307,14 +321,18 @@ func TestHealthzFailsWhenAFlushFails(t *testing.T) {
 	require.Contains(t, resp.Remark, "flush failed")
 	require.Contains(t, resp.Remark, "input/output error")
 
-	code, body = getProbe(t, fb.healthz)
-	require.Equal(t, http.StatusServiceUnavailable, code)
-	require.Equal(t, healthBody{Status: "fail", Checks: []opsserver.Check{{Name: "store_writable", OK: false,
-		Detail: "store running flags NOT_WRITEABLE: a CommitLog flush failed or the store is shutting down, sends refused until a restart"},
-		registrationNotConfigured}}, body)
+	failed := opsserver.Check{Name: "store_failed", OK: false,
+		Detail: "store running flags NOT_WRITEABLE: a CommitLog flush failed with an I/O error; sends are refused until a restart"}
+	for _, url := range []string{livez, fb.healthz} {
+		code, body = getProbe(t, url)
+		require.Equal(t, http.StatusServiceUnavailable, code)
+		require.Equal(t, healthBody{Status: "fail", Checks: []opsserver.Check{{Name: "event_loops", OK: true},
+			{Name: "put_path", OK: true}, failed}}, body)
+	}
 	code, body = getProbe(t, fb.readyz)
-	require.Equal(t, http.StatusOK, code, "a read-only store still serves pulls")
-	require.Equal(t, readyBody, body)
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Equal(t, opsserver.Check{Name: "store_writable", OK: false,
+		Detail: "store running flags NOT_WRITEABLE: a CommitLog flush failed, sends refused until a restart"}, body.Checks[3])
 	resp = c.Call(sendV1("TopicR", 0, []byte("refused"), ""))
 	require.Equal(t, int32(codec.ResponseServiceNotAvailable), resp.Code, resp.Remark)
 
@@ -324,17 +342,77 @@ func TestHealthzFailsWhenAFlushFails(t *testing.T) {
 	require.Zero(t, before.value(`ringmq_flush_errors_total{service="commitlog_sync"}`))
 	require.Positive(t, after.value(`ringmq_flush_errors_total{service="commitlog_sync"}`))
 
-	// Still read-only once the disk answers again: only a restart clears it.
+	// Still failed once the disk answers again: only a restart clears it.
 	remove()
 	resp = c.Call(sendV1("TopicR", 0, []byte("refused"), ""))
 	require.Equal(t, int32(codec.ResponseServiceNotAvailable), resp.Code, resp.Remark)
-	code, _ = getProbe(t, fb.healthz)
+	code, _ = getProbe(t, livez)
 	require.Equal(t, http.StatusServiceUnavailable, code)
 }
 
-// TestHealthzRegistrationFreshness: with namesrvAddr, /healthz needs a registration accepted by
-// one of its name servers within three registration periods; /readyz one accepted once.
-func TestHealthzRegistrationFreshness(t *testing.T) {
+// stuckStore is a store whose put path has been stuck for inLock.
+type stuckStore struct {
+	store.MessageStore
+	inLock atomic.Int64
+}
+
+func (s *stuckStore) BeginTimeInLock() time.Duration { return time.Duration(s.inLock.Load()) }
+
+// stalledServer is a remoting server stuck for stalled.
+type stalledServer struct {
+	netio.Server
+	stalled time.Duration
+}
+
+func (s stalledServer) Stalled() time.Duration { return s.stalled }
+
+// TestStuckPutPathOrEventLoopIsNotLive: /livez fails while the put path (a put in the put lock, or
+// puts not finishing) or an event loop has been stuck past the bound, naming which and for how long,
+// and passes again once it moves; readiness does not look at either.
+func TestStuckPutPathOrEventLoopIsNotLive(t *testing.T) {
+	cfg := testBrokerConfig(t)
+	cfg.NamesrvEmbedded = false
+	port := pickPort(t)
+	cfg.ListenPort, cfg.HAListenPort = port, pickPort(t, port)
+	sc, err := storeConfig(&cfg, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port)))
+	require.NoError(t, err)
+	opened, err := store.Open(sc, store.Deps{Logger: testLogger(t)})
+	require.NoError(t, err)
+	st := &stuckStore{MessageStore: opened}
+	b, err := New(cfg, Deps{Logger: testLogger(t), Store: st, Registerer: prometheus.NewRegistry()})
+	require.NoError(t, err)
+	b.livenessStallBound = 10 * time.Second
+	require.NoError(t, b.Start())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		require.NoError(t, b.Shutdown(ctx))
+	})
+	require.Equal(t, liveBody.Checks, b.Live())
+
+	st.inLock.Store(int64(10 * time.Second)) // at the bound: not yet
+	require.Equal(t, liveBody.Checks, b.Live())
+	st.inLock.Store(int64(12*time.Second + 300*time.Millisecond))
+	require.Equal(t, opsserver.Check{Name: "put_path", OK: false,
+		Detail: "a put has held the CommitLog put lock, or puts have not finished, for 12s (bound 10s)"}, b.Live()[1])
+	require.Equal(t, readyBody.Checks, b.Ready())
+	st.inLock.Store(0)
+	require.Equal(t, liveBody.Checks, b.Live())
+
+	// netio.Server.Stalled (netio's tests drive it with a stuck handler) past the bound on the fast port.
+	servers := *b.watchedServers.Load()
+	b.watchedServers.Store(&[]namedServer{servers[0], {"fastListenPort", stalledServer{stalled: 31 * time.Second}}})
+	require.Equal(t, opsserver.Check{Name: "event_loops", OK: false,
+		Detail: "a request has held an event loop of fastListenPort for 31s (bound 10s)"}, b.Live()[0])
+	require.Equal(t, readyBody.Checks, b.Ready())
+	b.watchedServers.Store(&servers)
+	require.Equal(t, liveBody.Checks, b.Live())
+}
+
+// TestNamesrvDownIsLiveNotReady: with namesrvAddr, /readyz needs a registration accepted by one of
+// its name servers within three registration periods; when they are all down the broker stays live
+// (a liveness probe following the name servers would restart every broker at once).
+func TestNamesrvDownIsLiveNotReady(t *testing.T) {
 	ns, err := testNamesrv(EmbeddedNamesrvSpec{ListenAddr: "127.0.0.1:0", NetEngine: "gnet",
 		KVConfigPath: t.TempDir() + "/kv.json", Logger: testLogger(t), Registerer: prometheus.NewRegistry()})
 	require.NoError(t, err)
@@ -354,15 +432,54 @@ func TestHealthzRegistrationFreshness(t *testing.T) {
 		c.NamesrvAddr = ns.Addr().String()
 	})
 	b := tb.b
-	require.Equal(t, []opsserver.Check{{Name: "store_writable", OK: true}, {Name: "namesrv_registration_fresh", OK: true}}, b.Health())
+	require.Equal(t, liveBody.Checks, b.Live())
 	require.Equal(t, opsserver.Check{Name: "namesrv_registered", OK: true}, b.Ready()[2])
 
 	// The name server goes away; the last accepted registration is now older than 3 periods (2 s each).
 	stopNs()
 	r := b.ctl.registrar
-	r.lastExternalOK.Store(time.Now().Add(-3*r.period - 1500*time.Millisecond).UnixNano())
-	require.Equal(t, opsserver.Check{Name: "namesrv_registration_fresh", OK: false,
-		Detail: "last registration accepted by a name server of namesrvAddr 8s ago (limit 6s)"}, b.Health()[1])
+	r.lastNamesrvAddrOK.Store(time.Now().Add(-3*r.period - 1500*time.Millisecond).UnixNano())
+	require.Equal(t, opsserver.Check{Name: "namesrv_registered", OK: false,
+		Detail: "last registration accepted by a name server of namesrvAddr 8s ago (limit 6s)"}, b.Ready()[2])
+	require.Equal(t, liveBody.Checks, b.Live(), "unreachable name servers do not make the broker dead")
+}
+
+// TestNeverRegisteredIsNotReady: a broker whose name servers never answered is live and not ready.
+func TestNeverRegisteredIsNotReady(t *testing.T) {
+	dead := pickPort(t) // nothing listens there
+	tb := startTestBroker(t, func(c *Config) {
+		c.NamesrvEmbedded = false
+		c.NamesrvAddr = "127.0.0.1:" + strconv.Itoa(dead)
+	})
+	require.Equal(t, liveBody.Checks, tb.b.Live())
+	require.Equal(t, opsserver.Check{Name: "namesrv_registered", OK: false,
+		Detail: "no registration accepted yet by a name server of namesrvAddr"}, tb.b.Ready()[2])
+}
+
+// TestEmbeddedNamesrvNamedInNamesrvAddrIsReady: namesrvAddr naming the broker's own embedded name
+// server (a common way to write broker.conf) counts as registered with namesrvAddr: ready and live.
+// Without namesrvAddr the embedded name server's registration is what counts.
+func TestEmbeddedNamesrvNamedInNamesrvAddrIsReady(t *testing.T) {
+	for name, host := range map[string]string{"loopback address": "127.0.0.1", "localhost": "localhost", "none": ""} {
+		t.Run(name, func(t *testing.T) {
+			nsPort := pickPort(t)
+			addr := ""
+			if host != "" {
+				addr = net.JoinHostPort(host, strconv.Itoa(nsPort))
+			}
+			tb := startTestBroker(t, func(c *Config) {
+				c.NamesrvEmbedded = true
+				c.NamesrvListenPort = nsPort
+				c.NamesrvAddr = addr
+			})
+			b := tb.b
+			require.Len(t, b.namesrvTargets(), 1, "the embedded name server is registered with once")
+			require.Equal(t, liveBody.Checks, b.Live())
+			require.Equal(t, []opsserver.Check{{Name: "store_recovered", OK: true}, {Name: "listeners_up", OK: true},
+				{Name: "namesrv_registered", OK: true}, {Name: "store_writable", OK: true},
+				{Name: "role", OK: true, Detail: "ASYNC_MASTER"}}, b.Ready())
+		})
+	}
 }
 
 // TestMetricsDocListsEveryRegisteredSeries: METRICS.md names exactly the series a broker registers:
@@ -378,14 +495,40 @@ func TestMetricsDocListsEveryRegisteredSeries(t *testing.T) {
 		documented[m[1]] = true
 	}
 
+	registered, _, _ := startEverySeriesBrokers(t)
+	var missing, extra []string
+	for name := range registered {
+		if !documented[name] {
+			missing = append(missing, name)
+		}
+	}
+	for name := range documented {
+		if _, ok := registered[name]; !ok {
+			extra = append(extra, name)
+		}
+	}
+	slices.Sort(missing)
+	slices.Sort(extra)
+	require.Empty(t, missing, "registered but not in METRICS.md")
+	require.Empty(t, extra, "in METRICS.md but not registered")
+}
+
+// startEverySeriesBrokers starts the brokers that between them register every series: a
+// SYNC_MASTER under SYNC_FLUSH (the group commit's waiter series) with ACL and the embedded name
+// server, and a slave replicating from it. It returns the label names of every family their
+// collectors describe (by family name), their registries, and the master.
+func startEverySeriesBrokers(t *testing.T) (map[string][]string, prometheus.Gatherers, *Broker) {
 	aclPath := t.TempDir() + "/plain_acl.yml"
 	require.NoError(t, os.WriteFile(aclPath, []byte(aclReloadV1), 0o644))
-	registered := map[string]bool{}
+	registered := map[string][]string{}
+	var gatherers prometheus.Gatherers
 	start := func(mutate func(*Config)) *Broker {
 		cfg := testBrokerConfig(t)
 		mutate(&cfg)
+		reg := prometheus.NewRegistry()
+		gatherers = append(gatherers, reg)
 		b, err := New(cfg, Deps{Logger: testLogger(t), Namesrv: testNamesrv,
-			Registerer: describingRegisterer{Registerer: prometheus.NewRegistry(), names: registered}})
+			Registerer: describingRegisterer{Registerer: reg, families: registered}})
 		require.NoError(t, err)
 		require.NoError(t, b.Start())
 		t.Cleanup(func() {
@@ -409,29 +552,20 @@ func TestMetricsDocListsEveryRegisteredSeries(t *testing.T) {
 		c.HAListenPort = 0
 		c.HAMasterAddress = master.haServer.Addr().String()
 	})
-	var missing, extra []string
-	for name := range registered {
-		if !documented[name] {
-			missing = append(missing, name)
-		}
-	}
-	for name := range documented {
-		if !registered[name] {
-			extra = append(extra, name)
-		}
-	}
-	slices.Sort(missing)
-	slices.Sort(extra)
-	require.Empty(t, missing, "registered but not in METRICS.md")
-	require.Empty(t, extra, "in METRICS.md but not registered")
+	return registered, gatherers, master
 }
 
-// describingRegisterer records the names every registered collector describes (a vector without a
-// series yet is not gathered, but it is described).
+// describingRegisterer records the family names every registered collector describes, with
+// their label names, variable and constant (a vector without a series yet is not gathered, but
+// it is described).
 type describingRegisterer struct {
 	prometheus.Registerer
-	names map[string]bool // not locked: New registers from one goroutine
+	families map[string][]string // not locked: New registers from one goroutine
 }
+
+// descPattern reads a Desc's String(): the name, the constant labels and the variable ones
+// (c(name) when constrained).
+var descPattern = regexp.MustCompile(`^Desc\{fqName: "([^"]+)", .*constLabels: \{(.*)\}, variableLabels: \{([^}]*)\}\}$`)
 
 func (r describingRegisterer) Register(c prometheus.Collector) error {
 	ch := make(chan *prometheus.Desc, 64)
@@ -439,11 +573,23 @@ func (r describingRegisterer) Register(c prometheus.Collector) error {
 		c.Describe(ch)
 		close(ch)
 	}()
-	re := regexp.MustCompile(`fqName: "([^"]+)"`)
+	constLabel := regexp.MustCompile(`(?:^|,)([a-zA-Z_][a-zA-Z0-9_]*)="`)
 	for d := range ch {
-		if m := re.FindStringSubmatch(d.String()); m != nil {
-			r.names[m[1]] = true
+		m := descPattern.FindStringSubmatch(d.String())
+		if m == nil {
+			continue // an invalid Desc: Register below reports it
 		}
+		labels := r.families[m[1]]
+		for _, l := range constLabel.FindAllStringSubmatch(m[2], -1) {
+			labels = append(labels, l[1])
+		}
+		for l := range strings.SplitSeq(m[3], ",") {
+			if l = strings.TrimSuffix(strings.TrimPrefix(l, "c("), ")"); l != "" {
+				labels = append(labels, l)
+			}
+		}
+		slices.Sort(labels)
+		r.families[m[1]] = slices.Compact(labels)
 	}
 	return r.Registerer.Register(c)
 }

@@ -59,9 +59,10 @@ type registrar struct {
 	stop chan struct{}
 	done chan struct{}
 
-	// lastOK and lastExternalOK are when a name server (any; one of namesrvAddr's) last accepted a
-	// registration, in clock nanoseconds, 0 never: the probes' (health.go).
-	lastOK, lastExternalOK atomic.Int64
+	// lastOK and lastNamesrvAddrOK are when a name server (any; one named in namesrvAddr, the
+	// embedded one included when it is named there) last accepted a registration, in clock
+	// nanoseconds, 0 never: the readiness probe's (health.go).
+	lastOK, lastNamesrvAddrOK atomic.Int64
 
 	mu      sync.Mutex
 	waiters []func(error) // called when the next round ends (registerAndWait, AfterRegistration)
@@ -212,6 +213,9 @@ func (r *registrar) registerAll(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrRegister, err)
 	}
+	// namesrvTargets lists namesrvAddr's name servers first, then the embedded one when
+	// namesrvAddr does not name it.
+	named := len(r.b.cfg.NamesrvAddrs())
 	errs := make([]error, len(addrs))
 	answers := make([]*codec.RegisterBrokerResponseHeader, len(addrs))
 	var wg sync.WaitGroup
@@ -241,8 +245,8 @@ func (r *registrar) registerAll(ctx context.Context) error {
 				r.b.metrics.registrations.WithLabelValues("ok").Inc()
 				now := r.b.clock().UnixNano()
 				r.lastOK.Store(now)
-				if addr != r.b.ctl.embeddedDialAddr || r.b.ctl.embedded == nil {
-					r.lastExternalOK.Store(now)
+				if i < named {
+					r.lastNamesrvAddrOK.Store(now)
 				}
 			}
 		}()
@@ -331,7 +335,7 @@ func (b *Broker) haServerAddr() string {
 func (b *Broker) HAServerAddr() string { return b.haServerAddr() }
 
 // namesrvTargets lists the name servers to register with: namesrvAddr, plus the embedded
-// one unless namesrvAddr already names it (same port on a local host name).
+// one unless namesrvAddr already names it (same port on a local host name), last.
 func (b *Broker) namesrvTargets() []string {
 	addrs := b.cfg.NamesrvAddrs()
 	if b.ctl.embedded == nil {

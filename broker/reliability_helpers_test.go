@@ -487,6 +487,13 @@ type relBroker struct {
 // the OS). mutate adjusts the configuration (testBrokerConfig, a free port).
 func startRelBroker(t testing.TB, mutate func(*Config), fsys store.FS) *relBroker {
 	t.Helper()
+	return startRelBrokerDeps(t, mutate, fsys, Deps{})
+}
+
+// startRelBrokerDeps is startRelBroker with the broker's Deps (Logger nil: testLogger; Store is
+// the file store).
+func startRelBrokerDeps(t testing.TB, mutate func(*Config), fsys store.FS, deps Deps) *relBroker {
+	t.Helper()
 	cfg := testBrokerConfig(t)
 	cfg.NamesrvEmbedded = false
 	cfg.NamesrvAddr = ""
@@ -498,7 +505,7 @@ func startRelBroker(t testing.TB, mutate func(*Config), fsys store.FS) *relBroke
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	rb, err := openRelBroker(t, cfg, fsys)
+	rb, err := openRelBrokerDeps(t, cfg, fsys, deps)
 	require.NoError(t, err)
 	return rb
 }
@@ -506,6 +513,11 @@ func startRelBroker(t testing.TB, mutate func(*Config), fsys store.FS) *relBroke
 // openRelBroker is startRelBroker for a complete configuration; it returns New's or
 // Start's error instead of failing.
 func openRelBroker(t testing.TB, cfg Config, fsys store.FS) (*relBroker, error) {
+	t.Helper()
+	return openRelBrokerDeps(t, cfg, fsys, Deps{})
+}
+
+func openRelBrokerDeps(t testing.TB, cfg Config, fsys store.FS, deps Deps) (*relBroker, error) {
 	t.Helper()
 	sc, err := storeConfig(&cfg, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(cfg.ListenPort)))
 	if err != nil {
@@ -515,7 +527,11 @@ func openRelBroker(t testing.TB, cfg Config, fsys store.FS) (*relBroker, error) 
 	if err != nil {
 		return nil, err
 	}
-	b, err := New(cfg, Deps{Logger: testLogger(t), Store: st})
+	if deps.Logger == nil {
+		deps.Logger = testLogger(t)
+	}
+	deps.Store = st
+	b, err := New(cfg, deps)
 	if err != nil {
 		_ = st.Shutdown()
 		return nil, err

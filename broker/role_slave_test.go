@@ -8,6 +8,7 @@ import (
 
 	"github.com/ringmq/ringmq/broker/admin"
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/opsserver"
 )
 
 // A slave starts, serves reads, and refuses what only a master may do, with RocketMQ's
@@ -21,6 +22,12 @@ func TestSlaveRefusesWrites(t *testing.T) {
 		require.NotEqual(t, "schedule message service", svc.name, "the delay scheduler is not started on a slave")
 	}
 	require.False(t, s.send.TransactionChecking(), "no transaction check-back on a slave")
+	// No master to replicate from: live, not ready.
+	require.Equal(t, opsserver.Check{Name: "role", OK: false,
+		Detail: "SLAVE not connected to its master's HA port (not learnt yet from the name servers)"}, s.Ready()[4])
+	for _, c := range s.Live() {
+		require.True(t, c.OK, "%+v", c)
+	}
 
 	c := dialCtl(t, s.BrokerAddr())
 	requireResponse(t, c.call(codec.RequestUpdateAndCreateTopic, createTopicExt("SlaveT", 4), nil),

@@ -116,6 +116,8 @@ func TestSendBackToDeadLetterQueue(t *testing.T) {
 	require.NoError(t, db.b.subscriptions.Update(g))
 	requireResponse(t, c.Call(sendBackCmd(off, "GE", 0, nil)), codec.ResponseSuccess, "")
 	require.Len(t, queueRecords(t, db.b.store, "%DLQ%GE", 0), 1)
+	require.Equal(t, 2.0, scrapeOf(t, db.b.Registry()).value(`ringmq_broker_auto_created_total{kind="dlq_topic"}`),
+		"%DLQ%GD and %DLQ%GE created implicitly")
 }
 
 func TestSendBackErrors(t *testing.T) {

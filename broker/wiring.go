@@ -141,6 +141,7 @@ func (b *Broker) startServers() error {
 		return err
 	}
 	if b.fastServer == nil {
+		b.watchServers()
 		return nil
 	}
 	if err := b.fastServer.Start(); err != nil {
@@ -156,7 +157,17 @@ func (b *Broker) startServers() error {
 	} else {
 		b.logger.Info("broker: fast port listening", "addr", b.fastServer.Addr().String())
 	}
+	b.watchServers()
 	return nil
+}
+
+// watchServers hands the started remoting servers to the liveness probe (Live).
+func (b *Broker) watchServers() {
+	servers := []namedServer{{"listenPort", b.server}}
+	if b.fastServer != nil {
+		servers = append(servers, namedServer{"fastListenPort", b.fastServer})
+	}
+	b.watchedServers.Store(&servers)
 }
 
 // brokerHandler adapts the Broker to netio.Handler; with aclEnable every request passes

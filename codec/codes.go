@@ -169,6 +169,19 @@ const (
 	RequestQueryAssignment                  RequestCode = 400    // QUERY_ASSIGNMENT
 	RequestSetMessageRequestMode            RequestCode = 401    // SET_MESSAGE_REQUEST_MODE
 	RequestBrokerHeartbeat                  RequestCode = 904    // BROKER_HEARTBEAT
+	RequestControllerAlterSyncStateSet      RequestCode = 1001   // CONTROLLER_ALTER_SYNC_STATE_SET
+	RequestControllerElectMaster            RequestCode = 1002   // CONTROLLER_ELECT_MASTER
+	RequestControllerRegisterBroker         RequestCode = 1003   // CONTROLLER_REGISTER_BROKER
+	RequestControllerGetReplicaInfo         RequestCode = 1004   // CONTROLLER_GET_REPLICA_INFO
+	RequestControllerGetMetadataInfo        RequestCode = 1005   // CONTROLLER_GET_METADATA_INFO
+	RequestControllerGetSyncStateData       RequestCode = 1006   // CONTROLLER_GET_SYNC_STATE_DATA
+	RequestGetBrokerEpochCache              RequestCode = 1007   // GET_BROKER_EPOCH_CACHE
+	RequestNotifyBrokerRoleChanged          RequestCode = 1008   // NOTIFY_BROKER_ROLE_CHANGED
+	RequestUpdateControllerConfig           RequestCode = 1009   // UPDATE_CONTROLLER_CONFIG
+	RequestGetControllerConfig              RequestCode = 1010   // GET_CONTROLLER_CONFIG
+	RequestCleanBrokerData                  RequestCode = 1011   // CLEAN_BROKER_DATA
+	RequestControllerGetNextBrokerID        RequestCode = 1012   // CONTROLLER_GET_NEXT_BROKER_ID
+	RequestControllerApplyBrokerID          RequestCode = 1013   // CONTROLLER_APPLY_BROKER_ID
 	RequestPopMessage                       RequestCode = 200050 // POP_MESSAGE
 	RequestAckMessage                       RequestCode = 200051 // ACK_MESSAGE
 	RequestPeekMessage                      RequestCode = 200052 // PEEK_MESSAGE
@@ -255,6 +268,19 @@ var requestCodeNames = map[RequestCode]string{
 	RequestQueryAssignment:                  "QUERY_ASSIGNMENT",
 	RequestSetMessageRequestMode:            "SET_MESSAGE_REQUEST_MODE",
 	RequestBrokerHeartbeat:                  "BROKER_HEARTBEAT",
+	RequestControllerAlterSyncStateSet:      "CONTROLLER_ALTER_SYNC_STATE_SET",
+	RequestControllerElectMaster:            "CONTROLLER_ELECT_MASTER",
+	RequestControllerRegisterBroker:         "CONTROLLER_REGISTER_BROKER",
+	RequestControllerGetReplicaInfo:         "CONTROLLER_GET_REPLICA_INFO",
+	RequestControllerGetMetadataInfo:        "CONTROLLER_GET_METADATA_INFO",
+	RequestControllerGetSyncStateData:       "CONTROLLER_GET_SYNC_STATE_DATA",
+	RequestGetBrokerEpochCache:              "GET_BROKER_EPOCH_CACHE",
+	RequestNotifyBrokerRoleChanged:          "NOTIFY_BROKER_ROLE_CHANGED",
+	RequestUpdateControllerConfig:           "UPDATE_CONTROLLER_CONFIG",
+	RequestGetControllerConfig:              "GET_CONTROLLER_CONFIG",
+	RequestCleanBrokerData:                  "CLEAN_BROKER_DATA",
+	RequestControllerGetNextBrokerID:        "CONTROLLER_GET_NEXT_BROKER_ID",
+	RequestControllerApplyBrokerID:          "CONTROLLER_APPLY_BROKER_ID",
 	RequestPopMessage:                       "POP_MESSAGE",
 	RequestAckMessage:                       "ACK_MESSAGE",
 	RequestPeekMessage:                      "PEEK_MESSAGE",

@@ -3,6 +3,7 @@ package ha
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -26,6 +27,22 @@ type ClientConfig struct {
 	ReconnectInterval time.Duration
 	// DialTimeout bounds a connect (3 s).
 	DialTimeout time.Duration
+	// Handshake, when set, starts every connection with the epoch handshake of controller mode
+	// (handshake.go) instead of a 4.x report. nil: 4.x replication.
+	Handshake *ClientHandshake
+}
+
+// ClientHandshake is what a controller-mode slave says of itself, and what it does when told to truncate.
+type ClientHandshake struct {
+	// BrokerID is this replica's brokerId (the master tracks its acknowledgements by it).
+	BrokerID int64
+	// Epochs is this replica's epoch file: sent to the master, and replaced by the master's entries when
+	// the master lets it follow.
+	Epochs *EpochFile
+	// OnTruncate runs (on the client's goroutine) when the master says this replica holds a tail it does
+	// not: the owner truncates the CommitLog to offset (reopening the store with TruncateCommitLog) and
+	// starts a new client. The client stops after calling it.
+	OnTruncate func(offset int64)
 }
 
 // DefaultClientConfig is RocketMQ's defaults (DefaultSettings) with masterAddr.
@@ -72,6 +89,11 @@ type Client struct {
 	// Counters for tests and metrics.
 	connects atomic.Int64
 	frames   atomic.Int64
+	// connected is true while a session with the master runs (a readiness probe's).
+	connected atomic.Bool
+
+	// stopAfterSession ends run after the current session (the master said to truncate).
+	stopAfterSession atomic.Bool
 
 	// Tests replace the clock the heartbeat report reads and the ticks that make it look.
 	now   func() time.Time
@@ -123,6 +145,11 @@ func (c *Client) MasterAddr() string { return *c.masterAddr.Load() }
 // Connects counts the connections made; Frames the frames received (heartbeats included).
 func (c *Client) Connects() int64 { return c.connects.Load() }
 
+// Connected reports whether the client is connected to the master now: a session runs, which
+// ends when nothing (not even a heartbeat) came from the master for HousekeepingInterval. Reads
+// an atomic.
+func (c *Client) Connected() bool { return c.connected.Load() }
+
 // Frames counts the transfer frames received.
 func (c *Client) Frames() int64 { return c.frames.Load() }
 
@@ -156,6 +183,9 @@ func (c *Client) run() {
 		var err error
 		if addr != "" {
 			err = c.session(addr)
+			if c.stopAfterSession.Load() {
+				return
+			}
 			if err == nil {
 				continue // closed on purpose, or the master went: reconnect at once
 			}
@@ -193,6 +223,8 @@ func (c *Client) session(addr string) error {
 	c.mu.conn = nc
 	c.mu.Unlock()
 	c.connects.Add(1)
+	c.connected.Store(true)
+	defer c.connected.Store(false)
 	c.logger.Info("ha: connected to the master", "master", addr, "maxOffset", c.log.MaxPhyOffset())
 
 	r := &reporter{nc: nc, timeout: c.cfg.HousekeepingInterval, now: c.now}
@@ -206,7 +238,11 @@ func (c *Client) session(addr string) error {
 		c.mu.conn = nil
 		c.mu.Unlock()
 	}()
-	if err := r.report(c.log.MaxPhyOffset()); err != nil {
+	if c.cfg.Handshake != nil {
+		if err := c.handshake(nc, r); err != nil {
+			return err
+		}
+	} else if err := r.report(c.log.MaxPhyOffset()); err != nil {
 		return err
 	}
 	ticks := c.ticks
@@ -237,6 +273,48 @@ func (c *Client) session(addr string) error {
 	default:
 	}
 	return err
+}
+
+// errTruncate ends a session whose master told this replica to truncate.
+var errTruncate = errors.New("ha: the master says this replica's CommitLog has a tail to truncate")
+
+// handshake runs the slave's half of the epoch handshake. On "follow" it adopts the master's epoch
+// entries and counts its CommitLog end as reported; on "truncate" it tells the owner (OnTruncate) and
+// stops the client; on "refused" the session ends and is tried again later (an operator may wipe the
+// store meanwhile).
+func (c *Client) handshake(nc net.Conn, r *reporter) error {
+	hs := c.cfg.Handshake
+	end := c.log.MaxPhyOffset()
+	at := r.clock()
+	_ = nc.SetWriteDeadline(time.Now().Add(c.cfg.HousekeepingInterval))
+	if _, err := nc.Write(handshake{BrokerID: hs.BrokerID, MaxOffset: end, Entries: hs.Epochs.Entries()}.encode()); err != nil {
+		return fmt.Errorf("handshake: %w", err)
+	}
+	_ = nc.SetReadDeadline(time.Now().Add(c.cfg.HousekeepingInterval))
+	rep, err := readHandshakeReply(nc)
+	if err != nil {
+		return fmt.Errorf("handshake: %w", err)
+	}
+	switch rep.Status {
+	case HandshakeTruncate:
+		c.logger.Warn("ha: this replica holds a tail its master does not: truncating", "offset", end,
+			"truncateTo", rep.Offset)
+		c.stopAfterSession.Store(true)
+		if hs.OnTruncate != nil {
+			hs.OnTruncate(rep.Offset)
+		}
+		return errTruncate
+	case HandshakeRefused:
+		c.logger.Error("ha: the master shares no epoch with this replica's CommitLog: stop it and wipe its store",
+			"offset", end, "epochs", hs.Epochs.Entries(), "masterEpochs", rep.Entries)
+		return fmt.Errorf("handshake: %w", ErrSlaveDiverged)
+	}
+	if err := hs.Epochs.Reset(rep.Entries); err != nil {
+		return err
+	}
+	r.reported.Store(end)
+	r.last.Store(at.UnixNano())
+	return nil
 }
 
 // readFrames appends every frame's body at its offset and, as RocketMQ's HAClient does after each frame

@@ -11,7 +11,7 @@
 //
 // The master (Server) sends the CommitLog bytes from the offset the slave reports, at most
 // haTransferBatchSize per frame while the slave follows closely and up to CatchUpBatchSize (1 MiB) while it
-// is behind, never across a CommitLog file, straight from the mapped file (or the transient pool buffer) to
+// is behind, never across a CommitLog file, straight from the mapped file to
 // the socket in one vectored write, or for catch-up frames with sendfile(2) from the CommitLog file: no copy
 // through a Go buffer, and none through user memory at all for the catch-up. The slave (Client) hands each body to its
 // store, which writes it into its own CommitLog at the same physical offset, then reports its new end (after

@@ -27,6 +27,11 @@ var (
 	// ErrReportAhead: a slave reported an offset past the master's CommitLog end (a forked or newer slave
 	// store, which 4.x replication does not repair).
 	ErrReportAhead = errors.New("ha: slave reported an offset past the master's CommitLog end")
+	// ErrSlaveDiverged: a slave's CommitLog cannot be continued from this master's: the offset it reported
+	// is not where one of the master's records starts, it was ahead of the master at that same offset (so
+	// its bytes before it may differ), or it reported bytes it was never sent. 4.x replication cannot
+	// repair it: the slave's store must be wiped (or truncated by a controller).
+	ErrSlaveDiverged = errors.New("ha: slave's CommitLog has diverged from the master's")
 	// ErrClosed: the server, client or replica waiter was closed.
 	ErrClosed = errors.New("ha: closed")
 )

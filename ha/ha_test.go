@@ -92,11 +92,15 @@ func TestNewSlaveStartsAtTheMastersLastFile(t *testing.T) {
 // A slave with part of the master's CommitLog resumes from its own end, across files, byte for byte.
 func TestSlaveResumesFromItsEnd(t *testing.T) {
 	master := newMemLog(testFileSize)
+	var mid int64
 	for i := range 40 {
-		master.Append(record(i, 700))
+		off := master.Append(record(i, 700))
+		if i == 7 {
+			mid = off // in the second file, where a record starts
+		}
 	}
+	require.Equal(t, int64(testFileSize+2*700), mid)
 	slave := newMemLog(testFileSize)
-	mid := int64(5000)
 	require.NoError(t, slave.AppendReplica(0, testFileSize, bytes.NewReader(master.Bytes(0, testFileSize))))
 	require.NoError(t, slave.AppendReplica(testFileSize, int(mid-testFileSize), bytes.NewReader(master.Bytes(testFileSize, mid))))
 	srv := startServer(t, master)
@@ -322,7 +326,8 @@ func readFrame(t *testing.T, nc net.Conn) (FrameHeader, []byte) {
 func TestCatchUpFramesGrow(t *testing.T) {
 	const fileSize = 64 << 10
 	master := newMemLog(fileSize)
-	for i := range 100 { // 100 × 1000 B: file 0 full (65 records + padding), 35,000 B in file 1
+	master.Append([]byte{1}) // the record a slave holding the first byte has
+	for i := range 100 {     // 1 + 100 × 1000 B: file 0 full (1 + 65 records + padding), 35,000 B in file 1
 		master.Append(record(i, 1000))
 	}
 	cfg := testServerConfig()
@@ -366,4 +371,22 @@ func TestCatchUpFramesGrow(t *testing.T) {
 	require.Equal(t, FrameHeader{PhyOffset: end, BodySize: 1000}, h)
 	h, _ = readFrame(t, nc)
 	require.Equal(t, FrameHeader{PhyOffset: end + 1000, BodySize: 2000}, h)
+}
+
+// Connected follows the session: true while connected to the master, false once it is gone and
+// after Close.
+func TestConnectedFollowsTheSession(t *testing.T) {
+	master := newMemLog(testFileSize)
+	master.Append(record(0, 100))
+	srv, err := NewServer(testServerConfig(), master, nil)
+	require.NoError(t, err)
+	srv.Start()
+	slave := newMemLog(testFileSize)
+	c := startClient(t, srv.Addr().String(), slave)
+	testutil.Eventually(t, "connected", c.Connected)
+	testutil.Eventually(t, "caught up", func() bool { return slave.MaxPhyOffset() == 100 })
+	require.NoError(t, srv.Close())
+	testutil.Eventually(t, "not connected once the master is gone", func() bool { return !c.Connected() })
+	require.NoError(t, c.Close())
+	require.False(t, c.Connected())
 }

@@ -13,13 +13,14 @@ type memLog struct {
 	fileSize int64
 	mu       sync.Mutex
 	files    map[int64][]byte // file start → fileSize bytes
+	starts   map[int64]bool   // where each Appended record starts
 	end      atomic.Int64
 	// block, when set, makes AppendReplica wait until it is closed (a stuck slave).
 	block chan struct{}
 }
 
 func newMemLog(fileSize int64) *memLog {
-	return &memLog{fileSize: fileSize, files: map[int64][]byte{}}
+	return &memLog{fileSize: fileSize, files: map[int64][]byte{}, starts: map[int64]bool{}}
 }
 
 func (l *memLog) MaxPhyOffset() int64 { return l.end.Load() }
@@ -73,8 +74,17 @@ func (l *memLog) Append(b []byte) (offset int64) {
 	}
 	f := l.fileLocked(off - off%l.fileSize)
 	copy(f[off%l.fileSize:], b)
+	l.starts[off] = true
 	l.end.Store(off + int64(len(b)))
 	return off
+}
+
+// IsRecordStart: a file's start, the end, or where Append put a record.
+func (l *memLog) IsRecordStart(offset int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	end := l.end.Load()
+	return offset == end || offset < end && (offset%l.fileSize == 0 || l.starts[offset])
 }
 
 func (l *memLog) hasFile(start int64) bool {
@@ -137,4 +147,26 @@ func (l *memLog) AppendReplica(offset int64, n int, r io.Reader) error {
 	}
 	l.end.Store(offset + int64(n))
 	return nil
+}
+
+// truncate cuts the log at offset (a replica dropping a divergent tail): bytes past it are zeroed and
+// later files dropped.
+func (l *memLog) truncate(offset int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cutFile := offset - offset%l.fileSize
+	for start, f := range l.files {
+		switch {
+		case start > cutFile:
+			delete(l.files, start)
+		case start == cutFile:
+			clear(f[offset-start:])
+		}
+	}
+	for off := range l.starts {
+		if off >= offset {
+			delete(l.starts, off)
+		}
+	}
+	l.end.Store(offset)
 }

@@ -42,6 +42,10 @@ type ReplicasConfig struct {
 	FallBehindMax int64
 	// WaiterQueueMax bounds the puts waiting at once (the flush group commit's bound).
 	WaiterQueueMax int
+	// MinInSyncReplicas (minInSyncReplicas, controller mode; 0 in 4.x mode): a send is refused
+	// (SLAVE_NOT_AVAILABLE) while the SyncStateSet, the master included, has fewer replicas; otherwise it
+	// waits for every replica of the set (with the master alone in it, for none).
+	MinInSyncReplicas int
 }
 
 // DefaultReplicasConfig is RocketMQ 4.9.3+'s: 3 s, 256 MiB (DefaultSettings).
@@ -107,7 +111,15 @@ func NewReplicas(cfg ReplicasConfig, srv *Server, reg prometheus.Registerer, log
 
 // SlaveOK is RocketMQ's isSlaveOK: a slave is connected and the acknowledged offset trails msgEnd by less
 // than haSlaveFallbehindMax.
+//
+// In controller mode (MinInSyncReplicas > 0) it is the SyncStateSet's size instead: the master and the
+// replicas in sync are at least MinInSyncReplicas. A replica that falls behind leaves the set (the
+// broker asks the controller), which bounds the wait the way haSlaveFallbehindMax does in 4.x mode.
 func (r *Replicas) SlaveOK(msgEnd int64) bool {
+	if r.cfg.MinInSyncReplicas > 0 {
+		p := r.srv.syncSet.Load()
+		return p != nil && 1+len(*p) >= r.cfg.MinInSyncReplicas
+	}
 	return r.srv.SlaveCount() > 0 && msgEnd-r.srv.AckedOffset() < r.cfg.FallBehindMax
 }
 

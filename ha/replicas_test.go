@@ -2,7 +2,9 @@ package ha
 
 import (
 	"encoding/binary"
+	"io"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,10 +15,13 @@ import (
 	"github.com/ringmq/ringmq/internal/testutil"
 )
 
-// fakeSlave is a slave connection driven by the test: it reports what it is told and reads nothing.
+// fakeSlave is a slave connection driven by the test: it starts as a new slave (reports 0, so the master
+// sends from its last file), reads the frames, and reports what it is told once it has received that far
+// (a slave that reports bytes it was never sent is refused).
 type fakeSlave struct {
-	t  *testing.T
-	nc net.Conn
+	t        *testing.T
+	nc       net.Conn
+	received atomic.Int64 // the end of the frames read
 }
 
 func dialFakeSlave(t *testing.T, srv *Server) *fakeSlave {
@@ -25,12 +30,33 @@ func dialFakeSlave(t *testing.T, srv *Server) *fakeSlave {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = nc.Close() })
 	testutil.Eventually(t, "the slave connected", func() bool { return srv.SlaveCount() == 1 })
-	return &fakeSlave{t: t, nc: nc}
+	f := &fakeSlave{t: t, nc: nc}
+	var b [ReportBytes]byte
+	_, err = nc.Write(b[:])
+	require.NoError(t, err)
+	go func() {
+		var hdr [FrameHeaderBytes]byte
+		for {
+			if _, err := io.ReadFull(nc, hdr[:]); err != nil {
+				return
+			}
+			h, err := ParseFrameHeader(hdr[:])
+			if err != nil {
+				return
+			}
+			if _, err := io.CopyN(io.Discard, nc, int64(h.BodySize)); err != nil {
+				return
+			}
+			f.received.Store(h.PhyOffset + int64(h.BodySize))
+		}
+	}()
+	return f
 }
 
-// report sends off and waits until the master has taken it.
+// report waits until the slave has received off, sends it, and waits until the master has taken it.
 func (f *fakeSlave) report(srv *Server, off int64) {
 	f.t.Helper()
+	testutil.Eventually(f.t, "the frames", func() bool { return f.received.Load() >= off })
 	var b [ReportBytes]byte
 	binary.BigEndian.PutUint64(b[:], uint64(off))
 	_, err := f.nc.Write(b[:])

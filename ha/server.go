@@ -1,8 +1,11 @@
 package ha
 
 import (
+	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"sync"
@@ -32,6 +35,10 @@ type ServerConfig struct {
 	// HousekeepingInterval (haHousekeepingInterval, 20 s): a connection that reads no report (or cannot
 	// write) for this long is closed.
 	HousekeepingInterval time.Duration
+	// Epochs, when set, is this master's epoch file: controller mode. Every slave then starts with the
+	// epoch handshake (handshake.go) and is told to follow, truncate or stop; a 4.x slave's plain
+	// report is refused. nil: 4.x replication, exactly as RocketMQ 4.x.
+	Epochs *EpochFile
 }
 
 // DefaultServerConfig is RocketMQ's defaults (DefaultSettings).
@@ -85,10 +92,28 @@ type Server struct {
 	idleWriters atomic.Int32
 	conns       atomic.Pointer[[]*masterConn] // copy on write, read by Notify
 
+	// refused counts slave connections refused as ahead or diverged.
+	refused atomic.Int64
+	// syncSet is controller mode's SyncStateSet, the master left out (syncstate.go); nil in 4.x mode,
+	// where acked is the highest offset any slave reported.
+	syncSet atomic.Pointer[[]int64]
+
+	// sentMax is the end of the furthest frame this server has sent to any slave: a slave's offset at or
+	// below it may lie inside a record (a frame cut at the batch size), its bytes having come from here.
+	sentMax atomic.Int64
+
 	mu struct {
 		sync.Mutex
 		conns  map[*masterConn]struct{}
 		closed bool
+		// ahead remembers slaves refused for being ahead of this master (host and offset → the master's
+		// end then): once new writes pass that offset, the same report is still a diverged store.
+		ahead map[aheadSlave]int64
+		// replicas are the controller-mode replicas by brokerId (syncstate.go).
+		replicas map[int64]*ReplicaState
+		// lastRefusal is each host's last refusal, so that a slave reconnecting with the same refusal
+		// logs one ERROR line a minute, not one per attempt.
+		lastRefusal map[string]refusal
 	}
 	wg   sync.WaitGroup
 	quit chan struct{}
@@ -108,6 +133,9 @@ func NewServer(cfg ServerConfig, log MasterLog, logger *slog.Logger) (*Server, e
 	}
 	s := &Server{cfg: cfg, log: log, logger: logger.With("component", "ha"), ln: ln, quit: make(chan struct{})}
 	s.mu.conns = map[*masterConn]struct{}{}
+	s.mu.ahead = map[aheadSlave]int64{}
+	s.mu.lastRefusal = map[string]refusal{}
+	s.mu.replicas = map[int64]*ReplicaState{}
 	s.conns.Store(&[]*masterConn{})
 	return s, nil
 }
@@ -125,7 +153,8 @@ func (s *Server) Start() {
 // the acknowledged offset. It must not block.
 func (s *Server) SetAckListener(fn func()) { s.onAck.Store(&fn) }
 
-// AckedOffset is push2SlaveMaxOffset: the highest CommitLog offset a slave reported having.
+// AckedOffset is push2SlaveMaxOffset: the highest CommitLog offset a slave reported having; in controller
+// mode the offset every replica of the SyncStateSet holds (syncstate.go).
 func (s *Server) AckedOffset() int64 { return s.acked.Load() }
 
 // SlaveCount is the number of connected slaves.
@@ -138,6 +167,10 @@ func (s *Server) SendfileBytes() int64 { return s.sentFile.Load() }
 // deleted: they get heartbeats and nothing else until their store is wiped (writeLoop).
 func (s *Server) SlavesBehindDeleted() int { return int(s.behindDeleted.Load()) }
 
+// SlavesRefused counts slave connections refused because the slave's CommitLog was ahead of or had
+// diverged from this master's.
+func (s *Server) SlavesRefused() int64 { return s.refused.Load() }
+
 // RegisterMetrics registers the server's gauges on reg (a broker registers each once).
 //
 // The broker registers the connected-slave count and the bytes behind itself
@@ -146,6 +179,7 @@ func (s *Server) SlavesBehindDeleted() int { return int(s.behindDeleted.Load()) 
 //	ringmq_replica_acked_offset_bytes       gauge    the highest CommitLog offset a slave acknowledged
 //	ringmq_replica_slaves_behind_deleted    gauge    connected slaves whose offset is in deleted CommitLog files
 //	ringmq_replica_sendfile_bytes_total     counter  frame bytes sent with sendfile(2) from the CommitLog file
+//	ringmq_replica_slaves_refused_total     counter  slave connections refused: CommitLog ahead of or diverged from the master's
 func (s *Server) RegisterMetrics(reg prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ringmq_replica_acked_offset_bytes",
@@ -157,6 +191,9 @@ func (s *Server) RegisterMetrics(reg prometheus.Registerer) error {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "ringmq_replica_sendfile_bytes_total",
 			Help: "Transfer frame bytes sent to slaves with sendfile(2), straight from the CommitLog file (catch-up frames)."},
 			func() float64 { return float64(s.SendfileBytes()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "ringmq_replica_slaves_refused_total",
+			Help: "Slave connections refused because the slave's CommitLog is ahead of or diverged from the master's (wipe that slave's store)."},
+			func() float64 { return float64(s.SlavesRefused()) }),
 	} {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("ha: register metrics: %w", err)
@@ -222,7 +259,7 @@ func (s *Server) accept() {
 			_ = tc.SetNoDelay(true)
 		}
 		c := &masterConn{srv: s, nc: nc, wake: make(chan struct{}, 1), reported: make(chan struct{}),
-			done: make(chan struct{}), remote: nc.RemoteAddr().String()}
+			done: make(chan struct{}), remote: nc.RemoteAddr().String(), brokerID: -1}
 		if fl, ok := s.log.(FileLog); ok && sendfileSupported {
 			if tc, ok := nc.(*net.TCPConn); ok {
 				if sock, err := tc.SyscallConn(); err == nil {
@@ -290,6 +327,12 @@ type masterConn struct {
 	reported  chan struct{} // closed by the first report
 	requested atomic.Int64  // the first report: where the transfer starts
 	ackOffset atomic.Int64  // the last report
+	// sent is the end of what the slave may hold: its first report, raised before each frame is written.
+	// A later report past it claims bytes the master never sent.
+	sent atomic.Int64
+	// brokerID is the slave's brokerId from the epoch handshake (-1 for a 4.x slave); set before
+	// reported is closed.
+	brokerID int64
 
 	// sock and fileLog are set when frames can go out with sendfile (sendFrame): a TCP connection on
 	// Linux and a MasterLog that is a FileLog.
@@ -318,12 +361,27 @@ func (c *masterConn) isClosed() bool {
 }
 
 // readLoop reads the slave's reports until the connection fails: the first fixes where the transfer
-// starts; each raises the acknowledged offset. A report past the master's end closes the connection.
+// starts, once admit has accepted it; each raises the acknowledged offset. A report past what was sent
+// closes the connection; a refused slave's report is never counted as an acknowledgement.
 func (c *masterConn) readLoop() {
 	defer c.srv.wg.Done()
 	defer c.close()
 	var buf [ReportBytes]byte
 	first := true
+	if c.srv.cfg.Epochs != nil {
+		_ = c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.HousekeepingInterval))
+		off, ok := c.handshake()
+		if !ok {
+			return
+		}
+		first = false
+		c.sent.Store(off)
+		c.ackOffset.Store(off)
+		c.requested.Store(off)
+		close(c.reported)
+		c.srv.replicaReport(c, off)
+		defer c.srv.replicaGone(c)
+	}
 	for {
 		_ = c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.HousekeepingInterval))
 		off, err := readReport(c.nc, &buf)
@@ -333,19 +391,171 @@ func (c *masterConn) readLoop() {
 			}
 			return
 		}
-		if max := c.srv.log.MaxPhyOffset(); off > max {
-			c.srv.logger.Warn("ha: closing a slave whose CommitLog is ahead of the master's (wipe its store)",
-				"slave", c.remote, "reported", off, "masterMaxOffset", max, "error", ErrReportAhead)
+		if first {
+			if c.srv.admit(c.remote, off) != nil {
+				return
+			}
+			first = false
+			c.sent.Store(off)
+			c.ackOffset.Store(off)
+			c.requested.Store(off)
+			close(c.reported)
+		} else if sent := c.sent.Load(); off > sent {
+			c.srv.refuse(c.remote, off, c.srv.log.MaxPhyOffset(), fmt.Errorf("%w: it reported offset %d, but was sent bytes up to %d only",
+				ErrSlaveDiverged, off, sent))
 			return
 		}
 		c.ackOffset.Store(off)
-		if first {
-			first = false
-			c.requested.Store(off)
-			close(c.reported)
+		if c.brokerID >= 0 {
+			c.srv.replicaReport(c, off)
+		} else {
+			c.srv.raiseAck(off)
 		}
-		c.srv.raiseAck(off)
 	}
+}
+
+// handshake runs the master's half of the epoch handshake and returns where the transfer starts; ok is
+// false when the connection is to close (a bad handshake, or a slave told to truncate or stop).
+func (c *masterConn) handshake() (off int64, ok bool) {
+	srv := c.srv
+	var magic [8]byte
+	if _, err := io.ReadFull(c.nc, magic[:]); err != nil {
+		srv.logger.Info("ha: slave connection closed before its handshake", "slave", c.remote, "reason", err)
+		return 0, false
+	}
+	if v := int64(binary.BigEndian.Uint64(magic[:])); v != handshakeMagic {
+		srv.refuse4x(c.remote, v)
+		return 0, false
+	}
+	h, err := readHandshakeBody(c.nc)
+	if err != nil {
+		srv.logger.Warn("ha: closing a slave whose handshake does not parse", "slave", c.remote, "error", err)
+		return 0, false
+	}
+	max := srv.log.MaxPhyOffset()
+	rep := answerHandshake(h, srv.cfg.Epochs.Entries(), max)
+	_ = c.nc.SetWriteDeadline(time.Now().Add(srv.cfg.HousekeepingInterval))
+	if _, err := c.nc.Write(rep.encode()); err != nil {
+		srv.logger.Info("ha: handshake answer to slave failed", "slave", c.remote, "error", err)
+		return 0, false
+	}
+	switch rep.Status {
+	case HandshakeTruncate:
+		srv.logger.Warn("ha: slave holds a tail this master does not; it truncates and connects again",
+			"slave", c.remote, "brokerId", h.BrokerID, "slaveOffset", h.MaxOffset, "truncateTo", rep.Offset,
+			"masterOffset", max)
+		return 0, false
+	case HandshakeRefused:
+		srv.refuse(c.remote, h.MaxOffset, max, fmt.Errorf("%w: brokerId %d shares no epoch with this master (slave epochs %v, "+
+			"master epochs %v)", ErrSlaveDiverged, h.BrokerID, h.Entries, rep.Entries))
+		return 0, false
+	}
+	c.brokerID = h.BrokerID
+	srv.logger.Info("ha: slave follows after the epoch handshake", "slave", c.remote, "brokerId", h.BrokerID,
+		"offset", rep.Offset)
+	return rep.Offset, true
+}
+
+// refuse4x refuses a slave that did not start with the epoch handshake in controller mode.
+func (s *Server) refuse4x(remote string, firstWord int64) {
+	err := fmt.Errorf("%w: controller mode needs the epoch handshake, and this slave sent a 4.x report "+
+		"(or another protocol)", ErrSlaveDiverged)
+	s.refuse(remote, firstWord, s.log.MaxPhyOffset(), err)
+}
+
+// aheadSlave is a slave refused for being ahead: its host and the offset it reported.
+type aheadSlave struct {
+	host   string
+	offset int64
+}
+
+// aheadSlavesMax bounds what the server remembers of slaves refused for being ahead.
+const aheadSlavesMax = 1024
+
+// refusal is a host's last refusal: its reason and when it was logged at ERROR.
+type refusal struct {
+	reason string
+	logged time.Time
+}
+
+// admit decides whether a slave that first reported offset may be served from there. It may when the
+// offset is 0 (a new slave: it starts at the master's last file), lies in files this master deleted
+// (writeLoop tells the operator), or is at or below the furthest byte this server has sent (its bytes
+// came from here, even when a frame cut a record), or else is where one of the master's records starts
+// (bytes from this master before a restart: a slave following closely holds whole records, and a slave
+// that restarted has cut a torn last record) — in each case unless the slave was found ahead of the
+// master at that offset before. A slave ahead of the master, or past what this server sent and inside a
+// record, holds bytes the master does not (a master that lost a tail its slave kept, then wrote past it):
+// served from there, it would get the master's bytes spliced into the middle of its own.
+func (s *Server) admit(remote string, off int64) error {
+	host := remote
+	if h, _, err := net.SplitHostPort(remote); err == nil {
+		host = h
+	}
+	max := s.log.MaxPhyOffset()
+	var err error
+	switch {
+	case off > max:
+		s.mu.Lock()
+		if len(s.mu.ahead) >= aheadSlavesMax {
+			for k := range s.mu.ahead {
+				delete(s.mu.ahead, k)
+				break
+			}
+		}
+		s.mu.ahead[aheadSlave{host, off}] = max
+		s.mu.Unlock()
+		err = fmt.Errorf("%w: slave offset %d, master offset %d", ErrReportAhead, off, max)
+	case off == 0 || off < s.log.MinPhyOffset():
+	default:
+		s.mu.Lock()
+		then, wasAhead := s.mu.ahead[aheadSlave{host, off}]
+		s.mu.Unlock()
+		switch {
+		case wasAhead:
+			err = fmt.Errorf("%w: slave offset %d was ahead of this master (its offset was %d); the master has "+
+				"written past it since (offset %d), so the bytes before it may differ", ErrSlaveDiverged, off, then, max)
+		case off > s.sentMax.Load() && !s.log.IsRecordStart(off):
+			err = fmt.Errorf("%w: slave offset %d is not where a record of this master's CommitLog starts "+
+				"(master offset %d), and this master did not send it that far: if its store is intact, restarting "+
+				"the slave cuts a torn last record", ErrSlaveDiverged, off, max)
+		}
+	}
+	if err != nil {
+		s.refuse(remote, off, max, err)
+	}
+	return err
+}
+
+// refuse counts a refused slave and logs it: one ERROR line naming both offsets (the master's as the
+// decision saw it), repeated at most once a minute while the same slave keeps coming back with the same
+// offset.
+func (s *Server) refuse(remote string, off, masterOff int64, err error) {
+	s.refused.Add(1)
+	host := remote
+	if h, _, e := net.SplitHostPort(remote); e == nil {
+		host = h
+	}
+	reason := fmt.Sprint(off, err)
+	now := time.Now()
+	s.mu.Lock()
+	last := s.mu.lastRefusal[host]
+	repeat := last.reason == reason && now.Sub(last.logged) < time.Minute
+	if !repeat {
+		if len(s.mu.lastRefusal) >= aheadSlavesMax {
+			clear(s.mu.lastRefusal)
+		}
+		s.mu.lastRefusal[host] = refusal{reason: reason, logged: now}
+	}
+	s.mu.Unlock()
+	level := slog.LevelError
+	if repeat {
+		level = slog.LevelDebug
+	}
+	s.logger.Log(context.Background(), level, "ha: refusing a slave whose CommitLog is ahead of or diverged from "+
+		"the master's; it is not served and its reports count as no acknowledgement: stop it and wipe its store "+
+		"(4.x replication never truncates a slave)", "slave", remote, "slaveOffset", off,
+		"masterOffset", masterOff, "error", err)
 }
 
 // writeLoop streams the CommitLog from the slave's first report: reported 0 means a new slave, which
@@ -459,6 +669,7 @@ func (c *masterConn) sendFrame(next int64, want int, hdr *[FrameHeaderBytes]byte
 	deadline := time.Now().Add(c.srv.cfg.HousekeepingInterval)
 	if c.sock != nil && want >= sendfileMinBytes {
 		if file, pos, n, release, ok := c.fileLog.ReadReplicaFile(next, want); ok {
+			c.sentTo(next + int64(n))
 			putFrameHeader(hdr[:], next, int32(n))
 			_ = c.nc.SetWriteDeadline(deadline)
 			err := sendFrameFile(c.sock, hdr[:], file, pos, n)
@@ -476,6 +687,7 @@ func (c *masterConn) sendFrame(next int64, want int, hdr *[FrameHeaderBytes]byte
 		}
 		return 0, nil
 	}
+	c.sentTo(next + int64(len(data)))
 	putFrameHeader(hdr[:], next, int32(len(data)))
 	vec[0], vec[1] = hdr[:], data
 	bufs := net.Buffers(vec[:])
@@ -484,4 +696,20 @@ func (c *masterConn) sendFrame(next int64, want int, hdr *[FrameHeaderBytes]byte
 	release()
 	vec[1] = nil
 	return len(data), err
+}
+
+// sentTo records that a frame up to end is about to be written to the slave.
+func (c *masterConn) sentTo(end int64) {
+	storeMax(&c.sent, end)
+	storeMax(&c.srv.sentMax, end)
+}
+
+// storeMax raises v to x unless it is already higher.
+func storeMax(v *atomic.Int64, x int64) {
+	for {
+		cur := v.Load()
+		if cur >= x || v.CompareAndSwap(cur, x) {
+			return
+		}
+	}
 }

@@ -15,10 +15,14 @@ type MasterLog interface {
 	// FileSize is mappedFileSizeCommitLog: no frame crosses a multiple of it.
 	FileSize() int64
 	// ReadReplica returns up to max bytes of the CommitLog from offset, within one file and below
-	// MaxPhyOffset: a view of the mapped file, or of the transient pool buffer for bytes not yet
-	// committed, held until release is called. Nothing readable there: nil and a nil release. It never
+	// MaxPhyOffset, only bytes a process crash of the master cannot lose (with a transient pool: committed
+	// into the file, never the pool buffer's), held until release is called. Nothing readable there: nil and a nil release. It never
 	// takes the put lock.
 	ReadReplica(offset int64, max int) (data []byte, release func())
+	// IsRecordStart reports whether offset is where a slave may resume: a file's start, MaxPhyOffset, or
+	// the first byte of a record in between. The server checks a slave's first report with it: resuming
+	// anywhere else would splice the master's bytes into the middle of a record the slave holds.
+	IsRecordStart(offset int64) bool
 }
 
 // FileLog is a MasterLog whose bytes the kernel can send straight from the CommitLog file (sendfile(2)).
@@ -27,7 +31,7 @@ type FileLog interface {
 	// ReadReplicaFile is ReadReplica for bytes already in the CommitLog file: descriptor access to the
 	// file, the position of offset in it, and how many bytes from there (at most max, within the file,
 	// below MaxPhyOffset), held until release. ok is false when offset's bytes are not in the file yet
-	// (they may still be in the transient pool buffer, where ReadReplica finds them).
+	// (with the transient pool, ReadReplica commits them first).
 	ReadReplicaFile(offset int64, max int) (file syscall.RawConn, pos int64, n int, release func(), ok bool)
 }
 

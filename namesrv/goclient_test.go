@@ -5,21 +5,21 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/apache/rocketmq-client-go/v2/admin"
 	clienterrors "github.com/apache/rocketmq-client-go/v2/errors"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
-	"github.com/apache/rocketmq-client-go/v2/rlog"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/goclient"
+	"github.com/ringmq/ringmq/internal/goclient/goclienttest"
 )
 
 // TestGoClientReadsRoutes registers fake brokers over the wire, then lets the pinned Go
 // client (its admin API, which goes through the same namesrv code as its producers and
 // consumers) read the topic list and a route: proof that it parses our TopicList and our
-// bare-key route JSON (its brokerAddrs text-splitting parser included).
+// bare-key route JSON (its brokerAddrs text-splitting parser included). The client runs in a
+// driver process built without -race (goclienttest).
 func TestGoClientReadsRoutes(t *testing.T) {
-	rlog.SetLogLevel("fatal") // the client logs every admin call, and the unknown topic as an error
 	forEachEngine(t, func(t *testing.T, engine string) {
 		n := startNamesrv(t, testConfig(t, engine))
 		c := dial(t, n)
@@ -31,7 +31,7 @@ func TestGoClientReadsRoutes(t *testing.T) {
 		slave.id, slave.addr = 1, "127.0.0.2:10911"
 		slave.register(t, c)
 
-		adm, err := admin.NewAdmin(admin.WithResolver(primitive.NewPassthroughResolver([]string{n.Addr().String()})))
+		adm, err := goclienttest.Start(t).NewAdmin(goclient.AdminOptions{NameServers: []string{n.Addr().String()}})
 		require.NoError(t, err)
 		defer func() { require.NoError(t, adm.Close()) }()
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)

@@ -37,8 +37,9 @@
 //     PUT/GET/DELETE_KV_CONFIG (100/101/102), GET_KVLIST_BY_NAMESPACE (219),
 //     GET_TOPICS_BY_CLUSTER (224), GET_SYSTEM_TOPIC_LIST_FROM_NS (304), QUERY_DATA_VERSION
 //     (322), WIPE/ADD_WRITE_PERM_OF_BROKER (205/327), REGISTER_TOPIC_IN_NAMESRV (217),
-//     BROKER_HEARTBEAT (904). Any other code gets REQUEST_CODE_NOT_SUPPORTED (3) with remark
-//     " request type <code> not supported".
+//     BROKER_HEARTBEAT (904). An embedded controller (SetExtension) answers its own codes on
+//     the same port, BROKER_HEARTBEAT with a brokerId among them. Any other code gets
+//     REQUEST_CODE_NOT_SUPPORTED (3) with remark " request type <code> not supported".
 //
 // # Threads
 //
@@ -75,6 +76,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/logging"
+	"github.com/ringmq/ringmq/internal/workqueue"
 	"github.com/ringmq/ringmq/netio"
 )
 
@@ -205,7 +208,8 @@ func (c *Config) Validate() error {
 // are safe for concurrent use.
 type Namesrv struct {
 	cfg     Config
-	logger  *slog.Logger
+	logger  *slog.Logger // New's logger behind repeats
+	repeats *logging.RepeatLimiter
 	routes  *routeInfoManager
 	kv      *kvConfig
 	metrics *metrics
@@ -217,8 +221,10 @@ type Namesrv struct {
 	stop      chan struct{}
 	wg        sync.WaitGroup
 
-	brokerWorker *worker // REGISTER_BROKER, UNREGISTER_BROKER, in arrival order
-	kvWorker     *worker // PUT/DELETE_KV_CONFIG, in arrival order
+	ext Extension // nil unless a controller is embedded
+
+	brokerWorker *workqueue.Queue // REGISTER_BROKER, UNREGISTER_BROKER, in arrival order
+	kvWorker     *workqueue.Queue // PUT/DELETE_KV_CONFIG, in arrival order
 }
 
 const (
@@ -258,17 +264,21 @@ func New(cfg Config, logger *slog.Logger, registerer prometheus.Registerer) (*Na
 	if err != nil {
 		return nil, err
 	}
-	logger = logger.With("component", "namesrv")
+	// Clients can make a name server repeat a line at will (a connection closed for a malformed
+	// frame): the first lines of a message per interval are logged, then how many were dropped.
+	repeats := logging.NewRepeatLimiter(0, 0, nil)
+	logger = repeats.Logger(logger).With("component", "namesrv")
 	n := &Namesrv{
 		cfg:     cfg,
 		logger:  logger,
+		repeats: repeats,
 		routes:  newRouteInfoManager(logger, time.Now, cfg.BrokerExpiry),
 		kv:      kv,
 		metrics: m,
 		stop:    make(chan struct{}),
 
-		brokerWorker: newWorker(brokerQueueLength),
-		kvWorker:     newWorker(kvQueueLength),
+		brokerWorker: workqueue.New(brokerQueueLength),
+		kvWorker:     workqueue.New(kvQueueLength),
 	}
 	n.proc = &processor{n: n}
 
@@ -285,6 +295,19 @@ func New(cfg Config, logger *slog.Logger, registerer prometheus.Registerer) (*Na
 	}
 	return n, nil
 }
+
+// Extension answers request codes on the name server's port besides its own: the
+// controller embedded with enableControllerInNamesrv=true, as RocketMQ 5 embeds it.
+// OnRequest runs first, on the event loop, for every request; it reports whether it
+// answered (a BROKER_HEARTBEAT with a brokerId refreshes the route table's entry first, then
+// goes to the extension; one without stays with the name server). OnClose is called for every closed connection. Neither may block.
+type Extension interface {
+	OnRequest(c netio.Conn, req *codec.RemotingCommand) bool
+	OnClose(c netio.Conn)
+}
+
+// SetExtension plugs e in; call it before Start.
+func (n *Namesrv) SetExtension(e Extension) { n.ext = e }
 
 // Start binds the listen address, starts serving and starts the expiry scan and the
 // workers. It returns once connections are accepted. Call it once.
@@ -304,11 +327,11 @@ func (n *Namesrv) Start() error {
 	}()
 	go func() {
 		defer n.wg.Done()
-		n.brokerWorker.run()
+		n.brokerWorker.Run()
 	}()
 	go func() {
 		defer n.wg.Done()
-		n.kvWorker.run()
+		n.kvWorker.Run()
 	}()
 	n.logger.Info("namesrv: started", "addr", n.server.Addr().String(), "engine", n.cfg.NetEngine,
 		"kvConfigPath", n.cfg.KVConfigPath, "brokerExpiry", n.cfg.BrokerExpiry)
@@ -330,11 +353,12 @@ func (n *Namesrv) Shutdown(ctx context.Context) error {
 	}
 	// The server first: once Stop returns no handler runs any more, so nothing is submitted.
 	err := n.server.Stop(ctx)
-	n.brokerWorker.close()
-	n.kvWorker.close()
+	n.brokerWorker.Close()
+	n.kvWorker.Close()
 	close(n.stop)
 	n.wg.Wait()
 	n.logger.Info("namesrv: stopped")
+	n.repeats.Close()
 	return err
 }
 

@@ -72,8 +72,8 @@ func TestLifecycle(t *testing.T) {
 	defer cancel()
 	require.NoError(t, n.Shutdown(ctx))
 	require.ErrorIs(t, n.Shutdown(ctx), ErrState, "Shutdown twice")
-	require.False(t, n.kvWorker.submit(func() {}), "no KV change is queued after Shutdown")
-	require.False(t, n.brokerWorker.submit(func() {}), "no registration is queued after Shutdown")
+	require.False(t, n.kvWorker.Submit(func() {}), "no KV change is queued after Shutdown")
+	require.False(t, n.brokerWorker.Submit(func() {}), "no registration is queued after Shutdown")
 }
 
 func TestKVConfigFile(t *testing.T) {
@@ -215,14 +215,14 @@ func TestWorkerQueuesFull(t *testing.T) {
 	n, err := New(testConfig(t, netio.EngineStd), testLogger(), nil) // not started: no worker drains
 	require.NoError(t, err)
 	for range kvQueueLength {
-		require.True(t, n.kvWorker.submit(func() {}))
+		require.True(t, n.kvWorker.Submit(func() {}))
 	}
 	req := request(codec.RequestPutKVConfig, map[string]string{"namespace": "NS", "key": "k", "value": "v"}, nil)
 	requireCode(t, n.proc.handle(nil, req, codec.RequestPutKVConfig), codec.ResponseSystemBusy,
 		"[REJECTREQUEST]system busy, too many KV config changes pending")
 
 	for range brokerQueueLength {
-		require.True(t, n.brokerWorker.submit(func() {}))
+		require.True(t, n.brokerWorker.Submit(func() {}))
 	}
 	req = brokerA(false).registerRequest(t)
 	requireCode(t, n.proc.handle(nil, req, codec.RequestRegisterBroker), codec.ResponseSystemBusy,

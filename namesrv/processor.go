@@ -35,12 +35,18 @@ func (p *processor) OnClose(c netio.Conn, _ error) {
 	if p.n.routes.onChannelClose(c) > 0 {
 		p.n.updateGauges()
 	}
+	if p.n.ext != nil {
+		p.n.ext.OnClose(c)
+	}
 }
 
 // OnRequest answers one request; cmd is valid only during the call, so everything kept
 // (strings of ExtFields, decoded bodies) is a copy.
 func (p *processor) OnRequest(c netio.Conn, req *codec.RemotingCommand) {
 	code := codec.RequestCode(req.Code)
+	if p.n.ext != nil && p.toExtension(c, req, code) {
+		return
+	}
 	p.n.metrics.request(code)
 	resp := p.handle(c, req, code)
 	if resp == nil || req.IsOneway() {
@@ -49,6 +55,22 @@ func (p *processor) OnRequest(c netio.Conn, req *codec.RemotingCommand) {
 	if err := c.WriteCommand(resp); err != nil {
 		p.n.logger.Debug("namesrv: response not written", "code", code, "remote", c.RemoteAddr(), "err", err)
 	}
+}
+
+// toExtension offers req to the embedded controller and reports whether it answered. A
+// BROKER_HEARTBEAT with a brokerId (a broker in controller mode) refreshes the route table's
+// entry here and is answered there; one without (a broker heartbeating to its name servers)
+// stays here.
+func (p *processor) toExtension(c netio.Conn, req *codec.RemotingCommand, code codec.RequestCode) bool {
+	if code == codec.RequestBrokerHeartbeat {
+		if _, ok := req.ExtFields["brokerId"]; !ok {
+			return false
+		}
+		if addr, ok := req.ExtFields["brokerAddr"]; ok {
+			p.n.routes.refreshBroker(req.ExtFields["clusterName"], addr)
+		}
+	}
+	return p.n.ext.OnRequest(c, req)
 }
 
 // handle builds the response to req, or returns nil when another goroutine answers.
@@ -154,7 +176,7 @@ func (p *processor) registerBroker(c netio.Conn, req *codec.RemotingCommand) *co
 	}
 	rt := newReplyTo(c, req)
 	body := bytes.Clone(req.Body)
-	if !p.n.brokerWorker.submit(func() { p.applyRegistration(&rt, &h, body) }) {
+	if !p.n.brokerWorker.Submit(func() { p.applyRegistration(&rt, &h, body) }) {
 		return codec.NewResponse(req, codec.ResponseSystemBusy,
 			"[REJECTREQUEST]system busy, too many broker registrations pending")
 	}
@@ -256,7 +278,7 @@ func (p *processor) unregisterBroker(c netio.Conn, req *codec.RemotingCommand) *
 			p.n.logger.Debug("namesrv: unregister response not written", "brokerAddr", h.BrokerAddr, "err", err)
 		}
 	}
-	if !p.n.brokerWorker.submit(task) {
+	if !p.n.brokerWorker.Submit(task) {
 		return codec.NewResponse(req, codec.ResponseSystemBusy,
 			"[REJECTREQUEST]system busy, too many broker registrations pending")
 	}
@@ -411,7 +433,7 @@ func (p *processor) changeKVConfig(c netio.Conn, req *codec.RemotingCommand, cod
 			p.n.logger.Debug("namesrv: kv response not written", "err", werr)
 		}
 	}
-	if !p.n.kvWorker.submit(task) {
+	if !p.n.kvWorker.Submit(task) {
 		return codec.NewResponse(req, codec.ResponseSystemBusy,
 			"[REJECTREQUEST]system busy, too many KV config changes pending")
 	}

@@ -36,9 +36,12 @@ type connCore struct {
 
 	lastActiveNanos atomic.Int64 // unix nanos of the last frame in or batch out (coarse)
 	largeSinceNanos atomic.Int64 // unix nanos (coarse) a large frame being read was admitted; 0: none
-	closeRequested  atomic.Bool  // Close was called: stop dispatching further frames
-	userCtx         atomic.Pointer[ctxBox]
-	nextOpaque      atomic.Int32
+	// handlerSinceNanos is when (coarse unix nanos) the handler call running for this connection
+	// began, 0 when none runs: the sweep finds the oldest (Server.Stalled).
+	handlerSinceNanos atomic.Int64
+	closeRequested    atomic.Bool // Close was called: stop dispatching further frames
+	userCtx           atomic.Pointer[ctxBox]
+	nextOpaque        atomic.Int32
 
 	mu struct {
 		sync.Mutex

@@ -135,6 +135,7 @@ func (s *gnetServer) Start() error {
 	}()
 	select {
 	case <-s.started:
+		s.table.serving.Store(true)
 		s.log.Info("netio: listening", "addr", s.addr.String(), "eventLoops", s.cfg.eventLoops())
 		return nil
 	case <-s.runDone:
@@ -176,6 +177,12 @@ func (s *gnetServer) Addr() net.Addr {
 // ConnectionCount implements Server.
 func (s *gnetServer) ConnectionCount() int { return s.table.count() }
 
+// Stalled implements Server. A request handler runs on its connection's event loop: while one
+// is stuck, so are that loop's other connections.
+func (s *gnetServer) Stalled() time.Duration {
+	return s.table.stalled(time.Now(), sweepInterval(s.cfg.IdleTimeout, s.cfg.LargeFrameTimeout))
+}
+
 // Stop implements Server. Later calls wait for the first and return its result.
 func (s *gnetServer) Stop(ctx context.Context) error {
 	s.stopOnce.Do(func() { s.stopErr = s.stop(ctx) })
@@ -189,6 +196,7 @@ func (s *gnetServer) stop(ctx context.Context) error {
 		return nil // never started (or failed to)
 	}
 	s.stopping.Store(true)
+	s.table.serving.Store(false)
 	s.gate.close()
 	var err error
 	select {
@@ -278,7 +286,9 @@ func (s *gnetServer) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	}
 	gc.SetContext(g)
 	s.met.connections.Inc()
+	g.core.handlerSinceNanos.Store(s.table.nowNanos.Load()) // a stuck OnOpen holds the loop too
 	s.h.OnOpen(&g.core)
+	g.core.handlerSinceNanos.Store(0)
 	return nil, gnet.None
 }
 
@@ -437,7 +447,9 @@ func (s *gnetServer) handleFrame(g *gnetConn, payload []byte) error {
 	if g.cmd.IsResponse() {
 		c.deliverResponse(&g.cmd)
 	} else {
+		c.handlerSinceNanos.Store(s.table.nowNanos.Load())
 		s.h.OnRequest(c, &g.cmd)
+		c.handlerSinceNanos.Store(0)
 	}
 	return nil
 }

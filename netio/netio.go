@@ -348,6 +348,13 @@ type Server interface {
 	Stop(ctx context.Context) error
 	// ConnectionCount is the number of open accepted connections.
 	ConnectionCount() int
+	// Stalled is how long the server has been unable to make progress, for a liveness probe: the
+	// longest a request handler call still running has taken (on the gnet engine it holds its
+	// event loop and every connection of it), or how late the server's periodic sweep is,
+	// whichever is longer; 0 when neither is stuck or the server does not run. It lags by up to
+	// one sweep (at most 1 s): a stall is seen late and ends late, never invented. Safe for
+	// concurrent use; reads atomics only.
+	Stalled() time.Duration
 }
 
 // NewServer builds a Server for cfg and h; logger may not be nil.

@@ -542,3 +542,45 @@ func TestRestartOnSamePortWithTimeWait(t *testing.T) {
 		require.NoError(t, again.Stop(ctx))
 	})
 }
+
+// blockingHandler is testHandler, except that a codeNoReply request holds its handler call
+// (and, on the gnet engine, its event loop) until release is closed.
+type blockingHandler struct {
+	*testHandler
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (h *blockingHandler) OnRequest(c Conn, cmd *codec.RemotingCommand) {
+	if codec.RequestCode(cmd.Code) == codeNoReply {
+		h.entered <- struct{}{}
+		<-h.release
+		return
+	}
+	h.testHandler.OnRequest(c, cmd)
+}
+
+// TestStalledWhileAHandlerIsStuck: Stalled is 0 while requests are handled, grows while a handler
+// call does not return, and is 0 again once it has returned; 0 after Stop.
+func TestStalledWhileAHandlerIsStuck(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, engine string) {
+		h := &blockingHandler{testHandler: newTestHandler(), entered: make(chan struct{}, 1), release: make(chan struct{})}
+		// LargeFrameTimeout sets the sweep to 10 ms; no large frame is sent.
+		s := startServer(t, engine, h, func(c *Config) { c.EventLoops, c.LargeFrameTimeout = 1, 40*time.Millisecond })
+		rc := dialRaw(t, s.Addr())
+		rc.roundTrip(codeEcho, 1, []byte("x"))
+		testutil.Eventually(t, "not stalled", func() bool { return s.Stalled() == 0 })
+
+		rc.Write(frameOf(t, request(codeNoReply, 2, nil)))
+		<-h.entered
+		testutil.Eventually(t, "stalled 200 ms", func() bool { return s.Stalled() >= 200*time.Millisecond })
+		close(h.release)
+		testutil.Eventually(t, "not stalled once the handler returned", func() bool { return s.Stalled() == 0 })
+		rc.roundTrip(codeEcho, 3, []byte("y"))
+
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		require.NoError(t, s.Stop(ctx))
+		require.Zero(t, s.Stalled())
+	})
+}

@@ -71,6 +71,7 @@ func (s *stdServer) Start() error {
 		return fmt.Errorf("netio: listen on %s: %w", s.cfg.Addr, err)
 	}
 	s.ln = ln
+	s.table.serving.Store(true)
 	go s.acceptLoop()
 	go s.sweepLoop()
 	s.log.Info("netio: listening", "addr", ln.Addr().String())
@@ -87,6 +88,12 @@ func (s *stdServer) Addr() net.Addr {
 
 // ConnectionCount implements Server.
 func (s *stdServer) ConnectionCount() int { return s.table.count() }
+
+// Stalled implements Server. A stuck handler holds only its own connection here (one goroutine
+// each), but it is stuck all the same.
+func (s *stdServer) Stalled() time.Duration {
+	return s.table.stalled(time.Now(), sweepInterval(s.cfg.IdleTimeout, s.cfg.LargeFrameTimeout))
+}
 
 func (s *stdServer) acceptLoop() {
 	defer close(s.acceptDone)
@@ -179,6 +186,7 @@ func (s *stdServer) stop(ctx context.Context) error {
 		return nil
 	}
 	s.stopping.Store(true)
+	s.table.serving.Store(false)
 	s.tlsCancel()
 	close(s.stopCh)
 	closeErr := s.ln.Close()
@@ -389,7 +397,11 @@ func (sc *stdConn) handleFrame(payload []byte) (closeNow bool, err error) {
 	}
 	c.beginPass()
 	if sc.h != nil {
+		if sc.clock != nil {
+			c.handlerSinceNanos.Store(sc.clock.Load())
+		}
 		sc.h.OnRequest(c, &sc.cmd)
+		c.handlerSinceNanos.Store(0)
 	} else if !sc.cmd.IsOneway() {
 		_ = c.WriteCommand(codec.NewResponse(&sc.cmd, codec.ResponseRequestCodeNotSupported,
 			fmt.Sprintf(" request type %d not supported", sc.cmd.Code)))

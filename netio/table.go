@@ -15,6 +15,11 @@ type connTable struct {
 	// nowNanos is a coarse clock, advanced by every sweep, that connections stamp their
 	// activity with instead of reading the time per frame.
 	nowNanos atomic.Int64
+	// oldestHandlerNanos is, as of the last sweep, when the oldest handler call still running
+	// began (coarse unix nanos), 0 when none ran; serving is true while the server runs. Both
+	// for stalled.
+	oldestHandlerNanos atomic.Int64
+	serving            atomic.Bool
 
 	mu    sync.Mutex
 	conns map[uint64]*connCore
@@ -63,17 +68,18 @@ func (t *connTable) all() []*connCore {
 	return out
 }
 
-// sweep advances the coarse clock and returns the connections idle for longer than idle
-// (0: never) and, among the others, those still reading a large frame admitted longer than
-// largeFrame ago (0: never).
+// sweep advances the coarse clock, notes the oldest handler call in progress (stalled) and
+// returns the connections idle for longer than idle (0: never) and, among the others, those
+// still reading a large frame admitted longer than largeFrame ago (0: never).
 func (t *connTable) sweep(now time.Time, idle, largeFrame time.Duration) (idleConns, slowConns []*connCore) {
 	nowNanos := now.UnixNano()
 	t.nowNanos.Store(nowNanos)
-	if idle <= 0 && largeFrame <= 0 {
-		return nil, nil
-	}
+	var oldest int64
 	t.mu.Lock()
 	for _, c := range t.conns {
+		if since := c.handlerSinceNanos.Load(); since != 0 && (oldest == 0 || since < oldest) {
+			oldest = since
+		}
 		if idle > 0 && nowNanos-c.lastActiveNanos.Load() > int64(idle) {
 			idleConns = append(idleConns, c)
 		} else if since := c.largeSinceNanos.Load(); largeFrame > 0 && since != 0 && nowNanos-since > int64(largeFrame) {
@@ -81,7 +87,25 @@ func (t *connTable) sweep(now time.Time, idle, largeFrame time.Duration) (idleCo
 		}
 	}
 	t.mu.Unlock()
+	t.oldestHandlerNanos.Store(oldest)
 	return idleConns, slowConns
+}
+
+// stalled is Server.Stalled for a server whose sweep runs every interval: the longer of how long
+// the oldest handler call seen by the last sweep has been running and how much later than two
+// intervals the sweep itself is. It reads atomics only (a probe calls it). 0 while the server
+// does not run.
+func (t *connTable) stalled(now time.Time, interval time.Duration) time.Duration {
+	if !t.serving.Load() {
+		return 0
+	}
+	n := now.UnixNano()
+	var d int64
+	if since := t.oldestHandlerNanos.Load(); since != 0 {
+		d = n - since
+	}
+	d = max(d, n-t.nowNanos.Load()-2*int64(interval))
+	return time.Duration(max(d, 0))
 }
 
 // sweepInterval is how often idle connections and slow large frames are looked for and the

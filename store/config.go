@@ -72,6 +72,14 @@ type Config struct {
 	// through AppendReplica, at the master's offsets, and the dispatcher waits for a record whose bytes
 	// have not all arrived instead of calling it corrupt.
 	Slave bool
+	// TruncateCommitLog and TruncateCommitLogTo (set by the broker in controller mode, never read from
+	// broker.conf): recovery cuts the CommitLog at TruncateCommitLogTo, a record boundary or file start,
+	// with the ConsumeQueue and IndexFile entries past it, and writes a checkpoint: the divergent tail a
+	// returning replica holds that the new master's CommitLog does not (never acknowledged: a SYNC send
+	// is acknowledged only once every in-sync replica holds it). Nothing happens when the recovered
+	// CommitLog ends at or before it.
+	TruncateCommitLog   bool
+	TruncateCommitLogTo int64
 	// TransientStorePoolSize: buffers in the pool.
 	TransientStorePoolSize int `prop:"transientStorePoolSize" group:"store" allowed:"1 or more" default:"5" help:"buffers in the transient store pool, each mappedFileSizeCommitLog bytes"`
 	// TransientStorePoolPinned (ringmq): require mlock.

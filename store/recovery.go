@@ -37,6 +37,15 @@ func (s *Store) recover(lastExitOK bool, ck checkpointData) error {
 	if err != nil {
 		return err
 	}
+	truncated := false
+	if to := s.cfg.TruncateCommitLogTo; s.cfg.TruncateCommitLog && to < end {
+		if to < cl.minOffset() || !s.recordStartBelow(to, end) {
+			return fmt.Errorf("store: cannot truncate the CommitLog to %d: not where a record starts in [%d, %d)",
+				to, cl.minOffset(), end)
+		}
+		s.logger.Warn("store: truncating the CommitLog's divergent tail", "from", end, "to", to, "bytes", end-to)
+		end, replayFrom, truncated = to, min(replayFrom, to), true
+	}
 	if err := cl.mfq.truncateFrom(end); err != nil {
 		return err
 	}
@@ -79,6 +88,8 @@ func (s *Store) recover(lastExitOK bool, ck checkpointData) error {
 		if err := s.index.recoverAbnormal(ck); err != nil {
 			return err
 		}
+	}
+	if s.index != nil && (!lastExitOK || truncated) {
 		if err := s.index.truncateDirty(end); err != nil {
 			return err
 		}
@@ -106,6 +117,16 @@ func (s *Store) recover(lastExitOK bool, ck checkpointData) error {
 		cq.nextQueueOffset.Store(cq.maxOffset())
 		if len(cl.mfq.snapshot()) > 0 {
 			cq.correctMinOffset(cl.minOffset())
+		}
+	}
+	if truncated {
+		// The checkpoint must not name offsets past the cut: a crash before the next one would make
+		// recovery scan from there, over the zeros, and keep a hole.
+		if _, err := cl.mfq.flush(0); err != nil {
+			return fmt.Errorf("store: flush after truncation: %w", err)
+		}
+		if _, err := s.flushLogicsAndCheckpoint(0); err != nil {
+			return fmt.Errorf("store: checkpoint after truncation: %w", err)
 		}
 	}
 	s.logger.Info("store: recovered", "normal", lastExitOK, "minOffset", cl.minOffset(), "maxOffset", end,
@@ -196,6 +217,31 @@ func (s *Store) recoverCommitLogAbnormally(ck checkpointData) (end, replayFrom i
 		return 0, 0, err
 	}
 	return end, start, nil
+}
+
+// recordStartBelow reports whether target is a file's start or where a record starts, walking the
+// records of target's file from its start; below end, the recovered end. Recovery only (positions are not
+// set yet).
+func (s *Store) recordStartBelow(target, end int64) bool {
+	mf := s.commitLog.mfq.find(target)
+	if mf == nil {
+		return false
+	}
+	return recordStartIn(mf.data, target-mf.fromOffset, min(end-mf.fromOffset, mf.size))
+}
+
+// recordStartIn walks the records of a file's bytes b from its start and reports whether one starts at
+// target (0, a file's start, always does); end bounds what b holds.
+func recordStartIn(b []byte, target, end int64) bool {
+	pos := int64(0)
+	for pos < target && pos < end {
+		size, magic, ok := codec.PeekRecordHeader(b[pos:end])
+		if !ok || size <= 0 || (magic != codec.MagicCodeV1 && magic != codec.MagicCodeV2) {
+			return false // a blank record ends the file's records; anything else is not a record
+		}
+		pos += int64(size)
+	}
+	return pos == target
 }
 
 // looksLikeRecordAt reports whether a record header starts at offset (a stale checkpoint).

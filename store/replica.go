@@ -23,31 +23,83 @@ func (s *Store) SetPublishListener(fn func()) {
 	s.commitLog.onPublish.Store(&fn)
 }
 
-// ReadReplica returns up to max CommitLog bytes from offset for a slave: within the file holding offset
-// and below the published end, as a view of the mapped file or, for bytes the committer has not moved
-// yet, of the file's transient pool buffer (held until release). Nothing there yet: nil, nil. It never
-// takes the put lock. Safe for concurrent use.
+// ReadReplica returns up to max CommitLog bytes from offset for a slave: within the file holding offset,
+// below the published end, and only bytes that are in the CommitLog file (the mapping shares its page
+// cache pages), held until release. Nothing there yet: nil, nil. It never takes the put lock. Safe for
+// concurrent use.
+//
+// With the transient pool, published bytes wait in the pool buffer until the commit service moves them
+// into the file; a process crash loses them there. A slave must never hold bytes its master can lose that
+// way (the master would come back shorter than its slave, and resume it mid-record once new writes pass
+// its offset), so the replica is served committed bytes only, as RocketMQ's master does. To keep a
+// SYNC_MASTER's answer from waiting for the commit interval, a read that finds its bytes published but
+// not committed commits them itself first (one write into the file, no sync: the page cache survives a
+// process crash as the slave's copy does).
 func (s *Store) ReadReplica(offset int64, max int) ([]byte, func()) {
+	b, release, uncommitted := s.readReplica(offset, max)
+	if !uncommitted {
+		return b, release
+	}
+	if _, err := s.commitCommitLog(0); err != nil {
+		return nil, nil // onFlushError has reacted; the transfer looks again later
+	}
+	b, release, _ = s.readReplica(offset, max)
+	return b, release
+}
+
+// readReplica is ReadReplica without the commit: uncommitted is set when bytes from offset are published
+// but still only in the transient pool buffer.
+func (s *Store) readReplica(offset int64, max int) (b []byte, release func(), uncommitted bool) {
 	cl := s.commitLog
 	published := cl.maxOffset.Load()
 	if max <= 0 || offset < 0 || offset >= published {
-		return nil, nil
+		return nil, nil, false
 	}
 	mf := cl.mfq.findAndHold(offset)
 	if mf == nil {
-		return nil, nil
+		return nil, nil, false
 	}
 	pos := offset - mf.fromOffset
 	// Never past the published end read above: publishCopied moves mf.wrote before maxOffset, so wrote
 	// alone could run ahead of MaxPhyOffset for a moment, and a slave reporting such an offset is taken
-	// for one ahead of its master (and disconnected).
-	end := min(mf.wrote.Load(), published-mf.fromOffset, pos+int64(max))
+	// for one ahead of its master (and refused).
+	limit := min(published-mf.fromOffset, pos+int64(max))
+	end := min(mf.readPosition(), limit)
 	if end <= pos {
+		uncommitted = min(mf.wrote.Load(), limit) > pos
 		mf.release()
-		return nil, nil
+		return nil, nil, uncommitted
 	}
+	return mf.data[pos:end:end], mf.release, false
+}
+
+// IsRecordStart reports whether a slave may resume at offset: the start of a CommitLog file, the end of
+// the published records, or the first byte of a record in between (found by walking the records of
+// offset's file from its start; a master checks this once per slave connection). False past the
+// published end, in a file no longer kept, or where the walk meets bytes that are not a record. Safe for
+// concurrent use; it never takes the put lock.
+func (s *Store) IsRecordStart(offset int64) bool {
+	cl := s.commitLog
+	published := cl.maxOffset.Load()
+	switch {
+	case offset < 0 || offset > published:
+		return false
+	case offset == published:
+		return true
+	}
+	mf := cl.mfq.findAndHold(offset)
+	if mf == nil {
+		return false
+	}
+	target := offset - mf.fromOffset
+	if target == 0 {
+		mf.release()
+		return true
+	}
+	end := min(mf.wrote.Load(), published-mf.fromOffset)
 	b, release := mf.publishedView(end)
-	return b[pos:end:end], release
+	defer release()
+	return recordStartIn(b, target, end)
 }
 
 // ReadReplicaFile is ReadReplica for bytes already in the CommitLog file, for the kernel to send

@@ -30,13 +30,12 @@ func readLog(t testing.TB, s *Store, from, to int64) []byte {
 
 // TestReplicationMasterToSlave: a master store in each append and flush mode streams its CommitLog to a
 // slave store over the HA protocol. The slave holds the same bytes at the same offsets, across file rolls,
-// including records the master still had only in its transient pool buffer, and dispatches its own
+// including records the master had only in its transient pool buffer (committed for the transfer), and dispatches its own
 // ConsumeQueues from them: the same records per queue. A slave refuses puts.
 func TestReplicationMasterToSlave(t *testing.T) {
 	for _, mode := range appendModes {
 		t.Run(mode.name, func(t *testing.T) {
-			// The committer moves small records only when a file is full: the transfer must read the
-			// pool buffer.
+			// The committer moves small records only when a file is full: the transfer must commit them.
 			master := openStarted(t, lazyCommitConfig(t.TempDir(), mode.transient, mode.flush), Deps{})
 			scfg := testConfig(t.TempDir())
 			scfg.Slave = true
@@ -261,7 +260,7 @@ func TestSlaveAppendsWithWrite(t *testing.T) {
 
 // TestCatchUpFramesFromTheFile: a slave far behind gets catch-up frames that the master sends with
 // sendfile(2) from its CommitLog file, in every append mode; with the transient pool, the acknowledged
-// bytes not committed to the file yet still reach it (from the pool buffer). The slave ends byte-identical.
+// bytes not committed to the file yet still reach it (committed for the transfer). The slave ends byte-identical.
 func TestCatchUpFramesFromTheFile(t *testing.T) {
 	for _, mode := range appendModes {
 		t.Run(mode.name, func(t *testing.T) {
@@ -292,8 +291,8 @@ func TestCatchUpFramesFromTheFile(t *testing.T) {
 			}
 			// With the transient pool, full files reach their file only when the committer gets to them
 			// (asynchronously after the roll): commit now, so that what goes by sendfile does not depend on
-			// the committer's timing, then put one record more that stays in the pool buffer (sent from
-			// memory).
+			// the committer's timing, then put one record more that stays in the pool buffer (committed
+			// by the transfer).
 			require.NoError(t, master.Commit(0))
 			mustPut(t, master, testMessage("TopicF", 0, []byte("last, maybe only in the pool buffer")))
 			end := master.MaxPhyOffset()
@@ -335,6 +334,86 @@ func TestReadReplicaFile(t *testing.T) {
 			require.Equal(t, readLog(t, s, 0, end), got)
 			_, _, _, _, ok = s.ReadReplicaFile(end, 10)
 			require.False(t, ok, "nothing past the end")
+		})
+	}
+}
+
+// TestReadReplicaServesOnlyCommittedBytes: a slave is never handed bytes its master could lose in a process
+// crash. With the transient pool, a record still only in the pool buffer is committed into the file by the
+// read that wants it (so the file holds whatever the slave gets); without the pool the mapping is the file.
+func TestReadReplicaServesOnlyCommittedBytes(t *testing.T) {
+	for _, mode := range appendModes {
+		t.Run(mode.name, func(t *testing.T) {
+			s := openStarted(t, lazyCommitConfig(t.TempDir(), mode.transient, mode.flush), Deps{})
+			mustPut(t, s, testMessage("TopicC", 0, []byte("first")))
+			end := s.MaxPhyOffset()
+			_, _, _, _, inFile := s.ReadReplicaFile(0, 1<<20)
+			require.Equal(t, !mode.transient, inFile, "before the read, the pool buffer alone has it")
+
+			b, release := s.ReadReplica(0, 1<<20)
+			require.NotNil(t, release)
+			require.Len(t, b, int(end))
+			release()
+			rc, pos, n, release, ok := s.ReadReplicaFile(0, 1<<20)
+			require.True(t, ok, "what the slave got is in the file")
+			require.Equal(t, int64(0), pos)
+			require.Equal(t, int(end), n)
+			var file []byte
+			require.NoError(t, rc.Control(func(fd uintptr) {
+				file = make([]byte, n)
+				_, err := syscall.Pread(int(fd), file, 0)
+				require.NoError(t, err)
+			}))
+			release()
+			require.Equal(t, readLog(t, s, 0, end), file)
+			rec, err := codec.DecodeRecord(file, true)
+			require.NoError(t, err)
+			require.Equal(t, "first", string(rec.Body))
+		})
+	}
+}
+
+// TestIsRecordStart: where a slave may resume: a file's start, each record's first byte, the published
+// end; not inside a record, not past the end, in every append mode (with the transient pool, before the
+// bytes are committed too).
+func TestIsRecordStart(t *testing.T) {
+	for _, mode := range appendModes {
+		t.Run(mode.name, func(t *testing.T) {
+			s := openStarted(t, lazyCommitConfig(t.TempDir(), mode.transient, mode.flush), Deps{})
+			var starts []int64
+			for i := range 100 { // ~1.5 files of 64 KiB
+				r := mustPut(t, s, testMessage("TopicS", 0, bytes.Repeat(bodyf("s%02d-", i), 1+i*10%400)))
+				starts = append(starts, r.WroteOffset)
+			}
+			end := s.MaxPhyOffset()
+			require.Greater(t, end, int64(testFileSize))
+			for i, off := range starts {
+				require.True(t, s.IsRecordStart(off), "record %d at %d", i, off)
+				require.False(t, s.IsRecordStart(off+1), "inside record %d", i)
+				require.False(t, s.IsRecordStart(off+8), "inside record %d", i)
+			}
+			require.True(t, s.IsRecordStart(int64(testFileSize)), "the second file's start")
+			require.True(t, s.IsRecordStart(end), "the end")
+			require.False(t, s.IsRecordStart(end+1), "past the end")
+			require.False(t, s.IsRecordStart(-1))
+			last := starts[len(starts)-1]
+			if last < int64(testFileSize) {
+				t.Fatalf("the last record should be in the second file, at %d", last)
+			}
+			// The blank at the end of the first file: its first byte ends the records, the rest is padding.
+			var lastInFirst int64
+			for _, off := range starts {
+				if off < int64(testFileSize) {
+					lastInFirst = off
+				}
+			}
+			b, release := s.ReadReplica(lastInFirst, 1<<20)
+			rec, err := codec.DecodeRecord(b, true)
+			release()
+			require.NoError(t, err)
+			blank := lastInFirst + int64(rec.TotalSize)
+			require.Less(t, blank, int64(testFileSize))
+			require.False(t, s.IsRecordStart(blank+8), "inside the blank padding")
 		})
 	}
 }

@@ -389,6 +389,9 @@ type MessageStore interface {
 	// ReadReplica returns up to max published CommitLog bytes from offset, within one file, held until
 	// release is called; nothing there yet: nil and a nil release. It never takes the put lock.
 	ReadReplica(offset int64, max int) (data []byte, release func())
+	// IsRecordStart reports whether a slave may resume at offset: a file's start, the published end, or
+	// the first byte of a record. A master checks each slave's first report with it.
+	IsRecordStart(offset int64) bool
 	// AppendReplica reads n bytes from r into a slave's CommitLog at offset, its end, and publishes them
 	// for dispatch; on a master's store it fails (ErrServiceNotAvailable). One caller at a time.
 	AppendReplica(offset int64, n int, r io.Reader) error

@@ -107,3 +107,33 @@ func (m *RebalanceLockManager) HasLiveLocks(group string) bool {
 	}
 	return false
 }
+
+// RemoveExpired forgets every lock not renewed within maxLiveTime, and groups left without
+// locks, and returns how many locks it forgot. An expired lock is free already: forgetting it
+// changes no answer, but keeps a client that locks made-up groups and topics from growing the
+// table for as long as the broker runs. The broker calls it with its client housekeeping.
+func (m *RebalanceLockManager) RemoveExpired() int {
+	now := m.clock()
+	n := 0
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for group, queues := range m.table {
+		for key, e := range queues {
+			if now.Sub(e.lastUpdate) > m.maxLiveTime {
+				delete(queues, key)
+				n++
+			}
+		}
+		if len(queues) == 0 {
+			delete(m.table, group)
+		}
+	}
+	return n
+}
+
+// groupCount is the number of groups in the table (tests).
+func (m *RebalanceLockManager) groupCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.table)
+}

@@ -61,7 +61,10 @@ func (p *Plane) firstMessageInMemory(topic string, queueID int32) bool {
 }
 
 // processUpdateConsumerOffset stores a committed offset: the group must exist (26), the
-// topic must exist (17), queueId and commitOffset must be present (29), in that order.
+// topic must exist (17), queueId and commitOffset must be present (29), in that order, as
+// RocketMQ 5 checks them; then the queue must exist and the offset lie within [0, the queue's
+// max offset] (29 INVALID_PARAMETER, nothing stored), which RocketMQ does not check: a
+// negative or made-up offset stored for a made-up queue stays in consumerOffset.json.
 func (p *Plane) ProcessUpdateConsumerOffset(rc *remoting.Request) {
 	var h codec.UpdateConsumerOffsetRequestHeader
 	err := h.Decode(rc.Cmd.ExtFields)
@@ -77,7 +80,8 @@ func (p *Plane) ProcessUpdateConsumerOffset(rc *remoting.Request) {
 		rc.Reply.Answer(codec.ResponseSubscriptionGroupNotExist, "Group "+group+" not exist!")
 		return
 	}
-	if !p.d.Topics.Contains(topic) {
+	tc, ok := p.d.Topics.Get(topic)
+	if !ok {
 		rc.Reply.Answer(codec.ResponseTopicNotExist, "Topic "+topic+" not exist!")
 		return
 	}
@@ -92,6 +96,14 @@ func (p *Plane) ProcessUpdateConsumerOffset(rc *remoting.Request) {
 		}
 		return
 	}
-	p.d.Offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
+	if err := p.d.Offsets.CheckQueue(tc, h.QueueID); err != nil {
+		rc.Reply.Answer(codec.ResponseInvalidParameter, err.Error())
+		return
+	}
+	maxOffset := p.d.Store.GetMaxOffsetInQueue(h.Topic, h.QueueID)
+	if err := p.d.Offsets.CommitChecked(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset, maxOffset); err != nil {
+		rc.Reply.Answer(codec.ResponseInvalidParameter, err.Error())
+		return
+	}
 	rc.Reply.OK()
 }

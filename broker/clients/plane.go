@@ -55,3 +55,7 @@ type Plane struct {
 
 // New builds the client plane.
 func New(d Deps) *Plane { return &Plane{d: d} }
+
+// RemoveExpiredLocks forgets the orderly-consumption locks nobody renewed
+// (RebalanceLockManager.RemoveExpired); the broker's client housekeeping calls it.
+func (p *Plane) RemoveExpiredLocks() int { return p.d.Locks.RemoveExpired() }

@@ -1,6 +1,8 @@
 package clients
 
 import (
+	"errors"
+
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
@@ -13,7 +15,10 @@ import (
 
 // processHeartbeat registers the client's producer and consumer groups. For each consumer
 // group it finds (or auto-creates) the subscription group and creates %RETRY%<group> with
-// the group's retryQueueNums, which is then registered with the name servers.
+// the group's retryQueueNums, which is then registered with the name servers. A consumer
+// group that autoCreateSubscriptionGroupLimit or autoCreateRetryTopicLimit keeps from being
+// created is not registered, and the heartbeat is answered with the refusal (the client logs
+// it); the rest of the heartbeat is registered as usual.
 func (p *Plane) ProcessHeartbeat(rc *remoting.Request) {
 	hb, err := codec.DecodeHeartbeatData(rc.Cmd.Body)
 	if err != nil {
@@ -25,19 +30,39 @@ func (p *Plane) ProcessHeartbeat(rc *remoting.Request) {
 		return
 	}
 	ch := ClientChannelInfo{Conn: rc.Conn, ClientID: hb.ClientID, Language: rc.Cmd.Language, Version: rc.Cmd.Version}
+	refusalCode, refusal := codec.ResponseSuccess, ""
 	for i := range hb.ConsumerDataSet {
 		data := &hb.ConsumerDataSet[i]
-		if g, ok := p.d.Groups.FindOrCreate(data.GroupName); ok {
+		g, err := p.d.Groups.FindOrCreate(data.GroupName)
+		if err == nil {
 			var sysFlag int32
 			if data.UnitMode {
 				sysFlag = metadata.TopicSysFlagUnitSub
 			}
-			p.d.Topics.CreateInSendMessageBack(metadata.RetryTopic(data.GroupName), g.RetryQueueNums, metadata.PermRead|metadata.PermWrite, sysFlag)
+			retry := metadata.RetryTopic(data.GroupName)
+			if _, err := p.d.Topics.CreateInSendMessageBack(retry, g.RetryQueueNums, metadata.PermRead|metadata.PermWrite, sysFlag); err != nil {
+				if refusal == "" {
+					refusalCode, refusal = codec.ResponseSystemError, metadata.Remark("topic["+retry+"] not created", err)
+				}
+				continue
+			}
+		} else if errors.As(err, new(*metadata.LimitError)) {
+			// Without the limit the group would exist: refuse instead of registering a member of
+			// a group that the broker keeps in memory only.
+			if refusal == "" {
+				refusalCode, refusal = codec.ResponseSubscriptionGroupNotExist,
+					metadata.Remark("subscription group ["+data.GroupName+"] does not exist", err)
+			}
+			continue
 		}
 		p.d.Consumers.Register(data.GroupName, ch, data)
 	}
 	for _, pd := range hb.ProducerDataSet {
 		p.d.Producers.Register(pd.GroupName, ch)
+	}
+	if refusal != "" {
+		rc.Reply.Answer(refusalCode, refusal)
+		return
 	}
 	rc.Reply.OK()
 }

@@ -2,6 +2,7 @@ package clients
 
 import (
 	"net/netip"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -221,4 +222,16 @@ func TestRebalanceLockExpiry(t *testing.T) {
 	require.True(t, m.HasLiveLocks("G"))
 	clock.Advance(2 * DefaultLockMaxLiveTime)
 	require.False(t, m.HasLiveLocks("G"))
+
+	// Expired locks are forgotten, with their groups; live ones stay.
+	for i := range 100 {
+		m.TryLockBatch("Junk"+strconv.Itoa(i), []codec.MessageQueue{{Topic: "Made-up" + strconv.Itoa(i)}}, "C")
+	}
+	require.Equal(t, []codec.MessageQueue{q1}, m.TryLockBatch("G", []codec.MessageQueue{q1}, "A"))
+	require.Equal(t, 102, m.groupCount(), "G, G2 and the junk groups")
+	require.Equal(t, 2, m.RemoveExpired(), "G's q0 and G2's q0, unrenewed")
+	require.Equal(t, 101, m.groupCount())
+	clock.Advance(DefaultLockMaxLiveTime + time.Millisecond)
+	require.Equal(t, 101, m.RemoveExpired())
+	require.Zero(t, m.groupCount())
 }

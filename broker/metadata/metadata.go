@@ -19,7 +19,13 @@ import (
 type Options struct {
 	StorePathRootDir            string
 	Topics                      TopicOptions
-	AutoCreateSubscriptionGroup bool          // autoCreateSubscriptionGroup
+	AutoCreateSubscriptionGroup bool // autoCreateSubscriptionGroup
+	// AutoCreateSubscriptionGroupLimit and AutoCreateRetryTopicLimit bound what clients create
+	// implicitly (limits.go); ≤ 0: no limit.
+	AutoCreateSubscriptionGroupLimit int
+	AutoCreateRetryTopicLimit        int
+	// ObserveAutoCreate, when set, is told about implicit creations and refusals (limits.go).
+	ObserveAutoCreate           AutoCreateObserver
 	FlushConsumerOffsetInterval time.Duration // flushConsumerOffsetInterval; ≤ 0: 5 s
 	Clock                       func() time.Time
 	Logger                      *slog.Logger
@@ -56,6 +62,10 @@ func Open(opts Options) (*Tables, error) {
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 	}
+	t.Groups.SetAutoCreateLimit(opts.AutoCreateSubscriptionGroupLimit)
+	t.Topics.SetAutoCreateRetryTopicLimit(opts.AutoCreateRetryTopicLimit)
+	t.Groups.SetAutoCreateObserver(opts.ObserveAutoCreate)
+	t.Topics.SetAutoCreateObserver(opts.ObserveAutoCreate)
 	for _, load := range []func() error{t.Topics.Load, t.Groups.Load, t.Offsets.Load} {
 		if err := load(); err != nil {
 			return nil, err

@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"fmt"
 	"log/slog"
 	"maps"
 	"path/filepath"
@@ -22,8 +23,9 @@ type offsetKey struct{ topic, group string }
 // loses at most one interval, and clients re-commit every 5 s anyway).
 // Safe for concurrent use; Commit and Query do not block on I/O.
 type ConsumerOffsetManager struct {
-	logger *slog.Logger
-	file   *configFile
+	logger  *slog.Logger
+	file    *configFile
+	refused func(reason string) // SetRefusalObserver; nil: nobody is told
 
 	mu    sync.RWMutex
 	table map[offsetKey]map[int32]int64
@@ -75,6 +77,69 @@ func (m *ConsumerOffsetManager) Commit(group, topic string, queueID int32, offse
 	queues[queueID] = offset
 	m.mu.Unlock()
 	m.file.dirty.Store(true)
+}
+
+// Reasons a client's commit is refused (SetRefusalObserver's reason; metric label values).
+const (
+	RefusedOffsetUnknownQueue = "offset_unknown_queue"
+	RefusedOffsetNegative     = "offset_negative"
+	RefusedOffsetPastMax      = "offset_past_max"
+)
+
+// OffsetError is a client's commit refused: the queue does not exist, or the offset is not
+// within [0, the queue's max offset].
+type OffsetError struct {
+	Reason    string // RefusedOffset*
+	Topic     string
+	QueueID   int32
+	Offset    int64
+	QueueNums int32 // RefusedOffsetUnknownQueue: the topic's queue count
+	MaxOffset int64 // otherwise: the queue's max offset
+}
+
+func (e *OffsetError) Error() string {
+	if e.Reason == RefusedOffsetUnknownQueue {
+		return fmt.Sprintf("queueId[%d] is illegal, topic:[%s] has %d queues", e.QueueID, e.Topic, e.QueueNums)
+	}
+	return fmt.Sprintf("offset is illegal, key:%s@%d, commit:%d, store:0~%d", e.Topic, e.QueueID, e.Offset, e.MaxOffset)
+}
+
+// SetRefusalObserver sets who is told about every commit CheckQueue or CommitChecked refuses,
+// with its reason. Call before the table is shared; fn must not block.
+func (m *ConsumerOffsetManager) SetRefusalObserver(fn func(reason string)) { m.refused = fn }
+
+func (m *ConsumerOffsetManager) refuse(e *OffsetError) error {
+	if m.refused != nil {
+		m.refused(e.Reason)
+	}
+	return e
+}
+
+// CheckQueue returns nil when tc has the queue queueID (below its read and write queue
+// counts, as a send checks it), else the refusal of a commit to it.
+func (m *ConsumerOffsetManager) CheckQueue(tc codec.TopicConfig, queueID int32) error {
+	if n := max(tc.ReadQueueNums, tc.WriteQueueNums); queueID < 0 || queueID >= n {
+		return m.refuse(&OffsetError{Reason: RefusedOffsetUnknownQueue, Topic: tc.TopicName, QueueID: queueID,
+			Offset: -1, QueueNums: n})
+	}
+	return nil
+}
+
+// CommitChecked is Commit of a client's offset for a queue that exists (CheckQueue), whose
+// max offset is maxOffset: an offset below 0 or past maxOffset is refused and not stored.
+// RocketMQ 4.9 stores any value; a negative offset then reads as "none stored" and one past
+// the end as a lag below zero. Like Commit it does not allocate when it stores.
+func (m *ConsumerOffsetManager) CommitChecked(group, topic string, queueID int32, offset, maxOffset int64) error {
+	switch {
+	case offset < 0:
+		return m.refuse(&OffsetError{Reason: RefusedOffsetNegative, Topic: topic, QueueID: queueID, Offset: offset,
+			MaxOffset: maxOffset})
+	case offset > maxOffset:
+		return m.refuse(&OffsetError{Reason: RefusedOffsetPastMax, Topic: topic, QueueID: queueID, Offset: offset,
+			MaxOffset: maxOffset})
+	}
+	m.Commit(group, topic, queueID, offset)
+	return nil
 }
 
 // Query returns the stored offset, or -1 when the group has none for that queue.

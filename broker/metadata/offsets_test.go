@@ -87,28 +87,28 @@ func TestSubscriptionGroupManager(t *testing.T) {
 	}
 	v0 := m.Snapshot().DataVersion
 
-	g, ok := m.FindOrCreate("G1")
-	require.True(t, ok)
+	g, err := m.FindOrCreate("G1")
+	require.NoError(t, err)
 	require.Equal(t, codec.NewSubscriptionGroupConfig("G1"), g)
 	require.Equal(t, v0.Counter+1, m.Snapshot().DataVersion.Counter)
 	require.True(t, m.file.dirty.Load())
-	_, ok = m.FindOrCreate("bad group")
-	require.False(t, ok, "an illegal name is never created")
+	_, err = m.FindOrCreate("bad group")
+	require.ErrorIs(t, err, ErrGroupNotExist, "an illegal name is never created")
 
 	off := NewSubscriptionGroupManager(false, t.TempDir(), clock.Now, logtest.Discard())
-	_, ok = off.FindOrCreate("G1")
-	require.False(t, ok)
-	_, ok = off.FindOrCreate("CID_RMQ_SYS_X")
-	require.True(t, ok, "system groups are always created")
+	_, err = off.FindOrCreate("G1")
+	require.ErrorIs(t, err, ErrGroupNotExist)
+	_, err = off.FindOrCreate("CID_RMQ_SYS_X")
+	require.NoError(t, err, "system groups are always created")
 	// autoCreateSubscriptionGroup changed at run time: followed from the next call.
 	off.SetAutoCreate(true)
-	_, ok = off.FindOrCreate("G1")
-	require.True(t, ok)
+	_, err = off.FindOrCreate("G1")
+	require.NoError(t, err)
 	off.SetAutoCreate(false)
-	_, ok = off.FindOrCreate("G9")
-	require.False(t, ok)
-	_, ok = off.FindOrCreate("G1")
-	require.True(t, ok, "a group created meanwhile stays")
+	_, err = off.FindOrCreate("G9")
+	require.ErrorIs(t, err, ErrGroupNotExist)
+	_, err = off.FindOrCreate("G1")
+	require.NoError(t, err, "a group created meanwhile stays")
 
 	custom := codec.NewSubscriptionGroupConfig("G2")
 	custom.RetryQueueNums, custom.NotifyConsumerIdsChangedEnable = 3, false
@@ -144,7 +144,7 @@ func TestSubscriptionGroupReplaceRacesFindOrCreate(t *testing.T) {
 				return
 			default:
 			}
-			if _, ok := m.FindOrCreate("G" + strconv.Itoa(i)); !ok {
+			if _, err := m.FindOrCreate("G" + strconv.Itoa(i)); err != nil {
 				t.Errorf("G%d not created", i)
 				return
 			}

@@ -26,6 +26,26 @@ const (
 	sysConsumerGroupPrefix = "CID_RMQ_SYS_"
 )
 
+var builtinGroups = []string{ToolsConsumerGroup, FiltersrvConsumerGroup, SelfTestConsumerGroup,
+	OnsHTTPProxyGroup, OnsAPIPullGroup, OnsAPIPermissionGroup, OnsAPIOwnerGroup, SysTransCheckGroup}
+
+// builtinGroup reports whether group is one of the built-in groups, which do not count towards
+// autoCreateSubscriptionGroupLimit.
+func builtinGroup(group string) bool {
+	return slices.Contains(builtinGroups, group)
+}
+
+// countUserGroups counts the groups of table that are not built-in.
+func countUserGroups(table map[string]codec.SubscriptionGroupConfig) int {
+	n := 0
+	for name := range table {
+		if !builtinGroup(name) {
+			n++
+		}
+	}
+	return n
+}
+
 // SubscriptionGroupManager holds subscriptionGroup.json: the broker-side settings of every
 // consumer group (retry queues, max retries, whether it may consume, whether members are
 // told about membership changes...). Safe for concurrent use.
@@ -35,14 +55,19 @@ const (
 // return.
 type SubscriptionGroupManager struct {
 	autoCreate atomic.Bool // autoCreateSubscriptionGroup; changes at run time (SetAutoCreate)
-	clock      func() time.Time
-	logger     *slog.Logger
-	file       *configFile
+	// autoCreateLimit is autoCreateSubscriptionGroupLimit (0: none): FindOrCreate creates a
+	// group only while fewer groups than this, built-ins aside, exist.
+	autoCreateLimit atomic.Int64
+	observe         AutoCreateObserver // nil: nobody is told
+	clock           func() time.Time
+	logger          *slog.Logger
+	file            *configFile
 
-	mu        sync.RWMutex
-	table     map[string]codec.SubscriptionGroupConfig
-	forbidden map[string]map[string]int32 // 5.x forbiddenTable, kept as read
-	version   codec.DataVersion
+	mu         sync.RWMutex
+	table      map[string]codec.SubscriptionGroupConfig
+	userGroups int                         // groups of table that are not built-in
+	forbidden  map[string]map[string]int32 // 5.x forbiddenTable, kept as read
+	version    codec.DataVersion
 }
 
 func NewSubscriptionGroupManager(autoCreate bool, storePathRootDir string, clock func() time.Time,
@@ -56,8 +81,7 @@ func NewSubscriptionGroupManager(autoCreate bool, storePathRootDir string, clock
 	m.autoCreate.Store(autoCreate)
 	m.file = newConfigFile(filepath.Join(ConfigDir(storePathRootDir), SubscriptionGroupFileName), m.encodeFile, logger)
 	// The built-ins RocketMQ's SubscriptionGroupManager creates.
-	for _, g := range []string{ToolsConsumerGroup, FiltersrvConsumerGroup, SelfTestConsumerGroup,
-		OnsHTTPProxyGroup, OnsAPIPullGroup, OnsAPIPermissionGroup, OnsAPIOwnerGroup, SysTransCheckGroup} {
+	for _, g := range builtinGroups {
 		m.table[g] = codec.NewSubscriptionGroupConfig(g)
 	}
 	return m
@@ -78,6 +102,7 @@ func (m *SubscriptionGroupManager) Load() error {
 			}
 			m.table[name] = c
 		}
+		m.userGroups = countUserGroups(m.table)
 		maps.Copy(m.forbidden, w.ForbiddenTable)
 		m.version = w.DataVersion
 		return nil
@@ -111,32 +136,70 @@ func (m *SubscriptionGroupManager) Contains(group string) bool {
 // (UPDATE_BROKER_CONFIG); FindOrCreate follows it from its next call. Safe for concurrent use.
 func (m *SubscriptionGroupManager) SetAutoCreate(on bool) { m.autoCreate.Store(on) }
 
+// SetAutoCreateLimit sets autoCreateSubscriptionGroupLimit (≤ 0: no limit). Safe for
+// concurrent use.
+func (m *SubscriptionGroupManager) SetAutoCreateLimit(limit int) {
+	m.autoCreateLimit.Store(int64(max(limit, 0)))
+}
+
+// SetAutoCreateObserver sets who is told about implicit creations and refusals. Call before
+// the table is shared.
+func (m *SubscriptionGroupManager) SetAutoCreateObserver(fn AutoCreateObserver) { m.observe = fn }
+
+// Count returns the number of groups besides the built-in ones (what
+// autoCreateSubscriptionGroupLimit is compared with).
+func (m *SubscriptionGroupManager) Count() int {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.userGroups
+}
+
 // FindOrCreate returns the group's config, creating it with defaults when
-// autoCreateSubscriptionGroup is on (ok=false otherwise: SUBSCRIPTION_GROUP_NOT_EXIST).
-// Groups named CID_RMQ_SYS_* are always created; an invalid group name never is.
-func (m *SubscriptionGroupManager) FindOrCreate(group string) (codec.SubscriptionGroupConfig, bool) {
+// autoCreateSubscriptionGroup is on (ErrGroupNotExist otherwise: SUBSCRIPTION_GROUP_NOT_EXIST).
+// Groups named CID_RMQ_SYS_* are always created; an invalid group name never is. Past
+// autoCreateSubscriptionGroupLimit nothing is created: the error is a *LimitError.
+func (m *SubscriptionGroupManager) FindOrCreate(group string) (codec.SubscriptionGroupConfig, error) {
 	if c, ok := m.Get(group); ok {
-		return c, true
+		return c, nil
 	}
 	if !m.autoCreate.Load() && !strings.HasPrefix(group, sysConsumerGroupPrefix) {
-		return codec.SubscriptionGroupConfig{}, false
+		return codec.SubscriptionGroupConfig{}, ErrGroupNotExist
 	}
 	if !ValidGroupName(group) {
-		return codec.SubscriptionGroupConfig{}, false
+		return codec.SubscriptionGroupConfig{}, ErrGroupNotExist
 	}
+	limit := int(m.autoCreateLimit.Load())
 	m.mu.Lock()
 	c, ok := m.table[group]
-	if !ok {
+	refused := !ok && limit > 0 && m.userGroups >= limit && !builtinGroup(group)
+	if !ok && !refused {
 		c = codec.NewSubscriptionGroupConfig(group)
 		m.table[group] = c
+		if !builtinGroup(group) {
+			m.userGroups++
+		}
 		m.version = m.nextVersion(m.version)
 	}
 	m.mu.Unlock()
+	if refused {
+		m.logger.Warn("broker: subscription group not auto-created: limit reached", "group", group,
+			"limit", limit, "key", AutoCreateSubscriptionGroupLimitKey)
+		m.observed(KindSubscriptionGroup, false)
+		return codec.SubscriptionGroupConfig{}, &LimitError{Kind: KindSubscriptionGroup, Name: group, Limit: limit,
+			Key: AutoCreateSubscriptionGroupLimitKey}
+	}
 	if !ok {
 		m.logger.Info("broker: subscription group auto-created", "group", group)
 		m.file.markDirty()
+		m.observed(KindSubscriptionGroup, true)
 	}
-	return c, true
+	return c, nil
+}
+
+func (m *SubscriptionGroupManager) observed(kind string, created bool) {
+	if m.observe != nil {
+		m.observe(kind, created)
+	}
 }
 
 func (m *SubscriptionGroupManager) nextVersion(v codec.DataVersion) codec.DataVersion {
@@ -154,6 +217,9 @@ func (m *SubscriptionGroupManager) Update(c codec.SubscriptionGroupConfig) error
 	m.mu.Lock()
 	_, existed := m.table[c.GroupName]
 	m.table[c.GroupName] = c
+	if !existed && !builtinGroup(c.GroupName) {
+		m.userGroups++
+	}
 	m.version = m.nextVersion(m.version)
 	m.mu.Unlock()
 	m.logger.Info("broker: subscription group updated", "group", c.GroupName, "created", !existed)
@@ -167,6 +233,9 @@ func (m *SubscriptionGroupManager) Delete(group string) (bool, error) {
 	if ok {
 		delete(m.table, group)
 		delete(m.forbidden, group)
+		if !builtinGroup(group) {
+			m.userGroups--
+		}
 		m.version = m.nextVersion(m.version)
 	}
 	m.mu.Unlock()
@@ -229,6 +298,7 @@ func (m *SubscriptionGroupManager) ReplaceFromMaster(w *codec.SubscriptionGroupW
 		return false, nil
 	}
 	m.table, m.forbidden, m.version = table, forbidden, w.DataVersion
+	m.userGroups = countUserGroups(table)
 	n := len(table) // read under the lock: writers change the installed map after Unlock
 	m.mu.Unlock()
 	m.logger.Info("broker: subscription groups replaced by the master's", "groups", n,

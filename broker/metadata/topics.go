@@ -113,8 +113,20 @@ func ValidGroupName(group string) bool {
 // writers replace it whole (copy on write): topics change rarely, and Get runs on every send
 // and pull.
 type topicState struct {
-	table   map[string]codec.TopicConfig
-	version codec.DataVersion
+	table       map[string]codec.TopicConfig
+	version     codec.DataVersion
+	groupTopics int // retry and dead-letter topics in table (autoCreateRetryTopicLimit)
+}
+
+// newTopicState counts table's group topics.
+func newTopicState(table map[string]codec.TopicConfig, version codec.DataVersion) *topicState {
+	st := &topicState{table: table, version: version}
+	for name := range table {
+		if IsGroupTopic(name) {
+			st.groupTopics++
+		}
+	}
+	return st
 }
 
 // TopicOptions are the broker settings the topic table depends on (brokerClusterName,
@@ -152,6 +164,10 @@ type TopicConfigManager struct {
 	// autoCreate is autoCreateTopicEnable, which changes at run time
 	// (SetAutoCreateTopicEnable); opts.AutoCreateTopicEnable is its value at start.
 	autoCreate atomic.Bool
+	// groupTopicLimit is autoCreateRetryTopicLimit (0: none): retry and dead-letter topics are
+	// created implicitly only while the table holds fewer of them.
+	groupTopicLimit atomic.Int64
+	observe         AutoCreateObserver // nil: nobody is told
 
 	mu    sync.Mutex // serializes writers
 	state atomic.Pointer[topicState]
@@ -207,7 +223,7 @@ func NewTopicConfigManager(opts TopicOptions, storePathRootDir string, clock fun
 	add(withQueues(opts.ClusterName+ReplyTopicSuffix, 1))
 	add(withQueues(TransHalfTopic, 1))
 	add(withQueues(TransOpHalfTopic, 1))
-	m.state.Store(&topicState{table: table, version: codec.DataVersion{Timestamp: clock().UnixMilli()}})
+	m.state.Store(newTopicState(table, codec.DataVersion{Timestamp: clock().UnixMilli()}))
 	return m
 }
 
@@ -229,7 +245,7 @@ func (m *TopicConfigManager) Load() error {
 			}
 			table[name] = tc
 		}
-		m.state.Store(&topicState{table: table, version: w.DataVersion})
+		m.state.Store(newTopicState(table, w.DataVersion))
 		return nil
 	}, m.logger)
 	return err
@@ -328,7 +344,7 @@ func (m *TopicConfigManager) SetAutoCreateTopicEnable(on bool) {
 func (m *TopicConfigManager) NextVersion() {
 	m.mu.Lock()
 	old := m.state.Load()
-	m.state.Store(&topicState{table: old.table, version: m.nextVersion(old.version)})
+	m.state.Store(&topicState{table: old.table, version: m.nextVersion(old.version), groupTopics: old.groupTopics})
 	m.mu.Unlock()
 	m.file.markDirty()
 }
@@ -337,8 +353,49 @@ func (m *TopicConfigManager) NextVersion() {
 func (m *TopicConfigManager) put(tc codec.TopicConfig) {
 	old := m.state.Load()
 	table := maps.Clone(old.table)
+	_, existed := table[tc.TopicName]
 	table[tc.TopicName] = tc
-	m.state.Store(&topicState{table: table, version: m.nextVersion(old.version)})
+	st := &topicState{table: table, version: m.nextVersion(old.version), groupTopics: old.groupTopics}
+	if !existed && IsGroupTopic(tc.TopicName) {
+		st.groupTopics++
+	}
+	m.state.Store(st)
+}
+
+// SetAutoCreateRetryTopicLimit sets autoCreateRetryTopicLimit (≤ 0: no limit). Safe for
+// concurrent use.
+func (m *TopicConfigManager) SetAutoCreateRetryTopicLimit(limit int) {
+	m.groupTopicLimit.Store(int64(max(limit, 0)))
+}
+
+// SetAutoCreateObserver sets who is told about implicit creations and refusals of retry and
+// dead-letter topics. Call before the table is shared.
+func (m *TopicConfigManager) SetAutoCreateObserver(fn AutoCreateObserver) { m.observe = fn }
+
+// GroupTopicCount returns the number of retry and dead-letter topics (what
+// autoCreateRetryTopicLimit is compared with).
+func (m *TopicConfigManager) GroupTopicCount() int { return m.state.Load().groupTopics }
+
+// refuseGroupTopic returns the refusal of an implicit creation of topic, or nil when topic is
+// not a group topic or the limit allows one more. Caller holds m.mu.
+func (m *TopicConfigManager) refuseGroupTopic(topic string) *LimitError {
+	limit := int(m.groupTopicLimit.Load())
+	if limit <= 0 || !IsGroupTopic(topic) || m.state.Load().groupTopics < limit {
+		return nil
+	}
+	return &LimitError{Kind: groupTopicKind(topic), Name: topic, Limit: limit, Key: AutoCreateRetryTopicLimitKey}
+}
+
+// refused logs and reports a refusal made by refuseGroupTopic.
+func (m *TopicConfigManager) refused(e *LimitError) {
+	m.logger.Warn("broker: retry topic not created: limit reached", "topic", e.Name, "limit", e.Limit, "key", e.Key)
+	m.observed(e.Kind, false)
+}
+
+func (m *TopicConfigManager) observed(kind string, created bool) {
+	if m.observe != nil {
+		m.observe(kind, created)
+	}
 }
 
 func (m *TopicConfigManager) changed() {
@@ -377,6 +434,11 @@ func (m *TopicConfigManager) CreateInSendMessage(topic, defaultTopic string, cli
 			"topic", topic, "defaultTopic", defaultTopic, "templateExists", ok)
 		return codec.TopicConfig{}, false
 	}
+	if refusal := m.refuseGroupTopic(topic); refusal != nil {
+		m.mu.Unlock()
+		m.refused(refusal)
+		return codec.TopicConfig{}, false
+	}
 	queues := max(min(clientQueueNums, template.WriteQueueNums), 0)
 	tc = codec.NewTopicConfig(topic)
 	tc.ReadQueueNums, tc.WriteQueueNums = queues, queues
@@ -389,20 +451,29 @@ func (m *TopicConfigManager) CreateInSendMessage(topic, defaultTopic string, cli
 		"queues", queues, "perm", tc.Perm)
 	m.file.markDirty()
 	m.changed()
+	if IsGroupTopic(topic) {
+		m.observed(groupTopicKind(topic), true)
+	}
 	return tc, true
 }
 
 // CreateInSendMessageBack creates (or returns) a retry / DLQ topic with the given
 // queue count and perm. Like CreateInSendMessage it persists in the background and triggers
-// a registration; it runs inline on event loops (heartbeats, send-back).
-func (m *TopicConfigManager) CreateInSendMessageBack(topic string, queueNums, perm, topicSysFlag int32) codec.TopicConfig {
+// a registration; it runs inline on event loops (heartbeats, send-back). A retry or
+// dead-letter topic past autoCreateRetryTopicLimit is not created: the error is a *LimitError.
+func (m *TopicConfigManager) CreateInSendMessageBack(topic string, queueNums, perm, topicSysFlag int32) (codec.TopicConfig, error) {
 	if tc, ok := m.Get(topic); ok {
-		return tc
+		return tc, nil
 	}
 	m.mu.Lock()
 	if tc, ok := m.Get(topic); ok {
 		m.mu.Unlock()
-		return tc
+		return tc, nil
+	}
+	if refusal := m.refuseGroupTopic(topic); refusal != nil {
+		m.mu.Unlock()
+		m.refused(refusal)
+		return codec.TopicConfig{}, refusal
 	}
 	tc := codec.NewTopicConfig(topic)
 	tc.ReadQueueNums, tc.WriteQueueNums = queueNums, queueNums
@@ -413,7 +484,10 @@ func (m *TopicConfigManager) CreateInSendMessageBack(topic string, queueNums, pe
 	m.logger.Info("broker: topic created", "topic", topic, "queues", queueNums, "perm", perm)
 	m.file.markDirty()
 	m.changed()
-	return tc
+	if IsGroupTopic(topic) {
+		m.observed(groupTopicKind(topic), true)
+	}
+	return tc, nil
 }
 
 // Update creates or replaces a topic (UPDATE_AND_CREATE_TOPIC) and writes topics.json
@@ -447,7 +521,11 @@ func (m *TopicConfigManager) Delete(topic string) (bool, error) {
 	}
 	table := maps.Clone(old.table)
 	delete(table, topic)
-	m.state.Store(&topicState{table: table, version: m.nextVersion(old.version)})
+	st := &topicState{table: table, version: m.nextVersion(old.version), groupTopics: old.groupTopics}
+	if IsGroupTopic(topic) {
+		st.groupTopics--
+	}
+	m.state.Store(st)
 	m.mu.Unlock()
 	m.logger.Info("broker: topic deleted", "topic", topic)
 	err := m.file.persist()
@@ -474,7 +552,7 @@ func (m *TopicConfigManager) ReplaceFromMaster(w *codec.TopicConfigSerializeWrap
 		m.mu.Unlock()
 		return false, nil
 	}
-	m.state.Store(&topicState{table: table, version: w.DataVersion})
+	m.state.Store(newTopicState(table, w.DataVersion))
 	m.mu.Unlock()
 	m.logger.Info("broker: topics replaced by the master's", "topics", len(table),
 		"dataVersionCounter", w.DataVersion.Counter, "dataVersionTimestamp", w.DataVersion.Timestamp)

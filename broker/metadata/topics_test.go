@@ -158,12 +158,14 @@ func TestCreateInSendMessageBack(t *testing.T) {
 	m := NewTopicConfigManager(testTopicOptions(), t.TempDir(), time.Now, logtest.Discard())
 	var changes atomic.Int32
 	m.onChange = func() { changes.Add(1) }
-	tc := m.CreateInSendMessageBack("%RETRY%G1", 1, PermRead|PermWrite, TopicSysFlagUnitSub)
+	tc, err := m.CreateInSendMessageBack("%RETRY%G1", 1, PermRead|PermWrite, TopicSysFlagUnitSub)
+	require.NoError(t, err)
 	require.Equal(t, codec.TopicConfig{
 		Attributes: map[string]string{}, Perm: 6, ReadQueueNums: 1, TopicFilterType: codec.TopicFilterSingleTag,
 		TopicName: "%RETRY%G1", TopicSysFlag: 2, WriteQueueNums: 1,
 	}, tc)
-	again := m.CreateInSendMessageBack("%RETRY%G1", 3, 2, 0)
+	again, err := m.CreateInSendMessageBack("%RETRY%G1", 3, 2, 0)
+	require.NoError(t, err)
 	require.Equal(t, tc, again, "an existing topic is not changed")
 	require.Equal(t, int32(1), changes.Load())
 }

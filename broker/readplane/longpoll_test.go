@@ -93,7 +93,10 @@ func TestShortPollingWhenLongPollingDisabled(t *testing.T) {
 func TestLongPollCommitsOffsetOnFirstPassOnly(t *testing.T) {
 	rp := startPlane(t, planeOptions{})
 	rp.createTopic("TopicC", 1)
-	cmd := remotingtest.PullRequest("GC", "TopicC", 0, 0, 32, suspendFlags|codec.PullSysFlagCommitOffset, 20*time.Second, "*")
+	for range 8 {
+		rp.put("TopicC", 0, "x", "")
+	}
+	cmd := remotingtest.PullRequest("GC", "TopicC", 0, 8, 32, suspendFlags|codec.PullSysFlagCommitOffset, 20*time.Second, "*")
 	cmd.ExtFields["commitOffset"] = "7"
 	parked := rp.pull(cmd)
 	rp.waitHeld(1)
@@ -101,8 +104,31 @@ func TestLongPollCommitsOffsetOnFirstPassOnly(t *testing.T) {
 	// Someone else moves the offset while the pull is parked; the re-run must not undo it.
 	rp.tables.Offsets.Commit("GC", "TopicC", 0, 9)
 	rp.put("TopicC", 0, "x", "")
-	requirePull(t, parked.Await(), codec.ResponseSuccess, "FOUND", 1, 0, 1)
+	requirePull(t, parked.Await(), codec.ResponseSuccess, "FOUND", 9, 0, 9)
 	require.Equal(t, int64(9), rp.tables.Offsets.Query("GC", "TopicC", 0))
+}
+
+// A pull's commit offset outside [0, the queue's max offset] is not stored; the pull itself is
+// answered as usual and the refusal counted.
+func TestPullCommitOffsetOutsideTheQueueIsNotStored(t *testing.T) {
+	rp := startPlane(t, planeOptions{})
+	var refused []string
+	rp.tables.Offsets.SetRefusalObserver(func(reason string) { refused = append(refused, reason) })
+	rp.createTopic("TopicO", 1)
+	for range 3 {
+		rp.put("TopicO", 0, "x", "")
+	}
+	for _, commit := range []string{"-1", "4", "9223372036854775807"} {
+		cmd := remotingtest.PullRequest("GO", "TopicO", 0, 0, 32, codec.PullSysFlagSubscription|codec.PullSysFlagCommitOffset, 0, "*")
+		cmd.ExtFields["commitOffset"] = commit
+		requirePull(t, rp.pull(cmd).Await(), codec.ResponseSuccess, "FOUND", 3, 0, 3)
+		require.Equal(t, int64(-1), rp.tables.Offsets.Query("GO", "TopicO", 0), "commit offset %s stored", commit)
+	}
+	require.Equal(t, []string{"offset_negative", "offset_past_max", "offset_past_max"}, refused)
+	cmd := remotingtest.PullRequest("GO", "TopicO", 0, 0, 32, codec.PullSysFlagSubscription|codec.PullSysFlagCommitOffset, 0, "*")
+	cmd.ExtFields["commitOffset"] = "3" // the max offset itself: everything consumed
+	requirePull(t, rp.pull(cmd).Await(), codec.ResponseSuccess, "FOUND", 3, 0, 3)
+	require.Equal(t, int64(3), rp.tables.Offsets.Query("GO", "TopicO", 0))
 }
 
 func TestLongPollHoldTableIsBounded(t *testing.T) {

@@ -35,15 +35,16 @@ type Topics interface {
 	Get(topic string) (codec.TopicConfig, bool)
 }
 
-// Groups finds a subscription group, creating it when autoCreateSubscriptionGroup allows
-// (*metadata.SubscriptionGroupManager).
+// Groups finds a subscription group, creating it when autoCreateSubscriptionGroup and its
+// limit allow (*metadata.SubscriptionGroupManager).
 type Groups interface {
-	FindOrCreate(group string) (codec.SubscriptionGroupConfig, bool)
+	FindOrCreate(group string) (codec.SubscriptionGroupConfig, error)
 }
 
-// Offsets stores a pull's commit offset (*metadata.ConsumerOffsetManager).
+// Offsets stores a pull's commit offset when it lies within [0, the queue's max offset]
+// (*metadata.ConsumerOffsetManager).
 type Offsets interface {
-	Commit(group, topic string, queueID int32, offset int64)
+	CommitChecked(group, topic string, queueID int32, offset, maxOffset int64) error
 }
 
 // Subscriptions are the consumer groups' subscriptions from their heartbeats (the broker's

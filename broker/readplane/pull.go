@@ -151,10 +151,10 @@ func (p *Plane) checkPull(pr *pullRequest) (codec.ResponseCode, string) {
 	if !metadata.IsReadable(p.live.BrokerPermission.Load()) {
 		return codec.ResponseNoPermission, "the broker[" + p.set.BrokerIP + "] pulling message is forbidden"
 	}
-	gc, ok := p.groups.FindOrCreate(h.ConsumerGroup)
-	if !ok {
+	gc, err := p.groups.FindOrCreate(h.ConsumerGroup)
+	if err != nil {
 		return codec.ResponseSubscriptionGroupNotExist,
-			"subscription group [" + h.ConsumerGroup + "] does not exist"
+			metadata.Remark("subscription group ["+h.ConsumerGroup+"] does not exist", err)
 	}
 	if !gc.ConsumeEnable {
 		return codec.ResponseNoPermission, "subscription group no permission, " + h.ConsumerGroup
@@ -272,8 +272,16 @@ func (p *Plane) runPull(pr *pullRequest) {
 		int(h.MaxMsgBytes.Or(0)), pr.filter.storeFilter())
 	if pr.firstPass && pr.commitAfterLookup && !p.set.IsSlave {
 		// Java stores the commit offset on the first pass whatever the lookup found; a slave never
-		// stores it (its offsets come from the master, PROTOCOL.md §13.1).
-		p.offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
+		// stores it (its offsets come from the master, PROTOCOL.md §13.1). checkPull made sure the
+		// queue exists; a commit offset outside [0, max offset] is not stored (only counted), and
+		// the pull is answered as usual.
+		var maxOffset int64
+		if err == nil {
+			maxOffset = res.MaxOffset
+		} else {
+			maxOffset = p.store.GetMaxOffsetInQueue(h.Topic, h.QueueID)
+		}
+		_ = p.offsets.CommitChecked(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset, maxOffset)
 	}
 	if err != nil {
 		pr.to.Answer(codec.ResponseSystemError, "store getMessage failed: "+err.Error())

@@ -35,13 +35,13 @@ type Store interface {
 type Topics interface {
 	Get(topic string) (codec.TopicConfig, bool)
 	CreateInSendMessage(topic, defaultTopic string, clientQueueNums, topicSysFlag int32) (codec.TopicConfig, bool)
-	CreateInSendMessageBack(topic string, queueNums, perm, topicSysFlag int32) codec.TopicConfig
+	CreateInSendMessageBack(topic string, queueNums, perm, topicSysFlag int32) (codec.TopicConfig, error)
 }
 
-// Groups finds a subscription group, creating it when autoCreateSubscriptionGroup allows
-// (*metadata.SubscriptionGroupManager): retry limits and retry queues.
+// Groups finds a subscription group, creating it when autoCreateSubscriptionGroup and its
+// limit allow (*metadata.SubscriptionGroupManager): retry limits and retry queues.
 type Groups interface {
-	FindOrCreate(group string) (codec.SubscriptionGroupConfig, bool)
+	FindOrCreate(group string) (codec.SubscriptionGroupConfig, error)
 }
 
 // Offsets keeps the transaction service's two cursors as the offsets of the built-in group

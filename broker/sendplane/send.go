@@ -217,6 +217,14 @@ func (p *Plane) checkSend(rc *remoting.Request, h *codec.SendMessageRequestHeade
 	}
 	tc, ok := p.topics.Get(h.Topic)
 	if !ok && !p.set.IsSlave { // a slave's topics come from its master only
+		if group, retry := strings.CutPrefix(h.Topic, metadata.RetryGroupTopicPrefix); retry {
+			// The group before its retry topic, as a heartbeat creates them: a send that the
+			// group's check refuses later (prepareMessage) must not leave the topic behind.
+			if _, err := p.groups.FindOrCreate(group); err != nil {
+				return codec.TopicConfig{}, codec.ResponseSubscriptionGroupNotExist,
+					metadata.Remark("subscription group not exist, "+group, err)
+			}
+		}
 		var topicSysFlag int32
 		if h.UnitMode {
 			if strings.HasPrefix(h.Topic, metadata.RetryGroupTopicPrefix) {
@@ -227,8 +235,12 @@ func (p *Plane) checkSend(rc *remoting.Request, h *codec.SendMessageRequestHeade
 		}
 		tc, ok = p.topics.CreateInSendMessage(h.Topic, h.DefaultTopic, h.DefaultTopicQueueNums, topicSysFlag)
 		if !ok && strings.HasPrefix(h.Topic, metadata.RetryGroupTopicPrefix) {
-			tc = p.topics.CreateInSendMessageBack(h.Topic, 1, metadata.PermRead|metadata.PermWrite, topicSysFlag)
-			ok = tc.TopicName != ""
+			var err error
+			tc, err = p.topics.CreateInSendMessageBack(h.Topic, 1, metadata.PermRead|metadata.PermWrite, topicSysFlag)
+			if err != nil {
+				return tc, codec.ResponseTopicNotExist, metadata.Remark("topic["+h.Topic+"] not exist, apply first please!", err)
+			}
+			ok = true
 		}
 	}
 	if !ok {
@@ -283,9 +295,9 @@ func (p *Plane) prepareMessage(r *sendRequest, rc *remoting.Request, tc *codec.T
 	// Retry topic past its reconsume limit → the group's DLQ (handleRetryAndDLQ).
 	toDLQ := false
 	if group, ok := strings.CutPrefix(topic, metadata.RetryGroupTopicPrefix); ok {
-		gc, found := p.groups.FindOrCreate(group)
-		if !found {
-			return codec.ResponseSubscriptionGroupNotExist, "subscription group not exist, " + group
+		gc, err := p.groups.FindOrCreate(group)
+		if err != nil {
+			return codec.ResponseSubscriptionGroupNotExist, metadata.Remark("subscription group not exist, "+group, err)
 		}
 		maxReconsume := gc.RetryMaxTimes
 		if rc.Cmd.Version >= mqVersionV349 && h.MaxReconsumeTimes.Set {
@@ -295,10 +307,11 @@ func (p *Plane) prepareMessage(r *sendRequest, rc *remoting.Request, tc *codec.T
 			toDLQ = true
 			topic = metadata.DLQTopic(group)
 			queueID = 0
-			*tc = p.topics.CreateInSendMessageBack(topic, dlqQueueNums, metadata.PermRead|metadata.PermWrite, 0)
-			if tc.TopicName == "" {
-				return codec.ResponseSystemError, "topic[" + topic + "] not exist"
+			dlq, err := p.topics.CreateInSendMessageBack(topic, dlqQueueNums, metadata.PermRead|metadata.PermWrite, 0)
+			if err != nil {
+				return codec.ResponseSystemError, metadata.Remark("topic["+topic+"] not exist", err)
 			}
+			*tc = dlq
 		}
 	}
 	if tc.TopicFilterType == codec.TopicFilterMultiTag {

@@ -86,9 +86,9 @@ func (p *Plane) sendMessageBack(to remoting.Reply, h *codec.ConsumerSendMsgBackR
 		to.Answer(codec.ResponseSystemError, remarkSendBackServiceNotAvailable)
 		return
 	}
-	gc, ok := p.groups.FindOrCreate(h.Group)
-	if !ok {
-		to.Answer(codec.ResponseSubscriptionGroupNotExist, remarkSubscriptionGroupNotExist+h.Group)
+	gc, err := p.groups.FindOrCreate(h.Group)
+	if err != nil {
+		to.Answer(codec.ResponseSubscriptionGroupNotExist, metadata.Remark(remarkSubscriptionGroupNotExist+h.Group, err))
 		return
 	}
 	if !metadata.IsWriteable(p.live.BrokerPermission.Load()) {
@@ -189,9 +189,9 @@ func (p *Plane) sendMessageBack(to remoting.Reply, h *codec.ConsumerSendMsgBackR
 // sendBackTopic creates a send-back's retry or DLQ topic on demand and checks that it is
 // writable. It answers and returns false when the topic cannot be written.
 func (p *Plane) sendBackTopic(to remoting.Reply, topic string, queueNums, topicSysFlag int32) bool {
-	tc := p.topics.CreateInSendMessageBack(topic, queueNums, metadata.PermRead|metadata.PermWrite, topicSysFlag)
-	if tc.TopicName == "" {
-		to.Answer(codec.ResponseSystemError, "topic["+topic+"] not exist")
+	tc, err := p.topics.CreateInSendMessageBack(topic, queueNums, metadata.PermRead|metadata.PermWrite, topicSysFlag)
+	if err != nil {
+		to.Answer(codec.ResponseSystemError, metadata.Remark("topic["+topic+"] not exist", err))
 		return false
 	}
 	if !metadata.IsWriteable(tc.Perm) {

@@ -480,7 +480,8 @@ func (t *transactionService) discard(r *codec.Record, toCheckMax bool) bool {
 		return !ok || v != endClaimed
 	}
 	if toCheckMax {
-		p.topics.CreateInSendMessageBack(metadata.TransCheckMaxTimeTopic, 1, metadata.PermRead|metadata.PermWrite, 0)
+		// Not a group topic: no limit applies, it cannot be refused.
+		_, _ = p.topics.CreateInSendMessageBack(metadata.TransCheckMaxTimeTopic, 1, metadata.PermRead|metadata.PermWrite, 0)
 		props := r.Properties
 		if codec.ValidateProperties(props) != nil {
 			// A half stored before properties were checked: the store would refuse it as is,

@@ -53,7 +53,7 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 
 func (a *app) run(args []string, stderr io.Writer) int {
 	root := a.rootCommand()
-	root.SetArgs(args)
+	root.SetArgs(translateTwoLetterFlags(args))
 	root.SetOut(a.out)
 	root.SetErr(stderr)
 	cmd, err := root.ExecuteC()
@@ -121,6 +121,8 @@ func (a *app) rootCommand() *cobra.Command {
 	root.AddCommand(
 		a.clusterListCommand(), a.brokerStatusCommand(), a.getBrokerConfigCommand(), a.updateBrokerConfigCommand(),
 		a.updateKvConfigCommand(),
+		a.getControllerMetaDataCommand(), a.getSyncStateSetCommand(), a.getBrokerEpochCommand(), a.electMasterCommand(),
+		a.cleanBrokerMetadataCommand(),
 		a.topicListCommand(), a.topicRouteCommand(), a.topicStatusCommand(), a.updateTopicCommand(), a.deleteTopicCommand(),
 		a.updateSubGroupCommand(), a.deleteSubGroupCommand(), a.consumerProgressCommand(),
 		a.consumerConnectionCommand(), a.producerConnectionCommand(), a.resetOffsetByTimeCommand(),
@@ -253,6 +255,12 @@ func (a *app) ask(peer, addr string, req *codec.RemotingCommand, what string, ok
 		return nil, err
 	}
 	return resp, nil
+}
+
+// isTopicNotExist says err is a TOPIC_NOT_EXIST answer.
+func isTopicNotExist(err error) bool {
+	var re *adminclient.ResponseError
+	return errors.As(err, &re) && re.Code == codec.ResponseTopicNotExist
 }
 
 // askNamesrv sends a request to the name servers in turn until one answers (RocketMQ's

@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ringmq/ringmq/codec"
-	"github.com/ringmq/ringmq/internal/adminclient"
 )
 
 // Consumer and producer group commands: updateSubGroup, deleteSubGroup, consumerProgress,
@@ -197,8 +196,7 @@ func (a *app) groupMasters(group, topic, cluster string) ([]brokerRef, error) {
 		return a.topicMasters(topic, cluster)
 	}
 	masters, err := a.topicMasters(retryGroupTopicPrefix+group, cluster)
-	var re *adminclient.ResponseError
-	if err == nil || !errors.As(err, &re) || re.Code != codec.ResponseTopicNotExist {
+	if !isTopicNotExist(err) {
 		return masters, err
 	}
 	ci, err := a.clusterInfo()

@@ -188,6 +188,11 @@ func (a *app) oneQueue(topic, brokerName string, queueID int32, write bool) (que
 	if err != nil {
 		return queueRef{}, err
 	}
+	return queueOf(qs, topic, brokerName, queueID)
+}
+
+// queueOf finds queue queueID of a broker name among qs.
+func queueOf(qs []queueRef, topic, brokerName string, queueID int32) (queueRef, error) {
 	for _, q := range qs {
 		if q.QueueID == queueID {
 			return q, nil
@@ -275,6 +280,55 @@ func localIP() netip.Addr {
 	return netip.AddrFrom4([4]byte{127, 0, 0, 1})
 }
 
+// defaultTopic is the topic whose route a producer sends a new topic's first messages through
+// (RocketMQ's TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC): a broker with autoCreateTopicEnable
+// holds it, and creates a topic on send from it.
+const defaultTopic = "TBW102"
+
+// producerDefaultTopicQueueNums is the queue count a producer asks for a topic created on send
+// (Java's DefaultMQProducer.defaultTopicQueueNums default, which mqadmin's producer keeps); the
+// broker gives min(this, its defaultTopicQueueNums).
+const producerDefaultTopicQueueNums = 4
+
+// publishQueues are the write queues a producer sends a topic's messages to (brokerName restricts
+// them to one broker name). A topic the name servers have no route for goes, as with RocketMQ's
+// producer, through the default topic's route: every master whose TBW102 queues are writeable and
+// inheritable (it allows creating topics on send) gets min(producerDefaultTopicQueueNums, its
+// TBW102 read queues) queues, and the send's defaultTopic and defaultTopicQueueNums let the broker
+// create the topic. viaDefault says the default route was taken.
+func (a *app) publishQueues(topic, brokerName string) (qs []queueRef, viaDefault bool, err error) {
+	qs, err = a.topicQueues(topic, brokerName, true)
+	if !isTopicNotExist(err) || topic == defaultTopic {
+		return qs, false, err
+	}
+	notExist := err
+	rd, err := a.topicRoute(defaultTopic)
+	if isTopicNotExist(err) {
+		return nil, false, fmt.Errorf("%w; no broker creates topics on send either (the default topic %s has no route: "+
+			"autoCreateTopicEnable=false on every broker): create the topic with updateTopic", notExist, defaultTopic)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	inheritable := rd.QueueDatas[:0]
+	for _, qd := range rd.QueueDatas {
+		if qd.Perm&permWrite != 0 && qd.Perm&permInherit != 0 {
+			qd.ReadQueueNums = min(producerDefaultTopicQueueNums, qd.ReadQueueNums)
+			qd.WriteQueueNums = qd.ReadQueueNums
+			inheritable = append(inheritable, qd)
+		}
+	}
+	if len(inheritable) == 0 {
+		return nil, false, fmt.Errorf("%w; no broker creates topics on send either (no master's %s queues are writeable "+
+			"and inheritable): create the topic with updateTopic", notExist, defaultTopic)
+	}
+	rd.QueueDatas = inheritable
+	if qs, err = routeQueues(rd, topic, brokerName, true); err != nil {
+		return nil, false, fmt.Errorf("%w; sending through the default topic %s: %w", notExist, defaultTopic, err)
+	}
+	return qs, true, nil
+}
+
 func (a *app) sendMessageCommand() *cobra.Command {
 	var topic, body, keys, tags, brokerName string
 	var queueID int32
@@ -286,16 +340,16 @@ func (a *app) sendMessageCommand() *cobra.Command {
 			if trace.value {
 				return usageError("-m true: message traces are not supported by this mqadmin")
 			}
-			qs, err := a.topicQueues(topic, brokerName, true)
+			if cmd.Flags().Changed("qid") && brokerName == "" {
+				return usageError("-i (qid) needs -b (broker)")
+			}
+			qs, viaDefault, err := a.publishQueues(topic, brokerName)
 			if err != nil {
 				return err
 			}
 			q := qs[int(a.now().UnixNano()%int64(len(qs)))] // any queue, as a producer's random start picks
 			if cmd.Flags().Changed("qid") {
-				if brokerName == "" {
-					return usageError("-i (qid) needs -b (broker)")
-				}
-				if q, err = a.oneQueue(topic, brokerName, queueID, true); err != nil {
+				if q, err = queueOf(qs, topic, brokerName, queueID); err != nil {
 					return err
 				}
 			}
@@ -308,14 +362,18 @@ func (a *app) sendMessageCommand() *cobra.Command {
 			if tags != "" {
 				props[codec.PropertyTags] = tags
 			}
-			h := &codec.SendMessageRequestHeader{ProducerGroup: "PID_MQADMIN", Topic: topic, DefaultTopic: "TBW102",
-				DefaultTopicQueueNums: 4, QueueID: q.QueueID, BornTimestamp: now.UnixMilli(),
+			h := &codec.SendMessageRequestHeader{ProducerGroup: "PID_MQADMIN", Topic: topic, DefaultTopic: defaultTopic,
+				DefaultTopicQueueNums: producerDefaultTopicQueueNums, QueueID: q.QueueID, BornTimestamp: now.UnixMilli(),
 				Properties: string(codec.EncodeProperties(props)), BrokerName: q.BrokerName}
 			ext := map[string]string{}
 			h.EncodeV2(ext)
 			req := codec.NewRequest(codec.RequestSendMessageV2, ext, []byte(body))
 			resp, err := a.ask("broker "+q.Addr, q.Addr, req, fmt.Sprintf("a message to %s", q),
 				[]codec.ResponseCode{codec.ResponseSuccess, codec.ResponseFlushDiskTimeout, codec.ResponseFlushSlaveTimeout, codec.ResponseSlaveNotAvailable})
+			if viaDefault && isTopicNotExist(err) {
+				return fmt.Errorf("%w (the topic has no route and broker %s did not create it on send: "+
+					"autoCreateTopicEnable=false there; create the topic with updateTopic)", err, q.BrokerName)
+			}
 			if err != nil {
 				return err
 			}

@@ -57,11 +57,8 @@ func runWithBroker(m *testing.M) (int, error) {
 	}
 	defer os.RemoveAll(dir)
 	cfg := smallBrokerConfig(dir)
-	b, err := launch.New(cfg, broker.Deps{})
+	b, err := startBroker(cfg)
 	if err != nil {
-		return 0, err
-	}
-	if err := b.Start(); err != nil {
 		return 0, err
 	}
 	fixture.namesrv, fixture.broker = b.EmbeddedNamesrvAddr(), b.BrokerAddr()
@@ -70,6 +67,18 @@ func runWithBroker(m *testing.M) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return code, b.Shutdown(ctx)
+}
+
+// startBroker starts a broker (with its embedded name server).
+func startBroker(cfg broker.Config) (*broker.Broker, error) {
+	b, err := launch.New(cfg, broker.Deps{})
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Start(); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // smallBrokerConfig is a broker on 127.0.0.1 ports 0 (its embedded name server too) with

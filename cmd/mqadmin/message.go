@@ -243,6 +243,12 @@ func (a *app) topicQueues(topic, brokerName string, write bool) ([]queueRef, err
 	if err != nil {
 		return nil, err
 	}
+	return routeQueues(rd, topic, brokerName, write)
+}
+
+// routeQueues lists the read (or write) queues of a route's masters as queues of topic, as
+// topicQueues does.
+func routeQueues(rd *codec.TopicRouteData, topic, brokerName string, write bool) ([]queueRef, error) {
 	addrs := map[string]string{}
 	for _, m := range routeMasters(rd) {
 		addrs[m.Name] = m.Addr

@@ -77,6 +77,15 @@ func configure(args []string, stdout, stderr io.Writer) (loaded, error) {
 			fs.Lookup(key).NoOptDefVal = "true" // --key alone means true; --key=false works
 		}
 	}
+	// The RocketMQ keys ringmq accepts without reading are flags too, hidden from --help, so that
+	// a flag is treated as the same line of the file would be (Config.Set: a warning naming it).
+	acceptedKeys := broker.AcceptedRocketMQKeys()
+	for _, key := range acceptedKeys {
+		v := &keyValue{kind: "text"}
+		keyFlags[key] = &v.text
+		fs.Var(v, key, "an Apache RocketMQ key ringmq accepts without reading")
+		_ = fs.MarkHidden(key)
+	}
 	fs.Usage = func() { printUsage(stderr, fs, command) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -114,32 +123,28 @@ func configure(args []string, stdout, stderr io.Writer) (loaded, error) {
 				errs = append(errs, fmt.Errorf("%s: %w", where, err))
 				continue
 			}
-			switch {
-			case w == nil:
+			if w == nil {
 				origin[p.Key] = where
 				if alias, ok := broker.LegacyAliases[p.Key]; ok {
 					origin[alias] = where
 				}
-			case w.Unknown:
-				args := []any{"key", w.Key, "file", *configFile, "line", w.Line}
-				if w.Suggestion != "" {
-					args = append(args, "didYouMean", w.Suggestion)
-				}
-				warnings = append(warnings, pending{slog.LevelWarn, "unknown config key ignored", args})
-			case !reported[w.Key]:
+			} else if !reported[w.Key] {
 				reported[w.Key] = true
-				warnings = append(warnings, pending{slog.LevelInfo, "config key accepted but not needed",
-					[]any{"key", w.Key, "file", *configFile, "line", w.Line, "instead", w.Message}})
+				warnings = append(warnings, keyWarning(w, "file", *configFile, "line", w.Line))
 			}
 		}
 	}
-	for _, key := range broker.PropertyNames() {
+	for _, key := range append(broker.PropertyNames(), acceptedKeys...) {
 		if !fs.Changed(key) {
 			continue
 		}
 		where := "flag --" + key
-		if _, err := cfg.Set(key, *keyFlags[key], 0); err != nil {
+		w, err := cfg.Set(key, *keyFlags[key], 0)
+		switch {
+		case err != nil:
 			errs = append(errs, fmt.Errorf("%s: %w", where, err))
+		case w != nil:
+			warnings = append(warnings, keyWarning(w, "flag", "--"+key))
 		}
 		origin[key] = where
 	}
@@ -180,6 +185,16 @@ func configure(args []string, stdout, stderr io.Writer) (loaded, error) {
 		logger.Info("config file loaded", "file", *configFile)
 	}
 	return loaded{cfg: cfg, file: *configFile, logger: logger, logCloser: closer, printOnly: *printConfig}, nil
+}
+
+// keyWarning is the log line for a RocketMQ key ringmq accepts without reading it: a warning for
+// one it ignores (the operator may expect its effect), an info line saying what ringmq does
+// instead for one it does not need. where names the file and line, or the flag.
+func keyWarning(w *broker.ConfigWarning, where ...any) pending {
+	if w.Ignored {
+		return pending{slog.LevelWarn, "RocketMQ config key ignored", append(append([]any{"key", w.Key}, where...), "why", w.Message)}
+	}
+	return pending{slog.LevelInfo, "config key accepted but not needed", append(append([]any{"key", w.Key}, where...), "instead", w.Message)}
 }
 
 // usageHeader opens --help; the key sections follow, one per broker.KeyGroups entry.

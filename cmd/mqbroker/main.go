@@ -4,16 +4,19 @@
 //	mqbroker [-c broker.conf] [-n "ns1:9876;ns2:9876"] [--<key>=<value> ...] [-p]
 //
 // Every broker.conf key is also a flag (--storePathRootDir=./data, --autoCreateTopicEnable=false,
-// ...). Priority: flags > file > defaults. In the file, keys ringmq does not need are
-// reported once at info with what it does instead, unknown keys as warnings naming key and
-// line, and a value that does not parse stops the start with an error naming key and line.
+// ...). Priority: flags > file > defaults. Apache RocketMQ 4.x keys ringmq does not need are
+// reported once at info with what it does instead, those it ignores as warnings naming the key
+// (a flag the same as a line of the file); a key neither ringmq nor RocketMQ knows (a typo) and
+// a value that does not parse stop the start with an error naming file and line, the key and,
+// for a typo, the nearest known key.
 // -p (--printConfigItem) validates the configuration exactly as a start does and prints it
 // (exit status 1 on an error); --version prints the version. After the start, five INFO log
 // lines say what the broker runs with (broker.LogStartupSummary). SIGINT or SIGTERM
 // shut the broker down cleanly (final flush, checkpoint, abort marker removed).
 //
 // http://<metricsAddr>/ (default 127.0.0.1:9106; empty or off: none) serves Prometheus /metrics,
-// the Go profiler under /debug/pprof/ and the /healthz and /readyz probes (METRICS.md).
+// the Go profiler under /debug/pprof/ and the probes /livez (also served as /healthz) and /readyz
+// (METRICS.md).
 // aclEnable=true checks every request against the plain ACL file aclFile (default: plain_acl.yml beside the -c file, else conf/plain_acl.yml), re-read
 // when it changes; tlsEnable=true (or tlsServerMode=permissive|enforcing) with tlsCertFile
 // and tlsKeyFile serves TLS on listenPort.
@@ -29,12 +32,11 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"regexp"
+	"slices"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/pflag"
 
 	"github.com/ringmq/ringmq/broker"
@@ -90,7 +92,7 @@ func run(args []string, stdout, stderr io.Writer, signals <-chan os.Signal) int 
 // file ("" none), where UPDATE_BROKER_CONFIG writes the keys it changes.
 func serve(cfg broker.Config, configFile string, stdout, stderr io.Writer, logger *slog.Logger, signals <-chan os.Signal) int {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(goCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(opsserver.RuntimeCollectors()...)
 	// The operators' endpoint comes up first: metrics and profiles during a long recovery, and probes
 	// that answer 503 "starting" until the broker is there.
 	probes := &opsserver.Pending{}
@@ -136,10 +138,12 @@ func serve(cfg broker.Config, configFile string, stdout, stderr io.Writer, logge
 	// Java's boot line (start scripts wait for it), then where everything is.
 	namesrvs := b.Config().NamesrvAddr
 	if ns := b.EmbeddedNamesrvAddr(); ns != "" {
-		if namesrvs != "" {
-			namesrvs += ";"
+		if running := b.Config(); !slices.Contains(running.NamesrvAddrs(), ns) { // namesrvAddr may name it already
+			if namesrvs != "" {
+				namesrvs += ";"
+			}
+			namesrvs += ns
 		}
-		namesrvs += ns
 		fmt.Fprintf(stdout, "embedded name server listening on %s\n", b.EmbeddedNamesrv().Addr())
 	}
 	fmt.Fprintf(stdout, "broker listening on %s, store at %s\n", b.Addr(), absPath(cfg.StorePathRootDir))
@@ -175,14 +179,4 @@ func absPath(p string) string {
 		return a
 	}
 	return p
-}
-
-// goCollector exports the runtime's scheduler and GC series besides the classic go_* ones:
-// go_sched_latencies_seconds (how long runnable goroutines waited for a CPU), the GC and
-// stop-the-world pause histograms and the GC CPU classes (mark assist included) are what
-// tell a CPU-starved or GC-bound tail from one the store or the disk causes.
-func goCollector() prometheus.Collector {
-	return collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
-		collectors.MetricsScheduler, collectors.MetricsGC,
-		collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/cpu/classes/gc/`)}))
 }

@@ -138,10 +138,15 @@ func TestRunServesAndStopsOnSIGTERM(t *testing.T) {
 		"no ringmq_hiccup_seconds samples")
 	require.True(t, strings.HasPrefix(httpGet(t, strings.TrimSuffix(metricsURL[1], "/metrics")+"/debug/hiccups"),
 		"# start_unix_ns late_ns (interval 1ms, recorded from 1ms, samples "))
-	// The probes (httpGet requires 200): embedded name server only, store writable, registered.
-	require.Equal(t, `{"status":"ok","checks":[{"name":"store_writable","ok":true},{"name":"namesrv_registration_fresh","ok":true,"detail":"no namesrvAddr: embedded name server only"}]}`+"\n",
-		httpGet(t, strings.TrimSuffix(metricsURL[1], "/metrics")+"/healthz"))
-	require.Contains(t, httpGet(t, strings.TrimSuffix(metricsURL[1], "/metrics")+"/readyz"), `"status":"ok"`)
+	// The probes (httpGet requires 200): live (/healthz is /livez), and ready: registered with the
+	// embedded name server, store writable, a master.
+	for _, path := range []string{"/livez", "/healthz"} {
+		require.Equal(t, `{"status":"ok","checks":[{"name":"event_loops","ok":true},{"name":"put_path","ok":true},{"name":"store_failed","ok":true}]}`+"\n",
+			httpGet(t, strings.TrimSuffix(metricsURL[1], "/metrics")+path))
+	}
+	require.Equal(t, `{"status":"ok","checks":[{"name":"store_recovered","ok":true},{"name":"listeners_up","ok":true},`+
+		`{"name":"namesrv_registered","ok":true},{"name":"store_writable","ok":true},{"name":"role","ok":true,"detail":"ASYNC_MASTER"}]}`+"\n",
+		httpGet(t, strings.TrimSuffix(metricsURL[1], "/metrics")+"/readyz"))
 
 	_, err = os.Stat(filepath.Join(dir, "abort"))
 	require.NoError(t, err, "abort marker present while running")
@@ -189,13 +194,13 @@ haListenPort=10913
 sendMessageThreadPoolNums=16
 sendMessageThreadPoolNums=32
 mapedFileSizeCommitLog=8388608
-fancyNewKey=1
-listenport=1
+redeleteHangedFileInterval=120000
+highSpeedMode=true
 enableDLegerCommitLog=false
 `)
 	var stdout, stderr syncBuffer
-	code := run([]string{"-c", path, "--listenPort=2345", "--autoCreateTopicEnable=false", "--slaveReadEnable", "-p"},
-		&stdout, &stderr, nil)
+	code := run([]string{"-c", path, "--listenPort=2345", "--autoCreateTopicEnable=false", "--slaveReadEnable",
+		"--serverWorkerThreads=8", "--transferMsgByHeap=false", "-p"}, &stdout, &stderr, nil)
 	require.Equal(t, 0, code, "stderr: %s", &stderr)
 	out := stdout.String()
 	for _, line := range []string{"brokerName=fromFile", "listenPort=2345", "autoCreateTopicEnable=false",
@@ -204,11 +209,23 @@ enableDLegerCommitLog=false
 		require.Contains(t, out, line+"\n")
 	}
 	logs := stderr.String()
-	require.Regexp(t, `level=WARN msg="unknown config key ignored" key=fancyNewKey file=\S+ line=12\n`, logs)
-	require.Regexp(t, `level=WARN msg="unknown config key ignored" key=listenport file=\S+ line=13 didYouMean=listenPort\n`, logs)
+	// RocketMQ keys ringmq does not read: a warning naming each, from the file or a flag.
+	const ignored = `why="an Apache RocketMQ 4.x key ringmq does not read; its value has no effect"\n`
+	require.Regexp(t, `level=WARN msg="RocketMQ config key ignored" key=redeleteHangedFileInterval file=\S+ line=12 `+ignored, logs)
+	require.Regexp(t, `level=WARN msg="RocketMQ config key ignored" key=highSpeedMode file=\S+ line=13 `+ignored, logs)
+	require.Regexp(t, `level=WARN msg="RocketMQ config key ignored" key=transferMsgByHeap flag=--transferMsgByHeap `+ignored, logs)
+	require.Contains(t, logs, `level=INFO msg="config key accepted but not needed" key=serverWorkerThreads flag=--serverWorkerThreads `+
+		`instead="network work runs on gnet event loops (netEventLoops)"`+"\n")
 	require.Equal(t, 1, strings.Count(logs, "key=sendMessageThreadPoolNums"), "not-needed keys are reported once")
 	require.Contains(t, logs, `msg="config key accepted but not needed" key=sendMessageThreadPoolNums`)
 	require.NotContains(t, logs, "key=haListenPort", "haListenPort is read")
+
+	// metricsAddr=off (any case) is no endpoint, as in mqnamesrv; -p prints it as written.
+	for _, off := range []string{"off", "OFF"} {
+		stdout = syncBuffer{}
+		require.Equal(t, 0, run([]string{"-c", writeConf(t, "metricsAddr="+off+"\n"), "-p"}, &stdout, io.Discard, nil))
+		require.Contains(t, stdout.String(), "\nmetricsAddr="+off+"\n")
+	}
 
 	// -n sets namesrvAddr and wins over the file.
 	stdout = syncBuffer{}
@@ -244,7 +261,14 @@ func TestConfigErrors(t *testing.T) {
 			`broker.conf:1: broker: config: key logLevel = "verbose"; allowed: debug, info, warn or error` + "\n"},
 		{"hiccup meter without metrics", "hiccupMeterInterval=1\nmetricsAddr=off\n", nil, 1,
 			`key hiccupMeterInterval = "1": needs metricsAddr (the meter reports there)`},
+		{"typo in file", "brokerName=b\nflushDiskTpye=SYNC_FLUSH\n", nil, 1, "broker.conf:2: broker: config: unknown key flushDiskTpye: " +
+			"neither ringmq nor Apache RocketMQ 4.x reads it; did you mean flushDiskType?\n"},
+		{"wrong case in file", "listenport=1\n", nil, 1, "broker.conf:1: broker: config: unknown key listenport: " +
+			"neither ringmq nor Apache RocketMQ 4.x reads it; did you mean listenPort?\n"},
+		{"unknown key in file", "\n\nfancyNewKey=1\n", nil, 1, "broker.conf:3: broker: config: unknown key fancyNewKey: " +
+			"neither ringmq nor Apache RocketMQ 4.x reads it\n"},
 		{"unknown flag", "", []string{"--noSuchKey=1"}, 2, "unknown flag: --noSuchKey\n"},
+		{"misspelt RocketMQ flag", "", []string{"--highSpeedMod=true"}, 2, "unknown flag: --highSpeedMod (did you mean --highSpeedMode?)\n"},
 		{"misspelt flag", "", []string{"--listenPrt=1"}, 2, "unknown flag: --listenPrt (did you mean --listenPort?)\n"},
 		{"stray argument", "", []string{"extra"}, 2, "unexpected arguments: [extra]"},
 		{"missing file", "", []string{"-c", "/nonexistent/broker.conf"}, 1, "no such file"},
@@ -259,6 +283,29 @@ func TestConfigErrors(t *testing.T) {
 			require.Equal(t, tc.wantCode, run(args, io.Discard, &stderr, nil))
 			require.Contains(t, stderr.String(), tc.wantErr)
 		})
+	}
+}
+
+// TestTypoStopsStartAndPrint: a misspelt key stops -p and a start alike with exit status 1 and one
+// line on stderr naming the file, the line, the key and the key it probably meant; the start opens
+// nothing (no store directory).
+func TestTypoStopsStartAndPrint(t *testing.T) {
+	path := writeConf(t, "# durable\nbrokerName=b\nflushDiskTpye=SYNC_FLUSH\nsendMessageThreadPoolNums=8\n")
+	want := path + ":3: broker: config: unknown key flushDiskTpye: neither ringmq nor Apache RocketMQ 4.x reads it; " +
+		"did you mean flushDiskType?\n"
+	for _, printOnly := range []bool{true, false} {
+		dir := filepath.Join(t.TempDir(), "store")
+		args := append(smallStoreFlags(dir), "-c", path)
+		if printOnly {
+			args = append(args, "-p")
+		}
+		var stdout, stderr syncBuffer
+		require.Equal(t, 1, run(args, &stdout, &stderr, nil), "-p %v", printOnly)
+		require.Empty(t, stdout.String())
+		// The not-needed key's info line comes first (the logger exists only once the file is read).
+		require.Equal(t, want, regexp.MustCompile(`(?m)^.* level=INFO .*\n`).ReplaceAllString(stderr.String(), ""))
+		_, err := os.Stat(dir)
+		require.ErrorIs(t, err, os.ErrNotExist)
 	}
 }
 

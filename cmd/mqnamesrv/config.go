@@ -5,12 +5,16 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/ringmq/ringmq/controller"
 	"github.com/ringmq/ringmq/internal/conf"
 	"github.com/ringmq/ringmq/internal/logging"
+	"github.com/ringmq/ringmq/internal/opsserver"
 	"github.com/ringmq/ringmq/namesrv"
 )
 
@@ -24,10 +28,14 @@ type settings struct {
 	listenPort  int
 	bindAddress string
 	metricsAddr string
+	// controller: enableControllerInNamesrv and the controller's keys (controller.Config's
+	// prop tags), read from the same file as RocketMQ 5 reads them.
+	controllerEnabled bool
+	controller        controller.Config
 }
 
 func defaultSettings() settings {
-	return settings{ns: namesrv.DefaultConfig(), listenPort: 9876}
+	return settings{ns: namesrv.DefaultConfig(), listenPort: 9876, controller: controller.DefaultConfig()}
 }
 
 // listenAddr composes bindAddress and listenPort. Java binds 0.0.0.0 by default; an empty
@@ -56,10 +64,30 @@ var keys = map[string]keySetter{
 	"serverChannelMaxIdleTimeSeconds": durationKey(time.Second, func(s *settings, v time.Duration) {
 		s.ns.IdleTimeout = v
 	}),
-	"netEngine":          stringKey(func(s *settings, v string) { s.ns.NetEngine = v }),
-	"netEventLoops":      intKey(func(s *settings, v int) { s.ns.NetEventLoops = v }),
-	"brokerExpiryMillis": durationKey(time.Millisecond, func(s *settings, v time.Duration) { s.ns.BrokerExpiry = v }),
-	"metricsAddr":        stringKey(func(s *settings, v string) { s.metricsAddr = v }),
+	"netEngine":                 stringKey(func(s *settings, v string) { s.ns.NetEngine = v }),
+	"netEventLoops":             intKey(func(s *settings, v int) { s.ns.NetEventLoops = v }),
+	"brokerExpiryMillis":        durationKey(time.Millisecond, func(s *settings, v time.Duration) { s.ns.BrokerExpiry = v }),
+	"metricsAddr":               metricsAddrKey,
+	"enableControllerInNamesrv": boolKey(func(s *settings, v bool) { s.controllerEnabled = v }),
+}
+
+// dledgerKeys are RocketMQ 5's DLedger controller keys: ringmq's controller runs on raft and
+// names its peers differently, so a file with them is refused with what to write instead.
+var dledgerKeys = map[string]string{
+	"controllerDLegerPeers":  "controllerPeers (id-host:port of the raft transport, ';'-separated)",
+	"controllerDLegerSelfId": "controllerSelfId",
+	"controllerDLegerGroup":  "nothing: the raft group has no name",
+}
+
+// metricsAddrKey reads metricsAddr as mqbroker does (opsserver.ListenAddr): host:port, or empty
+// or off for no endpoint.
+func metricsAddrKey(s *settings, v string) error {
+	addr, err := opsserver.ListenAddr(v)
+	if err != nil {
+		return errors.New(err.Error() + "; allowed: host:port, empty or off")
+	}
+	s.metricsAddr = addr
+	return nil
 }
 
 // notApplied are RocketMQ name server keys (NamesrvConfig, NettyServerConfig,
@@ -78,7 +106,6 @@ var notApplied = map[string]string{
 	"unRegisterBrokerQueueCapacity":        "unregistrations are applied at once",
 	"supportActingMaster":                  "routes are never rewritten to name a slave as acting master",
 	"notifyMinBrokerIdChanged":             "brokers are not notified of min broker id changes",
-	"enableControllerInNamesrv":            "the 5.x controller is not supported",
 	"deleteTopicWithBrokerRegistration":    "topics missing from a registration are kept, as with the default false",
 	"serverWorkerThreads":                  "the network layer uses netEventLoops event loops",
 	"serverCallbackExecutorThreads":        "the network layer uses netEventLoops event loops",
@@ -116,8 +143,10 @@ var notApplied = map[string]string{
 }
 
 // applyProperties applies a parsed file to s. Keys that do not apply are logged once each at
-// info with what ringmq does instead; unknown keys are logged as warnings by name and line;
-// every value that does not parse is an error naming key and line (all of them, joined).
+// info with what ringmq does instead, Apache RocketMQ name server keys ringmq does not read as
+// warnings naming them; every value that does not parse and every key neither ringmq nor RocketMQ
+// knows (a typo, with the nearest known key) is an error naming file and line (all of them,
+// joined).
 func applyProperties(s *settings, props []conf.Property, file string, logger *slog.Logger) error {
 	var errs []error
 	logged := make(map[string]bool)
@@ -125,23 +154,63 @@ func applyProperties(s *settings, props []conf.Property, file string, logger *sl
 		if _, ok := conf.Lookup(&logging.Settings{}, p.Key); ok {
 			continue // read before the logger was built (loggingSettings)
 		}
-		if set, ok := keys[p.Key]; ok {
-			if err := set(s, strings.TrimSpace(p.Value)); err != nil {
-				errs = append(errs, fmt.Errorf("%w: %s:%d: %s=%q: %w", errConfig, file, p.Line, p.Key, p.Value, err))
+		set, ok := keys[p.Key]
+		var setErr error
+		if ok {
+			if setErr = set(s, strings.TrimSpace(p.Value)); setErr != nil {
+				errs = append(errs, fmt.Errorf("%w: %s:%d: %s=%q: %w", errConfig, file, p.Line, p.Key, p.Value, setErr))
 			}
+		}
+		// The controller's keys; scanNotActiveBrokerInterval is both's, as in RocketMQ 5.
+		if !ok || p.Key == "scanNotActiveBrokerInterval" && setErr == nil {
+			if found, err := conf.Set(&s.controller, p.Key, strings.TrimSpace(p.Value)); found {
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%w: %s:%d: %w", errConfig, file, p.Line, err))
+				}
+				continue
+			}
+		}
+		if ok {
 			continue
 		}
-		if why, ok := notApplied[p.Key]; ok {
-			if !logged[p.Key] {
-				logged[p.Key] = true
-				logger.Info("config key accepted but not applied", "key", p.Key, "file", file, "line", p.Line, "instead", why)
-			}
+		if instead, ok := dledgerKeys[p.Key]; ok {
+			errs = append(errs, fmt.Errorf("%w: %s:%d: %s: ringmq's controller runs on raft: write %s", errConfig, file, p.Line, p.Key, instead))
 			continue
 		}
-		logger.Warn("unknown config key ignored", "key", p.Key, "file", file, "line", p.Line)
+		why, notNeeded := notApplied[p.Key]
+		kind, err := namesrvVocabulary().Check(p.Key)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%w: %s:%d: %w", errConfig, file, p.Line, err))
+		case logged[p.Key]:
+		case notNeeded:
+			logged[p.Key] = true
+			logger.Info("config key accepted but not applied", "key", p.Key, "file", file, "line", p.Line, "instead", why)
+		case kind == conf.KeyRocketMQOnly:
+			logged[p.Key] = true
+			logger.Warn("RocketMQ config key ignored", "key", p.Key, "file", file, "line", p.Line,
+				"why", "an Apache RocketMQ 4.x key ringmq does not read; its value has no effect")
+		}
 	}
 	return errors.Join(errs...)
 }
+
+// namesrvVocabulary is every key mqnamesrv knows: the keys it applies, the logging keys, the
+// RocketMQ keys it accepts on purpose (notApplied), then Apache RocketMQ 4.9's name server keys.
+var namesrvVocabulary = sync.OnceValue(func() conf.Vocabulary {
+	var own []string
+	for k := range keys {
+		own = append(own, k)
+	}
+	for k := range notApplied {
+		own = append(own, k)
+	}
+	for _, k := range conf.Keys(logging.Settings{}) {
+		own = append(own, k.Name)
+	}
+	slices.Sort(own) // map order would break Suggest's ties differently from run to run
+	return conf.Vocabulary{Own: own, RocketMQ: conf.RocketMQNamesrvKeys()}
+})
 
 func stringKey(set func(*settings, string)) keySetter {
 	return func(s *settings, v string) error { set(s, v); return nil }
@@ -190,12 +259,9 @@ func durationKey(unit time.Duration, set func(*settings, time.Duration)) keySett
 // broker's too: internal/logging) from the file's properties; a bad value is an error naming
 // file, line, key, value and the allowed values.
 func loggingSettings(props []conf.Property, file string) (logging.Settings, error) {
-	s := logging.DefaultSettings()
-	for _, p := range props {
-		found, err := conf.Set(&s, p.Key, strings.TrimSpace(p.Value))
-		if found && err != nil {
-			return s, fmt.Errorf("%w: %s:%d: %w", errConfig, file, p.Line, err)
-		}
+	s, err := logging.FromProperties(props, file)
+	if err != nil {
+		return s, fmt.Errorf("%w: %w", errConfig, err)
 	}
-	return s, s.Validate()
+	return s, nil
 }

@@ -4,10 +4,12 @@
 //
 //	mqnamesrv [-c namesrv.conf] [-p listenPort] [--logLevel info] [--logFormat text|json] [--logFile path]
 //
-// Priority: flags > file > defaults. Keys that ringmq does not need are logged once at
-// info with what it does instead; unknown keys are logged as warnings by name and line; a
-// value that does not parse stops the start with an error naming key and line. SIGINT or
-// SIGTERM shuts down gracefully.
+// Priority: flags > file > defaults. Apache RocketMQ 4.x keys that ringmq does not need are
+// logged once at info with what it does instead; a key neither ringmq nor RocketMQ knows (a
+// typo) and a value that does not parse stop the start (and --printConfigItem) with an error
+// naming file, line and key, and for a typo the nearest known key. metricsAddr (host:port, empty
+// or off, read as mqbroker reads it) serves /metrics and /debug/pprof/. SIGINT or SIGTERM shuts
+// down gracefully.
 //
 // Note: Java's mqnamesrv uses -p for "print config items and exit"; here -p sets the
 // listen port (--printConfigItem prints the effective settings instead).
@@ -20,19 +22,20 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/pflag"
 
+	"github.com/ringmq/ringmq/controller"
 	"github.com/ringmq/ringmq/internal/conf"
 	"github.com/ringmq/ringmq/internal/logging"
+	"github.com/ringmq/ringmq/internal/opsserver"
 	"github.com/ringmq/ringmq/internal/version"
 	"github.com/ringmq/ringmq/namesrv"
 )
@@ -64,6 +67,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, started c
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
+		}
+		// pflag has printed the error and the usage; a misspelt flag also gets the nearest one.
+		if flag, ok := strings.CutPrefix(err.Error(), "unknown flag: --"); ok {
+			var names []string
+			fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+			if near := conf.Suggest(flag, names); near != "" {
+				fmt.Fprintf(stderr, "mqnamesrv: unknown flag --%s: did you mean --%s?\n", flag, near)
+			}
 		}
 		return 2
 	}
@@ -109,7 +120,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, started c
 	s := defaultSettings()
 	if *configFile != "" {
 		if err := applyProperties(&s, props, *configFile, logger); err != nil {
-			logger.Error("bad config", "err", err)
+			fmt.Fprintln(stderr, err) // errConfig names the command; each error its file and line
 			return 1
 		}
 		logger.Info("config file loaded", "file", *configFile)
@@ -121,6 +132,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, started c
 	if err := s.ns.Validate(); err != nil {
 		logger.Error("bad config", "err", err)
 		return 1
+	}
+	if s.controllerEnabled {
+		if s.controller.StorePath == "" {
+			s.controller.StorePath = controller.DefaultStorePath(s.controller.SelfID)
+		}
+		if err := s.controller.Validate(); err != nil {
+			logger.Error("bad config", "err", err)
+			return 1
+		}
 	}
 	if *printConfig {
 		fmt.Fprintf(stdout, "%+v\nmetricsAddr=%s\n", s.ns, s.metricsAddr)
@@ -138,29 +158,50 @@ func serve(ctx context.Context, s *settings, stdout io.Writer, logger *slog.Logg
 		logger.Error("cannot create the name server", "err", err)
 		return 1
 	}
+	var ctrl *controller.Controller
+	if s.controllerEnabled {
+		if ctrl, err = controller.New(s.controller, true, logger, reg); err != nil {
+			logger.Error("cannot create the controller", "err", err)
+			return 1
+		}
+		ns.SetExtension(ctrl)
+	}
 
-	var metricsServer *http.Server
-	metricsDone := make(chan error, 1)
+	// The operators' endpoint, as mqbroker serves it (metrics, pprof; no probe checks).
+	var metricsServer *opsserver.Server
 	if s.metricsAddr != "" {
-		ln, err := net.Listen("tcp", s.metricsAddr)
-		if err != nil {
+		if metricsServer, err = opsserver.Start(s.metricsAddr, reg, nil); err != nil {
 			logger.Error("cannot listen for metrics", "metricsAddr", s.metricsAddr, "err", err)
 			return 1
 		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		metricsServer = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go func() { metricsDone <- metricsServer.Serve(ln) }()
-		logger.Info("metrics served", "addr", ln.Addr().String())
+		logger.Info("metrics served", "addr", metricsServer.Addr())
 	}
 
 	if err := ns.Start(); err != nil {
 		logger.Error("cannot start the name server", "err", err)
+		if ctrl != nil {
+			_ = ctrl.Shutdown(context.Background())
+		}
 		if metricsServer != nil {
 			_ = metricsServer.Close()
-			<-metricsDone
 		}
 		return 1
+	}
+	if ctrl != nil {
+		if s.controller.AdvertiseAddr == "" {
+			// Callers are sent to this name server's port, on the raft address's host.
+			ctrl.SetAdvertiseAddr(controller.AdvertiseOn(s.controller, ns.Addr()))
+		}
+		if err := ctrl.Start(); err != nil {
+			logger.Error("cannot start the controller", "err", err)
+			shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+			_ = ns.Shutdown(shutdownCtx)
+			cancel()
+			if metricsServer != nil {
+				_ = metricsServer.Close()
+			}
+			return 1
+		}
 	}
 	// The line Java's mqnamesrv prints; start scripts wait for it.
 	fmt.Fprintf(stdout, "The Name Server boot success. serializeType=JSON, address %s\n", ns.Addr())
@@ -173,16 +214,19 @@ func serve(ctx context.Context, s *settings, stdout io.Writer, logger *slog.Logg
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	status := 0
+	if ctrl != nil {
+		// Before the name server: its closing connections must not look like dead brokers.
+		if err := ctrl.Shutdown(shutdownCtx); err != nil {
+			logger.Error("controller shutdown", "err", err)
+			status = 1
+		}
+	}
 	if err := ns.Shutdown(shutdownCtx); err != nil {
 		logger.Error("name server shutdown", "err", err)
 		status = 1
 	}
 	if metricsServer != nil {
-		if err := metricsServer.Shutdown(shutdownCtx); err != nil {
-			logger.Error("metrics server shutdown", "err", err)
-			status = 1
-		}
-		if err := <-metricsDone; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := metricsServer.Close(); err != nil {
 			logger.Error("metrics server", "err", err)
 			status = 1
 		}

@@ -3,12 +3,13 @@
 //
 //	/metrics        Prometheus text exposition of the process's registry
 //	/debug/pprof/   net/http/pprof (index, cmdline, profile, symbol, trace, and the named profiles)
-//	/healthz        200 when every health check passes, else 503
-//	/readyz         200 when every readiness check passes, else 503
+//	/livez          liveness: 200 when every liveness check passes, else 503 (restart me)
+//	/healthz        the same as /livez (the name earlier releases served; probes keep working)
+//	/readyz         readiness: 200 when every readiness check passes, else 503 (send me no traffic)
 //
-// Both probes answer a JSON body listing every check, so that a 503 names what failed:
+// The probes answer a JSON body listing every check, so that a 503 names what failed:
 //
-//	{"status":"fail","checks":[{"name":"store_writable","ok":false,"detail":"running flags DISK_FULL"}, ...]}
+//	{"status":"fail","checks":[{"name":"store_failed","ok":false,"detail":"store running flags NOT_WRITEABLE: ..."}, ...]}
 //
 // The probes call the Checker on the request's goroutine: its checks must read atomics and
 // clocks only, never take a data-path lock or touch the disk (a probe that hangs behind a
@@ -19,9 +20,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,14 +44,17 @@ type Check struct {
 // Checker answers the probes. Implementations must be safe for concurrent use and must not
 // block (see the package doc).
 type Checker interface {
-	// Health lists the liveness checks (/healthz).
-	Health() []Check
+	// Live lists the liveness checks (/livez, /healthz): they fail only when the process cannot
+	// make progress, so that a restart is the cure.
+	Live() []Check
 	// Ready lists the readiness checks (/readyz).
 	Ready() []Check
 }
 
-// Pending is a Checker for a process still starting: every probe fails with the check "started"
-// until Set gives it the real Checker. Safe for concurrent use.
+// Pending is a Checker for a process still starting: until Set gives it the real Checker, the
+// readiness probe fails with the check "started" and the liveness probe passes with it (a
+// recovery in progress is progress: restarting it would only start it over). Safe for
+// concurrent use.
 type Pending struct {
 	c atomic.Pointer[Checker]
 }
@@ -55,11 +62,11 @@ type Pending struct {
 // Set makes c answer the probes from now on.
 func (p *Pending) Set(c Checker) { p.c.Store(&c) }
 
-func (p *Pending) Health() []Check {
+func (p *Pending) Live() []Check {
 	if c := p.c.Load(); c != nil {
-		return (*c).Health()
+		return (*c).Live()
 	}
-	return []Check{notStarted}
+	return []Check{starting}
 }
 
 func (p *Pending) Ready() []Check {
@@ -69,7 +76,10 @@ func (p *Pending) Ready() []Check {
 	return []Check{notStarted}
 }
 
-var notStarted = Check{Name: "started", OK: false, Detail: "starting (a broker recovers its store first)"}
+var (
+	notStarted = Check{Name: "started", OK: false, Detail: "starting (a broker recovers its store first)"}
+	starting   = Check{Name: "started", OK: true, Detail: "starting (a broker recovers its store first)"}
+)
 
 // Server serves the endpoints on one listener. Create with Start; Close it (again: a no-op).
 type Server struct {
@@ -108,7 +118,8 @@ func Handler(gatherer prometheus.Gatherer, checker Checker) *http.ServeMux {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	mux.HandleFunc("/healthz", probe(checker, Checker.Health))
+	mux.HandleFunc("/livez", probe(checker, Checker.Live))
+	mux.HandleFunc("/healthz", probe(checker, Checker.Live))
 	mux.HandleFunc("/readyz", probe(checker, Checker.Ready))
 	return mux
 }
@@ -161,4 +172,22 @@ func (s *Server) Close() error {
 		s.closeErr = err
 	})
 	return s.closeErr
+}
+
+// ListenAddr reads a metricsAddr setting, the same way in every ringmq binary: host:port (port
+// 0..65535, 0 picks a free one; an empty host listens on every interface), or empty or "off" (any
+// letter case) for no endpoint, which ListenAddr returns as "". Anything else is an error saying
+// what is accepted.
+func ListenAddr(setting string) (string, error) {
+	if setting == "" || strings.EqualFold(setting, "off") {
+		return "", nil
+	}
+	_, port, err := net.SplitHostPort(setting)
+	if err != nil {
+		return "", fmt.Errorf("%q is not host:port, empty or off", setting)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return "", fmt.Errorf("%q: the port must be 0..65535", setting)
+	}
+	return setting, nil
 }

@@ -256,6 +256,21 @@ func (m *MemStore) ReadReplica(offset int64, max int) ([]byte, func()) {
 	return m.log[offset:end:end], func() {}
 }
 
+// IsRecordStart walks the log's records from its start: true at the end or at a record's first byte.
+func (m *MemStore) IsRecordStart(offset int64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	pos := int64(0)
+	for pos < offset {
+		size, _, ok := codec.PeekRecordHeader(m.log[pos:])
+		if !ok || size <= 0 {
+			return false
+		}
+		pos += int64(size)
+	}
+	return pos == offset && offset <= int64(len(m.log))
+}
+
 // AppendReplica appends n bytes of a master's log at offset, which must be the log's end (a MemStore
 // slave replicates from offset 0), and indexes every record they complete, as the file store's
 // dispatcher does on a slave. Only a slave's MemStore (store.Config.Slave) takes replicated bytes.

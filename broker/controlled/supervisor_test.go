@@ -1,0 +1,247 @@
+package controlled
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/ringmq/ringmq/broker"
+	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/controller"
+	"github.com/ringmq/ringmq/internal/launch"
+	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
+	"github.com/ringmq/ringmq/netio"
+	"github.com/ringmq/ringmq/store"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreAnyFunction("github.com/panjf2000/ants/v2.(*poolCommon).purgeStaleWorkers"),
+		goleak.IgnoreAnyFunction("github.com/panjf2000/ants/v2.(*poolCommon).ticktock"),
+	)
+}
+
+// testLogger writes to stderr with RINGMQ_TEST_LOG=1 (debugging), else nowhere.
+func testLogger() *slog.Logger {
+	if os.Getenv("RINGMQ_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// startController runs one controller on 127.0.0.1 (raft over TCP, bolt store in a temporary
+// directory) with a fast scan, and returns its remoting address.
+func startController(t *testing.T) string {
+	t.Helper()
+	cfg := controller.DefaultConfig()
+	cfg.SelfID = "n0"
+	cfg.Peers = controller.Peers{{ID: "n0", Addr: "127.0.0.1:" + strconv.Itoa(freePort(t))}}
+	cfg.StorePath = t.TempDir()
+	cfg.ListenAddr = "127.0.0.1:0"
+	cfg.NetEngine = netio.EngineStd
+	cfg.RaftHeartbeatTimeout = 100 * time.Millisecond
+	cfg.RaftElectionTimeout = 100 * time.Millisecond
+	cfg.ScanNotActiveBrokerInterval = 50 * time.Millisecond
+	c, err := controller.New(cfg, false, testLogger(), prometheus.NewRegistry())
+	require.NoError(t, err)
+	require.NoError(t, c.Start())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testutil.WaitTimeout)
+		defer cancel()
+		_ = c.Shutdown(ctx)
+	})
+	testutil.Eventually(t, "the controller leads", c.IsLeader)
+	return c.Addr().String()
+}
+
+// replica is one broker process of the group, as a supervisor in this test process.
+type replica struct {
+	t      *testing.T
+	cfg    broker.Config
+	sup    *Supervisor
+	stop   context.CancelFunc
+	done   chan error
+	closed sync.Once
+}
+
+func replicaConfig(t *testing.T, controllerAddr string) broker.Config {
+	cfg := broker.DefaultConfig()
+	cfg.BrokerClusterName = "FailoverCluster"
+	cfg.BrokerName = "failover-a"
+	cfg.BrokerIP1 = "127.0.0.1"
+	cfg.ListenPort = freePort(t)
+	cfg.HAListenPort = freePort(t)
+	cfg.FastListenPort = 0
+	cfg.NamesrvEmbedded = false
+	cfg.MetricsAddr = "off"
+	cfg.StorePathRootDir = t.TempDir()
+	cfg.MappedFileSizeCommitLog = 1 << 20
+	cfg.MappedFileSizeConsumeQueue = 1024 * 20
+	cfg.MaxMessageSize = 256 << 10
+	cfg.MaxHashSlotNum = 1024
+	cfg.MaxIndexNum = 4096
+	cfg.NetEventLoops = 1
+	cfg.MaxConnections = 1000
+	cfg.EnableControllerMode = true
+	cfg.ControllerAddr = controllerAddr
+	cfg.BrokerHeartbeatInterval = 100 * time.Millisecond
+	cfg.ControllerHeartBeatTimeoutMills = 3 * time.Second
+	cfg.HAMaxTimeSlaveNotCatchup = 3 * time.Second
+	cfg.SlaveTimeout = time.Minute // a timeout is not what these tests are about
+	return cfg
+}
+
+func startReplica(t *testing.T, cfg broker.Config) *replica {
+	t.Helper()
+	sup, err := New(cfg, broker.Deps{Logger: testLogger()}, launch.New)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &replica{t: t, cfg: cfg, sup: sup, stop: cancel, done: make(chan error, 1)}
+	go func() { r.done <- sup.Run(ctx) }()
+	t.Cleanup(r.close)
+	return r
+}
+
+// close stops the replica's supervisor (its broker shuts down) and waits for it, once.
+func (r *replica) close() {
+	r.closed.Do(func() {
+		r.stop()
+		select {
+		case err := <-r.done:
+			require.NoError(r.t, err, "the supervisor's Run")
+		case <-time.After(testutil.WaitTimeout):
+			r.t.Error("the supervisor did not stop")
+		}
+	})
+}
+
+func (r *replica) addr() string { return "127.0.0.1:" + strconv.Itoa(r.cfg.ListenPort) }
+
+// acked is a message a SYNC send got SUCCESS for.
+type acked struct {
+	body string
+	phys int64
+}
+
+// sendSync sends n messages with WAIT=true to addr (creating the topic there first) and requires
+// SUCCESS for each.
+func sendSync(t *testing.T, addr, prefix string, n int) []acked {
+	t.Helper()
+	c := remotingtest.Dial(t, addr)
+	defer c.Close()
+	ext := map[string]string{}
+	(&codec.UpdateAndCreateTopicRequestHeader{Topic: "FailoverTopic", DefaultTopic: "TBW102", ReadQueueNums: 2,
+		WriteQueueNums: 2, Perm: 6, TopicFilterType: codec.TopicFilterSingleTag}).Encode(ext)
+	resp := c.Call(codec.NewRequest(codec.RequestUpdateAndCreateTopic, ext, nil))
+	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
+	var out []acked
+	for i := range n {
+		body := fmt.Sprintf("%s-%04d", prefix, i)
+		h := codec.SendMessageRequestHeader{ProducerGroup: "PG", Topic: "FailoverTopic", DefaultTopic: "TBW102",
+			DefaultTopicQueueNums: 2, QueueID: int32(i % 2), BornTimestamp: time.Now().UnixMilli(),
+			Properties: string(codec.AppendProperty(nil, codec.PropertyWaitStoreMsgOK, "true"))}
+		ext := map[string]string{}
+		h.EncodeV2(ext)
+		resp, err := c.TryCall(codec.NewRequest(codec.RequestSendMessageV2, ext, []byte(body)), 30*time.Second)
+		require.NoError(t, err, body)
+		require.Equal(t, int32(codec.ResponseSuccess), resp.Code, "%s: %s", body, resp.Remark)
+		var rh codec.SendMessageResponseHeader
+		require.NoError(t, rh.Decode(resp.ExtFields))
+		_, phys, err := codec.DecodeOffsetMsgID(rh.MsgID)
+		require.NoError(t, err)
+		out = append(out, acked{body: body, phys: phys})
+	}
+	return out
+}
+
+// requireHolds reads each acknowledged message at its CommitLog offset from the broker at addr.
+func requireHolds(t *testing.T, addr string, msgs []acked) {
+	t.Helper()
+	c := remotingtest.Dial(t, addr)
+	defer c.Close()
+	for _, m := range msgs {
+		resp := c.Call(codec.NewRequest(codec.RequestViewMessageByID, map[string]string{"offset": strconv.FormatInt(m.phys, 10)}, nil))
+		require.Equal(t, int32(codec.ResponseSuccess), resp.Code, "%s at %d: %s", m.body, m.phys, resp.Remark)
+		rec, err := codec.DecodeRecord(resp.Body, true)
+		require.NoError(t, err)
+		require.Equal(t, m.body, string(rec.Body), "at %d", m.phys)
+	}
+}
+
+// The group's life: the first replica becomes master, the second follows and joins the SyncStateSet,
+// SYNC sends wait for it; the master stops and the controller elects the replica in sync, which takes
+// writes with every acknowledged message; the old master comes back with a tail the new master never
+// had, is told to truncate it, reopens its store cut there and follows, and ends with the new
+// master's CommitLog.
+func TestFailoverElectsTheInSyncReplicaAndTheOldMasterTruncates(t *testing.T) {
+	ctrl := startController(t)
+	a := startReplica(t, replicaConfig(t, ctrl))
+	testutil.Eventually(t, "A is master", a.sup.IsMaster)
+	b := startReplica(t, replicaConfig(t, ctrl))
+	testutil.Eventually(t, "B follows", func() bool { return b.sup.Current() != nil })
+	require.False(t, b.sup.IsMaster())
+	testutil.Eventually(t, "B joins the SyncStateSet", func() bool {
+		cur := a.sup.Current()
+		return cur != nil && len(cur.HAServer().SyncStateSet()) == 1
+	})
+	first := sendSync(t, a.addr(), "epoch1", 40)
+
+	// A stops: the controller sees its connection close and elects B, the only replica in sync.
+	a.close()
+	testutil.Eventually(t, "B is master", b.sup.IsMaster)
+	requireHolds(t, b.addr(), first)
+	second := sendSync(t, b.addr(), "epoch2", 40)
+
+	// A's store gets a tail B never had (a master's last writes that no replica acknowledged).
+	scfg := store.DefaultConfig(a.cfg.StorePathRootDir)
+	scfg.MappedFileSizeCommitLog = a.cfg.MappedFileSizeCommitLog
+	scfg.MappedFileSizeConsumeQueue = a.cfg.MappedFileSizeConsumeQueue
+	scfg.MaxHashSlotNum, scfg.MaxIndexNum = a.cfg.MaxHashSlotNum, a.cfg.MaxIndexNum
+	scfg.MaxMessageSize = a.cfg.MaxMessageSize
+	st, err := store.Open(scfg, store.Deps{})
+	require.NoError(t, err)
+	require.NoError(t, st.Start())
+	tailFrom := st.MaxPhyOffset()
+	for i := range 5 {
+		res, err := st.PutMessage(&codec.Message{Topic: "FailoverTopic", QueueID: 0, Body: []byte(fmt.Sprintf("lost-%d", i)),
+			BornTimestamp: 1, BornHost: scfg.StoreHost})
+		require.NoError(t, err)
+		require.Equal(t, store.PutOK, res.Status)
+	}
+	require.Greater(t, st.MaxPhyOffset(), tailFrom)
+	require.NoError(t, st.Shutdown())
+
+	a = startReplica(t, a.cfg)
+	testutil.Eventually(t, "A follows B again", func() bool {
+		cur := b.sup.Current()
+		return cur != nil && len(cur.HAServer().SyncStateSet()) == 1 && a.sup.Current() != nil
+	})
+	require.False(t, a.sup.IsMaster())
+	third := sendSync(t, b.addr(), "epoch2b", 20) // waits for A's acknowledgement
+	all := append(append(append([]acked{}, first...), second...), third...)
+	requireHolds(t, a.addr(), all)
+	requireHolds(t, b.addr(), all)
+	require.Equal(t, b.sup.Current().CommitLogMaxOffset(), a.sup.Current().CommitLogMaxOffset())
+	epochs, err := os.ReadFile(a.cfg.StorePathRootDir + "/epochFileCheckpoint")
+	require.NoError(t, err)
+	require.Contains(t, string(epochs), "2-", "A took B's epochs")
+}
