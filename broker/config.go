@@ -217,12 +217,12 @@ var RefusedKeys = map[string]RefusedKey{
 // ControllerSettings are controller mode's broker keys, RocketMQ 5's names and defaults where it has
 // them.
 type ControllerSettings struct {
-	EnableControllerMode            bool          `prop:"enableControllerMode" group:"controller" help:"the role comes from the controller (controllerAddr), which elects a new master from the in-sync replicas when one dies; brokerRole and brokerId are then ignored"`
-	ControllerAddr                  string        `prop:"controllerAddr" group:"controller" allowed:"host:port;host:port..." help:"the controllers, or the name servers that embed them (enableControllerInNamesrv), ';'-separated"`
-	MinInSyncReplicas               int           `prop:"minInSyncReplicas" group:"controller" allowed:"1 or more" default:"1" help:"a master refuses sends (SLAVE_NOT_AVAILABLE) while fewer replicas, itself included, are in its SyncStateSet"`
-	HAMaxTimeSlaveNotCatchup        time.Duration `prop:"haMaxTimeSlaveNotCatchup" group:"controller" allowed:"1 or more" unit:"ms" default:"15000" help:"a replica that has not caught up with the master for this long leaves the SyncStateSet"`
-	BrokerHeartbeatInterval         time.Duration `prop:"brokerHeartbeatInterval" group:"controller" allowed:"1 or more" unit:"ms" default:"1000" help:"how often a broker heartbeats to the controller (and looks for role changes)"`
-	ControllerHeartBeatTimeoutMills time.Duration `prop:"controllerHeartBeatTimeoutMills" group:"controller" allowed:"more than brokerHeartbeatInterval" unit:"ms" default:"10000" help:"the controller takes a broker for dead after this long without its heartbeat (at once when its connection closes)"`
+	EnableControllerMode            bool          `prop:"enableControllerMode" group:"HA" help:"the role comes from the controller (controllerAddr), which elects a new master from the in-sync replicas when one dies; brokerRole and brokerId are then ignored"`
+	ControllerAddr                  string        `prop:"controllerAddr" group:"HA" allowed:"host:port;host:port..." help:"the controllers, or the name servers that embed them (enableControllerInNamesrv), ';'-separated"`
+	MinInSyncReplicas               int           `prop:"minInSyncReplicas" group:"HA" allowed:"1 or more" default:"1" help:"a master refuses sends (SLAVE_NOT_AVAILABLE) while fewer replicas, itself included, are in its SyncStateSet"`
+	HAMaxTimeSlaveNotCatchup        time.Duration `prop:"haMaxTimeSlaveNotCatchup" group:"HA" allowed:"1 or more" unit:"ms" default:"15000" help:"a replica that has not caught up with the master for this long leaves the SyncStateSet"`
+	BrokerHeartbeatInterval         time.Duration `prop:"brokerHeartbeatInterval" group:"HA" allowed:"1 or more" unit:"ms" default:"1000" help:"how often a broker heartbeats to the controller (and looks for role changes)"`
+	ControllerHeartBeatTimeoutMills time.Duration `prop:"controllerHeartBeatTimeoutMills" group:"HA" allowed:"more than brokerHeartbeatInterval" unit:"ms" default:"10000" help:"the controller takes a broker for dead after this long without its heartbeat (at once when its connection closes)"`
 }
 
 // RefusedKey is a RefusedKeys entry: the feature, and the one value that keeps it off.

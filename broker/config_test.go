@@ -391,7 +391,7 @@ func TestEveryKeyInAHelpGroup(t *testing.T) {
 // without a warning.
 func TestRefusedFeatureKeys(t *testing.T) {
 	c := DefaultConfig()
-	for key, value := range map[string]string{"enableDLegerCommitLog": "true",
+	for key, value := range map[string]string{"enableDLegerCommitLog": "true", "enableSlaveActingMaster": "TRUE",
 		"filterServerNums": "2", "storeType": "defaultRocksDB", "messageStorePlugIn": "tiered", "enableLmq": "yes",
 		"filterSupportRetry": "true"} {
 		w, err := c.Set(key, value, 3)
@@ -407,7 +407,7 @@ func TestRefusedFeatureKeys(t *testing.T) {
 	_, err := c.Set("enableDLegerCommitLog", "true", 3)
 	require.EqualError(t, err, `broker: config: key enableDLegerCommitLog = "true": ringmq does not implement the DLedger `+
 		`(Raft) CommitLog; ringmq replicates master to slave (brokerRole); allowed: "false" or no such line`)
-	for key, value := range map[string]string{"enableDLegerCommitLog": "false", "enableControllerMode": "False",
+	for key, value := range map[string]string{"enableDLegerCommitLog": "false", "enableSlaveActingMaster": "False",
 		"filterServerNums": "0", "storeType": "default", "messageStorePlugIn": "", "timerWheelEnable": " false "} {
 		w, err := c.Set(key, value, 3)
 		require.NoError(t, err, key)

@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"strconv"
+
+	"github.com/ringmq/ringmq/broker/remoting"
+	"github.com/ringmq/ringmq/codec"
 
 	"github.com/ringmq/ringmq/ha"
 	"github.com/ringmq/ringmq/store"
@@ -56,6 +60,28 @@ func ResolveBrokerAddr(cfg Config) (string, error) {
 
 // CommitLogMaxOffset is the end of the store's CommitLog (controller heartbeats report it).
 func (b *Broker) CommitLogMaxOffset() int64 { return b.store.MaxPhyOffset() }
+
+// getBrokerEpochCache answers GET_BROKER_EPOCH_CACHE (mqadmin getBrokerEpoch): the epoch file of a
+// broker in controller mode, each entry with its end (the next one's start; Long.MAX_VALUE for the
+// last, as RocketMQ 5 shows it), and the CommitLog's end. Outside controller mode RocketMQ 4's answer.
+func (b *Broker) getBrokerEpochCache(rc *remoting.Request) {
+	ctl := b.controlled
+	if ctl == nil {
+		rc.Reply.Answer(codec.ResponseRequestCodeNotSupported, " request type 1007 not supported: this broker is not in controller mode (enableControllerMode)")
+		return
+	}
+	list := ctl.Epochs.Entries()
+	body := codec.EpochEntryCache{ClusterName: b.cfg.BrokerClusterName, BrokerName: b.cfg.BrokerName,
+		BrokerID: ctl.BrokerID, MaxOffset: b.store.MaxPhyOffset(), EpochList: make([]codec.EpochEntry, len(list))}
+	for i, e := range list {
+		end := int64(math.MaxInt64)
+		if i+1 < len(list) {
+			end = list[i+1].StartOffset
+		}
+		body.EpochList[i] = codec.EpochEntry{Epoch: e.Epoch, StartOffset: e.StartOffset, EndOffset: end}
+	}
+	rc.Reply.JSON(&body)
+}
 
 // HAServer is a master's HA server (nil on a slave): controller mode's supervisor reads its replicas'
 // states and applies the SyncStateSet the controller accepted.

@@ -105,6 +105,7 @@ var routes = []route{
 		handle: viaAdmin((*admin.Plane).ProcessGetBrokerRuntimeInfo)},
 	{code: codec.RequestGetBrokerConfig, where: onPool, pool: poolAdmin,
 		handle: viaAdmin((*admin.Plane).ProcessGetBrokerConfig)},
+	{code: codec.RequestGetBrokerEpochCache, where: onPool, pool: poolAdmin, handle: (*Broker).getBrokerEpochCache},
 	{code: codec.RequestUpdateBrokerConfig, where: onPool, pool: poolAdmin,
 		handle: viaAdmin((*admin.Plane).ProcessUpdateBrokerConfig), acl: aclAdmin},
 	{code: codec.RequestGetTopicStatsInfo, where: onPool, pool: poolAdmin,

@@ -37,7 +37,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ringmq/ringmq/broker"
 	"github.com/ringmq/ringmq/codec"
@@ -65,10 +68,13 @@ type Supervisor struct {
 	// events carry what the running broker's parts learn (a truncation asked for by the master).
 	events chan event
 
-	mu      sync.Mutex
-	current *broker.Broker
-	role    role
-	started chan struct{} // closed when the first broker has started
+	roleChanges atomic.Int64
+
+	mu        sync.Mutex
+	current   *broker.Broker
+	brokerReg *prometheus.Registry // the running broker's metrics (ops.go)
+	role      role
+	started   chan struct{} // closed when the first broker has started
 }
 
 // role is what the controller said: the group's master and epochs, and the SyncStateSet.
@@ -324,6 +330,8 @@ func (s *Supervisor) heartbeat(ctx context.Context, b *broker.Broker) {
 func (s *Supervisor) startBroker(ctx context.Context, r role, truncateTo int64) (*broker.Broker, error) {
 	cfg := s.cfg
 	deps := s.deps
+	reg := prometheus.NewRegistry()
+	deps.Registerer = reg
 	ctl := &broker.Controlled{BrokerID: s.brokerID, Epochs: s.epochs, MinInSyncReplicas: s.cfg.MinInSyncReplicas}
 	deps.Controlled = ctl
 	master := r.isMaster(s.brokerID)
@@ -363,8 +371,9 @@ func (s *Supervisor) startBroker(ctx context.Context, r role, truncateTo int64) 
 		return nil, err
 	}
 	s.mu.Lock()
-	s.current, s.role = b, r
+	s.current, s.role, s.brokerReg = b, r, reg
 	s.mu.Unlock()
+	s.roleChanges.Add(1)
 	select {
 	case <-s.started:
 	default:

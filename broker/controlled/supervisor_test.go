@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"strconv"
@@ -205,7 +206,9 @@ func TestFailoverElectsTheInSyncReplicaAndTheOldMasterTruncates(t *testing.T) {
 	})
 	first := sendSync(t, a.addr(), "epoch1", 40)
 
-	// A stops: the controller sees its connection close and elects B, the only replica in sync.
+	// A stops: the controller sees its connection close and elects B, the only replica in sync, whose
+	// epoch starts where A's CommitLog ended (B holds all of it: every message was acknowledged).
+	epoch2Start := a.sup.Current().CommitLogMaxOffset()
 	a.close()
 	testutil.Eventually(t, "B is master", b.sup.IsMaster)
 	requireHolds(t, b.addr(), first)
@@ -241,7 +244,23 @@ func TestFailoverElectsTheInSyncReplicaAndTheOldMasterTruncates(t *testing.T) {
 	requireHolds(t, a.addr(), all)
 	requireHolds(t, b.addr(), all)
 	require.Equal(t, b.sup.Current().CommitLogMaxOffset(), a.sup.Current().CommitLogMaxOffset())
-	epochs, err := os.ReadFile(a.cfg.StorePathRootDir + "/epochFileCheckpoint")
+	// A took B's epochs, and both answer GET_BROKER_EPOCH_CACHE (mqadmin getBrokerEpoch) with them.
+	fileA, err := os.ReadFile(a.cfg.StorePathRootDir + "/epochFileCheckpoint")
 	require.NoError(t, err)
-	require.Contains(t, string(epochs), "2-", "A took B's epochs")
+	fileB, err := os.ReadFile(b.cfg.StorePathRootDir + "/epochFileCheckpoint")
+	require.NoError(t, err)
+	require.Equal(t, string(fileB), string(fileA))
+	for _, r := range []*replica{a, b} {
+		c := remotingtest.Dial(t, r.addr())
+		resp := c.Call(codec.NewRequest(codec.RequestGetBrokerEpochCache, map[string]string{}, nil))
+		c.Close()
+		require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
+		cache, err := codec.DecodeEpochEntryCache(resp.Body)
+		require.NoError(t, err)
+		require.Equal(t, r.sup.BrokerID(), cache.BrokerID)
+		require.Len(t, cache.EpochList, 2)
+		require.Equal(t, []codec.EpochEntry{{Epoch: 1, StartOffset: 0, EndOffset: epoch2Start},
+			{Epoch: 2, StartOffset: epoch2Start, EndOffset: math.MaxInt64}}, cache.EpochList)
+		require.Equal(t, b.sup.Current().CommitLogMaxOffset(), cache.MaxOffset)
+	}
 }

@@ -40,6 +40,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ringmq/ringmq/broker"
+	"github.com/ringmq/ringmq/broker/controlled"
 	"github.com/ringmq/ringmq/internal/hiccup"
 	"github.com/ringmq/ringmq/internal/launch"
 	"github.com/ringmq/ringmq/internal/opsserver"
@@ -96,10 +97,26 @@ func serve(cfg broker.Config, configFile string, stdout, stderr io.Writer, logge
 	// The operators' endpoint comes up first: metrics and profiles during a long recovery, and probes
 	// that answer 503 "starting" until the broker is there.
 	probes := &opsserver.Pending{}
+	// Controller mode: a supervisor runs the broker in the role the controller gives it, replacing it
+	// when the role changes; probes and metrics follow the broker running now.
+	var sup *controlled.Supervisor
+	var gatherer prometheus.Gatherer = reg
+	if cfg.EnableControllerMode {
+		var err error
+		if sup, err = controlled.New(cfg, broker.Deps{Logger: logger, ConfigFile: configFile}, launch.New); err != nil {
+			fmt.Fprintf(stderr, "mqbroker: %v\n", err)
+			return 1
+		}
+		if err := sup.RegisterMetrics(reg); err != nil {
+			fmt.Fprintf(stderr, "mqbroker: %v\n", err)
+			return 1
+		}
+		gatherer = prometheus.Gatherers{reg, sup.Gatherer()}
+	}
 	var metrics *opsserver.Server
 	if addr := cfg.MetricsListenAddr(); addr != "" {
 		var err error
-		if metrics, err = opsserver.Start(addr, reg, probes); err != nil {
+		if metrics, err = opsserver.Start(addr, gatherer, probes); err != nil {
 			fmt.Fprintf(stderr, "mqbroker: metricsAddr: %v\n", err)
 			return 1
 		}
@@ -119,6 +136,10 @@ func serve(cfg broker.Config, configFile string, stdout, stderr io.Writer, logge
 		}))
 		meter.Start()
 		defer meter.Stop()
+	}
+	if sup != nil {
+		probes.Set(sup)
+		return runControlled(sup, cfg, stdout, stderr, logger, signals, metrics)
 	}
 	b, err := launch.New(cfg, broker.Deps{Logger: logger, Registerer: reg, ConfigFile: configFile})
 	if err != nil {
@@ -162,6 +183,58 @@ func serve(cfg broker.Config, configFile string, stdout, stderr io.Writer, logge
 	status := 0
 	if err := b.Shutdown(ctx); err != nil {
 		fmt.Fprintf(stderr, "mqbroker: shutdown: %v\n", err)
+		status = 1
+	}
+	if metrics != nil {
+		if err := metrics.Close(); err != nil {
+			fmt.Fprintf(stderr, "mqbroker: metrics server: %v\n", err)
+			status = 1
+		}
+	}
+	fmt.Fprintln(stdout, "The broker shut down.")
+	return status
+}
+
+// runControlled runs the controller-mode supervisor until a signal, then stops it (its broker shuts
+// down in order).
+func runControlled(sup *controlled.Supervisor, cfg broker.Config, stdout, stderr io.Writer, logger *slog.Logger,
+	signals <-chan os.Signal, metrics *opsserver.Server) int {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- sup.Run(ctx) }()
+	select {
+	case <-sup.Started():
+		role := "SLAVE"
+		if sup.IsMaster() {
+			role = "MASTER"
+		}
+		if b := sup.Current(); b != nil {
+			fmt.Fprintf(stdout, "broker listening on %s, store at %s\n", b.Addr(), absPath(cfg.StorePathRootDir))
+			fmt.Fprintf(stdout, "The broker[%s, %s] boot success. serializeType=JSON and name server is %s\n",
+				cfg.BrokerName, b.BrokerAddr(), cfg.NamesrvAddr)
+		}
+		fmt.Fprintf(stdout, "controller mode: brokerId %d, %s (controllers %s)\n", sup.BrokerID(), role, cfg.ControllerAddr)
+	case err := <-done:
+		fmt.Fprintf(stderr, "mqbroker: %v\n", err)
+		return 1
+	case sig := <-signals:
+		logger.Info("shutting down before the first broker started", "signal", sig.String())
+		cancel()
+		<-done
+		return 0
+	}
+	status := 0
+	select {
+	case sig := <-signals:
+		logger.Info("shutting down", "signal", sig.String())
+		cancel()
+		if err := <-done; err != nil {
+			fmt.Fprintf(stderr, "mqbroker: %v\n", err)
+			status = 1
+		}
+	case err := <-done:
+		fmt.Fprintf(stderr, "mqbroker: controller mode stopped: %v\n", err)
 		status = 1
 	}
 	if metrics != nil {
