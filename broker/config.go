@@ -62,6 +62,7 @@ type Config struct {
 	WaitTimeMillsInPullQueue    time.Duration `prop:"waitTimeMillsInPullQueue" group:"limits" unit:"ms" default:"5000" help:"a pull waiting longer for a disk-read worker is answered SYSTEM_BUSY"`
 	LongPollingEnable           bool          `prop:"longPollingEnable" group:"messages" default:"true" help:"a pull that finds no message waits for one, up to the client's suspend time"`
 	ShortPollingTimeMills       time.Duration `prop:"shortPollingTimeMills" group:"messages" unit:"ms" default:"1000" help:"longPollingEnable=false: how long a pull that finds no message waits"`
+	EnablePropertyFilter        bool          `prop:"enablePropertyFilter" group:"messages" help:"serve SQL92 subscriptions (MessageSelector.bySql): filtered on the messages' properties at pull time; off, SQL92 consumers are refused as by RocketMQ"`
 	RegisterNameServerPeriod    time.Duration `prop:"registerNameServerPeriod" group:"broker" unit:"ms" default:"30000" help:"how often the broker registers with every name server"`
 	RegisterBrokerTimeoutMills  time.Duration `prop:"registerBrokerTimeoutMills" group:"broker" unit:"ms" default:"24000" help:"timeout of one registration with a name server"`
 	TransactionTimeOut          time.Duration `prop:"transactionTimeOut" group:"messages" unit:"ms" default:"6000" help:"a half message older than this is checked back with its producer"`
@@ -201,9 +202,9 @@ var RefusedKeys = map[string]RefusedKey{
 	"enableDLegerCommitLog":           {Feature: "the DLedger (Raft) CommitLog; ringmq replicates master to slave (brokerRole)", Off: "false"},
 	"enableSlaveActingMaster":         {Feature: "5.x slave acting master", Off: "false"},
 	"enableRemoteEscape":              {Feature: "5.x remote escape (sending through another broker when this one fails)", Off: "false"},
-	"enablePropertyFilter":            {Feature: "SQL92 message filtering (TAG filtering is supported)", Off: "false"},
-	"enableCalcFilterBitMap":          {Feature: "SQL92 filter bitmaps", Off: "false"},
-	"enableConsumeQueueExt":           {Feature: "the ConsumeQueue extension (SQL92 bitmaps)", Off: "false"},
+	"enableCalcFilterBitMap":          {Feature: "SQL92 filter bitmaps (a bloom-filter pre-check kept in the ConsumeQueue extension); SQL92 filtering itself works with enablePropertyFilter=true, evaluating each pulled message", Off: "false"},
+	"filterSupportRetry":              {Feature: "re-evaluating SQL92 expressions on retried messages (by default, as in RocketMQ, a message redelivered from %RETRY% is not filtered again)", Off: "false"},
+	"enableConsumeQueueExt":           {Feature: "the ConsumeQueue extension (SQL92 filter bitmaps); SQL92 filtering itself works with enablePropertyFilter=true", Off: "false"},
 	"filterServerNums":                {Feature: "filter servers", Off: "0"},
 	"fetchNamesrvAddrByAddressServer": {Feature: "name server addresses from an address server (set namesrvAddr)", Off: "false"},
 	"enableLmq":                       {Feature: "light message queues (LMQ)", Off: "false"},

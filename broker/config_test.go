@@ -392,7 +392,8 @@ func TestEveryKeyInAHelpGroup(t *testing.T) {
 func TestRefusedFeatureKeys(t *testing.T) {
 	c := DefaultConfig()
 	for key, value := range map[string]string{"enableDLegerCommitLog": "true", "enableSlaveActingMaster": "TRUE",
-		"filterServerNums": "2", "storeType": "defaultRocksDB", "messageStorePlugIn": "tiered", "enableLmq": "yes"} {
+		"filterServerNums": "2", "storeType": "defaultRocksDB", "messageStorePlugIn": "tiered", "enableLmq": "yes",
+		"filterSupportRetry": "true"} {
 		w, err := c.Set(key, value, 3)
 		require.Nil(t, w, key)
 		require.ErrorIs(t, err, ErrConfig, key)

@@ -94,7 +94,7 @@ func (b *Broker) initControlPlane() error {
 	b.producers = clients.NewProducerManager(b.clock, cfg.ChannelExpiredTimeout, b.logger)
 	b.clients = clients.New(clients.Deps{
 		Topics: b.topics, Groups: b.subscriptions, Offsets: b.offsets, Store: b.store,
-		Consumers: b.consumers, Producers: b.producers,
+		Consumers: b.consumers, Producers: b.producers, Live: b.live,
 		Locks:                         clients.NewRebalanceLockManager(b.clock, clients.DefaultLockMaxLiveTime),
 		TotalMemoryBytes:              func() int64 { return b.ctl.totalMemoryBytes },
 		AccessMessageInMemoryMaxRatio: cfg.AccessMessageInMemoryMaxRatio,

@@ -44,6 +44,7 @@ var liveKeys = map[string]func(b *Broker, c *Config){
 	"offsetCheckInSlave":             func(b *Broker, c *Config) { b.live.OffsetCheckInSlave.Store(c.OffsetCheckInSlave) },
 	"rejectTransactionMessage":       func(b *Broker, c *Config) { b.live.RejectTransactionMessage.Store(c.RejectTransactionMessage) },
 	"notifyConsumerIdsChangedEnable": func(b *Broker, c *Config) { b.live.NotifyConsumerIdsChanged.Store(c.NotifyConsumerIdsChanged) },
+	"enablePropertyFilter":           func(b *Broker, c *Config) { b.live.EnablePropertyFilter.Store(c.EnablePropertyFilter) },
 	"autoCreateTopicEnable":          func(b *Broker, c *Config) { b.topics.SetAutoCreateTopicEnable(c.AutoCreateTopicEnable) },
 	"autoCreateSubscriptionGroup":    func(b *Broker, c *Config) { b.subscriptions.SetAutoCreate(c.AutoCreateSubscriptionGroup) },
 	// An operator whose clients reach a limit raises it without a restart.
@@ -77,6 +78,7 @@ func newLive(cfg *Config) *live.Settings {
 	l.OffsetCheckInSlave.Store(cfg.OffsetCheckInSlave)
 	l.RejectTransactionMessage.Store(cfg.RejectTransactionMessage)
 	l.NotifyConsumerIdsChanged.Store(cfg.NotifyConsumerIdsChanged)
+	l.EnablePropertyFilter.Store(cfg.EnablePropertyFilter)
 	return l
 }
 

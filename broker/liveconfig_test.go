@@ -133,8 +133,8 @@ func TestUpdateBrokerConfigRefusesWhole(t *testing.T) {
 			"unknown key brokerPermision: neither ringmq nor Apache RocketMQ 4.x reads it; did you mean brokerPermission?"},
 		{"autoCreateTopicEnable=false\nfileReservedTime=48\n", codec.ResponseNoPermission,
 			"key fileReservedTime needs a restart: edit broker.conf (keys that change at run time: autoCreateRetryTopicLimit, " +
-				"autoCreateSubscriptionGroup, autoCreateSubscriptionGroupLimit, autoCreateTopicEnable, brokerPermission, notifyConsumerIdsChangedEnable, offsetCheckInSlave, " +
-				"rejectTransactionMessage, slaveReadEnable)"},
+				"autoCreateSubscriptionGroup, autoCreateSubscriptionGroupLimit, autoCreateTopicEnable, brokerPermission, " +
+				"enablePropertyFilter, notifyConsumerIdsChangedEnable, offsetCheckInSlave, rejectTransactionMessage, slaveReadEnable)"},
 		{"autoCreateTopicEnable=false\nbrokerConfigPath=/tmp/x\n", codec.ResponseNoPermission,
 			"Can not update config in black list: brokerConfigPath"},
 		{"autoCreateTopicEnable=false\nsendMessageThreadPoolNums=64\n", codec.ResponseInvalidParameter,

@@ -218,6 +218,12 @@ func heartbeat(t testing.TB, c *remotingtest.Conn, group, topic, subString strin
 			sd.TagsSet = append(sd.TagsSet, strings.TrimSpace(tag))
 		}
 	}
+	sendHeartbeat(t, c, group, sd)
+}
+
+// sendHeartbeat registers one subscription of a clustering consumer group.
+func sendHeartbeat(t testing.TB, c *remotingtest.Conn, group string, sd codec.SubscriptionData) {
+	t.Helper()
 	hb := codec.HeartbeatData{ClientID: "127.0.0.1@test", ConsumerDataSet: []codec.ConsumerData{{
 		GroupName: group, ConsumeType: codec.ConsumePassively, MessageModel: codec.MessageModelClustering,
 		ConsumeFromWhere: codec.ConsumeFromFirstOffset, SubscriptionDataSet: []codec.SubscriptionData{sd},

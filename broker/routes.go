@@ -75,6 +75,7 @@ var routes = []route{
 		acl: aclGroupOnly("consumerGroup")},
 	{code: codec.RequestGetConsumerListByGroup, where: onLoop, handle: viaClients((*clients.Plane).ProcessGetConsumerListByGroup),
 		acl: aclGroupOnly("consumerGroup")},
+	{code: codec.RequestCheckClientConfig, where: onLoop, handle: viaClients((*clients.Plane).ProcessCheckClientConfig)},
 	{code: codec.RequestLockBatchMQ, where: onLoop, handle: viaClients((*clients.Plane).ProcessLockBatchMQ)},
 	{code: codec.RequestUnlockBatchMQ, where: onLoop, handle: viaClients((*clients.Plane).ProcessUnlockBatchMQ)},
 	{code: codec.RequestQueryConsumerOffset, where: onLoop, handle: viaClients((*clients.Plane).ProcessQueryConsumerOffset)},

@@ -40,7 +40,7 @@ func TestRouteTable(t *testing.T) {
 	}
 	slices.Sort(got)
 	want := []string{
-		"10 event loop  | send topic",
+		"10 event loop  | send topic", "1007 pool admin | ",
 		"11 event loop, then pool pull | topic topic, group consumerGroup",
 		"12 event loop, then pool query | topic topic",
 		"14 event loop  | ",
@@ -80,7 +80,7 @@ func TestRouteTable(t *testing.T) {
 		"41 event loop  | ",
 		"42 event loop  | ",
 		"43 pool admin | ",
-		"45 pool admin | ",
+		"45 pool admin | ", "46 event loop  | ",
 		"513 not served  | admin",
 	}
 	require.Equal(t, want, got)

@@ -224,3 +224,25 @@ func DecodeConsumerListBody(body []byte) (*ConsumerListBody, error) {
 	}
 	return b, nil
 }
+
+// CheckClientRequestBody is the body of CHECK_CLIENT_CONFIG (46), which a Java consumer with
+// an SQL92 subscription sends to every broker at start to have its expression checked.
+type CheckClientRequestBody struct {
+	ClientID         string            `json:"clientId"`
+	Group            string            `json:"group"`
+	SubscriptionData *SubscriptionData `json:"subscriptionData"`
+}
+
+// DecodeCheckClientRequestBody parses a CHECK_CLIENT_CONFIG body (fastjson or JSON).
+func DecodeCheckClientRequestBody(body []byte) (*CheckClientRequestBody, error) {
+	b := new(CheckClientRequestBody)
+	if err := decodeBodyJSON(body, b, "CheckClientRequestBody"); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Encode writes the body as the Java client does (keys in fastjson's alphabetical order).
+func (b *CheckClientRequestBody) Encode() ([]byte, error) {
+	return encodeBodyJSON(b, false, "CheckClientRequestBody")
+}

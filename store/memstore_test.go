@@ -6,6 +6,7 @@ package store_test
 
 import (
 	"bytes"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -98,12 +99,7 @@ func TestMemStoreReplication(t *testing.T) {
 func TestPutMalformedPropertiesRefused(t *testing.T) {
 	for _, kind := range []string{"file", "mem"} {
 		t.Run(kind, func(t *testing.T) {
-			var s MessageStore
-			if kind == "file" {
-				s = OpenStarted(t, ConfigForTest(t.TempDir()), Deps{})
-			} else {
-				s = storetest.NewMemStore(ConfigForTest("mem"), nil)
-			}
+			s := storeOfKind(t, kind)
 			MustPut(t, s, MessageForTest("T", 0, []byte("good"), codec.PropertyTags, "a"))
 			end := s.MaxPhyOffset()
 			for _, props := range []string{"\x02\x02\x02", "\x01\x02\x01\x01\x02\x02TAGS", "TAGS\x01a\x02KEYS\x01\x02"} {
@@ -206,12 +202,7 @@ func TestTransactionsScheduleAndListener(t *testing.T) {
 func TestGetMessageStatuses(t *testing.T) {
 	for _, kind := range []string{"file", "mem"} {
 		t.Run(kind, func(t *testing.T) {
-			var s MessageStore
-			if kind == "file" {
-				s = OpenStarted(t, ConfigForTest(t.TempDir()), Deps{})
-			} else {
-				s = storetest.NewMemStore(ConfigForTest("mem"), nil)
-			}
+			s := storeOfKind(t, kind)
 			get := func(topic string, q int32, off int64, n int, f MessageFilter) (GetMessageStatus, int64, int) {
 				r, err := s.GetMessage("g", topic, q, off, n, 0, f)
 				require.NoError(t, err)
@@ -272,4 +263,65 @@ func TestGetMessageStatuses(t *testing.T) {
 			r.Release()
 		})
 	}
+}
+
+// oddFilter is a CommitLogFilter that passes every ConsumeQueue entry and keeps the records
+// whose "n" property is odd.
+type oddFilter struct{}
+
+func (oddFilter) IsMatchedByConsumeQueue(int64) bool { return true }
+
+func (oddFilter) IsMatchedByCommitLog(record []byte) bool {
+	rec, err := codec.DecodeRecord(record, false)
+	if err != nil {
+		return false
+	}
+	v, _ := codec.LookupProperty(rec.Properties, "n")
+	return len(v) > 0 && (v[len(v)-1]-'0')%2 == 1
+}
+
+// TestGetMessageCommitLogFilter: a filter on the stored record skips records like a tag
+// mismatch — the batch holds only matching records, nextBeginOffset still passes the
+// skipped ones, and a scan that matches nothing is NO_MATCHED_MESSAGE.
+func TestGetMessageCommitLogFilter(t *testing.T) {
+	for _, kind := range []string{"file", "mem"} {
+		t.Run(kind, func(t *testing.T) {
+			s := storeOfKind(t, kind)
+			for i := 0; i < 6; i++ {
+				MustPut(t, s, MessageForTest("T", 0, Bodyf("%d", i), "n", strconv.Itoa(i)))
+			}
+			MustPut(t, s, MessageForTest("T", 0, Bodyf("%d", 6), "n", "6"))
+			if fs, ok := s.(*Store); ok {
+				WaitDispatched(t, fs)
+			}
+			r, err := s.GetMessage("g", "T", 0, 0, 32, 0, oddFilter{})
+			require.NoError(t, err)
+			require.Equal(t, Found, r.Status)
+			require.Equal(t, int64(7), r.NextBeginOffset)
+			var bodies []string
+			for _, b := range r.Buffers {
+				rec, err := codec.DecodeRecord(b, true)
+				require.NoError(t, err)
+				bodies = append(bodies, string(rec.Body))
+			}
+			require.Equal(t, []string{"1", "3", "5"}, bodies)
+			r.Release()
+
+			r, err = s.GetMessage("g", "T", 0, 6, 32, 0, oddFilter{})
+			require.NoError(t, err)
+			require.Equal(t, NoMatchedMessage, r.Status)
+			require.Equal(t, int64(7), r.NextBeginOffset, "past the filtered record")
+			require.Zero(t, r.MessageCount)
+			r.Release()
+		})
+	}
+}
+
+// storeOfKind is a started file store on t.TempDir() ("file") or a MemStore ("mem"), for tests
+// that hold both to the same contract.
+func storeOfKind(t *testing.T, kind string) MessageStore {
+	if kind == "file" {
+		return OpenStarted(t, ConfigForTest(t.TempDir()), Deps{})
+	}
+	return storetest.NewMemStore(ConfigForTest("mem"), nil)
 }

@@ -15,7 +15,8 @@ const defaultPullBatch = 32
 // (a master's corrections). The batch also stops at maxTransferBytes/CountOnMessageInMemory (256 KiB / 32)
 // or, for data more than accessMessageInMemoryMaxRatio of RAM behind the end, ...InDisk (64 KiB / 8); and at
 // maxBytes when > 0. At most max(16000 B, maxMsgNums × 20 B) of ConsumeQueue are scanned. filter may be
-// nil. group is not used by the store (RocketMQ uses it for statistics).
+// nil; a CommitLogFilter also sees each record that passed its ConsumeQueue check. group is not used
+// by the store (RocketMQ uses it for statistics).
 //
 // The result's Buffers are slices of mapped CommitLog memory: no message is copied. Call Release when
 // the response is written. Safe for concurrent use; no allocation in steady state.
@@ -66,6 +67,7 @@ func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, max
 	defer cqFile.release()
 
 	r.Status = NoMatchedMessage
+	recordFilter, _ := filter.(CommitLogFilter)
 	maxPhy := cl.readableEnd()
 	memory := s.totalMemory * int64(s.cfg.AccessMessageInMemoryMaxRatio) / 100
 	maxScan := max(16000, maxMsgNums*ConsumeQueueEntryBytes)
@@ -98,6 +100,15 @@ func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, max
 				r.Status = MessageWasRemoving
 			}
 			nextPhyFileStart = cl.rollNextFile(phys)
+			continue
+		}
+		if recordFilter != nil && !recordFilter.IsMatchedByCommitLog(rec) {
+			if mf != held {
+				mf.release() // the reference readForPull took for this record alone
+			}
+			if r.BufferTotalSize == 0 {
+				r.Status = NoMatchedMessage
+			}
 			continue
 		}
 		if mf != held {

@@ -198,6 +198,17 @@ type MessageFilter interface {
 	IsMatchedByConsumeQueue(tagsCode int64) bool
 }
 
+// CommitLogFilter is a MessageFilter that also decides on the stored record itself, after
+// its ConsumeQueue entry matched (RocketMQ's MessageFilter.isMatchedByCommitLog: SQL92
+// subscriptions read the message's properties). record is a view of the stored bytes,
+// valid only during the call. GetMessage asks a filter that implements it for every
+// record it would return; a record that does not match is skipped like a tag mismatch.
+// Implementations must be safe for concurrent use and must not allocate.
+type CommitLogFilter interface {
+	MessageFilter
+	IsMatchedByCommitLog(record []byte) bool
+}
+
 // ConsumerOffset is one consumer group's committed offset in one queue: the next logical offset it will
 // consume.
 type ConsumerOffset struct {

@@ -2,7 +2,8 @@
 // consumers (heartbeats, connection close, expiry), the orderly-consumption queue locks, and
 // the requests that maintain them or read consumer offsets — HEART_BEAT (34),
 // UNREGISTER_CLIENT (35), GET_CONSUMER_LIST_BY_GROUP (38), LOCK_BATCH_MQ (41),
-// UNLOCK_BATCH_MQ (42), QUERY_CONSUMER_OFFSET (14), UPDATE_CONSUMER_OFFSET (15).
+// UNLOCK_BATCH_MQ (42), QUERY_CONSUMER_OFFSET (14), UPDATE_CONSUMER_OFFSET (15),
+// CHECK_CLIENT_CONFIG (46).
 //
 // All of them run on the event loop (broker/routes.go): they touch memory only; a retry
 // topic or subscription group a heartbeat creates is written by the metadata writer.
@@ -14,6 +15,7 @@
 package clients
 
 import (
+	"github.com/ringmq/ringmq/broker/live"
 	"github.com/ringmq/ringmq/broker/metadata"
 )
 
@@ -36,6 +38,8 @@ type Deps struct {
 	Consumers *ConsumerManager
 	Producers *ProducerManager
 	Locks     *RebalanceLockManager
+	// Live holds the run-time keys; CHECK_CLIENT_CONFIG reads enablePropertyFilter.
+	Live *live.Settings
 
 	// TotalMemoryBytes (the machine's RAM; ≤ 0: unknown) and AccessMessageInMemoryMaxRatio
 	// (accessMessageInMemoryMaxRatio) decide whether a queue's first message is still in

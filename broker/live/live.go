@@ -25,4 +25,7 @@ type Settings struct {
 	// NotifyConsumerIdsChanged: consumers are told when their group changes
 	// (notifyConsumerIdsChangedEnable).
 	NotifyConsumerIdsChanged atomic.Bool
+	// EnablePropertyFilter: SQL92 subscriptions are served (enablePropertyFilter); off, their
+	// pulls and CHECK_CLIENT_CONFIG are refused as RocketMQ refuses them.
+	EnablePropertyFilter atomic.Bool
 }

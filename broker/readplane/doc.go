@@ -2,7 +2,7 @@
 // from the message store.
 //
 //	PULL_MESSAGE 11, LITE_PULL_MESSAGE 361   pull.go, with long polling (longpoll.go) and the
-//	                                         TAG filter (filter.go)
+//	                                         TAG and SQL92 filters (filter.go, broker/filter)
 //	QUERY_MESSAGE 12, VIEW_MESSAGE_BY_ID 33  query.go
 //	GET_MAX_OFFSET 30, GET_MIN_OFFSET 31,    queueinfo.go
 //	SEARCH_OFFSET_BY_TIMESTAMP 29,
@@ -39,7 +39,8 @@
 //  2. Checks, in the Java broker's order (checkPull): broker readable, group exists or is
 //     auto-created, group consumeEnable, topic exists and readable, queueId in range, then
 //     the subscription — from the request (SUBSCRIPTION sysFlag) or from the group's
-//     heartbeat — built into the request's tag filter (filter.go, no allocation).
+//     heartbeat — built into the request's filter (filter.go, no allocation): tag codes,
+//     or an SQL92 expression compiled once per subscription version (broker/filter.Cache).
 //  3. Hot or cold (pullIsHot): in-memory look-ups only; an offset outside [min, max) or a
 //     first entry at most HotMaxBehindBytes behind the CommitLog's end is hot and the store
 //     read runs on the event loop at once; otherwise ProcessPullMessage returns it for the

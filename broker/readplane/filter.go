@@ -5,7 +5,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ringmq/ringmq/broker/filter"
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/store"
 )
 
 // Tag filtering of pulls (PROTOCOL.md §7.2, §9).
@@ -119,6 +121,44 @@ func (f *tagFilter) setFromExpression(expr string) error {
 		return errSubscriptionSplit
 	}
 	return nil
+}
+
+// subscriptionFilter is a pull's filter: a TAG subscription's tag codes, or an SQL92
+// subscription's compiled expression (RocketMQ's ExpressionMessageFilter without filter
+// bitmaps: every ConsumeQueue entry passes, and the expression decides on the stored
+// record's properties). The expression is shared and immutable (filter.Cache).
+type subscriptionFilter struct {
+	tagFilter
+	sql *filter.Expression
+}
+
+// storeFilter is what GetMessage gets: the tag filter alone for a TAG subscription, so that
+// the store asks nothing of the records; the whole filter (a store.CommitLogFilter) for an
+// SQL92 one. Neither conversion allocates (both are pointers).
+func (f *subscriptionFilter) storeFilter() store.MessageFilter {
+	if f.sql == nil {
+		return &f.tagFilter
+	}
+	return f
+}
+
+// IsMatchedByConsumeQueue: an SQL92 subscription passes every entry (no bitmap here).
+func (f *subscriptionFilter) IsMatchedByConsumeQueue(tagsCode int64) bool {
+	return f.sql != nil || f.tagFilter.IsMatchedByConsumeQueue(tagsCode)
+}
+
+// IsMatchedByCommitLog evaluates the SQL92 expression on the stored record's properties.
+func (f *subscriptionFilter) IsMatchedByCommitLog(record []byte) bool {
+	return f.sql == nil || f.sql.MatchRecord(record)
+}
+
+// isMatchedByArrival is the long-polling wake-up check (PullRequestHoldService): the tag
+// code for a TAG subscription, the new message's properties for an SQL92 one.
+func (f *subscriptionFilter) isMatchedByArrival(tagsCode int64, properties []byte) bool {
+	if f.sql != nil {
+		return f.sql.MatchProperties(properties)
+	}
+	return f.tagFilter.IsMatchedByConsumeQueue(tagsCode)
 }
 
 // isTagExpressionType is Java's ExpressionType.isTagType: absent, empty or "TAG".

@@ -48,6 +48,7 @@ type planeOptions struct {
 	fileStore bool                                        // the file store on t.TempDir() instead of a MemStore
 	wrap      func(store.MessageStore) store.MessageStore // wraps the store
 	settings  func(*Settings)                             // changes testSettings
+	live      func(*live.Settings)                        // changes testLive
 	beforeRun func(*Plane)                                // after New, before Start
 }
 
@@ -105,8 +106,12 @@ func startPlane(t testing.TB, opts planeOptions) *readPlane {
 	rp := &readPlane{t: t, st: st, tables: tables, subs: &subscriptions{m: map[[2]string]*codec.SubscriptionData{}},
 		replies: remoting.NewReplies(prometheus.NewCounter(prometheus.CounterOpts{Name: "reply_errors_total"}), logtest.Discard()),
 		pool:    &goPool{}, busy: prometheus.NewCounter(prometheus.CounterOpts{Name: "busy_total"})}
+	liveSet := testLive()
+	if opts.live != nil {
+		opts.live(liveSet)
+	}
 	rp.p, err = New(Deps{Store: st, Topics: tables.Topics, Groups: tables.Groups, Offsets: tables.Offsets,
-		Subscriptions: rp.subs, Pool: rp.pool, Settings: set, Live: testLive(), Registerer: prometheus.NewRegistry(), HoldFull: rp.busy,
+		Subscriptions: rp.subs, Pool: rp.pool, Settings: set, Live: liveSet, Registerer: prometheus.NewRegistry(), HoldFull: rp.busy,
 		Logger: logtest.Discard()})
 	require.NoError(t, err)
 	st.SetArrivingListener(rp.p.OnMessageArriving)

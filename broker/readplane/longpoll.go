@@ -13,8 +13,9 @@ import (
 // A pull that finds nothing new (PULL_NOT_FOUND) on its first pass, with the SUSPEND
 // sysFlag, is parked under topic@queueId until one of:
 //
-//   - the dispatcher appends an entry to that queue at or past the requested offset whose
-//     tag code the request's filter accepts (the store's ArrivingListener);
+//   - the dispatcher appends an entry to that queue at or past the requested offset that
+//     the request's filter accepts — by tag code, or for an SQL92 subscription by the new
+//     message's properties (the store's ArrivingListener);
 //   - the periodic sweep (every 5 s, or shortPollingTimeMills with longPollingEnable=false)
 //     sees the queue's max offset past the requested offset — it catches notifications
 //     dropped under overload;
@@ -33,9 +34,11 @@ import (
 // timer per parked request. Parks (from event loops and pool workers) and arrivals (from
 // the store's dispatcher goroutine, which must never block) are appended to two short
 // lists under a mutex held only for the append, then the goroutine is woken through a
-// one-slot channel. Both are bounded: past maxHeld parked pulls a new one is answered
-// SYSTEM_BUSY; past maxArrivals queued notifications further ones are dropped and the next
-// pass sweeps every parked queue instead.
+// one-slot channel. An arrival's properties are copied into one byte arena beside the
+// list (the dispatcher's slice is not ours to keep), which is reused pass after pass. All
+// are bounded: past maxHeld parked pulls a new one is answered SYSTEM_BUSY; past
+// maxArrivals queued notifications, or maxArrivalPropertiesBytes of their properties,
+// further ones are dropped and the next pass sweeps every parked queue instead.
 //
 // A park that raced with an arrival (the dispatcher notified before the park reached the
 // table) is caught when the goroutine takes the park: it checks the queue's max offset
@@ -52,22 +55,27 @@ type holdKey struct {
 	queueID int32
 }
 
-// arrival is one ConsumeQueue append reported by the store.
+// arrival is one ConsumeQueue append reported by the store. Its properties are
+// props[propsStart:propsEnd] of the arena it was queued with.
 type arrival struct {
-	key         holdKey
-	logicOffset int64
-	tagsCode    int64
+	key                  holdKey
+	logicOffset          int64
+	tagsCode             int64
+	propsStart, propsEnd int
 }
 
 // holdConfig bounds and paces the hold service.
 type holdConfig struct {
-	maxHeld       int           // parked pulls, beyond which new ones get SYSTEM_BUSY
-	maxArrivals   int           // queued arrival notifications before falling back to a sweep
-	sweepInterval time.Duration // periodic check of every parked queue
+	maxHeld     int // parked pulls, beyond which new ones get SYSTEM_BUSY
+	maxArrivals int // queued arrival notifications before falling back to a sweep
+	// maxArrivalPropertiesBytes bounds the queued arrivals' copied properties likewise.
+	maxArrivalPropertiesBytes int
+	sweepInterval             time.Duration // periodic check of every parked queue
 }
 
 func defaultHoldConfig(set Settings) holdConfig {
-	hc := holdConfig{maxHeld: 1 << 18, maxArrivals: 1 << 16, sweepInterval: 5 * time.Second}
+	hc := holdConfig{maxHeld: 1 << 18, maxArrivals: 1 << 16, maxArrivalPropertiesBytes: 4 << 20,
+		sweepInterval: 5 * time.Second}
 	if !set.LongPollingEnable && set.ShortPollingTime > 0 {
 		hc.sweepInterval = set.ShortPollingTime
 	}
@@ -94,7 +102,8 @@ type pullRequestHoldService struct {
 		sync.Mutex
 		parks    []*pullRequest
 		arrivals []arrival
-		overflow bool // arrivals were dropped: sweep
+		props    []byte // the arrivals' properties, back to back
+		overflow bool   // arrivals were dropped: sweep
 		stopped  bool
 	}
 	wake chan struct{} // one slot: "there is work"
@@ -106,6 +115,7 @@ type pullRequestHoldService struct {
 	deadlines deadlineHeap
 	parkBuf   []*pullRequest
 	arriveBuf []arrival
+	propsBuf  []byte
 	nextSweep time.Time
 }
 
@@ -156,8 +166,12 @@ func (h *pullRequestHoldService) NotifyMessageArriving(topic string, queueID int
 		return
 	}
 	h.mu.Lock()
-	if len(h.mu.arrivals) < h.cfg.maxArrivals {
-		h.mu.arrivals = append(h.mu.arrivals, arrival{holdKey{topic, queueID}, logicOffset, tagsCode})
+	if len(h.mu.arrivals) < h.cfg.maxArrivals &&
+		len(h.mu.props)+len(properties) <= h.cfg.maxArrivalPropertiesBytes {
+		start := len(h.mu.props)
+		h.mu.props = append(h.mu.props, properties...)
+		h.mu.arrivals = append(h.mu.arrivals,
+			arrival{holdKey{topic, queueID}, logicOffset, tagsCode, start, len(h.mu.props)})
 	} else {
 		h.mu.overflow = true
 	}
@@ -254,8 +268,8 @@ func (h *pullRequestHoldService) takeParks() {
 // notifications were dropped (the caller then sweeps).
 func (h *pullRequestHoldService) takeArrivals() (overflow bool) {
 	h.mu.Lock()
-	arrivals := h.mu.arrivals
-	h.mu.arrivals = h.arriveBuf[:0]
+	arrivals, props := h.mu.arrivals, h.mu.props
+	h.mu.arrivals, h.mu.props = h.arriveBuf[:0], h.propsBuf[:0]
 	overflow = h.mu.overflow
 	h.mu.overflow = false
 	h.mu.Unlock()
@@ -266,7 +280,8 @@ func (h *pullRequestHoldService) takeArrivals() (overflow bool) {
 		}
 		kept := list[:0]
 		for _, pr := range list {
-			if a.logicOffset >= pr.header.QueueOffset && pr.filter.IsMatchedByConsumeQueue(a.tagsCode) {
+			if a.logicOffset >= pr.header.QueueOffset &&
+				pr.filter.isMatchedByArrival(a.tagsCode, props[a.propsStart:a.propsEnd]) {
 				heap.Remove(&h.deadlines, pr.heapIndex)
 				h.rerun(pr)
 				continue
@@ -277,7 +292,7 @@ func (h *pullRequestHoldService) takeArrivals() (overflow bool) {
 	}
 	h.applied.Add(int64(len(arrivals)))
 	clear(arrivals)
-	h.arriveBuf = arrivals[:0]
+	h.arriveBuf, h.propsBuf = arrivals[:0], props[:0]
 	return overflow
 }
 

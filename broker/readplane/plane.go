@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ringmq/ringmq/broker/filter"
 	"github.com/ringmq/ringmq/broker/live"
 	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
@@ -60,7 +61,8 @@ type Pool interface {
 }
 
 // Settings are the broker settings the read plane uses, fixed for its lifetime; the ones that
-// change at run time (brokerPermission, slaveReadEnable, offsetCheckInSlave) are Deps.Live's.
+// change at run time (brokerPermission, slaveReadEnable, offsetCheckInSlave,
+// enablePropertyFilter) are Deps.Live's.
 type Settings struct {
 	// BrokerIP is brokerIP1 as text, for the "pulling message is forbidden" remark.
 	BrokerIP string
@@ -91,7 +93,8 @@ type Deps struct {
 	Pool          Pool
 	Settings      Settings
 	// Live holds the keys that change while the broker runs: brokerPermission (pulls need
-	// read), slaveReadEnable (answers carry suggestWhichBrokerId) and offsetCheckInSlave.
+	// read), slaveReadEnable (answers carry suggestWhichBrokerId), offsetCheckInSlave and
+	// enablePropertyFilter (SQL92 subscriptions served).
 	Live *live.Settings
 	// Registerer receives the plane's collectors (ringmq_broker_pull_runs_total,
 	// ringmq_broker_pulls_held). nil = not registered.
@@ -119,8 +122,9 @@ type Plane struct {
 	clock         func() time.Time
 	logger        *slog.Logger
 
-	pulls sync.Pool // *pullRequest
-	hold  *pullRequestHoldService
+	pulls   sync.Pool // *pullRequest
+	hold    *pullRequestHoldService
+	filters *filter.Cache // compiled SQL92 subscriptions
 
 	// Collectors; the counters are resolved once (a labelled look-up per pull would cost a
 	// hash and more).
@@ -152,6 +156,7 @@ func New(deps Deps) (*Plane, error) {
 		clock:         deps.Clock,
 		logger:        deps.Logger,
 		holdFull:      deps.HoldFull,
+		filters:       filter.NewCache(),
 	}
 	if p.clock == nil {
 		p.clock = time.Now

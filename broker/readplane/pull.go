@@ -16,10 +16,16 @@ import (
 // group exists or is auto-created (SUBSCRIPTION_GROUP_NOT_EXIST), group consumeEnable
 // (NO_PERMISSION), topic exists (TOPIC_NOT_EXIST), topic readable (NO_PERMISSION),
 // 0 ≤ queueId < readQueueNums (INVALID_PARAMETER), then the subscription: from the
-// request when the SUBSCRIPTION sysFlag is set (a TAG expression "*" or "a || b";
-// unparsable → SUBSCRIPTION_PARSE_FAILED; SQL92 → SYSTEM_ERROR, as a Java broker without
-// enablePropertyFilter answers), else from the group's heartbeat (none →
-// SUBSCRIPTION_NOT_EXIST, older than the request's subVersion → SUBSCRIPTION_NOT_LATEST).
+// request when the SUBSCRIPTION sysFlag is set (a TAG expression "*" or "a || b", or an
+// SQL92 expression; unparsable → SUBSCRIPTION_PARSE_FAILED), else from the group's
+// heartbeat (none → SUBSCRIPTION_NOT_EXIST, older than the request's subVersion →
+// SUBSCRIPTION_NOT_LATEST, an SQL92 expression that does not compile →
+// FILTER_DATA_NOT_EXIST). SQL92 without enablePropertyFilter → SYSTEM_ERROR "The broker
+// does not support consumer to filter message by SQL92", as the Java broker answers.
+//
+// An SQL92 subscription is compiled once per group, topic and subscription version
+// (filter.Cache) and evaluated by the store on each record's properties (filter.go); the
+// records it refuses are skipped and nextBeginOffset passes them, as RocketMQ does.
 //
 // The store answers with a GetMessageStatus; the response code, remark (the status name)
 // and nextBeginOffset follow the §9 table. Every response of a pull that reached the store
@@ -64,7 +70,7 @@ type pullRequest struct {
 	p      *Plane
 	to     remoting.Reply
 	header codec.PullMessageRequestHeader
-	filter tagFilter
+	filter subscriptionFilter
 
 	// From the group's config, for suggestWhichBrokerId when slaveReadEnable is on.
 	groupBrokerID     int64
@@ -171,7 +177,17 @@ func (p *Plane) checkPull(pr *pullRequest) (codec.ResponseCode, string) {
 			if h.Subscription == "" {
 				return codec.ResponseSubscriptionParseFailed, "parse the consumer's subscription failed"
 			}
-			return codec.ResponseSystemError, "The broker does not support consumer to filter message by " + h.ExpressionType
+			if !p.live.EnablePropertyFilter.Load() || h.ExpressionType != codec.ExpressionTypeSQL92 {
+				return codec.ResponseSystemError, "The broker does not support consumer to filter message by " + h.ExpressionType
+			}
+			// Java builds the filter data here and, when the expression does not compile, goes on
+			// without one — delivering every message. Refusing is what the consumer can act on.
+			expr, err := p.filters.Get(h.ConsumerGroup, h.Topic, h.Subscription, h.SubVersion)
+			if err != nil {
+				return codec.ResponseSubscriptionParseFailed, "parse the consumer's subscription failed"
+			}
+			pr.filter.sql = expr
+			return codec.ResponseSuccess, ""
 		}
 		if err := pr.filter.setFromExpression(h.Subscription); err != nil {
 			return codec.ResponseSubscriptionParseFailed, "parse the consumer's subscription failed"
@@ -186,11 +202,29 @@ func (p *Plane) checkPull(pr *pullRequest) (codec.ResponseCode, string) {
 		return codec.ResponseSubscriptionNotLatest, "the consumer's subscription not latest"
 	}
 	if !isTagExpressionType(sd.ExpressionType) {
-		return codec.ResponseSystemError, "The broker does not support consumer to filter message by " + sd.ExpressionType
+		// Java's ConsumerFilterManager compiles a heartbeat's expression whether or not the
+		// filter is on, and keeps nothing for one that does not compile (or of a type it
+		// does not know): the pull then answers FILTER_DATA_NOT_EXIST. Here the compile runs
+		// at the first pull of each subscription version (filter.Cache), from the same data.
+		if sd.ExpressionType != codec.ExpressionTypeSQL92 {
+			return codec.ResponseFilterDataNotExist, remarkFilterDataNotExist
+		}
+		expr, err := p.filters.Get(h.ConsumerGroup, h.Topic, sd.SubString, sd.SubVersion)
+		if err != nil {
+			return codec.ResponseFilterDataNotExist, remarkFilterDataNotExist
+		}
+		if !p.live.EnablePropertyFilter.Load() {
+			return codec.ResponseSystemError, "The broker does not support consumer to filter message by " + sd.ExpressionType
+		}
+		pr.filter.sql = expr
+		return codec.ResponseSuccess, ""
 	}
 	pr.filter.setFromSubscription(sd)
 	return codec.ResponseSuccess, ""
 }
+
+// remarkFilterDataNotExist is RocketMQ's remark for an SQL92 subscription it could not compile.
+const remarkFilterDataNotExist = "The broker's consumer filter data is not exist!Your expression may be wrong!"
 
 // pullIsHot decides whether a pull may run on the event loop (see the file comment).
 func (p *Plane) pullIsHot(h *codec.PullMessageRequestHeader) bool {
@@ -235,7 +269,7 @@ func (p *Plane) runPull(pr *pullRequest) {
 		maxNums = defaultPullBatchSize
 	}
 	res, err := p.store.GetMessage(h.ConsumerGroup, h.Topic, h.QueueID, h.QueueOffset, maxNums,
-		int(h.MaxMsgBytes.Or(0)), &pr.filter)
+		int(h.MaxMsgBytes.Or(0)), pr.filter.storeFilter())
 	if pr.firstPass && pr.commitAfterLookup && !p.set.IsSlave {
 		// Java stores the commit offset on the first pass whatever the lookup found; a slave never
 		// stores it (its offsets come from the master, PROTOCOL.md §13.1). checkPull made sure the

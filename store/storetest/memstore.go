@@ -380,6 +380,7 @@ func (m *MemStore) GetMessage(_, topic string, queueID int32, offset int64, maxM
 		return r, nil
 	}
 	r.Status = store.NoMatchedMessage
+	recordFilter, _ := filter.(store.CommitLogFilter)
 	maxScan := max(16000, maxMsgNums*store.ConsumeQueueEntryBytes) / store.ConsumeQueueEntryBytes
 	i := int(offset - minOff)
 	scanned := 0
@@ -396,6 +397,9 @@ func (m *MemStore) GetMessage(_, topic string, queueID int32, offset int64, maxM
 			continue
 		}
 		rec := m.log[e.phys : e.phys+int64(e.size) : e.phys+int64(e.size)]
+		if recordFilter != nil && !recordFilter.IsMatchedByCommitLog(rec) {
+			continue
+		}
 		r.Buffers = append(r.Buffers, rec)
 		r.MessageCount++
 		r.BufferTotalSize += len(rec)
