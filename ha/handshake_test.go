@@ -231,3 +231,34 @@ func TestSyncStateSetAcknowledgements(t *testing.T) {
 	require.NoError(t, strict.Wait(1<<40, refused))
 	require.ErrorIs(t, refused.result(t), ErrSlaveNotAvailable)
 }
+
+// With the master alone in the SyncStateSet every byte counts as acknowledged; once a replica joins, a
+// wait holds again until that replica has the message (the acknowledged offset moves back to its).
+func TestSyncStateSetRejoinHoldsAcknowledgementsAgain(t *testing.T) {
+	master := newMemLog(1 << 20)
+	master.Append(record(0, 1000))
+	srv := startEpochServer(t, master, EpochEntry{1, 0})
+	cfg := DefaultReplicasConfig()
+	cfg.MinInSyncReplicas = 1
+	cfg.SlaveTimeout = time.Minute
+	r, err := NewReplicas(cfg, srv, nil, nil)
+	require.NoError(t, err)
+	defer r.Close()
+	srv.SetSyncStateSet(nil) // a new master: the set is itself
+	alone := &waitResult{}
+	require.NoError(t, r.Wait(1000, alone))
+	require.NoError(t, alone.result(t))
+
+	slow := newMemLog(1 << 20)
+	slow.block = make(chan struct{})
+	epochClient(t, srv.Addr().String(), slow, 2, EpochEntry{1, 0})
+	testutil.Eventually(t, "the replica connected", func() bool { return len(srv.ReplicaStates()) == 1 })
+	srv.SetSyncStateSet([]int64{2})
+	require.Zero(t, srv.AckedOffset(), "back to what the replica has")
+	held := &waitResult{}
+	require.NoError(t, r.Wait(1000, held))
+	require.False(t, held.done.Load(), "the joined replica has nothing yet")
+	close(slow.block)
+	require.NoError(t, held.result(t))
+	require.Equal(t, int64(1000), srv.AckedOffset())
+}

@@ -18,7 +18,7 @@ import (
 // a shrink only after the controller has it keeps the guarantee: a replica leaves the set, and stops
 // holding back acknowledgements, only once it can no longer be elected. A replica joins only once it
 // holds everything acknowledged so far (ReplicaStates tells the broker which have caught up), so the
-// acknowledged offset never moves back.
+// acknowledged offset of a replica in the set never moves back.
 
 // ReplicaState is what the master knows of one replica (controller mode).
 type ReplicaState struct {
@@ -33,7 +33,9 @@ type ReplicaState struct {
 // SYNC send waits for; controller mode only. Call it with what the controller accepted.
 func (s *Server) SetSyncStateSet(ids []int64) {
 	set := slices.Clone(ids)
+	s.mu.Lock() // recomputeAck reads the set under s.mu: none computes with the old set after this
 	s.syncSet.Store(&set)
+	s.mu.Unlock()
 	s.recomputeAck()
 }
 
@@ -86,15 +88,18 @@ func (s *Server) replicaGone(c *masterConn) {
 	s.mu.Unlock()
 }
 
-// recomputeAck raises the acknowledged offset to the lowest of the in-sync replicas' (every byte when
-// the set is empty) and tells the listener.
+// recomputeAck sets the acknowledged offset to the lowest of the in-sync replicas' (every byte when
+// the set is empty) and tells the listener when it rose. Unlike 4.x mode's it may move back: a replica
+// that joins the set holds back acknowledgements until it has reported that far, and an empty set,
+// whose every byte counts as acknowledged, is no promise once a replica joins it.
 func (s *Server) recomputeAck() {
+	s.mu.Lock()
 	p := s.syncSet.Load()
 	if p == nil {
+		s.mu.Unlock()
 		return
 	}
 	low := int64(math.MaxInt64)
-	s.mu.Lock()
 	for _, id := range *p {
 		r := s.mu.replicas[id]
 		if r == nil {
@@ -103,6 +108,9 @@ func (s *Server) recomputeAck() {
 		}
 		low = min(low, r.AckOffset)
 	}
+	rose := low > s.acked.Swap(low)
 	s.mu.Unlock()
-	s.raiseAck(low)
+	if fn := s.onAck.Load(); rose && fn != nil {
+		(*fn)()
+	}
 }

@@ -140,6 +140,14 @@ func (s *Supervisor) IsMaster() bool {
 	return s.current != nil && s.role.isMaster(s.brokerID)
 }
 
+// SyncStateSet is the group's SyncStateSet as the controller last told this replica (brokerIds, the
+// master's included): on a master, the set it waits for.
+func (s *Supervisor) SyncStateSet() []int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.role.syncStateSet)
+}
+
 // BrokerID is this replica's id at the controller (0 until Run has it).
 func (s *Supervisor) BrokerID() int64 {
 	s.mu.Lock()
@@ -152,6 +160,9 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	defer s.ctl.close()
 	id, err := s.ensureBrokerID(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return err
 	}
 	s.mu.Lock()
@@ -161,6 +172,9 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	for {
 		r, err := s.decideRole(ctx)
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
 			return err
 		}
 		b, err := s.startBroker(ctx, r, truncateTo)
@@ -415,6 +429,7 @@ func (s *Supervisor) masterHAAddr(ctx context.Context, masterAddr string) (strin
 func (s *Supervisor) watch(ctx context.Context, b *broker.Broker, r role) event {
 	t := time.NewTicker(s.cfg.BrokerHeartbeatInterval)
 	defer t.Stop()
+	pending := map[int64]int64{} // a master's replicas joining its SyncStateSet (keepSyncStateSet)
 	for {
 		select {
 		case <-ctx.Done():
@@ -436,10 +451,11 @@ func (s *Supervisor) watch(ctx context.Context, b *broker.Broker, r role) event 
 		}
 		if r.isMaster(s.brokerID) {
 			if now.syncStateSetEpoch > r.syncStateSetEpoch {
+				// Changed elsewhere (mqadmin, a controller's own decision): take it; keepSyncStateSet
+				// applies it with the candidates below.
 				r.syncStateSet, r.syncStateSetEpoch = now.syncStateSet, now.syncStateSetEpoch
-				b.HAServer().SetSyncStateSet(withoutID(r.syncStateSet, s.brokerID))
 			}
-			if fenced := s.keepSyncStateSet(ctx, b, &r); fenced {
+			if fenced := s.keepSyncStateSet(ctx, b, &r, pending); fenced {
 				return event{truncateTo: -1}
 			}
 			s.mu.Lock()
@@ -449,23 +465,48 @@ func (s *Supervisor) watch(ctx context.Context, b *broker.Broker, r role) event 
 	}
 }
 
-// keepSyncStateSet asks the controller to drop replicas that have not caught up for
-// haMaxTimeSlaveNotCatchup (or are gone) and to take back those that caught up; the master applies
-// the set once the controller has it. It reports whether the controller no longer takes this broker
-// for master (a fenced epoch).
-func (s *Supervisor) keepSyncStateSet(ctx context.Context, b *broker.Broker, r *role) (fenced bool) {
+// keepSyncStateSet keeps the SyncStateSet true to one rule: every acknowledged message is on every
+// replica the controller has in the set, so that whichever it elects has them all.
+//
+//   - A replica that has not caught up for haMaxTimeSlaveNotCatchup, or is gone, leaves: the controller
+//     first (CONTROLLER_ALTER_SYNC_STATE_SET), then this master, which until then still waits for it.
+//   - A replica that caught up joins this master's set first (sends wait for it from then on) and the
+//     controller's only once it has reported the CommitLog end of that moment: it then holds every
+//     message acknowledged before it joined too. A candidate that falls behind again is dropped.
+//
+// It reports whether the controller no longer takes this broker for master (a fenced epoch).
+func (s *Supervisor) keepSyncStateSet(ctx context.Context, b *broker.Broker, r *role, pending map[int64]int64) (fenced bool) {
 	srv := b.HAServer()
 	now := time.Now()
 	want := []int64{s.brokerID}
+	joining := false
 	for _, st := range srv.ReplicaStates() {
 		inSync := st.Addr != "" && !st.CaughtUpAt.IsZero() && now.Sub(st.CaughtUpAt) < s.cfg.HAMaxTimeSlaveNotCatchup
-		if slices.Contains(r.syncStateSet, st.BrokerID) {
+		switch from, isPending := pending[st.BrokerID]; {
+		case slices.Contains(r.syncStateSet, st.BrokerID):
 			if inSync {
 				want = append(want, st.BrokerID)
 			}
-		} else if inSync && now.Sub(st.CaughtUpAt) < 2*s.cfg.BrokerHeartbeatInterval {
-			want = append(want, st.BrokerID) // caught up just now: it holds what is acknowledged
+		case isPending && !inSync:
+			delete(pending, st.BrokerID)
+		case isPending && st.AckOffset >= from:
+			want = append(want, st.BrokerID) // it has everything acknowledged before it joined
+		case isPending:
+			joining = true
+		case inSync && now.Sub(st.CaughtUpAt) < 2*s.cfg.BrokerHeartbeatInterval:
+			pending[st.BrokerID] = b.CommitLogMaxOffset()
+			joining = true
 		}
+	}
+	local := withoutID(r.syncStateSet, s.brokerID)
+	for id := range pending {
+		if !slices.Contains(local, id) {
+			local = append(local, id)
+		}
+	}
+	slices.Sort(local)
+	if !slices.Equal(local, srv.SyncStateSet()) {
+		srv.SetSyncStateSet(local) // the controller's set and the candidates: sends wait for them all
 	}
 	slices.Sort(want)
 	cur := slices.Sorted(slices.Values(r.syncStateSet))
@@ -485,14 +526,22 @@ func (s *Supervisor) keepSyncStateSet(ctx context.Context, b *broker.Broker, r *
 		s.logger.Warn("controlled: the controller no longer takes this broker for master", "error", err)
 		return true
 	default:
-		s.logger.Info("controlled: SyncStateSet change refused", "want", want, "error", err)
+		s.logger.Info("controlled: SyncStateSet change refused", "want", want, "error", err, "joining", joining)
 		return false
 	}
 	set, err := codec.DecodeSyncStateSet(resp.Body)
 	if err != nil {
 		return false
 	}
-	srv.SetSyncStateSet(withoutID(set.SyncStateSet, s.brokerID))
+	for _, id := range set.SyncStateSet {
+		delete(pending, id)
+	}
+	local = withoutID(set.SyncStateSet, s.brokerID)
+	for id := range pending {
+		local = append(local, id)
+	}
+	slices.Sort(local)
+	srv.SetSyncStateSet(local)
 	s.logger.Info("controlled: SyncStateSet changed", "from", r.syncStateSet, "to", set.SyncStateSet,
 		"epoch", set.SyncStateSetEpoch)
 	r.syncStateSet, r.syncStateSetEpoch = set.SyncStateSet, set.SyncStateSetEpoch

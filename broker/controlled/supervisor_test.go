@@ -200,10 +200,7 @@ func TestFailoverElectsTheInSyncReplicaAndTheOldMasterTruncates(t *testing.T) {
 	b := startReplica(t, replicaConfig(t, ctrl))
 	testutil.Eventually(t, "B follows", func() bool { return b.sup.Current() != nil })
 	require.False(t, b.sup.IsMaster())
-	testutil.Eventually(t, "B joins the SyncStateSet", func() bool {
-		cur := a.sup.Current()
-		return cur != nil && len(cur.HAServer().SyncStateSet()) == 1
-	})
+	testutil.Eventually(t, "B joins the SyncStateSet", func() bool { return len(a.sup.SyncStateSet()) == 2 })
 	first := sendSync(t, a.addr(), "epoch1", 40)
 
 	// A stops: the controller sees its connection close and elects B, the only replica in sync, whose
@@ -235,8 +232,7 @@ func TestFailoverElectsTheInSyncReplicaAndTheOldMasterTruncates(t *testing.T) {
 
 	a = startReplica(t, a.cfg)
 	testutil.Eventually(t, "A follows B again", func() bool {
-		cur := b.sup.Current()
-		return cur != nil && len(cur.HAServer().SyncStateSet()) == 1 && a.sup.Current() != nil
+		return len(b.sup.SyncStateSet()) == 2 && a.sup.Current() != nil
 	})
 	require.False(t, a.sup.IsMaster())
 	third := sendSync(t, b.addr(), "epoch2b", 20) // waits for A's acknowledgement
