@@ -503,7 +503,10 @@ func TestMetricsDocListsEveryRegisteredSeries(t *testing.T) {
 		}
 	}
 	for name := range documented {
-		if _, ok := registered[name]; !ok {
+		// The controller's series are checked by the controller's own test, the controller-mode
+		// supervisor's (registered by mqbroker beside the broker's) by broker/controlled's.
+		if _, ok := registered[name]; !ok && !strings.HasPrefix(name, "ringmq_controller_") &&
+			!strings.HasPrefix(name, "ringmq_controlled_") {
 			extra = append(extra, name)
 		}
 	}

@@ -42,12 +42,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.leader, m.masterEpoch, m.syncStateSize, m.elections, m.requests} {
+	for _, c := range m.collectors() {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("controller: register metrics: %w", err)
 		}
 	}
 	return m, nil
+}
+
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.leader, m.masterEpoch, m.syncStateSize, m.elections, m.requests}
 }
 
 // updateGauges sets the per-group gauges from the FSM after a change.

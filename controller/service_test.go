@@ -1,9 +1,13 @@
 package controller
 
 import (
+	"os"
+	"regexp"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
@@ -149,4 +153,28 @@ func TestServiceAnswersRocketMQShapes(t *testing.T) {
 	resp = cl.call(codec.RequestGetRouteInfoByTopic, nil, nil)
 	require.Equal(t, int32(codec.ResponseRequestCodeNotSupported), resp.Code)
 	require.Equal(t, " request type 105 not supported", resp.Remark)
+}
+
+// TestMetricsDocListsControllerSeries: METRICS.md's controller rows are exactly the series a
+// controller registers.
+func TestMetricsDocListsControllerSeries(t *testing.T) {
+	doc, err := os.ReadFile("../METRICS.md")
+	require.NoError(t, err)
+	var documented []string
+	for _, m := range regexp.MustCompile("(?m)^\\| `(ringmq_controller_[a-z0-9_]+)`").FindAllStringSubmatch(string(doc), -1) {
+		documented = append(documented, m[1])
+	}
+	m, err := newMetrics(nil)
+	require.NoError(t, err)
+	var registered []string
+	for _, c := range m.collectors() {
+		ch := make(chan *prometheus.Desc, 1)
+		c.Describe(ch)
+		name := regexp.MustCompile(`fqName: "([^"]+)"`).FindStringSubmatch((<-ch).String())
+		require.Len(t, name, 2)
+		registered = append(registered, name[1])
+	}
+	slices.Sort(documented)
+	slices.Sort(registered)
+	require.Equal(t, registered, documented)
 }

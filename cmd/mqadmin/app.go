@@ -122,7 +122,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.clusterListCommand(), a.brokerStatusCommand(), a.getBrokerConfigCommand(), a.updateBrokerConfigCommand(),
 		a.updateKvConfigCommand(),
 		a.getControllerMetaDataCommand(), a.getSyncStateSetCommand(), a.getBrokerEpochCommand(), a.electMasterCommand(),
-		a.cleanBrokerMetadataCommand(),
+		a.cleanBrokerMetadataCommand(), a.getControllerConfigCommand(), a.updateControllerConfigCommand(),
 		a.topicListCommand(), a.topicRouteCommand(), a.topicStatusCommand(), a.updateTopicCommand(), a.deleteTopicCommand(),
 		a.updateSubGroupCommand(), a.deleteSubGroupCommand(), a.consumerProgressCommand(),
 		a.consumerConnectionCommand(), a.producerConnectionCommand(), a.resetOffsetByTimeCommand(),

@@ -13,10 +13,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/conf"
 )
 
 // Controller commands (RocketMQ 5's controller mode): getControllerMetaData, getSyncStateSet,
-// getBrokerEpoch, electMaster, cleanBrokerMetadata. -a names the controllers (';'-separated;
+// getBrokerEpoch, electMaster, cleanBrokerMetadata, getControllerConfig, updateControllerConfig. -a names the controllers (';'-separated;
 // the name servers of -n when absent, for controllers embedded in them); the commands ask the
 // first that answers who leads, and send the request to the leader, as RocketMQ's do.
 
@@ -428,4 +429,97 @@ func translateTwoLetterFlags(args []string) []string {
 		out[i] = arg
 	}
 	return out
+}
+
+type controllerConfigResult struct {
+	Controllers []controllerConfig `json:"controllers"`
+}
+
+type controllerConfig struct {
+	Addr   string            `json:"addr"`
+	Config map[string]string `json:"config"`
+}
+
+func (r *controllerConfigResult) text(w io.Writer) error {
+	var b strings.Builder
+	for _, c := range r.Controllers {
+		fmt.Fprintf(&b, "============%s============\n", c.Addr)
+		for _, k := range slices.Sorted(maps.Keys(c.Config)) {
+			fmt.Fprintf(&b, "%-50s=  %s\n", k, c.Config[k])
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func (a *app) getControllerConfigCommand() *cobra.Command {
+	var addr string
+	cmd := &cobra.Command{
+		Use:   "getControllerConfig",
+		Short: "Get controller config.",
+		RunE: func(*cobra.Command, []string) error {
+			addrs, err := a.controllerAddrs(addr)
+			if err != nil {
+				return err
+			}
+			res := &controllerConfigResult{Controllers: []controllerConfig{}}
+			for _, c := range addrs {
+				resp, err := a.ask("controller "+c, c, request(codec.RequestGetControllerConfig, nil, nil), "", nil)
+				if err != nil {
+					return runError{err}
+				}
+				props, err := conf.Parse(resp.Body)
+				if err != nil {
+					return runError{fmt.Errorf("controller %s: %w", c, err)}
+				}
+				kv := map[string]string{}
+				for _, p := range props {
+					kv[p.Key] = p.Value
+				}
+				res.Controllers = append(res.Controllers, controllerConfig{Addr: c, Config: kv})
+			}
+			return a.emit(res)
+		},
+	}
+	cmd.Flags().StringVarP(&addr, "controllerAddress", "a", "", "Controller address list, eg: 192.168.0.1:9878;192.168.0.2:9878 (default: the name servers)")
+	return cmd
+}
+
+type updateControllerConfigResult struct {
+	Key         string   `json:"key"`
+	Value       string   `json:"value"`
+	Controllers []string `json:"controllers"`
+}
+
+func (r *updateControllerConfigResult) text(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "update controller config success!%s\n%s : %s\n", r.Controllers, r.Key, r.Value)
+	return err
+}
+
+func (a *app) updateControllerConfigCommand() *cobra.Command {
+	var addr, key, value string
+	cmd := &cobra.Command{
+		Use:   "updateControllerConfig",
+		Short: "Update controller config.",
+		RunE: func(*cobra.Command, []string) error {
+			addrs, err := a.controllerAddrs(addr)
+			if err != nil {
+				return err
+			}
+			body := []byte(key + "=" + value + "\n")
+			for _, c := range addrs {
+				if _, err := a.ask("controller "+c, c, request(codec.RequestUpdateControllerConfig, nil, body), "key "+key, nil); err != nil {
+					return runError{err}
+				}
+			}
+			return a.emit(&updateControllerConfigResult{Key: key, Value: value, Controllers: addrs})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&addr, "controllerAddress", "a", "", "Controller address list, eg: 192.168.0.1:9878;192.168.0.2:9878 (default: the name servers)")
+	f.StringVarP(&key, "key", "k", "", "config key")
+	f.StringVarP(&value, "value", "v", "", "config value")
+	_ = cmd.MarkFlagRequired("key")
+	_ = cmd.MarkFlagRequired("value")
+	return cmd
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"regexp"
 	"testing"
 	"time"
 
@@ -55,7 +56,11 @@ func brokerGroup(t *testing.T, addr string) *remotingtest.Conn {
 		resp := conn.Call(request(code, h, body))
 		require.Equal(t, int32(codec.ResponseSuccess), resp.Code, "%s: %s", code, resp.Remark)
 	}
-	for id, brokerAddr := range map[int64]string{1: "127.0.0.1:10911", 2: "127.0.0.1:10921"} {
+	for _, r := range []struct {
+		id         int64
+		brokerAddr string
+	}{{1, "127.0.0.1:10911"}, {2, "127.0.0.1:10921"}} { // 1 first: a new group takes only id 1
+		id, brokerAddr := r.id, r.brokerAddr
 		call(codec.RequestControllerApplyBrokerID, &codec.ApplyBrokerIDRequestHeader{ClusterName: "c1", BrokerName: "broker-a",
 			AppliedBrokerID: id, RegisterCheckCode: brokerAddr + ";1"}, nil)
 		call(codec.RequestBrokerHeartbeat, &codec.BrokerHeartbeatRequestHeader{ClusterName: "c1", BrokerAddr: brokerAddr,
@@ -91,6 +96,14 @@ func TestControllerCommands(t *testing.T) {
 	golden(t, "error_cleanBrokerMetadata_alive", r.stderr)
 	golden(t, "cleanBrokerMetadata", ok(t, "cleanBrokerMetadata", "-a", ctrl, "-c", "c1", "-bn", "broker-a", "-b", "1", "-l"))
 	require.Contains(t, ok(t, "getSyncStateSet", "-a", ctrl, "-b", "broker-a"), "#SyncStateSetNums\t1\n")
+
+	golden(t, "updateControllerConfig", ok(t, "updateControllerConfig", "-a", ctrl, "-k", "enableElectUncleanMaster", "-v", "true"))
+	storePath := regexp.MustCompile(`(controllerStorePath +=  )\S+`)
+	goldenWith(t, "getControllerConfig", ok(t, "getControllerConfig", "-a", ctrl),
+		func(s string) string { return storePath.ReplaceAllString(s, "${1}DIR") })
+	r = mqadmin(t, nil, "updateControllerConfig", "-a", ctrl, "-k", "controllerPeers", "-v", "x")
+	require.Equal(t, 1, r.code)
+	golden(t, "error_updateControllerConfig_fixed", r.stderr)
 }
 
 // TestGetBrokerEpoch: the fixture broker runs in classic mode and has no epoch file, so it
