@@ -118,3 +118,29 @@ func TestUncleanElectionRefusedByDefault(t *testing.T) {
 	require.Equal(t, "3", resp.ExtFields["masterBrokerId"])
 	require.Equal(t, "3", resp.ExtFields["masterEpoch"])
 }
+
+// TestNoElectionInANewLeadersGracePeriod: a controller that just became leader has heard no
+// heartbeats yet (the brokers were sending them to the old leader), so for one heartbeat
+// timeout it elects nobody, then it does.
+func TestNoElectionInANewLeadersGracePeriod(t *testing.T) {
+	clock := testutil.NewManualClock()
+	c := waitLeader(t, startInmemCluster(t, 1, clock.Now))
+	_, b2, _ := groupWithSyncStateSet(t, c, addr2)
+
+	// This controller leads since "now" below (set first: the scan runs all along)...
+	c.leaderSince.Store(clock.Now().Add(11 * time.Second).UnixNano())
+	clock.Advance(11 * time.Second) // ...and broker 1's heartbeats stopped 11 s ago.
+	b2.heartbeat(2, addr2, 1, 90)
+	c.scan()
+	g, _ := c.FSM().Group("broker-a")
+	require.Equal(t, int64(1), g.MasterBrokerID, "no election within the grace period")
+	require.Equal(t, int32(1), g.MasterEpoch)
+
+	clock.Advance(5 * time.Second)
+	b2.heartbeat(2, addr2, 1, 90)
+	clock.Advance(6 * time.Second) // past the grace period; broker 2 heartbeated 6 s ago
+	testutil.Eventually(t, "broker 2 elected", func() bool {
+		g, _ := c.FSM().Group("broker-a")
+		return g.MasterBrokerID == 2
+	})
+}
