@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -237,6 +238,7 @@ func (c *Controller) Start() error {
 		return c.failStart(fmt.Errorf("controller: raft: %w", err))
 	}
 	c.raftPtr.Store(r)
+	c.warnIfPeersChanged(r)
 	c.wg.Add(2)
 	go func() {
 		defer c.wg.Done()
@@ -249,6 +251,29 @@ func (c *Controller) Start() error {
 	c.logger.Info("controller: started", "peers", FormatPeers(c.cfg.Peers), "storePath", c.cfg.StorePath,
 		"remoting", c.advertise, "enableElectUncleanMaster", c.unclean.Load())
 	return nil
+}
+
+// warnIfPeersChanged logs when controllerPeers no longer matches the raft group the store
+// holds: the peers are read only when the store is new (raft keeps its membership in its log),
+// so an edited controllerPeers takes effect only with fresh stores.
+func (c *Controller) warnIfPeersChanged(r *raft.Raft) {
+	f := r.GetConfiguration()
+	if err := f.Error(); err != nil {
+		c.logger.Warn("controller: cannot read the raft configuration", "err", err)
+		return
+	}
+	stored := make(Peers, 0, len(f.Configuration().Servers))
+	for _, s := range f.Configuration().Servers {
+		stored = append(stored, Peer{ID: string(s.ID), Addr: string(s.Address)})
+	}
+	want := slices.Clone(c.cfg.Peers)
+	byID := func(a, b Peer) int { return strings.Compare(a.ID, b.ID) }
+	slices.SortFunc(stored, byID)
+	slices.SortFunc(want, byID)
+	if !slices.Equal(stored, want) {
+		c.logger.Warn("controller: controllerPeers differs from the raft group in controllerStorePath; the stored group is used",
+			"controllerPeers", FormatPeers(want), "stored", FormatPeers(stored), "storePath", c.cfg.StorePath)
+	}
 }
 
 func (c *Controller) failStart(err error) error {
