@@ -440,8 +440,7 @@ func (c *Controller) onLeadership(isLeader bool) {
 func (c *Controller) scan() {
 	expired := c.hb.expire()
 	for _, k := range expired {
-		c.logger.Warn("controller: broker heartbeat timed out", "clusterName", k.clusterName,
-			"brokerName", k.brokerName, "brokerId", k.brokerID)
+		c.logger.Warn("controller: broker heartbeat timed out", "brokerName", k.brokerName, "brokerId", k.brokerID)
 	}
 	since := c.leaderSince.Load()
 	if since == 0 || !c.IsLeader() {
@@ -451,10 +450,10 @@ func (c *Controller) scan() {
 		return
 	}
 	for _, g := range c.fsm.Groups() {
-		if !g.HasMaster() || c.hb.isAlive(g.ClusterName, g.BrokerName, g.MasterBrokerID) {
+		if !g.HasMaster() || c.hb.isAlive(g.BrokerName, g.MasterBrokerID) {
 			continue
 		}
-		if len(c.hb.alive(g.ClusterName, g.BrokerName, g.ReplicaIDs())) == 0 {
+		if len(c.hb.alive(g.BrokerName, g.ReplicaIDs())) == 0 {
 			continue // nobody to elect; Java waits until a replica is back
 		}
 		c.logger.Warn("controller: master is not alive; electing", "clusterName", g.ClusterName,

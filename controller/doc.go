@@ -91,7 +91,8 @@
 // controllerSelfId instead of controllerDLegerPeers/controllerDLegerSelfId; ties in an
 // election go to the lowest broker id (Java's TreeSet keeps an arbitrary one);
 // CLEAN_BROKER_DATA also parses the ids with isCleanLivingBroker (Java then drops the whole
-// group); removing a group's master with it also clears the master; UPDATE_CONTROLLER_CONFIG
+// group); removing a group's master with it also clears the master; liveness is keyed by
+// broker name and id (Java adds the cluster name), so a heartbeat without clusterName counts; UPDATE_CONTROLLER_CONFIG
 // changes enableElectUncleanMaster, notifyBrokerRoleChanged and
 // controllerHeartBeatTimeoutMills at run time and does not write them to a file.
 //

@@ -8,15 +8,17 @@ import (
 	"github.com/ringmq/ringmq/netio"
 )
 
-// brokerKey identifies one replica (Java BrokerIdentityInfo).
+// brokerKey identifies one replica. Java's BrokerIdentityInfo also holds the cluster name;
+// the groups are keyed by broker name alone (as the FSM keys them), so a heartbeat that
+// leaves clusterName out still counts.
 type brokerKey struct {
-	clusterName string
-	brokerName  string
-	brokerID    int64
+	brokerName string
+	brokerID   int64
 }
 
 // liveInfo is what the last heartbeats of one replica said (Java BrokerLiveInfo).
 type liveInfo struct {
+	clusterName      string
 	address          string
 	lastUpdate       time.Time
 	timeout          time.Duration
@@ -47,7 +49,7 @@ func newHeartbeats(now func() time.Time, defaultTimeout func() time.Duration) *h
 // heartbeat with a lower epoch, or the same epoch and a lower offset, refreshes liveness
 // only.
 func (h *heartbeats) onHeartbeat(hdr *codec.BrokerHeartbeatRequestHeader, c netio.Conn) {
-	key := brokerKey{hdr.ClusterName, hdr.BrokerName, hdr.BrokerID.Value}
+	key := brokerKey{hdr.BrokerName, hdr.BrokerID.Value}
 	timeout := h.defaultTimeout()
 	if hdr.HeartbeatTimeoutMills.Set && hdr.HeartbeatTimeoutMills.Value > 0 {
 		timeout = time.Duration(hdr.HeartbeatTimeoutMills.Value) * time.Millisecond
@@ -60,7 +62,7 @@ func (h *heartbeats) onHeartbeat(hdr *codec.BrokerHeartbeatRequestHeader, c neti
 	defer h.mu.Unlock()
 	prev, ok := h.live[key]
 	if !ok {
-		h.live[key] = &liveInfo{address: hdr.BrokerAddr, lastUpdate: now, timeout: timeout, conn: c,
+		h.live[key] = &liveInfo{clusterName: hdr.ClusterName, address: hdr.BrokerAddr, lastUpdate: now, timeout: timeout, conn: c,
 			epoch: epoch, maxOffset: maxOffset, confirmOffset: hdr.ConfirmOffset.Or(-1), electionPriority: priority}
 		return
 	}
@@ -71,22 +73,22 @@ func (h *heartbeats) onHeartbeat(hdr *codec.BrokerHeartbeatRequestHeader, c neti
 }
 
 // isAlive reports whether the replica's last heartbeat is within its timeout.
-func (h *heartbeats) isAlive(clusterName, brokerName string, id int64) bool {
+func (h *heartbeats) isAlive(brokerName string, id int64) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	info, ok := h.live[brokerKey{clusterName, brokerName, id}]
+	info, ok := h.live[brokerKey{brokerName, id}]
 	return ok && !h.now().After(info.lastUpdate.Add(info.timeout))
 }
 
 // alive returns the live replicas among ids with what they last reported, for an election
 // or a SyncStateSet change.
-func (h *heartbeats) alive(clusterName, brokerName string, ids []int64) []Candidate {
+func (h *heartbeats) alive(brokerName string, ids []int64) []Candidate {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := h.now()
 	var out []Candidate
 	for _, id := range ids {
-		info, ok := h.live[brokerKey{clusterName, brokerName, id}]
+		info, ok := h.live[brokerKey{brokerName, id}]
 		if ok && !now.After(info.lastUpdate.Add(info.timeout)) {
 			out = append(out, Candidate{BrokerID: id, Epoch: info.epoch, MaxOffset: info.maxOffset,
 				ElectionPriority: info.electionPriority})

@@ -140,7 +140,7 @@ func (c *Controller) OnClose(conn netio.Conn) {
 func (c *Controller) electForInactiveMaster(brokerName string) {
 	for i := 0; i < c.cfg.ElectMasterMaxRetryCount && c.state.Load() == stateStarted; i++ {
 		g, ok := c.fsm.Group(brokerName)
-		if !ok || !g.HasMaster() || c.hb.isAlive(g.ClusterName, g.BrokerName, g.MasterBrokerID) {
+		if !ok || !g.HasMaster() || c.hb.isAlive(g.BrokerName, g.MasterBrokerID) {
 			return
 		}
 		_, err := c.electMaster(g.ClusterName, brokerName, noMaster, false)
@@ -270,7 +270,7 @@ func (c *Controller) alterSyncStateSet(req *codec.RemotingCommand) (*codec.Remot
 		SyncStateSetEpoch: set.SyncStateSetEpoch, SyncStateSet: set.SyncStateSet}
 	if g, ok := c.fsm.Group(h.BrokerName); ok {
 		cmd.ClusterName = g.ClusterName
-		cmd.Alive = c.hb.alive(g.ClusterName, g.BrokerName, set.SyncStateSet)
+		cmd.Alive = c.hb.alive(g.BrokerName, set.SyncStateSet)
 	}
 	res, err := c.propose(cmd)
 	if err != nil {
@@ -325,7 +325,7 @@ func (c *Controller) electMaster(clusterName, brokerName string, brokerID int64,
 	cmd := &command{Type: cmdElectMaster, ClusterName: clusterName, BrokerName: brokerName, BrokerID: brokerID,
 		Designate: designate, Unclean: c.unclean.Load()}
 	if g, ok := c.fsm.Group(brokerName); ok {
-		cmd.Alive = c.hb.alive(g.ClusterName, g.BrokerName, g.ReplicaIDs())
+		cmd.Alive = c.hb.alive(g.BrokerName, g.ReplicaIDs())
 	}
 	res, err := c.propose(cmd)
 	if err != nil {
@@ -362,7 +362,7 @@ func (c *Controller) notifyRoleChanged(g *Group) {
 	}
 	var addrs []string
 	for _, id := range g.ReplicaIDs() {
-		if c.hb.isAlive(g.ClusterName, g.BrokerName, id) {
+		if c.hb.isAlive(g.BrokerName, id) {
 			addrs = append(addrs, g.Replicas[id].Address)
 		}
 	}
@@ -414,7 +414,7 @@ func (c *Controller) registerBroker(req *codec.RemotingCommand) (*codec.Remoting
 		g = res.Group
 	}
 	hdr := codec.RoleHeader{ClusterName: g.ClusterName, BrokerName: g.BrokerName}
-	if g.HasMaster() && c.hb.isAlive(g.ClusterName, g.BrokerName, g.MasterBrokerID) {
+	if g.HasMaster() && c.hb.isAlive(g.BrokerName, g.MasterBrokerID) {
 		hdr.MasterBrokerID = codec.Some(g.MasterBrokerID)
 		hdr.MasterAddress = g.MasterAddress()
 		hdr.MasterEpoch = codec.Some(g.MasterEpoch)
@@ -470,7 +470,7 @@ func (c *Controller) getSyncStateData(req *codec.RemotingCommand) *codec.Remotin
 		}
 		for _, id := range g.ReplicaIDs() {
 			r := codec.ReplicaIdentity{BrokerName: g.BrokerName, BrokerID: id, BrokerAddress: g.Replicas[id].Address,
-				Alive: c.hb.isAlive(g.ClusterName, g.BrokerName, id)}
+				Alive: c.hb.isAlive(g.BrokerName, id)}
 			if g.InSyncStateSet(id) {
 				ri.InSyncReplicas = append(ri.InSyncReplicas, r)
 			} else {
@@ -520,7 +520,7 @@ func (c *Controller) cleanBrokerData(req *codec.RemotingCommand) (*codec.Remotin
 			return invalid("Broker %s is still alive, clean up failure", h.BrokerName), nil
 		}
 		for _, id := range ids {
-			if c.hb.isAlive(g.ClusterName, g.BrokerName, id) {
+			if c.hb.isAlive(g.BrokerName, id) {
 				return invalid("Broker [%s,  %d] is still alive, clean up failure", h.BrokerName, id), nil
 			}
 		}
