@@ -57,12 +57,15 @@ func startNamesrv(t *testing.T, cfg Config) *Namesrv {
 	n, err := New(cfg, testLogger(), prometheus.NewRegistry())
 	require.NoError(t, err)
 	require.NoError(t, n.Start())
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-		defer cancel()
-		require.NoError(t, n.Shutdown(ctx))
-	})
+	t.Cleanup(func() { stopNamesrv(t, n) })
 	return n
+}
+
+func stopNamesrv(t *testing.T, n *Namesrv) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	require.NoError(t, n.Shutdown(ctx))
 }
 
 // nsClient is a remoting connection whose call checks what every name server response
