@@ -99,7 +99,8 @@
 // # How a broker uses it
 //
 // A broker in controller mode (controllerAddr lists the controllers, or the name servers
-// that embed them):
+// that embed them) does the following; Client (client.go) does each step over remoting,
+// following the leader:
 //
 //  1. finds the leader with CONTROLLER_GET_METADATA_INFO (or follows a
 //     CONTROLLER_NOT_LEADER answer's controllerLeaderAddress);
