@@ -450,16 +450,32 @@ func (c *Controller) scan() {
 		return
 	}
 	for _, g := range c.fsm.Groups() {
-		if !g.HasMaster() || c.hb.isAlive(g.BrokerName, g.MasterBrokerID) {
+		switch {
+		case g.HasMaster():
+			if c.hb.isAlive(g.BrokerName, g.MasterBrokerID) || len(c.hb.alive(g.BrokerName, g.ReplicaIDs())) == 0 {
+				continue // alive, or nobody to elect: Java waits until a replica is back
+			}
+			c.logger.Warn("controller: master is not alive; electing", "clusterName", g.ClusterName,
+				"brokerName", g.BrokerName, "masterBrokerId", g.MasterBrokerID, "masterEpoch", g.MasterEpoch)
+		case g.MasterEpoch > 0 && c.electable(g):
+			// A group left without a master by a failed election, whose SyncStateSet has a live
+			// member again (Java leaves this to the returning broker's own election request).
+			c.logger.Warn("controller: group without a master has an electable replica; electing",
+				"clusterName", g.ClusterName, "brokerName", g.BrokerName, "masterEpoch", g.MasterEpoch)
+		default:
 			continue
 		}
-		if len(c.hb.alive(g.BrokerName, g.ReplicaIDs())) == 0 {
-			continue // nobody to elect; Java waits until a replica is back
-		}
-		c.logger.Warn("controller: master is not alive; electing", "clusterName", g.ClusterName,
-			"brokerName", g.BrokerName, "masterBrokerId", g.MasterBrokerID, "masterEpoch", g.MasterEpoch)
 		c.electForInactiveMaster(g.BrokerName)
 	}
+}
+
+// electable reports whether an election in g (which has no master) could elect anyone: a
+// live member of the SyncStateSet, or with unclean elections any live replica.
+func (c *Controller) electable(g *Group) bool {
+	if len(c.hb.alive(g.BrokerName, g.SyncStateSet)) > 0 {
+		return true
+	}
+	return c.unclean.Load() && len(c.hb.alive(g.BrokerName, g.ReplicaIDs())) > 0
 }
 
 // tcpTransportCloser closes the raft TCP transport and its pooled outbound connections

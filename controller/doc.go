@@ -55,7 +55,9 @@
 // the heartbeat names none). Every scanNotActiveBrokerInterval (5 s) the leader drops the
 // replicas that went silent and elects a new master for each group whose master is not
 // alive while another replica is; when the connection a master heartbeated on closes (a
-// killed process), the election runs at once. For one heartbeat timeout after a controller
+// killed process), the election runs at once. A group an election left without a master is
+// elected for again as soon as a member of its SyncStateSet heartbeats (Java leaves that to
+// the returning broker's own request, which works here too). For one heartbeat timeout after a controller
 // becomes leader it triggers no election: the brokers are still finding it.
 //
 // An election (elect.go) takes the live members of the SyncStateSet; the one with the

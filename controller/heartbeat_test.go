@@ -108,13 +108,15 @@ func TestUncleanElectionRefusedByDefault(t *testing.T) {
 		return promtest.ToFloat64(c.metrics.elections.WithLabelValues("no_master_elected")) == 1
 	})
 
-	// Broker 3 asking for an election fails, until an operator enables unclean elections.
+	// Broker 3 asking for an election fails, until an operator enables unclean elections;
+	// then the controller's scan or broker 3's request elects it, whichever comes first.
 	resp := b3.call(codec.RequestControllerElectMaster, &codec.ElectMasterRequestHeader{ClusterName: "c1",
 		BrokerName: "broker-a", BrokerID: 3}, nil)
 	require.Equal(t, int32(codec.ResponseControllerElectMasterFailed), resp.Code)
 	b3.requireOK(codec.RequestUpdateControllerConfig, nil, []byte("enableElectUncleanMaster=true"))
-	resp = b3.requireOK(codec.RequestControllerElectMaster, &codec.ElectMasterRequestHeader{ClusterName: "c1",
+	resp = b3.call(codec.RequestControllerElectMaster, &codec.ElectMasterRequestHeader{ClusterName: "c1",
 		BrokerName: "broker-a", BrokerID: 3}, nil)
+	require.Contains(t, []int32{int32(codec.ResponseSuccess), int32(codec.ResponseControllerMasterStillExist)}, resp.Code, resp.Remark)
 	require.Equal(t, "3", resp.ExtFields["masterBrokerId"])
 	require.Equal(t, "3", resp.ExtFields["masterEpoch"])
 }
@@ -143,4 +145,30 @@ func TestNoElectionInANewLeadersGracePeriod(t *testing.T) {
 		g, _ := c.FSM().Group("broker-a")
 		return g.MasterBrokerID == 2
 	})
+}
+
+// TestMasterlessGroupElectsAReturningInSyncReplica: a group left without a master (no member
+// of its SyncStateSet was alive) gets one as soon as a member heartbeats again.
+func TestMasterlessGroupElectsAReturningInSyncReplica(t *testing.T) {
+	clock := testutil.NewManualClock()
+	c := waitLeader(t, startInmemCluster(t, 1, clock.Now))
+	_, b2, b3 := groupWithSyncStateSet(t, c, addr2)
+
+	clock.Advance(6 * time.Second)
+	b3.heartbeat(3, addr3, 1, 500) // only broker 3, outside the SyncStateSet, stays alive
+	clock.Advance(5 * time.Second)
+	testutil.Eventually(t, "the group has no master", func() bool {
+		g, _ := c.FSM().Group("broker-a")
+		return !g.HasMaster()
+	})
+
+	_ = b2 // its connection was closed when its heartbeats timed out, as Java closes it
+	dial(t, c).heartbeat(2, addr2, 1, 90) // broker 2 is back
+	testutil.Eventually(t, "broker 2 elected", func() bool {
+		g, _ := c.FSM().Group("broker-a")
+		return g.MasterBrokerID == 2
+	})
+	g, _ := c.FSM().Group("broker-a")
+	require.Equal(t, int32(3), g.MasterEpoch, "1, then no master (2), then broker 2 (3)")
+	require.Equal(t, []int64{2}, g.SyncStateSet)
 }

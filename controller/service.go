@@ -135,12 +135,12 @@ func (c *Controller) OnClose(conn netio.Conn) {
 	}
 }
 
-// electForInactiveMaster elects a new master for brokerName if its master is still the
-// dead one, retrying ElectMasterMaxRetryCount times on raft errors.
+// electForInactiveMaster elects a master for brokerName unless it has a live one, retrying
+// ElectMasterMaxRetryCount times on raft errors.
 func (c *Controller) electForInactiveMaster(brokerName string) {
 	for i := 0; i < c.cfg.ElectMasterMaxRetryCount && c.state.Load() == stateStarted; i++ {
 		g, ok := c.fsm.Group(brokerName)
-		if !ok || !g.HasMaster() || c.hb.isAlive(g.BrokerName, g.MasterBrokerID) {
+		if !ok || g.HasMaster() && c.hb.isAlive(g.BrokerName, g.MasterBrokerID) {
 			return
 		}
 		_, err := c.electMaster(g.ClusterName, brokerName, noMaster, false)
