@@ -162,7 +162,7 @@ func TestMasterlessGroupElectsAReturningInSyncReplica(t *testing.T) {
 		return !g.HasMaster()
 	})
 
-	_ = b2 // its connection was closed when its heartbeats timed out, as Java closes it
+	_ = b2                                // its connection was closed when its heartbeats timed out, as Java closes it
 	dial(t, c).heartbeat(2, addr2, 1, 90) // broker 2 is back
 	testutil.Eventually(t, "broker 2 elected", func() bool {
 		g, _ := c.FSM().Group("broker-a")
