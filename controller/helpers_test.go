@@ -36,8 +36,10 @@ func testConfig(t *testing.T, self string, peers []Peer) Config {
 	cfg.StorePath = t.TempDir()
 	cfg.ListenAddr = "127.0.0.1:0"
 	cfg.NetEngine = netio.EngineStd
-	cfg.RaftHeartbeatTimeout = 100 * time.Millisecond
-	cfg.RaftElectionTimeout = 100 * time.Millisecond
+	// Short enough for fast elections, long enough that a -race run on a loaded CI machine
+	// does not lose its leader to a scheduling stall.
+	cfg.RaftHeartbeatTimeout = 250 * time.Millisecond
+	cfg.RaftElectionTimeout = 250 * time.Millisecond
 	cfg.ScanNotActiveBrokerInterval = 10 * time.Millisecond
 	return cfg
 }

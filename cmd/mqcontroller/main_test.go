@@ -106,7 +106,7 @@ func TestThreeControllers(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "controller.conf")
 		require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf("controllerPeers=%s\ncontrollerSelfId=n%d\n"+
 			"controllerStorePath=%s\nbindAddress=127.0.0.1\nlistenPort=0\nnetEngine=std\n"+
-			"controllerRaftHeartbeatTimeoutMillis=100\ncontrollerRaftElectionTimeoutMillis=100\n",
+			"controllerRaftHeartbeatTimeoutMillis=250\ncontrollerRaftElectionTimeoutMillis=250\n",
 			peers, i, filepath.Join(t.TempDir(), "store"))), 0o600))
 		ctx, cancel := context.WithCancel(context.Background())
 		p := &proc{cancel: cancel, exited: make(chan int, 1), stderr: &syncBuffer{}}
