@@ -203,6 +203,15 @@ func (c *Controller) handle(req *codec.RemotingCommand) *codec.RemotingCommand {
 	var resp *codec.RemotingCommand
 	var err error
 	switch codec.RequestCode(req.Code) {
+	case codec.RequestControllerGetReplicaInfo, codec.RequestControllerGetSyncStateData,
+		codec.RequestControllerGetNextBrokerID, codec.RequestControllerRegisterBroker:
+		// Reads answer from this controller's state: first make sure it still leads (a
+		// deposed leader cut off from the others would answer from a stale state).
+		if err := c.raftPtr.Load().VerifyLeader().Error(); err != nil {
+			return c.notLeader(req)
+		}
+	}
+	switch codec.RequestCode(req.Code) {
 	case codec.RequestControllerAlterSyncStateSet:
 		resp, err = c.alterSyncStateSet(req)
 	case codec.RequestControllerElectMaster:
