@@ -144,6 +144,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, started c
 	}
 	if *printConfig {
 		fmt.Fprintf(stdout, "%+v\nmetricsAddr=%s\n", s.ns, s.metricsAddr)
+		if s.controllerEnabled {
+			for _, k := range conf.Keys(&s.controller) {
+				if k.Name == "netEngine" || k.Name == "netEventLoops" {
+					continue // the name server's, printed above
+				}
+				v, _ := conf.Get(&s.controller, k.Name)
+				fmt.Fprintf(stdout, "%s=%s\n", k.Name, v)
+			}
+		}
 		return 0
 	}
 	return serve(ctx, &s, stdout, logger, started)
