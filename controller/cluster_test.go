@@ -2,6 +2,7 @@ package controller
 
 import (
 	"net"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -167,4 +168,24 @@ func TestSingleControllerRestartKeepsState(t *testing.T) {
 	waitLeader(t, []*Controller{c})
 	requireGroupState(t, c)
 	dial(t, c).registerReplica(3, addr3) // and it takes writes
+}
+
+// TestStoredPeersMustMatch: a store whose raft group is not controllerPeers is refused (two
+// controllers disagreeing on the group could each elect a leader), and releases the store.
+func TestStoredPeersMustMatch(t *testing.T) {
+	cfg := tcpConfigs(t, 1)[0]
+	c := startTCP(t, cfg)
+	waitLeader(t, []*Controller{c})
+	stop(t, c)
+
+	changed := cfg
+	changed.Peers = append(slices.Clone(cfg.Peers), Peer{ID: "n1", Addr: freeAddr(t)})
+	c, err := New(changed, false, testLogger(), prometheus.NewRegistry())
+	require.NoError(t, err)
+	err = c.Start()
+	require.ErrorIs(t, err, ErrConfig)
+	require.ErrorContains(t, err, "differs from the raft group \""+FormatPeers(cfg.Peers)+"\" stored in controllerStorePath")
+
+	c = startTCP(t, cfg) // the store was released
+	waitLeader(t, []*Controller{c})
 }

@@ -215,7 +215,11 @@ func (c *Controller) Start() error {
 	if err != nil {
 		return c.failStart(fmt.Errorf("controller: reading the raft store: %w", err))
 	}
-	if !has {
+	if has {
+		if err := c.checkStoredPeers(); err != nil {
+			return c.failStart(err)
+		}
+	} else {
 		servers := make([]raft.Server, len(c.cfg.Peers))
 		for i, p := range c.cfg.Peers {
 			servers[i] = raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Addr)}
@@ -238,7 +242,6 @@ func (c *Controller) Start() error {
 		return c.failStart(fmt.Errorf("controller: raft: %w", err))
 	}
 	c.raftPtr.Store(r)
-	c.warnIfPeersChanged(r)
 	c.wg.Add(2)
 	go func() {
 		defer c.wg.Done()
@@ -253,17 +256,17 @@ func (c *Controller) Start() error {
 	return nil
 }
 
-// warnIfPeersChanged logs when controllerPeers no longer matches the raft group the store
-// holds: the peers are read only when the store is new (raft keeps its membership in its log),
-// so an edited controllerPeers takes effect only with fresh stores.
-func (c *Controller) warnIfPeersChanged(r *raft.Raft) {
-	f := r.GetConfiguration()
-	if err := f.Error(); err != nil {
-		c.logger.Warn("controller: cannot read the raft configuration", "err", err)
-		return
+// checkStoredPeers refuses a store whose raft group is not controllerPeers: the peers are
+// read only when the store is new (raft keeps its membership in its log), and controllers
+// that disagree on the group could each elect a leader.
+func (c *Controller) checkStoredPeers() error {
+	rc := *c.raftCfg // GetConfiguration marks the config it is given "skip startup"
+	cfg, err := raft.GetConfiguration(&rc, NewFSM(), c.logs, c.stable, c.snaps, c.transport)
+	if err != nil {
+		return fmt.Errorf("controller: reading the raft group in %s: %w", c.cfg.StorePath, err)
 	}
-	stored := make(Peers, 0, len(f.Configuration().Servers))
-	for _, s := range f.Configuration().Servers {
+	stored := make(Peers, 0, len(cfg.Servers))
+	for _, s := range cfg.Servers {
 		stored = append(stored, Peer{ID: string(s.ID), Addr: string(s.Address)})
 	}
 	want := slices.Clone(c.cfg.Peers)
@@ -271,9 +274,11 @@ func (c *Controller) warnIfPeersChanged(r *raft.Raft) {
 	slices.SortFunc(stored, byID)
 	slices.SortFunc(want, byID)
 	if !slices.Equal(stored, want) {
-		c.logger.Warn("controller: controllerPeers differs from the raft group in controllerStorePath; the stored group is used",
-			"controllerPeers", FormatPeers(want), "stored", FormatPeers(stored), "storePath", c.cfg.StorePath)
+		return fmt.Errorf("%w: controllerPeers %q differs from the raft group %q stored in controllerStorePath %s: "+
+			"give the stored peers, or start every controller with a new controllerStorePath",
+			ErrConfig, FormatPeers(want), FormatPeers(stored), c.cfg.StorePath)
 	}
+	return nil
 }
 
 func (c *Controller) failStart(err error) error {
