@@ -65,6 +65,9 @@ type Controller struct {
 	client    *netio.Client // NOTIFY_BROKER_ROLE_CHANGED
 	work      *workers
 
+	// ready: this controller leads and its FSM holds every entry committed before its
+	// leadership (becomeReady); requests are served only then.
+	ready atomic.Bool
 	// leaderSince is when this controller last became leader (UnixNano; 0 while follower):
 	// no election is triggered for one heartbeat timeout after, while the brokers find it.
 	leaderSince atomic.Int64
@@ -351,8 +354,12 @@ func (c *Controller) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// IsLeader reports whether this controller leads the raft group.
-func (c *Controller) IsLeader() bool {
+// IsLeader reports whether this controller leads the raft group and serves as leader (its
+// state caught up with everything committed before: becomeReady).
+func (c *Controller) IsLeader() bool { return c.raftLeader() && c.ready.Load() }
+
+// raftLeader reports whether raft has this controller lead, ready or not.
+func (c *Controller) raftLeader() bool {
 	r := c.raftPtr.Load()
 	return r != nil && r.State() == raft.Leader
 }
@@ -369,8 +376,11 @@ func (c *Controller) Leader() (id, addr string) {
 	}
 	_, lid := r.LeaderWithID()
 	id = string(lid)
-	if id == c.cfg.SelfID && c.IsLeader() {
-		return id, c.advertise
+	if id == c.cfg.SelfID {
+		if c.IsLeader() {
+			return id, c.advertise
+		}
+		return id, "" // not serving yet: callers ask again
 	}
 	addr, _ = c.fsm.ControllerAddress(id)
 	return id, addr
@@ -379,7 +389,7 @@ func (c *Controller) Leader() (id, addr string) {
 // propose appends cmd to the raft log and waits until it is applied here, returning its
 // Result. ErrNotLeader when this controller does not lead (or lost leadership meanwhile).
 func (c *Controller) propose(cmd *command) (*Result, error) {
-	if !c.IsLeader() {
+	if !c.raftLeader() {
 		return nil, ErrNotLeader
 	}
 	data, err := cmd.encode()
@@ -424,6 +434,7 @@ func (c *Controller) leaderLoop() {
 
 func (c *Controller) onLeadership(isLeader bool) {
 	if !isLeader {
+		c.ready.Store(false)
 		c.leaderSince.Store(0)
 		c.metrics.leader.Set(0)
 		c.logger.Info("controller: no longer the leader")
@@ -432,6 +443,21 @@ func (c *Controller) onLeadership(isLeader bool) {
 	c.leaderSince.Store(c.now().UnixNano())
 	c.metrics.leader.Set(1)
 	c.logger.Info("controller: became the leader", "remoting", c.advertise)
+	c.becomeReady()
+}
+
+// becomeReady waits until the FSM holds every entry committed before this leadership (a new
+// leader commits them with its first entry of the term; until then its state may lack some),
+// then serves requests and records this controller's remoting address. If the wait fails it
+// is tried again at the next scan.
+func (c *Controller) becomeReady() {
+	r := c.raftPtr.Load()
+	if err := r.Barrier(requestTimeout).Error(); err != nil {
+		c.logger.Warn("controller: leader cannot catch its state up yet", "err", err)
+		return
+	}
+	c.ready.Store(r.State() == raft.Leader)
+	// Ready first: whoever reads this address from the FSM finds a leader that serves.
 	if addr, ok := c.fsm.ControllerAddress(c.cfg.SelfID); !ok || addr != c.advertise {
 		if _, err := c.propose(&command{Type: cmdControllerAddress, ControllerID: c.cfg.SelfID, Address: c.advertise}); err != nil {
 			c.logger.Warn("controller: cannot record the leader's address", "err", err)
@@ -448,7 +474,11 @@ func (c *Controller) scan() {
 		c.logger.Warn("controller: broker heartbeat timed out", "brokerName", k.brokerName, "brokerId", k.brokerID)
 	}
 	since := c.leaderSince.Load()
-	if since == 0 || !c.IsLeader() {
+	if since == 0 || !c.raftLeader() {
+		return
+	}
+	if !c.ready.Load() {
+		c.becomeReady()
 		return
 	}
 	if c.now().Sub(time.Unix(0, since)) < time.Duration(c.hbTimeout.Load()) {
