@@ -42,7 +42,8 @@
 // Everything but heartbeats, GET_METADATA_INFO and the config requests needs the raft
 // leader, reads included (as Java's DLedgerController answers them only as leader); a read
 // first confirms the leadership with a quorum (raft VerifyLeader), so a deposed leader cut
-// off from the others never answers from a stale state. A
+// off from the others never answers from a stale state; a new leader serves only once its
+// state holds every entry committed before its term (raft Barrier). A
 // follower answers CONTROLLER_NOT_LEADER (2007) with Java's remark and, beyond Java, the
 // leader's id and remoting address in GetMetaDataResponseHeader's fields
 // (controllerLeaderId, controllerLeaderAddress); GET_METADATA_INFO names them too. A leader
