@@ -44,9 +44,14 @@ import (
 
 	"github.com/ringmq/ringmq/broker"
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/controller"
 	"github.com/ringmq/ringmq/ha"
 	"github.com/ringmq/ringmq/internal/fsutil"
+	"github.com/ringmq/ringmq/netio"
 )
+
+// controllerCallTimeout bounds one request to the controllers (a leader lookup and a retry included).
+const controllerCallTimeout = 3 * time.Second
 
 // BrokerIDFileName keeps a replica's brokerId at the controller, in storePathRootDir.
 const BrokerIDFileName = "controllerBrokerId"
@@ -60,7 +65,8 @@ type Supervisor struct {
 	deps   broker.Deps
 	build  BuildFunc
 	logger *slog.Logger
-	ctl    *controllerClient
+	net    *netio.Client // to the controllers and the master (masterHAAddr)
+	ctl    *controller.Client
 	epochs *ha.EpochFile
 	addr   string // this replica's remoting address, as registered with the controller
 
@@ -115,12 +121,19 @@ func New(cfg broker.Config, deps broker.Deps, build BuildFunc) (*Supervisor, err
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	ctl, err := newControllerClient(cfg.ControllerAddr, 3*time.Second, logger)
+	var addrs []string
+	for _, a := range strings.Split(cfg.ControllerAddr, ";") {
+		if a = strings.TrimSpace(a); a != "" {
+			addrs = append(addrs, a)
+		}
+	}
+	nc, err := netio.NewClient(netio.DefaultClientConfig(), logger)
 	if err != nil {
 		return nil, err
 	}
-	return &Supervisor{cfg: cfg, deps: deps, build: build, logger: logger.With("component", "controlled"), ctl: ctl,
-		epochs: epochs, addr: addr, events: make(chan event, 1), started: make(chan struct{})}, nil
+	return &Supervisor{cfg: cfg, deps: deps, build: build, logger: logger.With("component", "controlled"), net: nc,
+		ctl: controller.NewClient(addrs, nc), epochs: epochs, addr: addr, events: make(chan event, 1),
+		started: make(chan struct{})}, nil
 }
 
 // Current is the broker running now (nil between two).
@@ -157,7 +170,7 @@ func (s *Supervisor) BrokerID() int64 {
 
 // Run keeps a broker running in the controller's role until ctx ends, then shuts it down.
 func (s *Supervisor) Run(ctx context.Context) error {
-	defer s.ctl.close()
+	defer s.net.Close()
 	id, err := s.ensureBrokerID(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -212,24 +225,18 @@ func (s *Supervisor) ensureBrokerID(ctx context.Context) (int64, error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return 0, fmt.Errorf("controlled: %w", err)
 	}
-	group := &codec.BrokerGroupHeader{ClusterName: s.cfg.BrokerClusterName, BrokerName: s.cfg.BrokerName}
 	for {
-		resp, err := s.ctl.invoke(ctx, codec.RequestControllerGetNextBrokerID, group, nil)
+		at := time.Now().UnixMilli()
+		actx, cancel := context.WithTimeout(ctx, controllerCallTimeout)
+		id, err := s.ctl.ApplyBrokerID(actx, s.cfg.BrokerClusterName, s.cfg.BrokerName, s.addr, at)
+		cancel()
 		if err == nil {
-			var next codec.GetNextBrokerIDResponseHeader
-			if err = next.Decode(resp.ExtFields); err == nil {
-				checkCode := s.addr + ";" + strconv.FormatInt(time.Now().UnixMilli(), 10)
-				_, err = s.ctl.invoke(ctx, codec.RequestControllerApplyBrokerID, &codec.ApplyBrokerIDRequestHeader{
-					ClusterName: s.cfg.BrokerClusterName, BrokerName: s.cfg.BrokerName,
-					AppliedBrokerID: next.NextBrokerID, RegisterCheckCode: checkCode}, nil)
-				if err == nil {
-					if err := fsutil.WriteFileAtomic(path, []byte(fmt.Sprintf("%d\n%s\n", next.NextBrokerID, checkCode)), nil); err != nil {
-						return 0, fmt.Errorf("controlled: keep the brokerId: %w", err)
-					}
-					s.logger.Info("controlled: brokerId applied", "brokerId", next.NextBrokerID)
-					return next.NextBrokerID, nil
-				}
+			checkCode := s.addr + ";" + strconv.FormatInt(at, 10)
+			if err := fsutil.WriteFileAtomic(path, []byte(fmt.Sprintf("%d\n%s\n", id, checkCode)), nil); err != nil {
+				return 0, fmt.Errorf("controlled: keep the brokerId: %w", err)
 			}
+			s.logger.Info("controlled: brokerId applied", "brokerId", id)
+			return id, nil
 		}
 		s.logger.Warn("controlled: no brokerId from the controller yet", "error", err)
 		if !sleep(ctx, s.cfg.BrokerHeartbeatInterval) {
@@ -261,63 +268,37 @@ func (s *Supervisor) decideRole(ctx context.Context) (role, error) {
 }
 
 func (s *Supervisor) register(ctx context.Context) (role, error) {
-	resp, err := s.ctl.invoke(ctx, codec.RequestControllerRegisterBroker, &codec.RegisterBrokerToControllerRequestHeader{
-		ClusterName: s.cfg.BrokerClusterName, BrokerName: s.cfg.BrokerName, BrokerID: s.brokerID,
-		BrokerAddress: s.addr, InvokeTime: time.Now().UnixMilli()}, nil)
-	if err != nil {
-		return role{}, err
-	}
-	var h codec.RoleHeader
-	if err := h.Decode(resp.ExtFields); err != nil {
-		return role{}, err
-	}
-	r := role{masterID: h.MasterBrokerID.Or(-1), masterAddr: h.MasterAddress, masterEpoch: h.MasterEpoch.Or(0),
-		syncStateSetEpoch: h.SyncStateSetEpoch.Or(0)}
-	if len(resp.Body) > 0 {
-		if set, err := codec.DecodeSyncStateSet(resp.Body); err == nil {
-			r.syncStateSet, r.syncStateSetEpoch = set.SyncStateSet, set.SyncStateSetEpoch
-		}
-	}
-	return r, nil
+	ctx, cancel := context.WithTimeout(ctx, controllerCallTimeout)
+	defer cancel()
+	r, err := s.ctl.RegisterBroker(ctx, s.cfg.BrokerClusterName, s.cfg.BrokerName, s.brokerID, s.addr)
+	return roleOf(r), err
 }
 
 func (s *Supervisor) elect(ctx context.Context) (role, error) {
-	resp, err := s.ctl.invoke(ctx, codec.RequestControllerElectMaster, &codec.ElectMasterRequestHeader{
-		ClusterName: s.cfg.BrokerClusterName, BrokerName: s.cfg.BrokerName, BrokerID: s.brokerID,
-		InvokeTime: time.Now().UnixMilli()}, nil)
-	if err != nil {
-		if controllerCode(err) == codec.ResponseControllerMasterStillExist {
-			return s.register(ctx)
-		}
-		return role{}, err
+	ctx, cancel := context.WithTimeout(ctx, controllerCallTimeout)
+	defer cancel()
+	r, err := s.ctl.ElectMaster(ctx, s.cfg.BrokerClusterName, s.cfg.BrokerName, s.brokerID)
+	if err == nil && r.MasterBrokerID >= 0 && r.SyncStateSet == nil {
+		return s.register(ctx) // CONTROLLER_MASTER_STILL_EXIST: the register answer has the set
 	}
-	var h codec.ElectMasterResponseHeader
-	if err := h.Decode(resp.ExtFields); err != nil {
-		return role{}, err
-	}
-	r := role{masterID: h.MasterBrokerID.Or(-1), masterAddr: h.MasterAddress, masterEpoch: h.MasterEpoch.Or(0),
-		syncStateSetEpoch: h.SyncStateSetEpoch.Or(0)}
-	if body, err := codec.DecodeElectMasterResponseBody(resp.Body); err == nil {
-		r.syncStateSet = body.SyncStateSet
-	}
-	return r, nil
+	return roleOf(r), err
 }
 
 // replicaInfo asks the controller who the master is now.
 func (s *Supervisor) replicaInfo(ctx context.Context) (role, error) {
-	resp, err := s.ctl.invoke(ctx, codec.RequestControllerGetReplicaInfo, &codec.BrokerNameRequestHeader{BrokerName: s.cfg.BrokerName}, nil)
-	if err != nil {
-		return role{}, err
+	ctx, cancel := context.WithTimeout(ctx, controllerCallTimeout)
+	defer cancel()
+	r, err := s.ctl.ReplicaInfo(ctx, s.cfg.BrokerName)
+	return roleOf(r), err
+}
+
+// roleOf is the controller's answer as a role (no master for nil).
+func roleOf(r *controller.Role) role {
+	if r == nil {
+		return role{masterID: -1}
 	}
-	var h codec.GetReplicaInfoResponseHeader
-	if err := h.Decode(resp.ExtFields); err != nil {
-		return role{}, err
-	}
-	r := role{masterID: h.MasterBrokerID.Or(-1), masterAddr: h.MasterAddress, masterEpoch: h.MasterEpoch.Or(0)}
-	if set, err := codec.DecodeSyncStateSet(resp.Body); err == nil {
-		r.syncStateSet, r.syncStateSetEpoch = set.SyncStateSet, set.SyncStateSetEpoch
-	}
-	return r, nil
+	return role{masterID: r.MasterBrokerID, masterAddr: r.MasterAddress, masterEpoch: r.MasterEpoch,
+		syncStateSet: r.SyncStateSet, syncStateSetEpoch: r.SyncStateSetEpoch}
 }
 
 // heartbeat tells the controller this replica is alive, with its epoch and CommitLog end (b's, or 0
@@ -335,7 +316,9 @@ func (s *Supervisor) heartbeat(ctx context.Context, b *broker.Broker) {
 			h.ConfirmOffset = codec.Some(min(srv.AckedOffset(), b.CommitLogMaxOffset()))
 		}
 	}
-	if _, err := s.ctl.invoke(ctx, codec.RequestBrokerHeartbeat, h, nil); err != nil && ctx.Err() == nil {
+	hctx, cancel := context.WithTimeout(ctx, controllerCallTimeout)
+	defer cancel()
+	if err := s.ctl.Heartbeat(hctx, h); err != nil && ctx.Err() == nil {
 		s.logger.Debug("controlled: heartbeat to the controller failed", "error", err)
 	}
 }
@@ -411,7 +394,7 @@ func (s *Supervisor) masterHAAddr(ctx context.Context, masterAddr string) (strin
 	}
 	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	resp, err := s.ctl.net.Invoke(cctx, masterAddr, codec.NewRequest(codec.RequestGetBrokerConfig, map[string]string{}, nil))
+	resp, err := s.net.Invoke(cctx, masterAddr, codec.NewRequest(codec.RequestGetBrokerConfig, map[string]string{}, nil))
 	if err != nil {
 		return "", fmt.Errorf("controlled: the master's config: %w", err)
 	}
@@ -513,26 +496,20 @@ func (s *Supervisor) keepSyncStateSet(ctx context.Context, b *broker.Broker, r *
 	if slices.Equal(want, cur) {
 		return false
 	}
-	body, err := (&codec.SyncStateSet{SyncStateSet: want, SyncStateSetEpoch: r.syncStateSetEpoch}).Encode()
-	if err != nil {
-		return false
-	}
-	resp, err := s.ctl.invoke(ctx, codec.RequestControllerAlterSyncStateSet, &codec.AlterSyncStateSetRequestHeader{
-		BrokerName: s.cfg.BrokerName, MasterBrokerID: codec.Some(s.brokerID), MasterEpoch: codec.Some(r.masterEpoch),
-		InvokeTime: now.UnixMilli()}, body)
-	switch code := controllerCode(err); {
+	actx, cancel := context.WithTimeout(ctx, controllerCallTimeout)
+	epoch, err := s.ctl.AlterSyncStateSet(actx, s.cfg.BrokerName, s.brokerID, r.masterEpoch, want, r.syncStateSetEpoch)
+	cancel()
+	var re *controller.ResponseError
+	switch {
 	case err == nil:
-	case code == codec.ResponseControllerFencedMasterEpoch || code == codec.ResponseControllerInvalidMaster:
+	case errors.As(err, &re) && (re.Code == codec.ResponseControllerFencedMasterEpoch || re.Code == codec.ResponseControllerInvalidMaster):
 		s.logger.Warn("controlled: the controller no longer takes this broker for master", "error", err)
 		return true
 	default:
 		s.logger.Info("controlled: SyncStateSet change refused", "want", want, "error", err, "joining", joining)
 		return false
 	}
-	set, err := codec.DecodeSyncStateSet(resp.Body)
-	if err != nil {
-		return false
-	}
+	set := &codec.SyncStateSet{SyncStateSet: want, SyncStateSetEpoch: epoch}
 	for _, id := range set.SyncStateSet {
 		delete(pending, id)
 	}
