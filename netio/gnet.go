@@ -216,6 +216,9 @@ func (s *gnetServer) stop(ctx context.Context) error {
 	<-s.runDone
 	cancel()
 	<-stopDone
+	if n := closeStrays(s.addr); n > 0 {
+		s.log.Info("netio: closed connections accepted while the event loops stopped", "connections", n)
+	}
 	s.log.Info("netio: stopped", "addr", s.addr.String())
 	return err
 }
