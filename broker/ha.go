@@ -7,6 +7,7 @@ import (
 	"math"
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
@@ -42,7 +43,16 @@ type Controlled struct {
 	// OnTruncate runs, on a slave, when its master says its CommitLog has a tail to drop: the
 	// supervisor stops this broker and opens the store again truncated there.
 	OnTruncate func(offset int64)
+	// MasterAddr is, on a slave, the master's remoting address as the controller names it: the
+	// metadata sync (topics, groups, offsets) follows it from the start, and every
+	// controlledSyncInterval, instead of waiting for the name servers to name it.
+	MasterAddr string
 }
+
+// controlledSyncInterval is how often a controller-mode slave copies its master's metadata: a topic
+// created shortly before a failover must be on the replica that takes over (RocketMQ's 10 s would lose
+// those of the last 10 s).
+const controlledSyncInterval = 2 * time.Second
 
 // ResolveBrokerAddr is the "ip:port" a broker built from cfg registers (brokerIP1, or the host's
 // address, and listenPort, which must be set): what controller mode's supervisor registers with the
@@ -97,7 +107,13 @@ func (b *Broker) initReplication() error {
 			return err
 		}
 		b.slaveSync = syncer
-		b.onMasterLearned = b.learnMaster
+		if ctl := b.controlled; ctl != nil {
+			// The controller names the master: follow it now, not the name servers' next answer.
+			syncer.setMasterAddr(ctl.MasterAddr)
+			syncer.initialDelay, syncer.interval = 0, controlledSyncInterval
+		} else {
+			b.onMasterLearned = b.learnMaster
+		}
 		b.addGuardedService("slave synchronize", syncer.start, syncer.shutdown)
 		ccfg := b.cfg.HAClientConfig()
 		if ctl := b.controlled; ctl != nil {

@@ -94,6 +94,10 @@ func (f *osFile) Close() error                             { return f.f.Close() 
 func (f *osFile) Allocate(size int64) error                { return allocate(f.f, f.fd, size) }
 func (f *osFile) Populate(b []byte) error                  { return populate(b) }
 
+// DataExtents returns the stretches of [from, to) that may hold data (holes and never-written extents
+// left out).
+func (f *osFile) DataExtents(from, to int64) [][2]int64 { return dataExtents(f.fd, from, to) }
+
 // SyscallConn gives the descriptor to the HA transfer's sendfile (ReadReplicaFile).
 func (f *osFile) SyscallConn() (syscall.RawConn, error) { return f.f.SyscallConn() }
 

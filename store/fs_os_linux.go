@@ -36,3 +36,26 @@ func populate(b []byte) error {
 	}
 	return err
 }
+
+// dataExtents returns the stretches of [from, to) of fd that may hold data, skipping holes and
+// unwritten (fallocated, never written) extents, which read as zeros: lseek(SEEK_DATA/SEEK_HOLE).
+// On any error it returns the whole range.
+func dataExtents(fd int, from, to int64) [][2]int64 {
+	var out [][2]int64
+	for off := from; off < to; {
+		data, err := unix.Seek(fd, off, unix.SEEK_DATA)
+		if errors.Is(err, unix.ENXIO) || err == nil && data >= to {
+			return out // nothing but holes up to the end
+		}
+		if err != nil {
+			return [][2]int64{{from, to}}
+		}
+		hole, err := unix.Seek(fd, data, unix.SEEK_HOLE)
+		if err != nil {
+			return [][2]int64{{from, to}}
+		}
+		out = append(out, [2]int64{data, min(hole, to)})
+		off = hole
+	}
+	return out
+}

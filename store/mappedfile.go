@@ -366,8 +366,23 @@ func (mf *mappedFile) setPositions(pos int64) {
 }
 
 // zeroFrom clears [pos, size), so bytes of a torn or truncated tail can never be read back as records or
-// entries after a later crash.
-func (mf *mappedFile) zeroFrom(pos int64) bool { return clearNonZero(mf.data[pos:]) }
+// entries after a later crash. Where the file system says which stretches hold data (DataExtents), only
+// those are read: the never-written rest of a 1 GiB CommitLog file reads as zeros anyway, and reading it
+// through the mapping faulted in every page (0.4-1.2 s of a broker's start, and of a role change in
+// controller mode).
+func (mf *mappedFile) zeroFrom(pos int64) bool {
+	ext, ok := mf.file.(interface{ DataExtents(from, to int64) [][2]int64 })
+	if !ok {
+		return clearNonZero(mf.data[pos:])
+	}
+	changed := false
+	for _, e := range ext.DataExtents(pos, mf.size) {
+		if clearNonZero(mf.data[e[0]:e[1]]) {
+			changed = true
+		}
+	}
+	return changed
+}
 
 // clearNonZero zeroes b chunk by chunk, writing only chunks that are not zero already: never-written
 // (sparse or unwritten) pages of a mapping are then only read, not dirtied.

@@ -203,7 +203,9 @@ func (s *Supervisor) Run(ctx context.Context) error {
 			continue
 		}
 		next := s.watch(ctx, b, r)
+		stopping := time.Now()
 		s.stopBroker(b)
+		s.logger.Info("controlled: broker stopped for a role change", "took", time.Since(stopping))
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -341,6 +343,7 @@ func (s *Supervisor) startBroker(ctx context.Context, r role, truncateTo int64) 
 			return nil, err
 		}
 		cfg.BrokerRole, cfg.BrokerID, cfg.HAMasterAddress = broker.RoleSlave, s.brokerID, haAddr
+		ctl.MasterAddr = r.masterAddr
 		ctl.OnTruncate = func(offset int64) {
 			select {
 			case s.events <- event{truncateTo: offset}:
@@ -351,6 +354,7 @@ func (s *Supervisor) startBroker(ctx context.Context, r role, truncateTo int64) 
 	if truncateTo >= 0 {
 		cfg.TruncateCommitLog, cfg.TruncateCommitLogTo = true, truncateTo
 	}
+	building := time.Now()
 	b, err := s.build(cfg, deps)
 	if err != nil {
 		return nil, err
@@ -382,7 +386,7 @@ func (s *Supervisor) startBroker(ctx context.Context, r role, truncateTo int64) 
 	}
 	s.logger.Info("controlled: role changed", "role", roleName, "brokerId", s.brokerID, "masterBrokerId", r.masterID,
 		"masterAddress", r.masterAddr, "masterEpoch", r.masterEpoch, "syncStateSet", r.syncStateSet,
-		"commitLogMaxOffset", b.CommitLogMaxOffset())
+		"commitLogMaxOffset", b.CommitLogMaxOffset(), "startedIn", time.Since(building))
 	return b, nil
 }
 
