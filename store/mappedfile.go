@@ -371,7 +371,9 @@ func (mf *mappedFile) setPositions(pos int64) {
 // through the mapping faulted in every page (0.4-1.2 s of a broker's start, and of a role change in
 // controller mode).
 func (mf *mappedFile) zeroFrom(pos int64) bool {
-	ext, ok := mf.file.(interface{ DataExtents(from, to int64) [][2]int64 })
+	ext, ok := mf.file.(interface {
+		DataExtents(from, to int64) [][2]int64
+	})
 	if !ok {
 		return clearNonZero(mf.data[pos:])
 	}
