@@ -7,6 +7,8 @@ import (
 	"math"
 	"net"
 	"os"
+	"regexp"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -259,4 +261,29 @@ func TestFailoverElectsTheInSyncReplicaAndTheOldMasterTruncates(t *testing.T) {
 			{Epoch: 2, StartOffset: epoch2Start, EndOffset: math.MaxInt64}}, cache.EpochList)
 		require.Equal(t, b.sup.Current().CommitLogMaxOffset(), cache.MaxOffset)
 	}
+}
+
+// Every series the supervisor registers is in METRICS.md, and METRICS.md names no other of its prefix.
+func TestMetricsDocListsSupervisorSeries(t *testing.T) {
+	sup, err := New(replicaConfig(t, "127.0.0.1:1"), broker.Deps{Logger: testLogger()}, launch.New)
+	require.NoError(t, err)
+	defer sup.net.Close()
+	reg := prometheus.NewRegistry()
+	require.NoError(t, sup.RegisterMetrics(reg))
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	var registered []string
+	for _, f := range families {
+		registered = append(registered, f.GetName())
+	}
+	doc, err := os.ReadFile("../../METRICS.md")
+	require.NoError(t, err)
+	documented := regexp.MustCompile("`(ringmq_controlled_[a-z_]+)`").FindAllStringSubmatch(string(doc), -1)
+	var names []string
+	for _, m := range documented {
+		names = append(names, m[1])
+	}
+	slices.Sort(registered)
+	slices.Sort(names)
+	require.Equal(t, registered, slices.Compact(names))
 }
