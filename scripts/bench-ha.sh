@@ -18,6 +18,10 @@
 #   COLD=1: before each catch-up round the master's CommitLog is dropped from the page cache
 #   (posix_fadvise DONTNEED; the pages its restart mapped stay), so the master reads from the disk, as it
 #   does for a slave far behind (this VM's DAMON also pages out file pages idle for about a minute).
+#   CONFIGS may name CONTROLLER (with a flush type) for controller mode: a name server embedding a controller
+#   and two replicas with enableControllerMode=true; the one elected master takes the load, its sends wait
+#   for every replica of the SyncStateSet (CONFIGS="ASYNC_MASTER ASYNC_FLUSH,SYNC_MASTER ASYNC_FLUSH,
+#   CONTROLLER ASYNC_FLUSH" CATCHUP_BYTES=0 compares it with both 4.x modes).
 #   BINS="new=bin old=/tmp/old/bin": an A/B of builds (directories with mqbroker; mqbench is always
 #   $BIN's). Every round runs every configuration with each build in turn (results named ...-new, ...-old),
 #   and every catch-up round restarts the master and the slave from each build in turn.
@@ -142,6 +146,36 @@ start_slave() {
   done
 }
 
+# metric PORT NAME: the value of a series without labels on a broker's /metrics ("" when absent).
+metric() { curl -s "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n {print $2}'; }
+# start_controlled FLUSH [BINDIR] → sets mport mmetrics smetrics mlog: controller mode, a name server with an
+# embedded controller and two replicas; the first to register is elected master; returns once the other is
+# in its SyncStateSet.
+start_controlled() {
+  local ns raft sport sha mha; read -r ns raft mport mha mmetrics sport sha smetrics <<<"$(free_ports 8)"
+  local b=${2:-$bin} dir="$store_root/ctl"
+  rm -rf "$dir"; mkdir -p "$dir"
+  printf 'listenPort=%s\nmetricsAddr=off\nenableControllerInNamesrv=true\ncontrollerPeers=n0-127.0.0.1:%s\ncontrollerSelfId=n0\ncontrollerStorePath=%s/raft\n' \
+    "$ns" "$raft" "$dir" >"$dir/ns.conf"
+  "$b/mqnamesrv" -c "$dir/ns.conf" >"$out/namesrv-$logtag.log" 2>&1 &
+  pids+=($!)
+  wait_port "$ns"
+  local common=(--brokerIP1=127.0.0.1 --brokerName=bench-ha --namesrvEmbedded=false --namesrvAddr="127.0.0.1:$ns"
+    --enableControllerMode=true --controllerAddr="127.0.0.1:$ns" --fastListenPort=0 --flushDiskType="$1"
+    --mappedFileSizeCommitLog=268435456)
+  mlog="$out/master-$logtag.log"
+  "$b/mqbroker" "${common[@]}" --storePathRootDir="$store_root/ha-m" --listenPort="$mport" --haListenPort="$mha" \
+    --metricsAddr="127.0.0.1:$mmetrics" >"$mlog" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 1 3000); do [ "$(metric "$mmetrics" ringmq_controlled_is_master)" = 1 ] && break; sleep 0.01; done
+  "$b/mqbroker" "${common[@]}" --storePathRootDir="$store_root/ha-s" --listenPort="$sport" --haListenPort="$sha" \
+    --metricsAddr="127.0.0.1:$smetrics" >"$out/slave-$logtag.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 1 3000); do [ "$(metric "$mmetrics" ringmq_controlled_sync_state_set_size)" = 2 ] && return 0; sleep 0.01; done
+  echo "controller mode: the second replica did not join the SyncStateSet (see $out)" >&2
+  return 1
+}
+
 for round in $(seq 1 "$rounds"); do
   for c in "${configs[@]}"; do
     for build in "${builds[@]}"; do
@@ -149,8 +183,12 @@ for round in $(seq 1 "$rounds"); do
       read -r role flush <<<"$c"
       logtag="$role-$flush-$round${tag:+-$tag}"
       rm -rf "$store_root/ha-m" "$store_root/ha-s"
-      start_master "$role" "$flush" "$store_root/ha-m" "$bdir"
-      start_slave "$flush" "$store_root/ha-s" "" "$bdir"
+      if [ "$role" = CONTROLLER ]; then
+        start_controlled "$flush" "$bdir"
+      else
+        start_master "$role" "$flush" "$store_root/ha-m" "$bdir"
+        start_slave "$flush" "$store_root/ha-s" "" "$bdir"
+      fi
       for p in "${points[@]}"; do
         read -r conns inflight <<<"$p"
         name="$role-$flush-${conns}x${inflight}${tag:+-$tag}"
