@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -286,4 +287,62 @@ func TestMetricsDocListsSupervisorSeries(t *testing.T) {
 	slices.Sort(registered)
 	slices.Sort(names)
 	require.Equal(t, registered, slices.Compact(names))
+}
+
+// startControllers runs three controllers (raft over TCP, bolt stores) and returns them with their
+// remoting addresses ';'-separated, as controllerAddr names them.
+func startControllers(t *testing.T) ([]*controller.Controller, string) {
+	t.Helper()
+	peers := make(controller.Peers, 3)
+	for i := range peers {
+		peers[i] = controller.Peer{ID: "n" + strconv.Itoa(i), Addr: "127.0.0.1:" + strconv.Itoa(freePort(t))}
+	}
+	var cs []*controller.Controller
+	var addrs []string
+	for i := range peers {
+		cfg := controller.DefaultConfig()
+		cfg.SelfID, cfg.Peers = peers[i].ID, peers
+		cfg.StorePath = t.TempDir()
+		cfg.ListenAddr = "127.0.0.1:0"
+		cfg.NetEngine = netio.EngineStd
+		cfg.RaftHeartbeatTimeout = 250 * time.Millisecond
+		cfg.RaftElectionTimeout = 250 * time.Millisecond
+		cfg.ScanNotActiveBrokerInterval = 50 * time.Millisecond
+		c, err := controller.New(cfg, false, testLogger(), prometheus.NewRegistry())
+		require.NoError(t, err)
+		require.NoError(t, c.Start())
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), testutil.WaitTimeout)
+			defer cancel()
+			_ = c.Shutdown(ctx)
+		})
+		cs = append(cs, c)
+		addrs = append(addrs, c.Addr().String())
+	}
+	return cs, strings.Join(addrs, ";")
+}
+
+// The controller leader and the master die together: the two other controllers elect a raft leader,
+// which (after the grace period that lets brokers find it) elects the replica in sync; it has every
+// acknowledged message and takes writes.
+func TestFailoverAcrossAControllerLeaderLoss(t *testing.T) {
+	cs, addrs := startControllers(t)
+	testutil.Eventually(t, "a controller leads", func() bool {
+		return slices.ContainsFunc(cs, func(c *controller.Controller) bool { return c.IsLeader() })
+	})
+	a := startReplica(t, replicaConfig(t, addrs))
+	testutil.Eventually(t, "A is master", a.sup.IsMaster)
+	b := startReplica(t, replicaConfig(t, addrs))
+	testutil.Eventually(t, "B joins the SyncStateSet", func() bool { return len(a.sup.SyncStateSet()) == 2 })
+	acked := sendSync(t, a.addr(), "before", 30)
+
+	leader := slices.IndexFunc(cs, func(c *controller.Controller) bool { return c.IsLeader() })
+	require.GreaterOrEqual(t, leader, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), testutil.WaitTimeout)
+	defer cancel()
+	a.close()
+	require.NoError(t, cs[leader].Shutdown(ctx))
+	testutil.EventuallyWithin(t, time.Minute, "B is master under the new controller leader", b.sup.IsMaster)
+	requireHolds(t, b.addr(), acked)
+	requireHolds(t, b.addr(), sendSync(t, b.addr(), "after", 10))
 }
