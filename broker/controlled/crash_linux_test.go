@@ -216,8 +216,9 @@ func childConf(cfg broker.Config, flushDiskType string, transient bool) []string
 		"maxConnections=1000",
 		"enableControllerMode=true",
 		"controllerAddr=" + cfg.ControllerAddr,
-		"brokerHeartbeatInterval=100",
-		"controllerHeartBeatTimeoutMills=3000",
+		// brokerHeartbeatInterval and controllerHeartBeatTimeoutMills keep their defaults (1 s, 10 s):
+		// the failover figures are those of a default setup. The SIGSTOP phase needs a slave to
+		// leave the SyncStateSet sooner than the default 15 s.
 		"haMaxTimeSlaveNotCatchup=3000",
 	}
 }
