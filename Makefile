@@ -76,19 +76,19 @@ bench:
 # ASYNC transient pool, SYNC per flush backend; gnet and std engines) and the NATS JetStream
 # peer (nats-server with the default sync interval and with sync_interval: always, loaded by
 # `nats bench js pub` of the same shape; built by `make tools`) on loopback with a fresh store
-# under bench/results/tmp, runs the same load against each in interleaved rounds (3, medians),
-# and writes bench/results/<stamp>/report.html, its BENCHMARKS.md tables and the raw runs.
+# under results/tmp, runs the same load against each in interleaved rounds (3, medians),
+# and writes results/<stamp>/report.html, its BENCHMARKS.md tables and the raw runs.
 # At most 10 minutes; QUICK=1 at most 2.5. POINTS=1x1,4x16,16x32 runs several load points
 # (over budget by default: pair it with fewer SETUPS=a,b). Only WRITE_BENCHMARKS=1 (never with
 # QUICK=1) replaces the marked section of ./BENCHMARKS.md; the rest of that file is curated.
 # HA=1 then runs the replication benchmark too (scripts/bench-ha.sh: a master and a slave, ASYNC_MASTER
 # vs SYNC_MASTER under both flush types at 1×1, 4×16 and 16×32, replication lag, a 2 GiB catch-up; 3
 # rounds, about 9 more minutes; with QUICK=1 one round of 2 s runs and a 256 MiB catch-up, about 2) into
-# bench/results/ha-<stamp>/report.md; its figures go into BENCHMARKS.md's Replication section by hand.
+# results/ha-<stamp>/report.md; its figures go into BENCHMARKS.md's Replication section by hand.
 HA_QUICK := ROUNDS=1 DURATION=2s WARMUP=500ms CATCHUP_BYTES=268435456 CATCHUP_ROUNDS=1
 .PHONY: bench-report
 bench-report: build tools
-	$(BIN)/mqbench suite --broker-bin $(BIN)/mqbroker --results bench/results --nats-bin-dir $(BIN)/tools \
+	$(BIN)/mqbench suite --broker-bin $(BIN)/mqbroker --results results --nats-bin-dir $(BIN)/tools \
 		$(if $(filter 1 true yes,$(QUICK)),--quick) $(if $(filter 1 true yes,$(WRITE_BENCHMARKS)),--write-benchmarks) \
 		$(if $(POINTS),--points $(POINTS)) $(if $(SETUPS),--setups $(SETUPS))
 	$(if $(filter 1 true yes,$(HA)),BIN=$(BIN) $(if $(filter 1 true yes,$(QUICK)),$(HA_QUICK)) scripts/bench-ha.sh)

@@ -11,8 +11,8 @@ import (
 // write per connection per wake-up. The connections keep their reader goroutines; their
 // writer goroutines only drain once the pacer is done.
 //
-// Why this shape, measured on the 2-vCPU VM the benchmarks run on (BENCHMARKS.md, "Issue
-// 17 item 1", subsection "A cheap open loop"; 20k msgs/s of 1 KiB over 4 connections):
+// Why this shape, measured on the 2-vCPU VM the benchmarks run on (docs/benchmarks/history.md,
+// "A cheap open loop"; 20k msgs/s of 1 KiB over 4 connections):
 //
 //   - System calls and wake-ups, not encoding, are the open loop's cost: each write, each
 //     read of a response and each wake of a sleeping thread costs microseconds of kernel

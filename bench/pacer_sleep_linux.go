@@ -17,7 +17,7 @@ import (
 // pacer keeps its P while it sleeps and the readers run on the others. Told (an ordinary
 // system call), the runtime counts a P in a system call, sysmon polls every 20 µs to
 // retake it and hands it back and forth on every tick: about 3k more sysmon wake-ups a
-// second and 17–21 % more client CPU per message at 20k msgs/s (BENCHMARKS.md, "A
+// second and 17–21 % more client CPU per message at 20k msgs/s (docs/benchmarks/history.md, "A
 // cheap open loop"). A raw sleep is interrupted by the runtime's preemption signal
 // (EINTR), and sleep then returns to Go code, where the goroutine can be preempted (a GC
 // stopping the world waits for no more than that). With one P the pacer would hold the

@@ -202,7 +202,7 @@ func DefaultSuiteConfig(quick bool) SuiteConfig {
 	load.DrainTimeout = 5 * time.Second
 	cfg := SuiteConfig{
 		BrokerBin:          "bin/mqbroker",
-		ResultsDir:         "bench/results",
+		ResultsDir:         "results",
 		Setups:             append(DefaultMatrix(), NATSSetups()...),
 		Rounds:             3,
 		Load:               load,

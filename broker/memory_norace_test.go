@@ -20,7 +20,7 @@ package broker
 // 200 MiB in every part, every big frame is answered (backpressure delays them, nothing
 // drops them), every send of the well-behaved clients succeeds (the 4 MiB ones later, not
 // refused), and every drip connection is answered. The figures go to the log and to
-// BENCHMARKS.md ("Memory under big frames").
+// BENCHMARKS.md ("Memory").
 //
 // Not under -race: the race detector's shadow memory multiplies RSS, so VmHWM would say
 // nothing about the broker.

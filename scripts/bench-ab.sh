@@ -14,8 +14,8 @@ bin=${BIN:-bin}
 rounds=${ROUNDS:-3}
 duration=${DURATION:-5s}
 warmup=${WARMUP:-1s}
-out=${OUT:-bench/results/ab-$(date +%Y%m%dT%H%M%S)}
-store_root=${STORE_DIR:-bench/results/tmp}
+out=${OUT:-results/ab-$(date +%Y%m%dT%H%M%S)}
+store_root=${STORE_DIR:-results/tmp}
 read -r -a builds <<<"${BINS:?BINS=\"tag=dir tag=dir\"}"
 IFS=, read -r -a points <<<"${POINTS:-1 1,4 16,16 32}"
 read -r -a flushes <<<"${FLUSH:-ASYNC_FLUSH}"

@@ -18,8 +18,8 @@ duration=${DURATION:-3s}
 warmup=${WARMUP:-1s}
 conns=${CONNS:-4}
 inflight=${INFLIGHT:-16}
-out=${OUT:-bench/results/client-$(date +%Y%m%dT%H%M%S)}
-store_root=${STORE_DIR:-bench/results/tmp}
+out=${OUT:-results/client-$(date +%Y%m%dT%H%M%S)}
+store_root=${STORE_DIR:-results/tmp}
 BIN=${BIN:-bin}
 PRODUCE_BIN=${PRODUCE_BIN:-$BIN/mqbench}
 
@@ -36,7 +36,7 @@ cleanup() {
 trap cleanup EXIT
 
 {
-  echo "git=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!bench/results' || echo +dirty) nproc=$(nproc) kernel=$(uname -r)"
+  echo "git=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!results' || echo +dirty) nproc=$(nproc) kernel=$(uname -r)"
   echo "cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
   echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "load: ${conns} x ${inflight}, 1 KiB, 8 queues, ${duration} after ${warmup} warm-up, ${rounds} rounds"

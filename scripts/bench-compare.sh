@@ -17,8 +17,8 @@ rounds=${ROUNDS:-3}
 duration=${DURATION:-5s}
 warmup=${WARMUP:-1s}
 benchtime=${BENCHTIME:-200000x}
-out=${OUT:-bench/results/compare-$(date +%Y%m%dT%H%M%S)}
-store_root=${STORE_DIR:-bench/results/tmp}
+out=${OUT:-results/compare-$(date +%Y%m%dT%H%M%S)}
+store_root=${STORE_DIR:-results/tmp}
 points=("4 16" "16 32")
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -35,7 +35,7 @@ trap cleanup EXIT
 
 git worktree add -q --detach "$basedir" "$base"
 base_rev=$(git -C "$basedir" rev-parse --short HEAD)
-head_rev="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!bench/results' || echo +dirty)"
+head_rev="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!results' || echo +dirty)"
 echo "base $base_rev, head $head_rev; building"
 (cd "$basedir" && go build -o bin/ ./cmd/mqbroker)
 go build -o bin/ ./cmd/mqbroker ./cmd/mqbench

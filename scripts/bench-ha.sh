@@ -32,8 +32,8 @@ rounds=${ROUNDS:-3}
 duration=${DURATION:-5s}
 warmup=${WARMUP:-1s}
 catchup=${CATCHUP_BYTES:-2147483648}
-out=${OUT:-bench/results/ha-$(date +%Y%m%dT%H%M%S)}
-store_root=${STORE_DIR:-bench/results/tmp}
+out=${OUT:-results/ha-$(date +%Y%m%dT%H%M%S)}
+store_root=${STORE_DIR:-results/tmp}
 IFS=, read -r -a configs <<<"${CONFIGS-ASYNC_MASTER ASYNC_FLUSH,SYNC_MASTER ASYNC_FLUSH,ASYNC_MASTER SYNC_FLUSH,SYNC_MASTER SYNC_FLUSH}"
 IFS=, read -r -a points <<<"${POINTS:-1 1,4 16,16 32}"
 read -r -a builds <<<"${BINS:-=$bin}" # tag=dir; the default has no tag

@@ -14,8 +14,8 @@ bin=${BIN:-bin}
 rounds=${ROUNDS:-3}
 duration=${DURATION:-5s}
 warmup=${WARMUP:-1s}
-out=${OUT:-bench/results/matrix-$(date +%Y%m%dT%H%M%S)}
-store_root=${STORE_DIR:-bench/results/tmp}
+out=${OUT:-results/matrix-$(date +%Y%m%dT%H%M%S)}
+store_root=${STORE_DIR:-results/tmp}
 # size conns inflight
 points=("128 4 16" "1024 4 16" "16384 4 16" "1024 1 1" "1024 64 4" "1024 1000 1")
 

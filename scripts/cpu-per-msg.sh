@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # CPU per message of each server and client at 4 × 16, 1 KiB (ringmq: mqbroker + mqbench; NATS JetStream:
-# nats-server + natscli), 2 rounds, into bench/results/cpu-bound-<stamp>/summary.txt (BENCHMARKS.md "What bounds
-# ASYNC throughput against NATS"). Needs make build tools.
+# nats-server + natscli), 2 rounds, into results/cpu-bound-<stamp>/summary.txt (BENCHMARKS.md "What bounds
+# ASYNC throughput here"). Needs make build tools.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh # py, free_ports, wait_port
-out=${OUT:-bench/results/cpu-bound-$(date +%Y%m%dT%H%M%S)}
+out=${OUT:-results/cpu-bound-$(date +%Y%m%dT%H%M%S)}
 mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

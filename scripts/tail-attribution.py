@@ -83,7 +83,7 @@ def attribute(run_dir):
     for label, _ in thresholds:
         counts[label] = dict.fromkeys(CAUSES, 0)
     slow = os.path.join(run_dir, "slow.txt")
-    for line in (open(slow) if os.path.exists(slow) else gzip.open(slow + ".gz", "rt")):  # kept gzipped in bench/results
+    for line in (open(slow) if os.path.exists(slow) else gzip.open(slow + ".gz", "rt")):  # kept gzipped in results
         if line.startswith("#") or not line.strip():
             continue
         intended, _sent, done = (int(x) for x in line.split()[:3])

@@ -39,8 +39,8 @@ rate=${RATE:-20000}
 conns=${CONNS:-4}
 inflight=${INFLIGHT:-256}
 IFS=, read -r -a variants <<<"${VARIANTS:-base,pool,noflush,gogc,split,loops1,procs}"
-out=${OUT:-bench/results/tail-$(date +%Y%m%dT%H%M%S)}
-store_root=${STORE_DIR:-bench/results/tmp}
+out=${OUT:-results/tail-$(date +%Y%m%dT%H%M%S)}
+store_root=${STORE_DIR:-results/tmp}
 mkdir -p "$out" "$store_root"
 
 source scripts/lib.sh # py, free_ports, wait_port

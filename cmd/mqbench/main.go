@@ -31,7 +31,7 @@ Usage:
   mqbench lean    --namesrv ADDR|--broker ADDR --topic T --queues Q --conns C --inflight W --size S
                   --duration D     (the lean yardstick generator: throughput and client CPU only)
   mqbench report  DIR... --html FILE --md FILE [--title T]
-  mqbench suite   [--quick] [--broker-bin bin/mqbroker] [--results bench/results] [--rounds 3]
+  mqbench suite   [--quick] [--broker-bin bin/mqbroker] [--results results] [--rounds 3]
                   [--points 1x1,4x16,16x32] [--peers nats|none] [--write-benchmarks]
   mqbench --version
 

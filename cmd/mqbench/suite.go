@@ -33,7 +33,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fset.SortFlags = false
 	quick := fset.Bool("quick", false, "the ≤ 2 minute variant (QUICK=1): 2 s runs, no read-back")
 	brokerBin := fset.String("broker-bin", "bin/mqbroker", "the broker binary")
-	results := fset.String("results", "bench/results", "results directory: runs go to <results>/<stamp>/<setup>/round-<n>/")
+	results := fset.String("results", "results", "results directory: runs go to <results>/<stamp>/<setup>/round-<n>/")
 	storeDir := fset.String("store-dir", "", "where the brokers' temporary stores go (default <results>/tmp; avoid a tmpfs)")
 	rounds := fset.Int("rounds", 3, "rounds; every round runs every setup once, interleaved")
 	setups := fset.String("setups", "", "comma-separated setups to run (default all): "+setupNames())

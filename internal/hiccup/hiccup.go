@@ -8,7 +8,7 @@
 //
 // The sleep itself is not exact: Go's timers can wake up to about a millisecond late on an idle process
 // (the netpoller waits in whole milliseconds), so recorded stalls just over 1 ms may be that rounding
-// (about a tenth of them in the runs of BENCHMARKS.md "Issue 17 item 3").
+// (about a tenth of them in the open-loop runs of docs/benchmarks/history.md, "Every target side by side").
 //
 // Stalls over a threshold are also kept, with their wall-clock start, in a bounded ring, so that a
 // load generator's slow requests can be matched against them afterwards (scripts/tail-attribution.py,
