@@ -43,6 +43,10 @@ type Controlled struct {
 	// OnTruncate runs, on a slave, when its master says its CommitLog has a tail to drop: the
 	// supervisor stops this broker and opens the store again truncated there.
 	OnTruncate func(offset int64)
+	// OnRoleNotified runs (on an event loop: it must not block) when the controller sends
+	// NOTIFY_BROKER_ROLE_CHANGED after an election: the supervisor looks at the group's new role at
+	// once instead of at its next heartbeat.
+	OnRoleNotified func()
 	// MasterAddr is, on a slave, the master's remoting address as the controller names it: the
 	// metadata sync (topics, groups, offsets) follows it from the start, and every
 	// controlledSyncInterval, instead of waiting for the name servers to name it.
@@ -91,6 +95,22 @@ func (b *Broker) getBrokerEpochCache(rc *remoting.Request) {
 		body.EpochList[i] = codec.EpochEntry{Epoch: e.Epoch, StartOffset: e.StartOffset, EndOffset: end}
 	}
 	rc.Reply.JSON(&body)
+}
+
+// roleChangeNotified takes the controller's NOTIFY_BROKER_ROLE_CHANGED (oneway, as RocketMQ 5 sends
+// it): in controller mode it wakes the supervisor; elsewhere RocketMQ 4's answer.
+func (b *Broker) roleChangeNotified(rc *remoting.Request) {
+	ctl := b.controlled
+	if ctl == nil || ctl.OnRoleNotified == nil {
+		if !rc.Cmd.IsOneway() {
+			rc.Reply.Answer(codec.ResponseRequestCodeNotSupported, " request type 1008 not supported: this broker is not in controller mode (enableControllerMode)")
+		}
+		return
+	}
+	ctl.OnRoleNotified()
+	if !rc.Cmd.IsOneway() {
+		rc.Reply.OK()
+	}
 }
 
 // HAServer is a master's HA server (nil on a slave): controller mode's supervisor reads its replicas'

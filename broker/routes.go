@@ -106,6 +106,9 @@ var routes = []route{
 	{code: codec.RequestGetBrokerConfig, where: onPool, pool: poolAdmin,
 		handle: viaAdmin((*admin.Plane).ProcessGetBrokerConfig)},
 	{code: codec.RequestGetBrokerEpochCache, where: onPool, pool: poolAdmin, handle: (*Broker).getBrokerEpochCache},
+	// No ACL: the controller sends it without credentials, and all it does is make the supervisor ask
+	// the controller at once.
+	{code: codec.RequestNotifyBrokerRoleChanged, where: onLoop, handle: (*Broker).roleChangeNotified},
 	{code: codec.RequestUpdateBrokerConfig, where: onPool, pool: poolAdmin,
 		handle: viaAdmin((*admin.Plane).ProcessUpdateBrokerConfig), acl: aclAdmin},
 	{code: codec.RequestGetTopicStatsInfo, where: onPool, pool: poolAdmin,

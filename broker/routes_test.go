@@ -40,7 +40,7 @@ func TestRouteTable(t *testing.T) {
 	}
 	slices.Sort(got)
 	want := []string{
-		"10 event loop  | send topic", "1007 pool admin | ",
+		"10 event loop  | send topic", "1007 pool admin | ", "1008 event loop  | ",
 		"11 event loop, then pool pull | topic topic, group consumerGroup",
 		"12 event loop, then pool query | topic topic",
 		"14 event loop  | ",

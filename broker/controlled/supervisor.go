@@ -73,6 +73,10 @@ type Supervisor struct {
 	brokerID int64
 	// events carry what the running broker's parts learn (a truncation asked for by the master).
 	events chan event
+	// notified (cap 1) wakes the watch loop when the controller announces a new role; notifications
+	// counts them.
+	notified      chan struct{}
+	notifications atomic.Int64
 
 	roleChanges atomic.Int64
 
@@ -133,7 +137,8 @@ func New(cfg broker.Config, deps broker.Deps, build BuildFunc) (*Supervisor, err
 	}
 	return &Supervisor{cfg: cfg, deps: deps, build: build, logger: logger.With("component", "controlled"), net: nc,
 		ctl: controller.NewClient(addrs, nc), epochs: epochs, addr: addr, events: make(chan event, 1),
-		started: make(chan struct{})}, nil
+		notified: make(chan struct{}, 1),
+		started:  make(chan struct{})}, nil
 }
 
 // Current is the broker running now (nil between two).
@@ -331,7 +336,14 @@ func (s *Supervisor) startBroker(ctx context.Context, r role, truncateTo int64) 
 	deps := s.deps
 	reg := prometheus.NewRegistry()
 	deps.Registerer = reg
-	ctl := &broker.Controlled{BrokerID: s.brokerID, Epochs: s.epochs, MinInSyncReplicas: s.cfg.MinInSyncReplicas}
+	ctl := &broker.Controlled{BrokerID: s.brokerID, Epochs: s.epochs, MinInSyncReplicas: s.cfg.MinInSyncReplicas,
+		OnRoleNotified: func() {
+			s.notifications.Add(1)
+			select {
+			case s.notified <- struct{}{}:
+			default:
+			}
+		}}
 	deps.Controlled = ctl
 	master := r.isMaster(s.brokerID)
 	if master {
@@ -424,6 +436,7 @@ func (s *Supervisor) watch(ctx context.Context, b *broker.Broker, r role) event 
 		case ev := <-s.events:
 			return ev
 		case <-t.C:
+		case <-s.notified: // the controller elected a master: look now, not at the next tick
 		}
 		s.heartbeat(ctx, b)
 		now, err := s.replicaInfo(ctx)

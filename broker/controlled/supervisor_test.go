@@ -206,6 +206,17 @@ func TestFailoverElectsTheInSyncReplicaAndTheOldMasterTruncates(t *testing.T) {
 	testutil.Eventually(t, "B joins the SyncStateSet", func() bool { return len(a.sup.SyncStateSet()) == 2 })
 	first := sendSync(t, a.addr(), "epoch1", 40)
 
+	// NOTIFY_BROKER_ROLE_CHANGED (oneway, as the controller sends it after an election) reaches the
+	// supervisor, which then asks the controller at once.
+	nc := remotingtest.Dial(t, b.addr())
+	notify := codec.NewRequest(codec.RequestNotifyBrokerRoleChanged, map[string]string{"brokerName": "failover-a"}, nil)
+	notify.Flag |= codec.FlagOneway
+	before := b.sup.notifications.Load()
+	nc.Send(notify)
+	testutil.Eventually(t, "the notification", func() bool { return b.sup.notifications.Load() > before })
+	nc.Close()
+	require.False(t, b.sup.IsMaster(), "a notification is a reason to look, not a role")
+
 	// A stops: the controller sees its connection close and elects B, the only replica in sync, whose
 	// epoch starts where A's CommitLog ended (B holds all of it: every message was acknowledged).
 	epoch2Start := a.sup.Current().CommitLogMaxOffset()
