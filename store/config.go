@@ -80,6 +80,11 @@ type Config struct {
 	// CommitLog ends at or before it.
 	TruncateCommitLog   bool
 	TruncateCommitLogTo int64
+	// TrimPartialRecord (set by the broker in controller mode when a replica opens its store as the
+	// new master): recovery cuts a record the CommitLog holds only the first bytes of — what a slave
+	// keeps when its master died mid-frame, never acknowledged — so that the master's first put starts
+	// at a record boundary.
+	TrimPartialRecord bool
 	// TransientStorePoolSize: buffers in the pool.
 	TransientStorePoolSize int `prop:"transientStorePoolSize" group:"store" allowed:"1 or more" default:"5" help:"buffers in the transient store pool, each mappedFileSizeCommitLog bytes"`
 	// TransientStorePoolPinned (ringmq): require mlock.

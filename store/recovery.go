@@ -38,6 +38,13 @@ func (s *Store) recover(lastExitOK bool, ck checkpointData) error {
 		return err
 	}
 	truncated := false
+	if s.cfg.TrimPartialRecord {
+		if whole := s.wholeRecordsEnd(max(replayFrom, cl.minOffset()), end); whole < end {
+			s.logger.Warn("store: cutting the partial record at the CommitLog's end (a replica's, never acknowledged)",
+				"from", end, "to", whole, "bytes", end-whole)
+			end, replayFrom, truncated = whole, min(replayFrom, whole), true
+		}
+	}
 	if to := s.cfg.TruncateCommitLogTo; s.cfg.TruncateCommitLog && to < end {
 		if to < cl.minOffset() || !s.recordStartBelow(to, end) {
 			return fmt.Errorf("store: cannot truncate the CommitLog to %d: not where a record starts in [%d, %d)",
@@ -217,6 +224,32 @@ func (s *Store) recoverCommitLogAbnormally(ck checkpointData) (end, replayFrom i
 		return 0, 0, err
 	}
 	return end, start, nil
+}
+
+// wholeRecordsEnd walks the records from from (a record boundary) towards end and returns the end of
+// the last whole one: end itself unless a record there is cut short. A blank record leads to the next
+// file. Recovery only.
+func (s *Store) wholeRecordsEnd(from, end int64) int64 {
+	size := s.cfg.MappedFileSizeCommitLog
+	for off := from; off < end; {
+		mf := s.commitLog.mfq.find(off)
+		if mf == nil {
+			return off
+		}
+		pos, limit := off-mf.fromOffset, min(end-mf.fromOffset, size)
+		n, magic, ok := codec.PeekRecordHeader(mf.data[pos:limit])
+		switch {
+		case !ok || n <= 0 || pos+int64(n) > limit:
+			return off // cut short (or not a record: recovery's checks have the rest)
+		case magic == codec.BlankMagicCode:
+			off = mf.fromOffset + size
+		case magic == codec.MagicCodeV1 || magic == codec.MagicCodeV2:
+			off += int64(n)
+		default:
+			return off
+		}
+	}
+	return end
 }
 
 // recordStartBelow reports whether target is a file's start or where a record starts, walking the

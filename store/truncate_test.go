@@ -1,12 +1,14 @@
 package store
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // TestTruncateCommitLogOnOpen: a replica that must drop a divergent tail reopens its store with
@@ -105,4 +107,35 @@ func TestTruncateCommitLogRefusesAMidRecordCut(t *testing.T) {
 	cfg.TruncateCommitLog = false
 	s = reopen(t, cfg, Deps{})
 	require.Equal(t, end, s.MaxPhyOffset(), "nothing was cut")
+}
+
+// A slave that stopped with the first bytes of a record (its master died mid-frame) opened as the new
+// master with TrimPartialRecord: the cut-short record goes, and the first put starts where the last
+// whole record ends, its queue offset following the whole records'.
+func TestTrimPartialRecordWhenAReplicaBecomesMaster(t *testing.T) {
+	master := openStarted(t, testConfig(t.TempDir()), Deps{})
+	for i := range 3 {
+		mustPut(t, master, testMessage("TopicP", 0, bodyf("whole-%d", i)))
+	}
+	end := master.MaxPhyOffset()
+	mustPut(t, master, testMessage("TopicP", 0, bodyf("cut-%d", 3)))
+	scfg := testConfig(t.TempDir())
+	scfg.Slave = true
+	slave := openStarted(t, scfg, Deps{})
+	torn := readLog(t, master, 0, end+10)
+	require.NoError(t, slave.AppendReplica(0, len(torn), bytes.NewReader(torn)))
+	testutil.Eventually(t, "whole records dispatched", func() bool { return slave.GetMaxOffsetInQueue("TopicP", 0) == 3 })
+	require.NoError(t, slave.Shutdown())
+
+	scfg.Slave, scfg.TrimPartialRecord = false, true
+	promoted := reopen(t, scfg, Deps{})
+	require.Equal(t, end, promoted.MaxPhyOffset(), "the partial record is gone")
+	r := mustPut(t, promoted, testMessage("TopicP", 0, []byte("first of the new master")))
+	require.Equal(t, end, r.WroteOffset)
+	require.Equal(t, int64(3), r.QueueOffset)
+	waitDispatched(t, promoted)
+	got := getAll(t, promoted, "TopicP", 0)
+	require.Len(t, got, 4)
+	require.Equal(t, "whole-2", string(got[2].Body))
+	require.Equal(t, "first of the new master", string(got[3].Body))
 }

@@ -347,7 +347,9 @@ func (s *Supervisor) startBroker(ctx context.Context, r role, truncateTo int64) 
 	deps.Controlled = ctl
 	master := r.isMaster(s.brokerID)
 	if master {
-		cfg.BrokerRole, cfg.BrokerID = broker.RoleSyncMaster, 0
+		// A replica's CommitLog may end in the first bytes of a record (its master died mid-frame):
+		// never acknowledged, and the new master's first put must start at a record boundary.
+		cfg.BrokerRole, cfg.BrokerID, cfg.TrimPartialRecord = broker.RoleSyncMaster, 0, true
 		ctl.SyncStateSet = withoutID(r.syncStateSet, s.brokerID)
 	} else {
 		haAddr, err := s.masterHAAddr(ctx, r.masterAddr)

@@ -52,29 +52,11 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// startController runs one controller on 127.0.0.1 (raft over TCP, bolt store in a temporary
-// directory) with a fast scan, and returns its remoting address.
+// startController runs one controller (startControllers) and returns its remoting address.
 func startController(t *testing.T) string {
 	t.Helper()
-	cfg := controller.DefaultConfig()
-	cfg.SelfID = "n0"
-	cfg.Peers = controller.Peers{{ID: "n0", Addr: "127.0.0.1:" + strconv.Itoa(freePort(t))}}
-	cfg.StorePath = t.TempDir()
-	cfg.ListenAddr = "127.0.0.1:0"
-	cfg.NetEngine = netio.EngineStd
-	cfg.RaftHeartbeatTimeout = 100 * time.Millisecond
-	cfg.RaftElectionTimeout = 100 * time.Millisecond
-	cfg.ScanNotActiveBrokerInterval = 50 * time.Millisecond
-	c, err := controller.New(cfg, false, testLogger(), prometheus.NewRegistry())
-	require.NoError(t, err)
-	require.NoError(t, c.Start())
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), testutil.WaitTimeout)
-		defer cancel()
-		_ = c.Shutdown(ctx)
-	})
-	testutil.Eventually(t, "the controller leads", c.IsLeader)
-	return c.Addr().String()
+	_, addr := startControllers(t, 1)
+	return addr
 }
 
 // replica is one broker process of the group, as a supervisor in this test process.
@@ -300,11 +282,12 @@ func TestMetricsDocListsSupervisorSeries(t *testing.T) {
 	require.Equal(t, registered, slices.Compact(names))
 }
 
-// startControllers runs three controllers (raft over TCP, bolt stores) and returns them with their
-// remoting addresses ';'-separated, as controllerAddr names them.
-func startControllers(t *testing.T) ([]*controller.Controller, string) {
+// startControllers runs n controllers on 127.0.0.1 (raft over TCP, bolt stores in temporary
+// directories, fast timings) and returns them with their remoting addresses ';'-separated, as
+// controllerAddr names them, once one leads.
+func startControllers(t *testing.T, n int) ([]*controller.Controller, string) {
 	t.Helper()
-	peers := make(controller.Peers, 3)
+	peers := make(controller.Peers, n)
 	for i := range peers {
 		peers[i] = controller.Peer{ID: "n" + strconv.Itoa(i), Addr: "127.0.0.1:" + strconv.Itoa(freePort(t))}
 	}
@@ -330,6 +313,9 @@ func startControllers(t *testing.T) ([]*controller.Controller, string) {
 		cs = append(cs, c)
 		addrs = append(addrs, c.Addr().String())
 	}
+	testutil.Eventually(t, "a controller leads", func() bool {
+		return slices.ContainsFunc(cs, func(c *controller.Controller) bool { return c.IsLeader() })
+	})
 	return cs, strings.Join(addrs, ";")
 }
 
@@ -337,10 +323,7 @@ func startControllers(t *testing.T) ([]*controller.Controller, string) {
 // which (after the grace period that lets brokers find it) elects the replica in sync; it has every
 // acknowledged message and takes writes.
 func TestFailoverAcrossAControllerLeaderLoss(t *testing.T) {
-	cs, addrs := startControllers(t)
-	testutil.Eventually(t, "a controller leads", func() bool {
-		return slices.ContainsFunc(cs, func(c *controller.Controller) bool { return c.IsLeader() })
-	})
+	cs, addrs := startControllers(t, 3)
 	a := startReplica(t, replicaConfig(t, addrs))
 	testutil.Eventually(t, "A is master", a.sup.IsMaster)
 	b := startReplica(t, replicaConfig(t, addrs))
