@@ -272,7 +272,13 @@ func startLoad(addr, prefix string, conns int) *load {
 					return
 				default:
 				}
-				body := fmt.Sprintf("%s-c%d-%05d-%s", prefix, k, i, strings.Repeat("x", (i*37)%900))
+				pad := (i * 37) % 900
+				if i%50 == 49 {
+					// Larger than a transfer frame (haTransferBatchSize, 32 KiB): a kill can leave the
+					// slave with the first bytes of it, which it must cut when it becomes master.
+					pad = 48 << 10
+				}
+				body := fmt.Sprintf("%s-c%d-%05d-%s", prefix, k, i, strings.Repeat("x", pad))
 				h := codec.SendMessageRequestHeader{ProducerGroup: "PG", Topic: "FailoverTopic", DefaultTopic: "TBW102",
 					DefaultTopicQueueNums: 2, QueueID: int32(i % 2), BornTimestamp: time.Now().UnixMilli(),
 					Properties: string(codec.AppendProperty(nil, codec.PropertyWaitStoreMsgOK, "true"))}
