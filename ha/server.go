@@ -375,10 +375,7 @@ func (c *masterConn) readLoop() {
 			return
 		}
 		first = false
-		c.sent.Store(off)
-		c.ackOffset.Store(off)
-		c.requested.Store(off)
-		close(c.reported)
+		c.startAt(off)
 		c.srv.replicaReport(c, off)
 		defer c.srv.replicaGone(c)
 	}
@@ -396,10 +393,7 @@ func (c *masterConn) readLoop() {
 				return
 			}
 			first = false
-			c.sent.Store(off)
-			c.ackOffset.Store(off)
-			c.requested.Store(off)
-			close(c.reported)
+			c.startAt(off)
 		} else if sent := c.sent.Load(); off > sent {
 			c.srv.refuse(c.remote, off, c.srv.log.MaxPhyOffset(), fmt.Errorf("%w: it reported offset %d, but was sent bytes up to %d only",
 				ErrSlaveDiverged, off, sent))
@@ -461,6 +455,15 @@ func (s *Server) refuse4x(remote string, firstWord int64) {
 	err := fmt.Errorf("%w: controller mode needs the epoch handshake, and this slave sent a 4.x report "+
 		"(or another protocol)", ErrSlaveDiverged)
 	s.refuse(remote, firstWord, s.log.MaxPhyOffset(), err)
+}
+
+// startAt records the slave's first report (or handshake): the transfer starts there, and the writer
+// may begin.
+func (c *masterConn) startAt(off int64) {
+	c.sent.Store(off)
+	c.ackOffset.Store(off)
+	c.requested.Store(off)
+	close(c.reported)
 }
 
 // aheadSlave is a slave refused for being ahead: its host and the offset it reported.
