@@ -115,11 +115,13 @@ CONTROLLER ?=
 cluster: build
 	BIN=$(BIN) DATA=$(DATA) CONTROLLER=$(CONTROLLER) scripts/cluster.sh
 
-# Crash test, long form (issue 8): CRASH_ROUNDS rounds of each TestCrash* test — the broker
-# as a child process killed with SIGKILL under SYNC_FLUSH and ASYNC_FLUSH load, power loss
-# through faultfs.FS, a SYNC_MASTER killed under load with its slave (issue 16), and the
-# store's own crash tests — each checking every acknowledged message afterwards. The short form (2-4 rounds) runs inside `make test`. A failing round
-# logs its seed: RINGMQ_CRASH_SEED=<seed> replays it.
+# Crash test, long form: CRASH_ROUNDS rounds of each TestCrash* test — the broker as a child
+# process killed with SIGKILL under SYNC_FLUSH and ASYNC_FLUSH load, power loss through faultfs.FS,
+# a SYNC_MASTER killed under load with its slave (also with the transient pool in every round), the
+# master of a controller-mode group killed under SYNC load (broker/controlled: failover, the old
+# master back as a slave), and the store's own crash tests — each checking every acknowledged
+# message afterwards. The short form (2-4 rounds) runs inside `make test`. A failing round logs its
+# seed: RINGMQ_CRASH_SEED=<seed> replays it.
 CRASH_ROUNDS ?= 20
 .PHONY: crash-test
 crash-test:
