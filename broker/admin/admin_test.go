@@ -198,7 +198,7 @@ func TestRuntimeInfo(t *testing.T) {
 	kv, err := codec.DecodeKVTable(resp.Body)
 	require.NoError(t, err)
 	for key, want := range map[string]string{
-		"brokerVersionDesc": "V5_3_3", "brokerVersion": "479",
+		"brokerVersionDesc": "V4_9_8", "brokerVersion": "409",
 		"bootTimestamp": "1714557600000", "runtime": "[ 1 days, 2 hours, 3 minutes, 4 seconds ]",
 		"msgPutTotalTodayNow": "4", "msgGetTotalTodayNow": "7", "putMessageAverageSize": "2.50",
 		"commitLogMaxOffset": "900", "earliestMessageTimeStamp": "0",

@@ -270,7 +270,7 @@ func TestBrokerCommands(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(ok(t, "brokerStatus", "-b", fixture.broker, "--output", "json")), &status))
 		require.Len(t, status.Brokers, 1)
 		require.Equal(t, fixture.broker, status.Brokers[0].Addr)
-		require.Equal(t, "V5_3_3", status.Brokers[0].Table["brokerVersionDesc"])
+		require.Equal(t, "V4_9_8", status.Brokers[0].Table["brokerVersionDesc"])
 		require.Equal(t, "true", status.Brokers[0].Table["brokerActive"])
 		text := ok(t, "brokerStatus", "-c", fixture.cluster)
 		golden(t, "brokerStatus_cluster", grepLines(text, "brokerVersionDesc", "brokerActive", "runningFlags"))
