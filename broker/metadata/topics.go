@@ -221,8 +221,11 @@ func NewTopicConfigManager(opts TopicOptions, storePathRootDir string, clock fun
 		add(withQueues(opts.TraceTopicName, 1))
 	}
 	add(withQueues(opts.ClusterName+ReplyTopicSuffix, 1))
+	// RMQ_SYS_TRANS_HALF_TOPIC is listed (RocketMQ creates it when its check service first looks
+	// for half messages); RMQ_SYS_TRANS_OP_HALF_TOPIC is not: RocketMQ writes its op records to
+	// the store without a topic config, so the name servers, topicList and GET_ALL_TOPIC_CONFIG
+	// never show it. Its queue is read and written through the store alone (sendplane).
 	add(withQueues(TransHalfTopic, 1))
-	add(withQueues(TransOpHalfTopic, 1))
 	m.state.Store(newTopicState(table, codec.DataVersion{Timestamp: clock().UnixMilli()}))
 	return m
 }
@@ -240,6 +243,9 @@ func (m *TopicConfigManager) Load() error {
 		old := m.state.Load()
 		table := maps.Clone(old.table)
 		for name, tc := range w.TopicConfigTable {
+			if name == TransOpHalfTopic {
+				continue // written by an older ringmq: RocketMQ keeps no config for it
+			}
 			if tc.TopicName == "" {
 				tc.TopicName = name
 			}
