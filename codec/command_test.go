@@ -180,6 +180,6 @@ func TestCodeStrings(t *testing.T) {
 		require.False(t, seen[n], n)
 		seen[n] = true
 	}
-	require.Len(t, requestCodeNames, 96)
+	require.Len(t, requestCodeNames, 111)
 	require.Len(t, responseCodeNames, 66)
 }
