@@ -124,6 +124,10 @@ var routes = []route{
 		handle: viaAdmin((*admin.Plane).ProcessQueryTopicConsumeByWho)},
 	{code: codec.RequestInvokeBrokerToResetOffset, where: onPool, pool: poolAdmin,
 		handle: viaAdmin((*admin.Plane).ProcessInvokeBrokerToResetOffset)},
+	{code: codec.RequestCloneGroupOffset, where: onPool, pool: poolAdmin,
+		handle: viaAdmin((*admin.Plane).ProcessCloneGroupOffset)},
+	{code: codec.RequestQueryConsumeTimeSpan, where: onPool, pool: poolAdmin,
+		handle: viaAdmin((*admin.Plane).ProcessQueryConsumeTimeSpan)},
 
 	// Not served: answered REQUEST_CODE_NOT_SUPPORTED (" request type N not supported", as a
 	// RocketMQ server answers a code it has no processor for), counted under the code's name in
@@ -137,11 +141,9 @@ var routes = []route{
 	{code: codec.RequestInvokeBrokerToGetConsumerStatus, reason: notServedRelay},
 	{code: codec.RequestGetConsumerRunningInfo, reason: notServedRelay},
 	{code: codec.RequestConsumeMessageDirectly, reason: notServedRelay},
-	{code: codec.RequestQueryConsumeTimeSpan, reason: notServedYet},
 	{code: codec.RequestGetSystemTopicListFromBroker, reason: notServedYet},
 	{code: codec.RequestCleanExpiredConsumeQueue, reason: notServedYet},
 	{code: codec.RequestQueryCorrectionOffset, reason: notServedYet},
-	{code: codec.RequestCloneGroupOffset, reason: notServedYet},
 	{code: codec.RequestViewBrokerStatsData, reason: "RocketMQ's per-topic and per-group statistics windows (BrokerStatsManager) are not kept; the Prometheus series (METRICS.md) count the same traffic"},
 	{code: codec.RequestCleanUnusedTopic, reason: notServedYet},
 	{code: codec.RequestGetBrokerConsumeStats, reason: notServedYet},

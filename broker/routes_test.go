@@ -85,8 +85,8 @@ func TestRouteTable(t *testing.T) {
 		"43 pool admin | ",
 		"45 pool admin | ", "46 event loop  | ",
 		"50 not served  | ", "51 not served  | ", "52 not served  | ", "53 not served  | ",
-		"223 not served  | ", "303 not served  | ", "305 not served  | ", "306 not served  | ",
-		"307 not served  | ", "308 not served  | ", "309 not served  | ", "314 not served  | ",
+		"223 not served  | ", "303 pool admin | ", "305 not served  | ", "306 not served  | ",
+		"307 not served  | ", "308 not served  | ", "309 not served  | ", "314 pool admin | ",
 		"315 not served  | ", "316 not served  | ", "317 not served  | ", "321 not served  | ",
 		"323 not served  | ", "328 not served  | ", "329 not served  | ",
 		"513 not served  | admin",
@@ -159,9 +159,9 @@ func TestNotSupportedCodeCountedAndLogged(t *testing.T) {
 	rb := startRelBrokerDeps(t, nil, nil, Deps{Logger: logger})
 	t.Cleanup(func() { require.NoError(t, rb.close()) })
 	c := remotingtest.Dial(t, rb.addr)
-	resp := c.Call(codec.NewRequest(codec.RequestQueryConsumeTimeSpan, map[string]string{"topic": "T", "group": "G"}, nil))
+	resp := c.Call(codec.NewRequest(codec.RequestQueryConsumeQueue, map[string]string{"topic": "T", "queueId": "0"}, nil))
 	require.Equal(t, int32(codec.ResponseRequestCodeNotSupported), resp.Code)
-	require.Equal(t, " request type 303 not supported", resp.Remark)
+	require.Equal(t, " request type 321 not supported", resp.Remark)
 
 	const line = "broker: request code not supported"
 	notSupported := func() []slog.Record {
@@ -176,13 +176,13 @@ func TestNotSupportedCodeCountedAndLogged(t *testing.T) {
 	testutil.Eventually(t, "the refusal logged", func() bool { return len(notSupported()) > 0 })
 	logged := notSupported()
 	require.Len(t, logged, 1)
-	require.Equal(t, "303", logtest.Attr(logged[0], "code"))
-	require.Equal(t, "QUERY_CONSUME_TIME_SPAN", logtest.Attr(logged[0], "name"))
+	require.Equal(t, "321", logtest.Attr(logged[0], "code"))
+	require.Equal(t, "QUERY_CONSUME_QUEUE", logtest.Attr(logged[0], "name"))
 	require.Equal(t, notServedYet, logtest.Attr(logged[0], "reason"))
 	require.Equal(t, c.NetConn().LocalAddr().String(), logtest.Attr(logged[0], "remote"))
 
 	s := scrapeOf(t, rb.b.registry)
-	require.Equal(t, 1.0, s[`ringmq_broker_requests_total{code="QUERY_CONSUME_TIME_SPAN"}`])
-	require.Equal(t, 1.0, s[`ringmq_broker_request_errors_total{code="QUERY_CONSUME_TIME_SPAN",response="REQUEST_CODE_NOT_SUPPORTED"}`])
+	require.Equal(t, 1.0, s[`ringmq_broker_requests_total{code="QUERY_CONSUME_QUEUE"}`])
+	require.Equal(t, 1.0, s[`ringmq_broker_request_errors_total{code="QUERY_CONSUME_QUEUE",response="REQUEST_CODE_NOT_SUPPORTED"}`])
 	require.Zero(t, s[`ringmq_broker_requests_total{code="<other>"}`])
 }

@@ -1,0 +1,129 @@
+package admin
+
+import (
+	"strings"
+	"time"
+
+	"github.com/ringmq/ringmq/broker/remoting"
+	"github.com/ringmq/ringmq/codec"
+)
+
+// ProcessCloneGroupOffset copies a consumer group's offsets to another group (mqadmin
+// cloneGroupOffset): for the topic given, or for every topic srcGroup has offsets in, destGroup's
+// offsets become a copy of srcGroup's. As in RocketMQ, a topic that does not exist is skipped,
+// and so, unless offline=true, is a topic a live srcGroup does not subscribe. The answer is
+// SUCCESS without a body. (RocketMQ 4.9.8 clones only when the topic is given: with none it
+// loops over the group's topics but clones the blank topic; ringmq clones each.)
+func (p *Plane) ProcessCloneGroupOffset(rc *remoting.Request) {
+	src, ok := adminExt(rc, "srcGroup")
+	if !ok {
+		return
+	}
+	dest, ok := adminExt(rc, "destGroup")
+	if !ok {
+		return
+	}
+	offline := strings.EqualFold(rc.Cmd.ExtFields["offline"], "true") // Boolean.parseBoolean
+	topics := []string{rc.Cmd.ExtFields["topic"]}
+	if strings.TrimSpace(topics[0]) == "" {
+		topics = p.d.Offsets.TopicsByGroup(src)
+	}
+	live, _ := p.d.Consumers.Connection(src)
+	for _, topic := range topics {
+		if !p.d.Topics.Contains(topic) {
+			p.d.Logger.Warn("broker: cloneGroupOffset: topic does not exist", "topic", topic, "srcGroup", src)
+			continue
+		}
+		if !offline && len(live.Subscriptions) > 0 && p.d.Consumers.FindSubscriptionData(src, topic) == nil {
+			p.d.Logger.Warn("broker: cloneGroupOffset: the live group does not subscribe the topic", "topic", topic,
+				"srcGroup", src)
+			continue
+		}
+		p.d.Offsets.CloneOffset(src, dest, topic)
+	}
+	rc.Reply.Answer(codec.ResponseSuccess, "")
+}
+
+// queueTimeSpan is RocketMQ's QueueTimeSpan as fastjson writes it: its fields and its getters'
+// formatted *Str properties, keys sorted.
+type queueTimeSpan struct {
+	ConsumeTimeStamp    int64        `json:"consumeTimeStamp"`
+	ConsumeTimeStampStr string       `json:"consumeTimeStampStr"`
+	DelayTime           int64        `json:"delayTime"`
+	MaxTimeStamp        int64        `json:"maxTimeStamp"`
+	MaxTimeStampStr     string       `json:"maxTimeStampStr"`
+	MessageQueue        messageQueue `json:"messageQueue"`
+	MinTimeStamp        int64        `json:"minTimeStamp"`
+	MinTimeStampStr     string       `json:"minTimeStampStr"`
+}
+
+// messageQueue is RocketMQ's MessageQueue.
+type messageQueue struct {
+	BrokerName string `json:"brokerName"`
+	QueueID    int32  `json:"queueId"`
+	Topic      string `json:"topic"`
+}
+
+// javaDateLayout is UtilAll.YYYY_MM_DD_HH_MM_SS_SSS ("yyyy-MM-dd#HH:mm:ss:SSS").
+const javaDateLayout = "2006-01-02#15:04:05:000"
+
+// javaDate formats milliseconds since the epoch as UtilAll.formatDate does, in local time.
+func javaDate(ms int64) string { return time.UnixMilli(ms).Format(javaDateLayout) }
+
+// ProcessQueryConsumeTimeSpan answers RocketMQ's QueryConsumeTimeSpanBody for a topic and group:
+// per write queue the store times of its first and last message, of the group's last consumed
+// message, and how long the next unconsumed message has waited. Times are -1 where RocketMQ's
+// store answers -1 (no such message), and the arithmetic is RocketMQ's: a group without an
+// offset consumed up to the first message, and its delay counts from -1.
+//
+//	{"consumeTimeSpanSet":[{"consumeTimeStamp":..,"consumeTimeStampStr":"..","delayTime":..,"maxTimeStamp":..,...}]}
+func (p *Plane) ProcessQueryConsumeTimeSpan(rc *remoting.Request) {
+	topic, ok := adminExt(rc, "topic")
+	if !ok {
+		return
+	}
+	group, ok := adminExt(rc, "group")
+	if !ok {
+		return
+	}
+	tc, ok := p.d.Topics.Get(topic)
+	if !ok {
+		rc.Reply.Answer(codec.ResponseTopicNotExist, "topic["+topic+"] not exist")
+		return
+	}
+	now := p.d.Clock().UnixMilli()
+	spans := make([]queueTimeSpan, 0, tc.WriteQueueNums)
+	for q := int32(0); q < tc.WriteQueueNums; q++ {
+		minTime := p.storeTimeOrMinus1(topic, q, p.d.Store.GetMinOffsetInQueue(topic, q))
+		maxOffset := p.d.Store.GetMaxOffsetInQueue(topic, q)
+		maxTime := p.storeTimeOrMinus1(topic, q, maxOffset-1)
+		consumerOffset := p.d.Offsets.Query(group, topic, q)
+		consumeTime := minTime
+		if consumerOffset > 0 {
+			consumeTime = p.storeTimeOrMinus1(topic, q, consumerOffset-1)
+		}
+		var delay int64
+		if consumerOffset < maxOffset {
+			delay = now - p.storeTimeOrMinus1(topic, q, consumerOffset)
+		}
+		spans = append(spans, queueTimeSpan{
+			ConsumeTimeStamp: consumeTime, ConsumeTimeStampStr: javaDate(consumeTime),
+			DelayTime:    delay,
+			MaxTimeStamp: maxTime, MaxTimeStampStr: javaDate(maxTime),
+			MessageQueue: messageQueue{BrokerName: p.d.BrokerName, QueueID: q, Topic: topic},
+			MinTimeStamp: minTime, MinTimeStampStr: javaDate(minTime),
+		})
+	}
+	rc.Reply.JSON(struct {
+		ConsumeTimeSpanSet []queueTimeSpan `json:"consumeTimeSpanSet"`
+	}{spans})
+}
+
+// storeTimeOrMinus1 is DefaultMessageStore.getMessageStoreTimeStamp: the store time of a queue
+// entry's message, -1 when the queue has no such entry (storeTimeAt's 0).
+func (p *Plane) storeTimeOrMinus1(topic string, queueID int32, offset int64) int64 {
+	if t := p.storeTimeAt(topic, queueID, offset); t != 0 {
+		return t
+	}
+	return -1
+}

@@ -1,0 +1,115 @@
+package broker
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/remotingtest"
+)
+
+// CLONE_GROUP_OFFSET (314) over the wire, as mqadmin cloneGroupOffset sends it: the named topic,
+// or every topic of the source group (those a live source group subscribes, unless offline).
+func TestAdminCloneGroupOffset(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	b := tb.b
+	c := dialCtl(t, tb.BrokerAddr)
+	c.adminOK(codec.RequestUpdateAndCreateTopic, createTopicExt("TA", 2), nil)
+	c.adminOK(codec.RequestUpdateAndCreateTopic, createTopicExt("TB", 1), nil)
+	b.offsets.Commit("Src", "TA", 0, 5)
+	b.offsets.Commit("Src", "TA", 1, 7)
+	b.offsets.Commit("Src", "TB", 0, 3)
+	b.offsets.Commit("Src", "Gone", 0, 1) // no such topic: skipped
+	b.offsets.Commit("Dest", "TA", 1, 99)
+	b.offsets.Commit("Dest", "TA", 2, 42) // replaced whole, as RocketMQ's cloneOffset does
+
+	resp := c.adminOK(codec.RequestCloneGroupOffset, map[string]string{"srcGroup": "Src", "destGroup": "Dest",
+		"topic": "TA", "offline": "false"}, nil)
+	require.Empty(t, resp.Body)
+	require.Equal(t, map[int32]int64{0: 5, 1: 7}, b.offsets.QueryAll("Dest", "TA"))
+	require.Nil(t, b.offsets.QueryAll("Dest", "TB"))
+
+	// A live source group subscribing only TA: without a topic, only TA is cloned, unless offline.
+	requireResponse(t, c.heartbeat("10.0.0.9@1", []codec.ConsumerData{*remotingtest.ConsumerData("Src",
+		remotingtest.Subscription("TA", 1))}), codec.ResponseSuccess, "")
+	c.adminOK(codec.RequestCloneGroupOffset, map[string]string{"srcGroup": "Src", "destGroup": "Online"}, nil)
+	require.Equal(t, []string{"TA"}, b.offsets.TopicsByGroup("Online"))
+	c.adminOK(codec.RequestCloneGroupOffset, map[string]string{"srcGroup": "Src", "destGroup": "Offline", "offline": "true"}, nil)
+	require.Equal(t, []string{"TA", "TB"}, b.offsets.TopicsByGroup("Offline"))
+	require.Equal(t, map[int32]int64{0: 3}, b.offsets.QueryAll("Offline", "TB"))
+
+	requireResponse(t, c.call(codec.RequestCloneGroupOffset, map[string]string{"srcGroup": "Src"}, nil),
+		codec.ResponseSystemError, "the custom field <destGroup> is null")
+}
+
+// QUERY_CONSUME_TIME_SPAN (303) over the wire: RocketMQ's QueryConsumeTimeSpanBody, field by field.
+func TestAdminQueryConsumeTimeSpan(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	b := tb.b
+	c := dialCtl(t, tb.BrokerAddr)
+	c.adminOK(codec.RequestUpdateAndCreateTopic, createTopicExt("TS", 3), nil)
+	putMessages(t, b, "TS", 0, 4)
+	putMessages(t, b, "TS", 1, 2)
+	b.offsets.Commit("GS", "TS", 0, 2) // consumed 2 of 4
+	b.offsets.Commit("GS", "TS", 1, 2) // consumed all
+
+	before := time.Now().UnixMilli()
+	resp := c.adminOK(codec.RequestQueryConsumeTimeSpan, map[string]string{"topic": "TS", "group": "GS"}, nil)
+	after := time.Now().UnixMilli()
+	type span struct {
+		ConsumeTimeStamp    int64  `json:"consumeTimeStamp"`
+		ConsumeTimeStampStr string `json:"consumeTimeStampStr"`
+		DelayTime           int64  `json:"delayTime"`
+		MaxTimeStamp        int64  `json:"maxTimeStamp"`
+		MaxTimeStampStr     string `json:"maxTimeStampStr"`
+		MessageQueue        struct {
+			BrokerName string `json:"brokerName"`
+			QueueID    int32  `json:"queueId"`
+			Topic      string `json:"topic"`
+		} `json:"messageQueue"`
+		MinTimeStamp    int64  `json:"minTimeStamp"`
+		MinTimeStampStr string `json:"minTimeStampStr"`
+	}
+	var body struct {
+		ConsumeTimeSpanSet []span `json:"consumeTimeSpanSet"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(resp.Body))
+	dec.DisallowUnknownFields()
+	require.NoError(t, dec.Decode(&body), string(resp.Body))
+	require.Len(t, body.ConsumeTimeSpanSet, 3)
+	javaDate := func(ms int64) string { return time.UnixMilli(ms).Format("2006-01-02#15:04:05:000") }
+	for q, s := range body.ConsumeTimeSpanSet {
+		require.Equal(t, b.cfg.BrokerName, s.MessageQueue.BrokerName)
+		require.Equal(t, int32(q), s.MessageQueue.QueueID)
+		require.Equal(t, "TS", s.MessageQueue.Topic)
+		require.Equal(t, javaDate(s.MinTimeStamp), s.MinTimeStampStr)
+		require.Equal(t, javaDate(s.MaxTimeStamp), s.MaxTimeStampStr)
+		require.Equal(t, javaDate(s.ConsumeTimeStamp), s.ConsumeTimeStampStr)
+	}
+	q0, q1, q2 := body.ConsumeTimeSpanSet[0], body.ConsumeTimeSpanSet[1], body.ConsumeTimeSpanSet[2]
+	require.Equal(t, storeTimeAt(t, b, "TS", 0, 0), q0.MinTimeStamp)
+	require.Equal(t, storeTimeAt(t, b, "TS", 0, 3), q0.MaxTimeStamp)
+	require.Equal(t, storeTimeAt(t, b, "TS", 0, 1), q0.ConsumeTimeStamp, "the last consumed message")
+	next := storeTimeAt(t, b, "TS", 0, 2)
+	require.GreaterOrEqual(t, q0.DelayTime, before-next)
+	require.LessOrEqual(t, q0.DelayTime, after-next)
+
+	require.Equal(t, storeTimeAt(t, b, "TS", 1, 1), q1.ConsumeTimeStamp)
+	require.Equal(t, storeTimeAt(t, b, "TS", 1, 1), q1.MaxTimeStamp)
+	require.Zero(t, q1.DelayTime, "nothing left to consume")
+
+	// An empty queue: RocketMQ's store answers -1 for each time.
+	require.Equal(t, int64(-1), q2.MinTimeStamp)
+	require.Equal(t, int64(-1), q2.MaxTimeStamp)
+	require.Equal(t, int64(-1), q2.ConsumeTimeStamp)
+	// The group has no offset there (-1 < max offset 0): RocketMQ subtracts the -1 it finds.
+	require.GreaterOrEqual(t, q2.DelayTime, before+1)
+	require.LessOrEqual(t, q2.DelayTime, after+1)
+
+	requireResponse(t, c.call(codec.RequestQueryConsumeTimeSpan, map[string]string{"topic": "Nope", "group": "GS"}, nil),
+		codec.ResponseTopicNotExist, "topic[Nope] not exist")
+}
