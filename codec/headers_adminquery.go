@@ -96,6 +96,36 @@ func (h *DeleteSubscriptionGroupRequestHeader) Encode(ext map[string]string) {
 	extPutBool(ext, "cleanOffset", h.CleanOffset)
 }
 
+// CloneGroupOffsetRequestHeader is the header of CLONE_GROUP_OFFSET (314).
+type CloneGroupOffsetRequestHeader struct {
+	SrcGroup  string // srcGroup, required
+	DestGroup string // destGroup, required
+	Topic     string // topic: empty for every topic of SrcGroup
+	Offline   bool   // offline: also the topics a live SrcGroup does not subscribe
+}
+
+// Decode reads the keys.
+func (h *CloneGroupOffsetRequestHeader) Decode(ext map[string]string) error {
+	r := extReader{ext: ExtMap(ext), header: "CloneGroupOffsetRequestHeader"}
+	*h = CloneGroupOffsetRequestHeader{
+		SrcGroup:  r.str("srcGroup", true),
+		DestGroup: r.str("destGroup", true),
+		Topic:     r.str("topic", false),
+		Offline:   r.boolean("offline", false, false),
+	}
+	return r.err
+}
+
+// Encode writes the keys.
+func (h *CloneGroupOffsetRequestHeader) Encode(ext map[string]string) {
+	ext["srcGroup"] = h.SrcGroup
+	ext["destGroup"] = h.DestGroup
+	if h.Topic != "" {
+		ext["topic"] = h.Topic
+	}
+	extPutBool(ext, "offline", h.Offline)
+}
+
 // ResetOffsetRequestHeader is the header of INVOKE_BROKER_TO_RESET_OFFSET (222): the broker
 // finds each queue's offset at Timestamp and tells the group's live consumers to jump there.
 type ResetOffsetRequestHeader struct {

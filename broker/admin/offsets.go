@@ -15,17 +15,14 @@ import (
 // SUCCESS without a body. (RocketMQ 4.9.8 clones only when the topic is given: with none it
 // loops over the group's topics but clones the blank topic; ringmq clones each.)
 func (p *Plane) ProcessCloneGroupOffset(rc *remoting.Request) {
-	src, ok := adminExt(rc, "srcGroup")
-	if !ok {
+	var h codec.CloneGroupOffsetRequestHeader
+	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
+		rc.Reply.Answer(codec.ResponseSystemError, remoting.HeaderErrorRemark(err))
 		return
 	}
-	dest, ok := adminExt(rc, "destGroup")
-	if !ok {
-		return
-	}
-	offline := strings.EqualFold(rc.Cmd.ExtFields["offline"], "true") // Boolean.parseBoolean
-	topics := []string{rc.Cmd.ExtFields["topic"]}
-	if strings.TrimSpace(topics[0]) == "" {
+	src, dest, offline := h.SrcGroup, h.DestGroup, h.Offline
+	topics := []string{h.Topic}
+	if strings.TrimSpace(h.Topic) == "" {
 		topics = p.d.Offsets.TopicsByGroup(src)
 	}
 	live, _ := p.d.Consumers.Connection(src)

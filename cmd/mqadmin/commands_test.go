@@ -203,6 +203,15 @@ func TestCommands(t *testing.T) {
 		require.Contains(t, ok(t, "consumerProgress", "-g", group, "-t", topic), "Diff Total: 3\n")
 	})
 
+	t.Run("cloneGroupOffset", func(t *testing.T) {
+		committer := remotingtest.Dial(t, fixture.broker)
+		commitOffset(t, committer, group, topic, 0, 2)
+		commitOffset(t, committer, group, topic, 1, 1)
+		clone := "GroupClone" + suffix
+		golden(t, "cloneGroupOffset", ok(t, "cloneGroupOffset", "-s", group, "-d", clone, "-t", topic))
+		require.Contains(t, ok(t, "consumerProgress", "-g", clone, "-t", topic), "Diff Total: 0\n", "the clone consumed what the group did")
+	})
+
 	t.Run("deleteSubGroup", func(t *testing.T) {
 		golden(t, "deleteSubGroup", ok(t, "deleteSubGroup", "-b", fixture.broker, "-g", group, "-r", "true"))
 		r := mqadmin(t, nil, "consumerProgress", "-g", group, "-t", topic)
