@@ -113,3 +113,43 @@ func TestAdminQueryConsumeTimeSpan(t *testing.T) {
 	requireResponse(t, c.call(codec.RequestQueryConsumeTimeSpan, map[string]string{"topic": "Nope", "group": "GS"}, nil),
 		codec.ResponseTopicNotExist, "topic[Nope] not exist")
 }
+
+// GET_ALL_PRODUCER_INFO (328) over the wire: RocketMQ's ProducerTableInfo, field by field.
+func TestAdminGetAllProducerInfo(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	c := remotingtest.Dial(t, tb.BrokerAddr)
+	before := time.Now().UnixMilli()
+	hb := codec.HeartbeatData{ClientID: "10.0.0.7@p1",
+		ProducerDataSet: []codec.ProducerData{{GroupName: "PG-b"}, {GroupName: "PG-a"}}}
+	body, err := hb.Encode()
+	require.NoError(t, err)
+	requireResponse(t, c.Call(codec.NewRequest(codec.RequestHeartBeat, nil, body)), codec.ResponseSuccess, "")
+	after := time.Now().UnixMilli()
+
+	resp := c.Call(codec.NewRequest(codec.RequestGetAllProducerInfo, nil, nil))
+	requireResponse(t, resp, codec.ResponseSuccess, "")
+	type info struct {
+		ClientID            string `json:"clientId"`
+		Language            string `json:"language"`
+		LastUpdateTimestamp int64  `json:"lastUpdateTimestamp"`
+		RemoteIP            string `json:"remoteIP"`
+		Version             int32  `json:"version"`
+	}
+	var got struct {
+		Data map[string][]info `json:"data"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(resp.Body))
+	dec.DisallowUnknownFields()
+	require.NoError(t, dec.Decode(&got), string(resp.Body))
+	require.Len(t, got.Data, 2, string(resp.Body))
+	for _, group := range []string{"PG-a", "PG-b"} {
+		require.Len(t, got.Data[group], 1, group)
+		p := got.Data[group][0]
+		require.Equal(t, "10.0.0.7@p1", p.ClientID)
+		require.Equal(t, "JAVA", p.Language)
+		require.Equal(t, codec.ServerVersion(), p.Version, "the client's version")
+		require.Equal(t, "/"+c.NetConn().LocalAddr().String(), p.RemoteIP)
+		require.GreaterOrEqual(t, p.LastUpdateTimestamp, before)
+		require.LessOrEqual(t, p.LastUpdateTimestamp, after)
+	}
+}

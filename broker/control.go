@@ -202,7 +202,7 @@ func adminClients(members []clients.ClientChannelInfo) []admin.Client {
 	out := make([]admin.Client, len(members))
 	for i, m := range members {
 		out[i] = admin.Client{Addr: m.Conn.RemoteAddr().String(), ClientID: m.ClientID, Language: m.Language,
-			Version: m.Version}
+			Version: m.Version, LastUpdate: m.LastUpdate}
 	}
 	return out
 }

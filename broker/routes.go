@@ -128,6 +128,8 @@ var routes = []route{
 		handle: viaAdmin((*admin.Plane).ProcessCloneGroupOffset)},
 	{code: codec.RequestQueryConsumeTimeSpan, where: onPool, pool: poolAdmin,
 		handle: viaAdmin((*admin.Plane).ProcessQueryConsumeTimeSpan)},
+	{code: codec.RequestGetAllProducerInfo, where: onPool, pool: poolAdmin,
+		handle: viaAdmin((*admin.Plane).ProcessGetAllProducerInfo)},
 
 	// Not served: answered REQUEST_CODE_NOT_SUPPORTED (" request type N not supported", as a
 	// RocketMQ server answers a code it has no processor for), counted under the code's name in
@@ -149,7 +151,6 @@ var routes = []route{
 	{code: codec.RequestGetBrokerConsumeStats, reason: notServedYet},
 	{code: codec.RequestQueryConsumeQueue, reason: notServedYet},
 	{code: codec.RequestResumeCheckHalfMessage, reason: notServedYet},
-	{code: codec.RequestGetAllProducerInfo, reason: notServedYet},
 	{code: codec.RequestDeleteExpiredCommitLog, reason: notServedYet},
 	// RocketMQ 5.x's static topics: an ACL-enabled broker refuses it to non-admin accounts
 	// first, as Java's Permission.ADMIN_CODE (plus 5.x's 513) does.

@@ -88,7 +88,7 @@ func TestRouteTable(t *testing.T) {
 		"223 not served  | ", "303 pool admin | ", "305 not served  | ", "306 not served  | ",
 		"307 not served  | ", "308 not served  | ", "309 not served  | ", "314 pool admin | ",
 		"315 not served  | ", "316 not served  | ", "317 not served  | ", "321 not served  | ",
-		"323 not served  | ", "328 not served  | ", "329 not served  | ",
+		"323 not served  | ", "328 pool admin | ", "329 not served  | ",
 		"513 not served  | admin",
 	}
 	slices.Sort(want)

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -276,6 +278,7 @@ func (c fakeConsumers) Oneway(string, func() *codec.RemotingCommand) int        
 type fakeProducers map[string][]Client
 
 func (p fakeProducers) Connections(group string) []Client { return p[group] }
+func (p fakeProducers) Groups() []string                  { return slices.Sorted(maps.Keys(p)) }
 
 // UPDATE_BROKER_CONFIG: the body's properties reach UpdateConfig in order; its refusals and
 // failures become the answer's code and remark; only a brokerPermission change advances the topic

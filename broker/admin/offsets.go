@@ -124,3 +124,37 @@ func (p *Plane) storeTimeOrMinus1(topic string, queueID int32, offset int64) int
 	}
 	return -1
 }
+
+// producerInfo is RocketMQ's ProducerInfo as fastjson writes it (keys sorted). remoteIP is the
+// channel's InetSocketAddress.toString(): "/ip:port".
+type producerInfo struct {
+	ClientID            string `json:"clientId"`
+	Language            string `json:"language"`
+	LastUpdateTimestamp int64  `json:"lastUpdateTimestamp"`
+	RemoteIP            string `json:"remoteIP"`
+	Version             int32  `json:"version"`
+}
+
+// ProcessGetAllProducerInfo answers RocketMQ's ProducerTableInfo: every live producer group
+// with its members, as the producer connections of GET_PRODUCER_CONNECTION_LIST know them plus
+// their last heartbeat.
+//
+//	{"data":{"PG":[{"clientId":"..","language":"JAVA","lastUpdateTimestamp":..,"remoteIP":"/10.0.0.1:4000","version":409}]}}
+func (p *Plane) ProcessGetAllProducerInfo(rc *remoting.Request) {
+	data := map[string][]producerInfo{}
+	for _, group := range p.d.Producers.Groups() {
+		members := p.d.Producers.Connections(group)
+		if len(members) == 0 {
+			continue // gone since Groups
+		}
+		infos := make([]producerInfo, 0, len(members))
+		for _, m := range members {
+			infos = append(infos, producerInfo{ClientID: m.ClientID, Language: m.Language.String(),
+				LastUpdateTimestamp: m.LastUpdate.UnixMilli(), RemoteIP: "/" + m.Addr, Version: m.Version})
+		}
+		data[group] = infos
+	}
+	rc.Reply.JSON(struct {
+		Data map[string][]producerInfo `json:"data"`
+	}{data})
+}

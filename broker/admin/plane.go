@@ -36,6 +36,8 @@ type Client struct {
 	ClientID string
 	Language codec.LanguageCode
 	Version  int32 // the client's MQVersion ordinal
+	// LastUpdate is the client's last heartbeat.
+	LastUpdate time.Time
 }
 
 // ConsumerConnection is a live consumer group (GET_CONSUMER_CONNECTION_LIST).
@@ -66,6 +68,8 @@ type Consumers interface {
 type Producers interface {
 	// Connections lists a producer group's live members.
 	Connections(group string) []Client
+	// Groups lists the producer groups with live members, sorted.
+	Groups() []string
 }
 
 // DelayOffsets is the schedule service's live cursors, in delayOffset.json's form.
