@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/remotingtest"
 )
@@ -152,4 +153,27 @@ func TestAdminGetAllProducerInfo(t *testing.T) {
 		require.GreaterOrEqual(t, p.LastUpdateTimestamp, before)
 		require.LessOrEqual(t, p.LastUpdateTimestamp, after)
 	}
+}
+
+// CLEAN_UNUSED_TOPIC (316) over the wire: the ConsumeQueues of topics without a topic config go,
+// except the op-half topic's (which never has one).
+func TestAdminCleanUnusedTopic(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	b := tb.b
+	c := dialCtl(t, tb.BrokerAddr)
+	c.adminOK(codec.RequestUpdateAndCreateTopic, createTopicExt("Kept", 1), nil)
+	putMessages(t, b, "Kept", 0, 1)
+	putMessages(t, b, "Orphan", 0, 2) // queues, no topic config
+	putMessages(t, b, metadata.TransOpHalfTopic, 0, 1)
+	require.Contains(t, b.store.QueueTopics(), "Orphan")
+
+	resp := c.adminOK(codec.RequestCleanUnusedTopic, nil, nil)
+	require.Empty(t, resp.Body)
+	topics := b.store.QueueTopics()
+	require.NotContains(t, topics, "Orphan")
+	require.Contains(t, topics, "Kept")
+	require.Contains(t, topics, metadata.TransOpHalfTopic)
+	require.Equal(t, int64(0), b.store.GetMaxOffsetInQueue("Orphan", 0))
+	require.Equal(t, int64(1), b.store.GetMaxOffsetInQueue("Kept", 0))
+	require.Equal(t, int64(1), b.store.GetMaxOffsetInQueue(metadata.TransOpHalfTopic, 0))
 }

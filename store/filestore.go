@@ -884,6 +884,9 @@ func (s *Store) DeleteTopics(topics ...string) error {
 	return errors.Join(errs...)
 }
 
+// QueueTopics lists the topics that have ConsumeQueues, sorted (CLEAN_UNUSED_TOPIC).
+func (s *Store) QueueTopics() []string { return s.queues.topicNames() }
+
 // diskUsedRatio is the used share of the CommitLog's file system, 0 when it cannot be read. A statfs,
 // no lock: metrics never wait on the data path.
 func (s *Store) diskUsedRatio() float64 {

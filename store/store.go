@@ -376,6 +376,8 @@ type MessageStore interface {
 	BeginTimeInLock() time.Duration
 	// DeleteTopics removes topics' ConsumeQueues and queue offsets.
 	DeleteTopics(topics ...string) error
+	// QueueTopics lists the topics that have ConsumeQueues, sorted.
+	QueueTopics() []string
 	// RunningFlags reports DISK_FULL, NOT_WRITEABLE and the other RunningFlags bits.
 	RunningFlags() RunningFlags
 	// Stats returns counters for GET_BROKER_RUNTIME_INFO.

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
 )
@@ -157,4 +158,26 @@ func (p *Plane) ProcessGetAllProducerInfo(rc *remoting.Request) {
 	rc.Reply.JSON(struct {
 		Data map[string][]producerInfo `json:"data"`
 	}{data})
+}
+
+// ProcessCleanUnusedTopic deletes the ConsumeQueues of every topic the topic table does not
+// have (mqadmin cleanUnusedTopic), as RocketMQ's cleanUnusedTopic does: SCHEDULE_TOPIC_XXXX and
+// RMQ_SYS_TRANS_OP_HALF_TOPIC, which have queues but no topic config, are kept. The answer is
+// SUCCESS without a body.
+func (p *Plane) ProcessCleanUnusedTopic(rc *remoting.Request) {
+	var unused []string
+	for _, topic := range p.d.Store.QueueTopics() {
+		if topic == metadata.ScheduleTopic || topic == metadata.TransOpHalfTopic || p.d.Topics.Contains(topic) {
+			continue
+		}
+		unused = append(unused, topic)
+	}
+	if len(unused) > 0 {
+		if err := p.d.Store.DeleteTopics(unused...); err != nil {
+			rc.Reply.Answer(codec.ResponseSystemError, err.Error())
+			return
+		}
+		p.d.Logger.Info("broker: cleanUnusedTopic: ConsumeQueues deleted", "topics", unused)
+	}
+	rc.Reply.Answer(codec.ResponseSuccess, "")
 }

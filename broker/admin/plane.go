@@ -26,6 +26,8 @@ type Store interface {
 	Stats() store.Stats
 	// DeleteTopics removes topics' ConsumeQueues (DELETE_TOPIC_IN_BROKER).
 	DeleteTopics(topics ...string) error
+	// QueueTopics lists the topics that have ConsumeQueues (CLEAN_UNUSED_TOPIC).
+	QueueTopics() []string
 }
 
 var _ Store = store.MessageStore(nil)

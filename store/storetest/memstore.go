@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -580,6 +582,13 @@ func (m *MemStore) DeleteTopics(topics ...string) error {
 		delete(m.queues, t)
 	}
 	return nil
+}
+
+// QueueTopics lists the topics with queues, sorted.
+func (m *MemStore) QueueTopics() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Sorted(maps.Keys(m.queues))
 }
 
 // store.RunningFlags is always OK.
