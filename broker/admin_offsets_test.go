@@ -3,6 +3,8 @@ package broker
 import (
 	"bytes"
 	"encoding/json"
+	"net/netip"
+	"strconv"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // CLONE_GROUP_OFFSET (314) over the wire, as mqadmin cloneGroupOffset sends it: the named topic,
@@ -176,4 +179,83 @@ func TestAdminCleanUnusedTopic(t *testing.T) {
 	require.Equal(t, int64(0), b.store.GetMaxOffsetInQueue("Orphan", 0))
 	require.Equal(t, int64(1), b.store.GetMaxOffsetInQueue("Kept", 0))
 	require.Equal(t, int64(1), b.store.GetMaxOffsetInQueue(metadata.TransOpHalfTopic, 0))
+}
+
+// QUERY_CONSUME_QUEUE (321) over the wire: RocketMQ's QueryConsumeQueueResponseBody, field by field.
+func TestAdminQueryConsumeQueue(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	b := tb.b
+	c := dialCtl(t, tb.BrokerAddr)
+	c.adminOK(codec.RequestUpdateAndCreateTopic, createTopicExt("TQ", 1), nil)
+	for i := range 4 {
+		m := &codec.Message{Topic: "TQ", Body: []byte("body-" + strconv.Itoa(i)), BornTimestamp: time.Now().UnixMilli(),
+			BornHost: netip.MustParseAddrPort("127.0.0.1:5000"), Properties: []byte(props("TAGS", "tagA"))}
+		_, err := b.store.PutMessage(m)
+		require.NoError(t, err)
+	}
+	testutil.Eventually(t, "4 entries", func() bool { return b.store.GetMaxOffsetInQueue("TQ", 0) == 4 })
+
+	type entry struct {
+		Eval         bool  `json:"eval"`
+		PhysicOffset int64 `json:"physicOffset"`
+		PhysicSize   int32 `json:"physicSize"`
+		TagsCode     int64 `json:"tagsCode"`
+	}
+	type answer struct {
+		FilterData       *string                 `json:"filterData"`
+		MaxQueueIndex    int64                   `json:"maxQueueIndex"`
+		MinQueueIndex    int64                   `json:"minQueueIndex"`
+		QueueData        []entry                 `json:"queueData"`
+		SubscriptionData *codec.SubscriptionData `json:"subscriptionData"`
+	}
+	query := func(ext map[string]string) answer {
+		t.Helper()
+		resp := c.adminOK(codec.RequestQueryConsumeQueue, ext, nil)
+		var a answer
+		dec := json.NewDecoder(bytes.NewReader(resp.Body))
+		dec.DisallowUnknownFields()
+		require.NoError(t, dec.Decode(&a), string(resp.Body))
+		return a
+	}
+	want := func(off int64) entry {
+		phys := b.store.GetCommitLogOffsetInQueue("TQ", 0, off)
+		rec, release, err := b.store.LookMessageByOffset(phys)
+		require.NoError(t, err)
+		defer release()
+		return entry{PhysicOffset: phys, PhysicSize: int32(len(rec)), TagsCode: 3552231} // "tagA".hashCode()
+	}
+
+	a := query(map[string]string{"topic": "TQ", "queueId": "0", "index": "1", "count": "2", "consumerGroup": "GQ"})
+	require.Equal(t, int64(4), a.MaxQueueIndex)
+	require.Equal(t, int64(0), a.MinQueueIndex)
+	require.Equal(t, []entry{want(1), want(2)}, a.QueueData)
+	require.Nil(t, a.SubscriptionData)
+	require.NotNil(t, a.FilterData)
+	require.Equal(t, "GQ@TQ is not online!", *a.FilterData)
+
+	// Online with a tag subscription: its SubscriptionData, and RocketMQ's "null" filter data.
+	requireResponse(t, c.heartbeat("10.0.0.9@1", []codec.ConsumerData{*remotingtest.ConsumerData("GQ",
+		remotingtest.Subscription("TQ", 7, "tagA"))}), codec.ResponseSuccess, "")
+	a = query(map[string]string{"topic": "TQ", "queueId": "0", "index": "3", "count": "10", "consumerGroup": "GQ"})
+	require.Equal(t, []entry{want(3)}, a.QueueData, "count is capped by the queue's end")
+	require.NotNil(t, a.SubscriptionData)
+	require.Equal(t, "tagA", a.SubscriptionData.SubString)
+	require.Equal(t, int64(7), a.SubscriptionData.SubVersion)
+	require.Equal(t, "null", *a.FilterData)
+
+	// Without a group: no subscription or filter data at all.
+	a = query(map[string]string{"topic": "TQ", "queueId": "0", "index": "0", "count": "1"})
+	require.Equal(t, []entry{want(0)}, a.QueueData)
+	require.Nil(t, a.FilterData)
+	require.Nil(t, a.SubscriptionData)
+
+	// An index outside the queue: SUCCESS with RocketMQ's remark and no body; a queue that does
+	// not exist: SYSTEM_ERROR.
+	resp := c.call(codec.RequestQueryConsumeQueue, map[string]string{"topic": "TQ", "queueId": "0", "index": "9", "count": "1"}, nil)
+	requireResponse(t, resp, codec.ResponseSuccess, "Index 9 of 0@TQ is not exist!")
+	require.Empty(t, resp.Body)
+	requireResponse(t, c.call(codec.RequestQueryConsumeQueue, map[string]string{"topic": "TQ", "queueId": "3", "index": "0", "count": "1"}, nil),
+		codec.ResponseSystemError, "3@TQ is not exist!")
+	requireResponse(t, c.call(codec.RequestQueryConsumeQueue, map[string]string{"topic": "TQ", "queueId": "0", "index": "0"}, nil),
+		codec.ResponseSystemError, "the custom field <count> is null")
 }

@@ -132,6 +132,8 @@ var routes = []route{
 		handle: viaAdmin((*admin.Plane).ProcessGetAllProducerInfo)},
 	{code: codec.RequestCleanUnusedTopic, where: onPool, pool: poolAdmin,
 		handle: viaAdmin((*admin.Plane).ProcessCleanUnusedTopic)},
+	{code: codec.RequestQueryConsumeQueue, where: onPool, pool: poolAdmin,
+		handle: viaAdmin((*admin.Plane).ProcessQueryConsumeQueue)},
 
 	// Not served: answered REQUEST_CODE_NOT_SUPPORTED (" request type N not supported", as a
 	// RocketMQ server answers a code it has no processor for), counted under the code's name in
@@ -150,7 +152,6 @@ var routes = []route{
 	{code: codec.RequestQueryCorrectionOffset, reason: notServedYet},
 	{code: codec.RequestViewBrokerStatsData, reason: "RocketMQ's per-topic and per-group statistics windows (BrokerStatsManager) are not kept; the Prometheus series (METRICS.md) count the same traffic"},
 	{code: codec.RequestGetBrokerConsumeStats, reason: notServedYet},
-	{code: codec.RequestQueryConsumeQueue, reason: notServedYet},
 	{code: codec.RequestResumeCheckHalfMessage, reason: notServedYet},
 	{code: codec.RequestDeleteExpiredCommitLog, reason: notServedYet},
 	// RocketMQ 5.x's static topics: an ACL-enabled broker refuses it to non-admin accounts

@@ -887,6 +887,16 @@ func (s *Store) DeleteTopics(topics ...string) error {
 // QueueTopics lists the topics that have ConsumeQueues, sorted (CLEAN_UNUSED_TOPIC).
 func (s *Store) QueueTopics() []string { return s.queues.topicNames() }
 
+// ConsumeQueueEntry reads the ConsumeQueue entry at a queue's logical offset.
+func (s *Store) ConsumeQueueEntry(topic string, queueID int32, offset int64) (ConsumeQueueEntry, bool) {
+	cq := s.queues.find(topic, queueID)
+	if cq == nil {
+		return ConsumeQueueEntry{}, false
+	}
+	phys, size, tagsCode, ok := cq.entryAt(offset)
+	return ConsumeQueueEntry{PhyOffset: phys, Size: size, TagsCode: tagsCode}, ok
+}
+
 // diskUsedRatio is the used share of the CommitLog's file system, 0 when it cannot be read. A statfs,
 // no lock: metrics never wait on the data path.
 func (s *Store) diskUsedRatio() float64 {

@@ -192,6 +192,14 @@ func (f RunningFlags) String() string {
 	return strings.Join(parts, "|")
 }
 
+// ConsumeQueueEntry is one ConsumeQueue entry: where its record is in the CommitLog, how long it
+// is, and its tag code.
+type ConsumeQueueEntry struct {
+	PhyOffset int64
+	Size      int32
+	TagsCode  int64
+}
+
 // MessageFilter decides from a ConsumeQueue entry's tag code whether a message matches a subscription.
 // nil matches everything. Implementations must be safe for concurrent use and must not allocate.
 type MessageFilter interface {
@@ -378,6 +386,9 @@ type MessageStore interface {
 	DeleteTopics(topics ...string) error
 	// QueueTopics lists the topics that have ConsumeQueues, sorted.
 	QueueTopics() []string
+	// ConsumeQueueEntry reads the ConsumeQueue entry at a queue's logical offset; false when the
+	// queue has none there (QUERY_CONSUME_QUEUE).
+	ConsumeQueueEntry(topic string, queueID int32, offset int64) (ConsumeQueueEntry, bool)
 	// RunningFlags reports DISK_FULL, NOT_WRITEABLE and the other RunningFlags bits.
 	RunningFlags() RunningFlags
 	// Stats returns counters for GET_BROKER_RUNTIME_INFO.

@@ -1,6 +1,9 @@
 package admin
 
 import (
+	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -180,4 +183,85 @@ func (p *Plane) ProcessCleanUnusedTopic(rc *remoting.Request) {
 		p.d.Logger.Info("broker: cleanUnusedTopic: ConsumeQueues deleted", "topics", unused)
 	}
 	rc.Reply.Answer(codec.ResponseSuccess, "")
+}
+
+// consumeQueueData is RocketMQ's ConsumeQueueData as fastjson writes it: ringmq has no
+// ConsumeQueue extension (enableConsumeQueueExt), so extendDataJson, bitMap and msg, which only an
+// extension entry sets, are always absent (null), and eval is false.
+type consumeQueueData struct {
+	Eval         bool  `json:"eval"`
+	PhysicOffset int64 `json:"physicOffset"`
+	PhysicSize   int32 `json:"physicSize"`
+	TagsCode     int64 `json:"tagsCode"`
+}
+
+// queryConsumeQueueBody is RocketMQ's QueryConsumeQueueResponseBody (null fields left out, as
+// fastjson leaves them out).
+type queryConsumeQueueBody struct {
+	FilterData       *string                 `json:"filterData,omitempty"`
+	MaxQueueIndex    int64                   `json:"maxQueueIndex"`
+	MinQueueIndex    int64                   `json:"minQueueIndex"`
+	QueueData        []consumeQueueData      `json:"queueData,omitempty"`
+	SubscriptionData *codec.SubscriptionData `json:"subscriptionData,omitempty"`
+}
+
+// ProcessQueryConsumeQueue answers RocketMQ's QueryConsumeQueueResponseBody (mqadmin queryCq): up
+// to count ConsumeQueue entries from index, the queue's min and max logical offsets and, when a
+// consumerGroup is given, the group's live subscription to the topic. As in RocketMQ, a queue
+// that does not exist is SYSTEM_ERROR, and an index outside the queue is SUCCESS with a remark
+// and no body. RocketMQ stops at the end of the ConsumeQueue file holding index; ringmq reads on.
+func (p *Plane) ProcessQueryConsumeQueue(rc *remoting.Request) {
+	var h codec.QueryConsumeQueueRequestHeader
+	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
+		rc.Reply.Answer(codec.ResponseSystemError, remoting.HeaderErrorRemark(err))
+		return
+	}
+	maxOffset := p.d.Store.GetMaxOffsetInQueue(h.Topic, h.QueueID)
+	if maxOffset <= 0 || !slices.Contains(p.d.Store.QueueTopics(), h.Topic) {
+		rc.Reply.Answer(codec.ResponseSystemError, fmt.Sprintf("%d@%s is not exist!", h.QueueID, h.Topic))
+		return
+	}
+	body := queryConsumeQueueBody{MaxQueueIndex: maxOffset, MinQueueIndex: p.d.Store.GetMinOffsetInQueue(h.Topic, h.QueueID)}
+	if h.ConsumerGroup.Set {
+		group := h.ConsumerGroup.Value
+		body.SubscriptionData = p.d.Consumers.FindSubscriptionData(group, h.Topic)
+		filter := fmt.Sprintf("%s@%s is not online!", group, h.Topic)
+		if body.SubscriptionData != nil {
+			filter = consumerFilterJSON(group, h.Topic, body.SubscriptionData)
+		}
+		body.FilterData = &filter
+	}
+	if h.Index < body.MinQueueIndex || h.Index >= maxOffset {
+		rc.Reply.Answer(codec.ResponseSuccess, fmt.Sprintf("Index %d of %d@%s is not exist!", h.Index, h.QueueID, h.Topic))
+		return
+	}
+	body.QueueData = []consumeQueueData{}
+	for off := h.Index; off < maxOffset && off-h.Index < int64(h.Count); off++ {
+		e, ok := p.d.Store.ConsumeQueueEntry(h.Topic, h.QueueID, off)
+		if !ok {
+			break
+		}
+		body.QueueData = append(body.QueueData, consumeQueueData{PhysicOffset: e.PhyOffset, PhysicSize: e.Size,
+			TagsCode: e.TagsCode})
+	}
+	rc.Reply.JSON(body)
+}
+
+// consumerFilterJSON is filterData for a live subscription: what JSON.toJSONString(filterData,
+// true) prints of RocketMQ's ConsumerFilterManager entry, which exists only for SQL92
+// subscriptions ("null" for a tag subscription). For SQL92 ringmq prints the entry's
+// identifying fields (group, topic, expression, type, client version), not its bloom filter
+// data, which it does not keep.
+func consumerFilterJSON(group, topic string, sd *codec.SubscriptionData) string {
+	if sd.ExpressionType != codec.ExpressionTypeSQL92 {
+		return "null"
+	}
+	b, _ := json.MarshalIndent(struct {
+		ClientVersion  int64  `json:"clientVersion"`
+		ConsumerGroup  string `json:"consumerGroup"`
+		Expression     string `json:"expression"`
+		ExpressionType string `json:"expressionType"`
+		Topic          string `json:"topic"`
+	}{sd.SubVersion, group, sd.SubString, sd.ExpressionType, topic}, "", "\t")
+	return string(b)
 }

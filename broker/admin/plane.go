@@ -28,6 +28,8 @@ type Store interface {
 	DeleteTopics(topics ...string) error
 	// QueueTopics lists the topics that have ConsumeQueues (CLEAN_UNUSED_TOPIC).
 	QueueTopics() []string
+	// ConsumeQueueEntry reads one ConsumeQueue entry (QUERY_CONSUME_QUEUE).
+	ConsumeQueueEntry(topic string, queueID int32, offset int64) (store.ConsumeQueueEntry, bool)
 }
 
 var _ Store = store.MessageStore(nil)

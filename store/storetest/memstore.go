@@ -525,13 +525,11 @@ func (m *MemStore) GetEarliestMessageTime(topic string, queueID int32) (int64, e
 
 // GetCommitLogOffsetInQueue is the CommitLog offset of the message at a logical offset, 0 if none.
 func (m *MemStore) GetCommitLogOffsetInQueue(topic string, queueID int32, off int64) int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	q := m.queue(topic, queueID, false)
-	if q == nil || off < q.min || off >= q.min+int64(len(q.entries)) {
+	e, ok := m.ConsumeQueueEntry(topic, queueID, off)
+	if !ok {
 		return 0
 	}
-	return q.entries[off-q.min].phys
+	return e.PhyOffset
 }
 
 // MaxPhyOffset is the log's length.
@@ -582,6 +580,18 @@ func (m *MemStore) DeleteTopics(topics ...string) error {
 		delete(m.queues, t)
 	}
 	return nil
+}
+
+// ConsumeQueueEntry reads the entry at a queue's logical offset.
+func (m *MemStore) ConsumeQueueEntry(topic string, queueID int32, off int64) (store.ConsumeQueueEntry, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q := m.queue(topic, queueID, false)
+	if q == nil || off < q.min || off >= q.min+int64(len(q.entries)) {
+		return store.ConsumeQueueEntry{}, false
+	}
+	e := q.entries[off-q.min]
+	return store.ConsumeQueueEntry{PhyOffset: e.phys, Size: e.size, TagsCode: e.tagsCode}, true
 }
 
 // QueueTopics lists the topics with queues, sorted.
