@@ -75,6 +75,7 @@ func TestCommands(t *testing.T) {
 	}
 	topic, group, producerGroup, ordered := "TopicA"+suffix, "GroupA"+suffix, "ProducerA"+suffix, "TopicOrdered"+suffix
 	// CommitLog positions and record sizes then depend on the runs before.
+	physicOffsets := regexp.MustCompile(`(physicOffset=|physicSize=)\d+`) // queryCq: where the record is and its size (topic names) depend on the run
 	positions := regexp.MustCompile(`(CommitLog Offset: +|commitLogOffset=|storeSize=|"commitLogOffset": |"storeSize": )\d+`)
 	golden := func(t *testing.T, name, out string) {
 		t.Helper()
@@ -210,6 +211,13 @@ func TestCommands(t *testing.T) {
 		clone := "GroupClone" + suffix
 		golden(t, "cloneGroupOffset", ok(t, "cloneGroupOffset", "-s", group, "-d", clone, "-t", topic))
 		require.Contains(t, ok(t, "consumerProgress", "-g", clone, "-t", topic), "Diff Total: 0\n", "the clone consumed what the group did")
+	})
+
+	t.Run("queryCq", func(t *testing.T) {
+		out := ok(t, "queryCq", "-t", topic, "-q", "0", "-i", "1", "-c", "5", "-g", group)
+		golden(t, "queryCq", positions.ReplaceAllString(physicOffsets.ReplaceAllString(out, "${1}N"), "${1}N"))
+		require.Contains(t, out, "max: 2, min: 0\n")
+		require.Equal(t, 1, strings.Count(out, "idx: "), "one entry from index 1 to the queue's end")
 	})
 
 	t.Run("deleteSubGroup", func(t *testing.T) {
