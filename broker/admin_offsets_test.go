@@ -259,3 +259,16 @@ func TestAdminQueryConsumeQueue(t *testing.T) {
 	requireResponse(t, c.call(codec.RequestQueryConsumeQueue, map[string]string{"topic": "TQ", "queueId": "0", "index": "0"}, nil),
 		codec.ResponseSystemError, "the custom field <count> is null")
 }
+
+// CLEAN_EXPIRED_CONSUMEQUEUE (306) over the wire: SUCCESS without a body; queues whose records are
+// all still in the CommitLog stay (store.TestCleanExpiredConsumeQueues covers the deletion).
+func TestAdminCleanExpiredConsumeQueue(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	b := tb.b
+	c := dialCtl(t, tb.BrokerAddr)
+	putMessages(t, b, "Live", 0, 2)
+	resp := c.adminOK(codec.RequestCleanExpiredConsumeQueue, nil, nil)
+	require.Empty(t, resp.Body)
+	require.Contains(t, b.store.QueueTopics(), "Live")
+	require.Equal(t, int64(2), b.store.GetMaxOffsetInQueue("Live", 0))
+}

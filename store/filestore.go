@@ -887,6 +887,12 @@ func (s *Store) DeleteTopics(topics ...string) error {
 // QueueTopics lists the topics that have ConsumeQueues, sorted (CLEAN_UNUSED_TOPIC).
 func (s *Store) QueueTopics() []string { return s.queues.topicNames() }
 
+// CleanExpiredConsumeQueues deletes the ConsumeQueues whose records are all gone from the CommitLog
+// (CLEAN_EXPIRED_CONSUMEQUEUE) and returns how many went.
+func (s *Store) CleanExpiredConsumeQueues() (int, error) {
+	return s.queues.removeExpired(s.MinPhyOffset())
+}
+
 // ConsumeQueueEntry reads the ConsumeQueue entry at a queue's logical offset.
 func (s *Store) ConsumeQueueEntry(topic string, queueID int32, offset int64) (ConsumeQueueEntry, bool) {
 	cq := s.queues.find(topic, queueID)

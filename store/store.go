@@ -386,6 +386,9 @@ type MessageStore interface {
 	DeleteTopics(topics ...string) error
 	// QueueTopics lists the topics that have ConsumeQueues, sorted.
 	QueueTopics() []string
+	// CleanExpiredConsumeQueues deletes the ConsumeQueues whose last record is before the CommitLog's
+	// start (SCHEDULE_TOPIC_XXXX's aside) and returns how many went.
+	CleanExpiredConsumeQueues() (int, error)
 	// ConsumeQueueEntry reads the ConsumeQueue entry at a queue's logical offset; false when the
 	// queue has none there (QUERY_CONSUME_QUEUE).
 	ConsumeQueueEntry(topic string, queueID int32, offset int64) (ConsumeQueueEntry, bool)

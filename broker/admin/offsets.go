@@ -265,3 +265,16 @@ func consumerFilterJSON(group, topic string, sd *codec.SubscriptionData) string 
 	}{sd.SubVersion, group, sd.SubString, sd.ExpressionType, topic}, "", "\t")
 	return string(b)
 }
+
+// ProcessCleanExpiredConsumeQueue deletes the ConsumeQueues whose records retention has all
+// removed (mqadmin cleanExpiredCQ), as RocketMQ's cleanExpiredConsumerQueue does. The answer is
+// SUCCESS without a body.
+func (p *Plane) ProcessCleanExpiredConsumeQueue(rc *remoting.Request) {
+	n, err := p.d.Store.CleanExpiredConsumeQueues()
+	if err != nil {
+		rc.Reply.Answer(codec.ResponseSystemError, err.Error())
+		return
+	}
+	p.d.Logger.Info("broker: cleanExpiredConsumeQueue done", "queuesDeleted", n)
+	rc.Reply.Answer(codec.ResponseSuccess, "")
+}

@@ -28,6 +28,9 @@ type Store interface {
 	DeleteTopics(topics ...string) error
 	// QueueTopics lists the topics that have ConsumeQueues (CLEAN_UNUSED_TOPIC).
 	QueueTopics() []string
+	// CleanExpiredConsumeQueues deletes the ConsumeQueues whose records are all gone
+	// (CLEAN_EXPIRED_CONSUMEQUEUE).
+	CleanExpiredConsumeQueues() (int, error)
 	// ConsumeQueueEntry reads one ConsumeQueue entry (QUERY_CONSUME_QUEUE).
 	ConsumeQueueEntry(topic string, queueID int32, offset int64) (store.ConsumeQueueEntry, bool)
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -110,5 +112,51 @@ func (a *app) queryCqCommand() *cobra.Command {
 	for _, name := range []string{"topic", "queue", "index"} {
 		_ = cmd.MarkFlagRequired(name)
 	}
+	return cmd
+}
+
+// cleanExpiredCQCommand is RocketMQ's cleanExpiredCQ: CLEAN_EXPIRED_CONSUMEQUEUE to the broker
+// given, or to every broker (slaves too) of the cluster given, or of every cluster.
+func (a *app) cleanExpiredCQCommand() *cobra.Command {
+	var addr, cluster string
+	cmd := &cobra.Command{
+		Use:   "cleanExpiredCQ",
+		Short: "Clean expired ConsumeQueue on broker.",
+		RunE: func(*cobra.Command, []string) error {
+			addr, cluster = strings.TrimSpace(addr), strings.TrimSpace(cluster)
+			var brokers []brokerRef
+			switch {
+			case addr != "": // -b wins over -c, as in RocketMQ
+				brokers = []brokerRef{{Addr: addr}}
+			default:
+				ci, err := a.clusterInfo()
+				if err != nil {
+					return err
+				}
+				clusters := []string{cluster}
+				if cluster == "" {
+					clusters = slices.Sorted(maps.Keys(ci.ClusterAddrTable))
+				}
+				for _, c := range clusters {
+					bs, err := brokersOf(ci, c, true)
+					if err != nil {
+						return err
+					}
+					brokers = append(brokers, bs...)
+				}
+			}
+			res := &messageResult{message: "success\n"}
+			for _, b := range brokers {
+				if _, err := a.askBroker(b.Addr, codec.RequestCleanExpiredConsumeQueue, nil, nil, ""); err != nil {
+					return err
+				}
+				res.Addrs = append(res.Addrs, b.Addr)
+			}
+			return a.emit(res)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&addr, "brokerAddr", "b", "", "Broker address")
+	f.StringVarP(&cluster, "cluster", "c", "", "clustername")
 	return cmd
 }

@@ -220,6 +220,13 @@ func TestCommands(t *testing.T) {
 		require.Equal(t, 1, strings.Count(out, "idx: "), "one entry from index 1 to the queue's end")
 	})
 
+	t.Run("cleanExpiredCQ", func(t *testing.T) {
+		golden(t, "cleanExpiredCQ", ok(t, "cleanExpiredCQ", "-b", fixture.broker))
+		golden(t, "cleanExpiredCQ_cluster", ok(t, "cleanExpiredCQ", "-c", fixture.cluster))
+		require.Contains(t, ok(t, "cleanExpiredCQ", "--output", "json"), fixture.broker, "every cluster's brokers")
+		require.Contains(t, ok(t, "queryCq", "-t", topic, "-q", "0", "-i", "0"), "max: 2, min: 0\n", "live queues stay")
+	})
+
 	t.Run("deleteSubGroup", func(t *testing.T) {
 		golden(t, "deleteSubGroup", ok(t, "deleteSubGroup", "-b", fixture.broker, "-g", group, "-r", "true"))
 		r := mqadmin(t, nil, "consumerProgress", "-g", group, "-t", topic)

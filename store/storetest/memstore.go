@@ -594,6 +594,10 @@ func (m *MemStore) ConsumeQueueEntry(topic string, queueID int32, off int64) (st
 	return store.ConsumeQueueEntry{PhyOffset: e.phys, Size: e.size, TagsCode: e.tagsCode}, true
 }
 
+// CleanExpiredConsumeQueues deletes nothing: the MemStore keeps its whole log, so no queue's records
+// are ever gone.
+func (m *MemStore) CleanExpiredConsumeQueues() (int, error) { return 0, nil }
+
 // QueueTopics lists the topics with queues, sorted.
 func (m *MemStore) QueueTopics() []string {
 	m.mu.Lock()
