@@ -272,3 +272,21 @@ func TestAdminCleanExpiredConsumeQueue(t *testing.T) {
 	require.Contains(t, b.store.QueueTopics(), "Live")
 	require.Equal(t, int64(2), b.store.GetMaxOffsetInQueue("Live", 0))
 }
+
+// GET_SYSTEM_TOPIC_LIST_FROM_BROKER (305) over the wire: RocketMQ's TopicList of
+// TopicValidator.getSystemTopicSet on this broker.
+func TestAdminGetSystemTopicListFromBroker(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	c := dialCtl(t, tb.BrokerAddr)
+	resp := c.adminOK(codec.RequestGetSystemTopicListFromBroker, nil, nil)
+	var got struct {
+		TopicList []string `json:"topicList"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(resp.Body))
+	dec.DisallowUnknownFields()
+	require.NoError(t, dec.Decode(&got), string(resp.Body))
+	cluster, broker := tb.cfg.BrokerClusterName, tb.cfg.BrokerName
+	require.ElementsMatch(t, []string{"TBW102", "SCHEDULE_TOPIC_XXXX", "BenchmarkTest", "RMQ_SYS_TRANS_HALF_TOPIC",
+		"RMQ_SYS_TRACE_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC", "SELF_TEST_TOPIC",
+		"OFFSET_MOVED_EVENT", cluster, broker, cluster + "_REPLY_TOPIC"}, got.TopicList)
+}

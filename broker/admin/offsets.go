@@ -278,3 +278,13 @@ func (p *Plane) ProcessCleanExpiredConsumeQueue(rc *remoting.Request) {
 	p.d.Logger.Info("broker: cleanExpiredConsumeQueue done", "queuesDeleted", n)
 	rc.Reply.Answer(codec.ResponseSuccess, "")
 }
+
+// ProcessGetSystemTopicListFromBroker answers RocketMQ's TopicList of the broker's system topics
+// (TopicValidator.getSystemTopicSet), sorted.
+//
+//	{"topicList":["BenchmarkTest","DefaultCluster",...]}
+func (p *Plane) ProcessGetSystemTopicListFromBroker(rc *remoting.Request) {
+	rc.Reply.JSON(struct {
+		TopicList []string `json:"topicList"`
+	}{p.d.Topics.SystemTopics()})
+}

@@ -278,16 +278,24 @@ func (m *TopicConfigManager) Contains(topic string) bool {
 	return ok
 }
 
+// staticSystemTopics are RocketMQ's TopicValidator.SYSTEM_TOPIC_SET before any broker adds to it.
+var staticSystemTopics = []string{AutoCreateTopicKeyTopic, ScheduleTopic, BenchmarkTopic, TransHalfTopic,
+	DefaultTraceTopic, TransOpHalfTopic, TransCheckMaxTimeTopic, SelfTestTopic, OffsetMovedEventTopic}
+
+// SystemTopics lists the system topics as RocketMQ's TopicValidator.getSystemTopicSet does on a
+// broker (GET_SYSTEM_TOPIC_LIST_FROM_BROKER): its static set plus the broker's built-in topics
+// (the cluster, broker, reply and trace topics among them), sorted.
+func (m *TopicConfigManager) SystemTopics() []string {
+	out := slices.Concat(staticSystemTopics, slices.Collect(maps.Keys(m.system)))
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // IsSystemTopic reports whether topic is one of the broker's built-in topics (including the
 // cluster, broker and reply topics of this broker) or carries the rmq_sys_ prefix. Such
 // topics cannot be created or deleted through the admin API.
 func (m *TopicConfigManager) IsSystemTopic(topic string) bool {
-	switch topic {
-	case AutoCreateTopicKeyTopic, ScheduleTopic, BenchmarkTopic, TransHalfTopic, TransOpHalfTopic,
-		TransCheckMaxTimeTopic, DefaultTraceTopic, SelfTestTopic, OffsetMovedEventTopic:
-		return true
-	}
-	return m.system[topic] || strings.HasPrefix(topic, SystemTopicPrefix)
+	return slices.Contains(staticSystemTopics, topic) || m.system[topic] || strings.HasPrefix(topic, SystemTopicPrefix)
 }
 
 // DataVersion returns the table's current version.
