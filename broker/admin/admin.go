@@ -434,6 +434,16 @@ func (p *Plane) ProcessGetProducerConnectionList(rc *remoting.Request) {
 	}{connectionsJSON(members)})
 }
 
+// existingTopic returns topic's config, or answers TOPIC_NOT_EXIST with RocketMQ's remark and
+// returns false.
+func (p *Plane) existingTopic(rc *remoting.Request, topic string) (codec.TopicConfig, bool) {
+	tc, ok := p.d.Topics.Get(topic)
+	if !ok {
+		rc.Reply.Answer(codec.ResponseTopicNotExist, "topic["+topic+"] not exist")
+	}
+	return tc, ok
+}
+
 // storeTimeAt returns the store timestamp of a queue entry's message, 0 when unknown.
 func (p *Plane) storeTimeAt(topic string, queueID int32, offset int64) int64 {
 	if offset < p.d.Store.GetMinOffsetInQueue(topic, queueID) || offset >= p.d.Store.GetMaxOffsetInQueue(topic, queueID) {
@@ -465,9 +475,8 @@ func (p *Plane) ProcessGetTopicStatsInfo(rc *remoting.Request) {
 	if !ok {
 		return
 	}
-	tc, ok := p.d.Topics.Get(topic)
+	tc, ok := p.existingTopic(rc, topic)
 	if !ok {
-		rc.Reply.Answer(codec.ResponseTopicNotExist, "topic["+topic+"] not exist")
 		return
 	}
 	body := []byte(`{"offsetTable":{`)

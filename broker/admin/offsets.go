@@ -87,9 +87,8 @@ func (p *Plane) ProcessQueryConsumeTimeSpan(rc *remoting.Request) {
 	if !ok {
 		return
 	}
-	tc, ok := p.d.Topics.Get(topic)
+	tc, ok := p.existingTopic(rc, topic)
 	if !ok {
-		rc.Reply.Answer(codec.ResponseTopicNotExist, "topic["+topic+"] not exist")
 		return
 	}
 	now := p.d.Clock().UnixMilli()
