@@ -290,3 +290,31 @@ func TestAdminGetSystemTopicListFromBroker(t *testing.T) {
 		"RMQ_SYS_TRACE_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC", "SELF_TEST_TOPIC",
 		"OFFSET_MOVED_EVENT", cluster, broker, cluster + "_REPLY_TOPIC"}, got.TopicList)
 }
+
+// QUERY_CORRECTION_OFFSET (308) over the wire: RocketMQ's QueryCorrectionOffsetBody, with its
+// bare Integer keys.
+func TestAdminQueryCorrectionOffset(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	b := tb.b
+	c := dialCtl(t, tb.BrokerAddr)
+	b.offsets.Commit("G1", "TC", 0, 5)
+	b.offsets.Commit("G1", "TC", 1, 9)
+	b.offsets.Commit("G2", "TC", 0, 3)
+	b.offsets.Commit("G2", "TC", 1, 12)
+	b.offsets.Commit("Skipped", "TC", 0, 1)
+	b.offsets.Commit("Cmp", "TC", 0, 4) // the minimum, 3, is not above 4: kept
+	b.offsets.Commit("Cmp", "TC", 1, 8) // the minimum, Cmp's own 8, is not above 8: kept
+
+	resp := c.adminOK(codec.RequestQueryCorrectionOffset, map[string]string{"topic": "TC", "compareGroup": "Cmp",
+		"filterGroups": "Skipped"}, nil)
+	require.Equal(t, `{"correctionOffsets":{0:3,1:8}}`, string(resp.Body))
+	require.Equal(t, int64(1), b.offsets.Query("Skipped", "TC", 0), "a left-out group keeps its offsets")
+
+	// Without Cmp among the others: queue 1's minimum (9) is above Cmp's 8, so Long.MAX_VALUE.
+	resp = c.adminOK(codec.RequestQueryCorrectionOffset, map[string]string{"topic": "TC", "compareGroup": "Cmp",
+		"filterGroups": "Skipped,Cmp"}, nil)
+	require.Equal(t, `{"correctionOffsets":{0:3,1:9223372036854775807}}`, string(resp.Body))
+
+	requireResponse(t, c.call(codec.RequestQueryCorrectionOffset, map[string]string{"topic": "TC"}, nil),
+		codec.ResponseSystemError, "the custom field <compareGroup> is null")
+}

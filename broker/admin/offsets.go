@@ -3,7 +3,10 @@ package admin
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -286,4 +289,58 @@ func (p *Plane) ProcessGetSystemTopicListFromBroker(rc *remoting.Request) {
 	rc.Reply.JSON(struct {
 		TopicList []string `json:"topicList"`
 	}{p.d.Topics.SystemTopics()})
+}
+
+// ProcessQueryCorrectionOffset answers RocketMQ's QueryCorrectionOffsetBody: per queue of the topic,
+// the smallest offset of the groups with an offset there (filterGroups, comma-separated, left
+// out; offsets below the queue's minimum ignored), or Long.MAX_VALUE where that is above
+// compareGroup's offset. Unlike RocketMQ 4.9.8, leaving groups out does not delete their offsets
+// from the table, and a queue only compareGroup has no valid offset in is left out instead of
+// failing the request.
+//
+//	{"correctionOffsets":{0:5,1:9223372036854775807}}
+func (p *Plane) ProcessQueryCorrectionOffset(rc *remoting.Request) {
+	topic, ok := adminExt(rc, "topic")
+	if !ok {
+		return
+	}
+	compareGroup, ok := adminExt(rc, "compareGroup")
+	if !ok {
+		return
+	}
+	filtered := map[string]bool{}
+	if f := strings.TrimSpace(rc.Cmd.ExtFields["filterGroups"]); f != "" {
+		for _, g := range strings.Split(f, ",") {
+			filtered[g] = true
+		}
+	}
+	correction := map[int32]int64{}
+	for _, group := range p.d.Offsets.GroupsByTopic(topic) {
+		if filtered[group] {
+			continue
+		}
+		for q, off := range p.d.Offsets.QueryAll(group, topic) {
+			if off < p.d.Store.GetMinOffsetInQueue(topic, q) {
+				continue
+			}
+			if cur, ok := correction[q]; !ok || off < cur {
+				correction[q] = off
+			}
+		}
+	}
+	for q, off := range p.d.Offsets.QueryAll(compareGroup, topic) {
+		if cur, ok := correction[q]; ok && cur > off {
+			correction[q] = math.MaxInt64
+		}
+	}
+	body := []byte(`{"correctionOffsets":{`)
+	for i, q := range slices.Sorted(maps.Keys(correction)) {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		body = strconv.AppendInt(body, int64(q), 10) // fastjson writes Integer keys bare
+		body = append(body, ':')
+		body = strconv.AppendInt(body, correction[q], 10)
+	}
+	rc.Reply.Body(append(body, '}', '}'))
 }
