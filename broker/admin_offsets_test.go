@@ -3,8 +3,11 @@ package broker
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"net/netip"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -317,4 +320,44 @@ func TestAdminQueryCorrectionOffset(t *testing.T) {
 
 	requireResponse(t, c.call(codec.RequestQueryCorrectionOffset, map[string]string{"topic": "TC"}, nil),
 		codec.ResponseSystemError, "the custom field <compareGroup> is null")
+}
+
+// GET_BROKER_CONSUME_STATS (317) over the wire: RocketMQ's ConsumeStatsList, byte for byte (its
+// MessageQueue keys are fastjson object keys, which no JSON decoder reads).
+func TestAdminGetBrokerConsumeStats(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	b := tb.b
+	c := dialCtl(t, tb.BrokerAddr)
+	c.adminOK(codec.RequestUpdateAndCreateTopic, createTopicExt("TB1", 2), nil)
+	putMessages(t, b, "TB1", 0, 3)
+	_, err := b.subscriptions.FindOrCreate("GB")
+	require.NoError(t, err)
+	b.offsets.Commit("GB", "TB1", 0, 1)
+	last := storeTimeAt(t, b, "TB1", 0, 0)
+
+	want := func(gbStats string, totalDiff int) string {
+		var list []string
+		for _, g := range slices.Sorted(maps.Keys(b.subscriptions.Snapshot().SubscriptionGroupTable)) {
+			stats := ""
+			if g == "GB" {
+				stats = gbStats
+			}
+			list = append(list, `{"`+g+`":[`+stats+`]}`)
+		}
+		return `{"brokerAddr":"` + b.BrokerAddr() + `","consumeStatsList":[` + strings.Join(list, ",") +
+			`],"totalDiff":` + strconv.Itoa(totalDiff) + `}`
+	}
+	queue := func(q int) string {
+		return `{"brokerName":"` + b.cfg.BrokerName + `","queueId":` + strconv.Itoa(q) + `,"topic":"TB1"}`
+	}
+	resp := c.adminOK(codec.RequestGetBrokerConsumeStats, map[string]string{"isOrder": "false", "timeoutMillis": "3000"}, nil)
+	require.Equal(t, want(`{"consumeTps":0.0,"offsetTable":{`+
+		queue(0)+`:{"brokerOffset":3,"consumerOffset":1,"lastTimestamp":`+strconv.FormatInt(last, 10)+`,"pullOffset":1},`+
+		queue(1)+`:{"brokerOffset":0,"consumerOffset":0,"lastTimestamp":0,"pullOffset":0}}}`, 2), string(resp.Body))
+
+	// isOrder: only ordered topics; TB1 is not.
+	resp = c.adminOK(codec.RequestGetBrokerConsumeStats, map[string]string{"isOrder": "true"}, nil)
+	require.Equal(t, want("", 0), string(resp.Body))
+	requireResponse(t, c.call(codec.RequestGetBrokerConsumeStats, nil, nil), codec.ResponseSystemError,
+		"the custom field <isOrder> is null")
 }

@@ -144,6 +144,7 @@ func (b *Broker) initAdminPlane() {
 			Admin: admin.Pool{Depth: b.adminPool.Depth, Capacity: cap(b.adminPool.queue)},
 		},
 		BrokerName: b.cfg.BrokerName,
+		BrokerAddr: b.brokerAddr,
 		IsSlave:    b.cfg.IsSlave(),
 		BootTime:   b.ctl.bootTime,
 		Properties: func(yield func(key, value string) bool) {

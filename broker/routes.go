@@ -140,6 +140,8 @@ var routes = []route{
 		handle: viaAdmin((*admin.Plane).ProcessGetSystemTopicListFromBroker)},
 	{code: codec.RequestQueryCorrectionOffset, where: onPool, pool: poolAdmin,
 		handle: viaAdmin((*admin.Plane).ProcessQueryCorrectionOffset)},
+	{code: codec.RequestGetBrokerConsumeStats, where: onPool, pool: poolAdmin,
+		handle: viaAdmin((*admin.Plane).ProcessGetBrokerConsumeStats)},
 
 	// Not served: answered REQUEST_CODE_NOT_SUPPORTED (" request type N not supported", as a
 	// RocketMQ server answers a code it has no processor for), counted under the code's name in
@@ -154,7 +156,6 @@ var routes = []route{
 	{code: codec.RequestGetConsumerRunningInfo, reason: notServedRelay},
 	{code: codec.RequestConsumeMessageDirectly, reason: notServedRelay},
 	{code: codec.RequestViewBrokerStatsData, reason: "RocketMQ's per-topic and per-group statistics windows (BrokerStatsManager) are not kept; the Prometheus series (METRICS.md) count the same traffic"},
-	{code: codec.RequestGetBrokerConsumeStats, reason: notServedYet},
 	{code: codec.RequestResumeCheckHalfMessage, reason: notServedYet},
 	{code: codec.RequestDeleteExpiredCommitLog, reason: notServedYet},
 	// RocketMQ 5.x's static topics: an ACL-enabled broker refuses it to non-admin accounts

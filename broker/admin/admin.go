@@ -523,22 +523,31 @@ func (p *Plane) ProcessGetConsumeStats(rc *remoting.Request) {
 		if live && p.d.Consumers.FindSubscriptionData(group, topic) == nil {
 			continue
 		}
-		for q := int32(0); q < tc.ReadQueueNums; q++ {
-			brokerOffset := max(p.d.Store.GetMaxOffsetInQueue(topic, q), 0)
-			consumerOffset := max(p.d.Offsets.Query(group, topic, q), 0)
-			var last int64
-			if consumerOffset > 0 {
-				last = p.storeTimeAt(topic, q, consumerOffset-1)
-			}
-			if !first {
-				body = append(body, ',')
-			}
-			first = false
-			body = appendQueueKey(body, p.d.BrokerName, q, topic)
-			body = fmt.Appendf(body, `{"brokerOffset":%d,"consumerOffset":%d,"lastTimestamp":%d,"pullOffset":%d}`,
-				brokerOffset, consumerOffset, last, consumerOffset)
-		}
+		body, _ = p.appendOffsetTable(body, group, topic, tc, &first)
 	}
 	body = append(body, '}', '}')
 	rc.Reply.Body(body)
+}
+
+// appendOffsetTable appends ConsumeStats.offsetTable's entries of one topic for group (after a
+// comma unless *first) and returns the sum of their lags (ConsumeStats.computeTotalDiff).
+func (p *Plane) appendOffsetTable(body []byte, group, topic string, tc codec.TopicConfig, first *bool) ([]byte, int64) {
+	var diff int64
+	for q := int32(0); q < tc.ReadQueueNums; q++ {
+		brokerOffset := max(p.d.Store.GetMaxOffsetInQueue(topic, q), 0)
+		consumerOffset := max(p.d.Offsets.Query(group, topic, q), 0)
+		var last int64
+		if consumerOffset > 0 {
+			last = p.storeTimeAt(topic, q, consumerOffset-1)
+		}
+		if !*first {
+			body = append(body, ',')
+		}
+		*first = false
+		body = appendQueueKey(body, p.d.BrokerName, q, topic)
+		body = fmt.Appendf(body, `{"brokerOffset":%d,"consumerOffset":%d,"lastTimestamp":%d,"pullOffset":%d}`,
+			brokerOffset, consumerOffset, last, consumerOffset)
+		diff += brokerOffset - consumerOffset
+	}
+	return body, diff
 }

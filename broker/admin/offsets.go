@@ -344,3 +344,54 @@ func (p *Plane) ProcessQueryCorrectionOffset(rc *remoting.Request) {
 	}
 	rc.Reply.Body(append(body, '}', '}'))
 }
+
+// ProcessGetBrokerConsumeStats answers RocketMQ's ConsumeStatsList (mqadmin brokerConsumeStats):
+// for every subscription group, one ConsumeStats per topic it has offsets in (only ordered topics
+// when isOrder; not the topics a live group does not subscribe), and the lag of them all.
+//
+//	{"brokerAddr":"..","consumeStatsList":[{"G":[{"consumeTps":0.0,"offsetTable":{..}}]}],"totalDiff":N}
+func (p *Plane) ProcessGetBrokerConsumeStats(rc *remoting.Request) {
+	isOrder, ok := adminExt(rc, "isOrder")
+	if !ok {
+		return
+	}
+	orderOnly := strings.EqualFold(isOrder, "true")
+	groups := slices.Sorted(maps.Keys(p.d.Groups.Snapshot().SubscriptionGroupTable))
+	brokerAddr, _ := json.Marshal(p.d.BrokerAddr)
+	body := append([]byte(`{"brokerAddr":`), brokerAddr...)
+	body = append(body, `,"consumeStatsList":[`...)
+	var totalDiff int64
+	for i, group := range groups {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		name, _ := json.Marshal(group)
+		body = append(body, '{')
+		body = append(body, name...)
+		body = append(body, ':', '[')
+		live, _ := p.d.Consumers.Connection(group)
+		firstStats := true
+		for _, topic := range p.d.Offsets.TopicsByGroup(group) {
+			tc, ok := p.d.Topics.Get(topic)
+			if !ok || (orderOnly && !tc.Order) {
+				continue
+			}
+			if len(live.Subscriptions) > 0 && p.d.Consumers.FindSubscriptionData(group, topic) == nil {
+				continue
+			}
+			if !firstStats {
+				body = append(body, ',')
+			}
+			firstStats = false
+			body = append(body, `{"consumeTps":0.0,"offsetTable":{`...)
+			first := true
+			var diff int64
+			body, diff = p.appendOffsetTable(body, group, topic, tc, &first)
+			totalDiff += diff
+			body = append(body, '}', '}')
+		}
+		body = append(body, ']', '}')
+	}
+	body = fmt.Appendf(body, `],"totalDiff":%d}`, totalDiff)
+	rc.Reply.Body(body)
+}

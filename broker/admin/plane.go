@@ -112,6 +112,8 @@ type Deps struct {
 
 	// BrokerName names the queues of GET_TOPIC_STATS_INFO and GET_CONSUME_STATS.
 	BrokerName string
+	// BrokerAddr is the address the broker registers (GET_BROKER_CONSUME_STATS's brokerAddr).
+	BrokerAddr string
 	// IsSlave: topics and subscription groups are refused (SlaveRemark).
 	IsSlave bool
 	// BootTime is when the broker was built (bootTimestamp, runtime, GET_BROKER_CONFIG's
