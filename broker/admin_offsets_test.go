@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/remotingtest"
 	"github.com/ringmq/ringmq/internal/testutil"
+	"github.com/ringmq/ringmq/store"
 )
 
 // CLONE_GROUP_OFFSET (314) over the wire, as mqadmin cloneGroupOffset sends it: the named topic,
@@ -360,4 +362,31 @@ func TestAdminGetBrokerConsumeStats(t *testing.T) {
 	require.Equal(t, want("", 0), string(resp.Body))
 	requireResponse(t, c.call(codec.RequestGetBrokerConsumeStats, nil, nil), codec.ResponseSystemError,
 		"the custom field <isOrder> is null")
+}
+
+// DELETE_EXPIRED_COMMITLOG (329) over the wire: SUCCESS without a body, and the store is told to
+// delete expired files at its next retention passes whatever the hour
+// (store.TestDeleteExpiredFilesManually).
+func TestAdminDeleteExpiredCommitLog(t *testing.T) {
+	var manual *manualDeleteStore
+	db := startDataBroker(t, dataBrokerOptions{wrap: func(s store.MessageStore) store.MessageStore {
+		manual = &manualDeleteStore{MessageStore: s}
+		return manual
+	}})
+	c := remotingtest.Dial(t, db.addr)
+	resp := c.Call(codec.NewRequest(codec.RequestDeleteExpiredCommitLog, nil, nil))
+	requireResponse(t, resp, codec.ResponseSuccess, "")
+	require.Empty(t, resp.Body)
+	require.Equal(t, int32(1), manual.calls.Load())
+}
+
+// manualDeleteStore counts DeleteExpiredFilesManually calls.
+type manualDeleteStore struct {
+	store.MessageStore
+	calls atomic.Int32
+}
+
+func (s *manualDeleteStore) DeleteExpiredFilesManually() {
+	s.calls.Add(1)
+	s.MessageStore.DeleteExpiredFilesManually()
 }

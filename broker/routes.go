@@ -142,6 +142,8 @@ var routes = []route{
 		handle: viaAdmin((*admin.Plane).ProcessQueryCorrectionOffset)},
 	{code: codec.RequestGetBrokerConsumeStats, where: onPool, pool: poolAdmin,
 		handle: viaAdmin((*admin.Plane).ProcessGetBrokerConsumeStats)},
+	{code: codec.RequestDeleteExpiredCommitLog, where: onPool, pool: poolAdmin,
+		handle: viaAdmin((*admin.Plane).ProcessDeleteExpiredCommitLog)},
 
 	// Not served: answered REQUEST_CODE_NOT_SUPPORTED (" request type N not supported", as a
 	// RocketMQ server answers a code it has no processor for), counted under the code's name in
@@ -157,7 +159,6 @@ var routes = []route{
 	{code: codec.RequestConsumeMessageDirectly, reason: notServedRelay},
 	{code: codec.RequestViewBrokerStatsData, reason: "RocketMQ's per-topic and per-group statistics windows (BrokerStatsManager) are not kept; the Prometheus series (METRICS.md) count the same traffic"},
 	{code: codec.RequestResumeCheckHalfMessage, reason: notServedYet},
-	{code: codec.RequestDeleteExpiredCommitLog, reason: notServedYet},
 	// RocketMQ 5.x's static topics: an ACL-enabled broker refuses it to non-admin accounts
 	// first, as Java's Permission.ADMIN_CODE (plus 5.x's 513) does.
 	{code: requestUpdateAndCreateStaticTopic, acl: aclAdmin, reason: "RocketMQ 5.x static topics (logic queues) are not implemented"},

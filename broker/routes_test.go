@@ -88,7 +88,7 @@ func TestRouteTable(t *testing.T) {
 		"223 not served  | ", "303 pool admin | ", "305 pool admin | ", "306 pool admin | ",
 		"307 not served  | ", "308 pool admin | ", "309 not served  | ", "314 pool admin | ",
 		"315 not served  | ", "316 pool admin | ", "317 pool admin | ", "321 pool admin | ",
-		"323 not served  | ", "328 pool admin | ", "329 not served  | ",
+		"323 not served  | ", "328 pool admin | ", "329 pool admin | ",
 		"513 not served  | admin",
 	}
 	slices.Sort(want)
@@ -159,9 +159,9 @@ func TestNotSupportedCodeCountedAndLogged(t *testing.T) {
 	rb := startRelBrokerDeps(t, nil, nil, Deps{Logger: logger})
 	t.Cleanup(func() { require.NoError(t, rb.close()) })
 	c := remotingtest.Dial(t, rb.addr)
-	resp := c.Call(codec.NewRequest(codec.RequestDeleteExpiredCommitLog, nil, nil))
+	resp := c.Call(codec.NewRequest(codec.RequestResumeCheckHalfMessage, map[string]string{"msgId": "X"}, nil))
 	require.Equal(t, int32(codec.ResponseRequestCodeNotSupported), resp.Code)
-	require.Equal(t, " request type 329 not supported", resp.Remark)
+	require.Equal(t, " request type 323 not supported", resp.Remark)
 
 	const line = "broker: request code not supported"
 	notSupported := func() []slog.Record {
@@ -176,13 +176,13 @@ func TestNotSupportedCodeCountedAndLogged(t *testing.T) {
 	testutil.Eventually(t, "the refusal logged", func() bool { return len(notSupported()) > 0 })
 	logged := notSupported()
 	require.Len(t, logged, 1)
-	require.Equal(t, "329", logtest.Attr(logged[0], "code"))
-	require.Equal(t, "DELETE_EXPIRED_COMMITLOG", logtest.Attr(logged[0], "name"))
+	require.Equal(t, "323", logtest.Attr(logged[0], "code"))
+	require.Equal(t, "RESUME_CHECK_HALF_MESSAGE", logtest.Attr(logged[0], "name"))
 	require.Equal(t, notServedYet, logtest.Attr(logged[0], "reason"))
 	require.Equal(t, c.NetConn().LocalAddr().String(), logtest.Attr(logged[0], "remote"))
 
 	s := scrapeOf(t, rb.b.registry)
-	require.Equal(t, 1.0, s[`ringmq_broker_requests_total{code="DELETE_EXPIRED_COMMITLOG"}`])
-	require.Equal(t, 1.0, s[`ringmq_broker_request_errors_total{code="DELETE_EXPIRED_COMMITLOG",response="REQUEST_CODE_NOT_SUPPORTED"}`])
+	require.Equal(t, 1.0, s[`ringmq_broker_requests_total{code="RESUME_CHECK_HALF_MESSAGE"}`])
+	require.Equal(t, 1.0, s[`ringmq_broker_request_errors_total{code="RESUME_CHECK_HALF_MESSAGE",response="REQUEST_CODE_NOT_SUPPORTED"}`])
 	require.Zero(t, s[`ringmq_broker_requests_total{code="<other>"}`])
 }

@@ -41,7 +41,10 @@ type Store struct {
 
 	// Forced deletion (retention.go). forciblyKept is set while the disk is above
 	// diskSpaceCleanForciblyRatio with cleanFileForciblyEnable=false (one warning per episode).
-	forciblyKept       atomic.Bool
+	forciblyKept atomic.Bool
+	// manualDeletes counts the retention passes left that delete expired files whatever the hour
+	// (DeleteExpiredFilesManually).
+	manualDeletes      atomic.Int32
 	forcedDeletedFiles atomic.Int64 // CommitLog files deleted before fileReservedTime
 	consumerOffsets    atomic.Pointer[ConsumerOffsetsFunc]
 

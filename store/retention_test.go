@@ -235,3 +235,33 @@ func TestCleanExpiredConsumeQueues(t *testing.T) {
 	require.NoDirExists(t, cfg.consumeQueueDir()+"/Old")
 	require.Greater(t, s.GetMaxOffsetInQueue("T", 1), int64(0))
 }
+
+// DeleteExpiredFilesManually (DELETE_EXPIRED_COMMITLOG): expired files go at the next passes
+// whatever the hour, for manualDeleteTimes passes, then deleteWhen rules again.
+func TestDeleteExpiredFilesManually(t *testing.T) {
+	var pct atomic.Int64
+	pct.Store(50)
+	cfg := testConfig(t.TempDir())
+	cfg.DeleteFilesBatchMax = 1
+	now := time.Now()
+	clock := testutil.NewManualClockAt(now)
+	s := openStarted(t, cfg, Deps{FS: usageFS(&pct), Clock: clock.Now})
+	fillFiles(t, s, 4)
+	files := s.commitLog.mfq.snapshot()
+	notDeleteWhen := time.Date(now.Year(), now.Month(), now.Day()+4, 5, 0, 0, 0, time.Local) // expired, 05:00
+	n, err := s.cleanOnce(notDeleteWhen)
+	require.NoError(t, err)
+	require.Zero(t, n, "05:00 is not deleteWhen")
+
+	s.DeleteExpiredFilesManually()
+	n, err = s.cleanOnce(notDeleteWhen)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "a manual pass deletes at once (deleteFilesBatchMax)")
+	require.Equal(t, files[1].fromOffset, s.MinPhyOffset())
+	for range manualDeleteTimes - 1 {
+		_, err = s.cleanOnce(notDeleteWhen)
+		require.NoError(t, err)
+	}
+	require.Equal(t, files[len(files)-1].fromOffset, s.MinPhyOffset(), "every expired file but the newest went")
+	require.Zero(t, s.manualDeletes.Load(), "the manual passes are used up")
+}

@@ -386,6 +386,9 @@ type MessageStore interface {
 	DeleteTopics(topics ...string) error
 	// QueueTopics lists the topics that have ConsumeQueues, sorted.
 	QueueTopics() []string
+	// DeleteExpiredFilesManually makes the next retention passes delete the CommitLog files older than
+	// fileReservedTime whatever the hour (DELETE_EXPIRED_COMMITLOG).
+	DeleteExpiredFilesManually()
 	// CleanExpiredConsumeQueues deletes the ConsumeQueues whose last record is before the CommitLog's
 	// start (SCHEDULE_TOPIC_XXXX's aside) and returns how many went.
 	CleanExpiredConsumeQueues() (int, error)

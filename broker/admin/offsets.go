@@ -395,3 +395,12 @@ func (p *Plane) ProcessGetBrokerConsumeStats(rc *remoting.Request) {
 	body = fmt.Appendf(body, `],"totalDiff":%d}`, totalDiff)
 	rc.Reply.Body(body)
 }
+
+// ProcessDeleteExpiredCommitLog has the next retention passes delete the CommitLog files older
+// than fileReservedTime at once, whatever deleteWhen says (mqadmin deleteExpiredCommitLog), as
+// RocketMQ's executeDeleteFilesManually does. The answer is SUCCESS without a body.
+func (p *Plane) ProcessDeleteExpiredCommitLog(rc *remoting.Request) {
+	p.d.Store.DeleteExpiredFilesManually()
+	p.d.Logger.Info("broker: deleteExpiredCommitLog: expired CommitLog files go at the next retention passes")
+	rc.Reply.Answer(codec.ResponseSuccess, "")
+}

@@ -31,6 +31,9 @@ type Store interface {
 	// CleanExpiredConsumeQueues deletes the ConsumeQueues whose records are all gone
 	// (CLEAN_EXPIRED_CONSUMEQUEUE).
 	CleanExpiredConsumeQueues() (int, error)
+	// DeleteExpiredFilesManually has retention delete expired CommitLog files whatever the hour
+	// (DELETE_EXPIRED_COMMITLOG).
+	DeleteExpiredFilesManually()
 	// ConsumeQueueEntry reads one ConsumeQueue entry (QUERY_CONSUME_QUEUE).
 	ConsumeQueueEntry(topic string, queueID int32, offset int64) (store.ConsumeQueueEntry, bool)
 }

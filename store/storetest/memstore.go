@@ -598,6 +598,9 @@ func (m *MemStore) ConsumeQueueEntry(topic string, queueID int32, off int64) (st
 // are ever gone.
 func (m *MemStore) CleanExpiredConsumeQueues() (int, error) { return 0, nil }
 
+// DeleteExpiredFilesManually does nothing: the MemStore has no files and no retention.
+func (m *MemStore) DeleteExpiredFilesManually() {}
+
 // QueueTopics lists the topics with queues, sorted.
 func (m *MemStore) QueueTopics() []string {
 	m.mu.Lock()
