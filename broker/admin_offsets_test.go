@@ -86,9 +86,7 @@ func TestAdminQueryConsumeTimeSpan(t *testing.T) {
 	var body struct {
 		ConsumeTimeSpanSet []span `json:"consumeTimeSpanSet"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(resp.Body))
-	dec.DisallowUnknownFields()
-	require.NoError(t, dec.Decode(&body), string(resp.Body))
+	decodeJava(t, resp.Body, &body)
 	require.Len(t, body.ConsumeTimeSpanSet, 3)
 	javaDate := func(ms int64) string { return time.UnixMilli(ms).Format("2006-01-02#15:04:05:000") }
 	for q, s := range body.ConsumeTimeSpanSet {
@@ -147,9 +145,7 @@ func TestAdminGetAllProducerInfo(t *testing.T) {
 	var got struct {
 		Data map[string][]info `json:"data"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(resp.Body))
-	dec.DisallowUnknownFields()
-	require.NoError(t, dec.Decode(&got), string(resp.Body))
+	decodeJava(t, resp.Body, &got)
 	require.Len(t, got.Data, 2, string(resp.Body))
 	for _, group := range []string{"PG-a", "PG-b"} {
 		require.Len(t, got.Data[group], 1, group)
@@ -217,9 +213,7 @@ func TestAdminQueryConsumeQueue(t *testing.T) {
 		t.Helper()
 		resp := c.adminOK(codec.RequestQueryConsumeQueue, ext, nil)
 		var a answer
-		dec := json.NewDecoder(bytes.NewReader(resp.Body))
-		dec.DisallowUnknownFields()
-		require.NoError(t, dec.Decode(&a), string(resp.Body))
+		decodeJava(t, resp.Body, &a)
 		return a
 	}
 	want := func(off int64) entry {
@@ -287,9 +281,7 @@ func TestAdminGetSystemTopicListFromBroker(t *testing.T) {
 	var got struct {
 		TopicList []string `json:"topicList"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(resp.Body))
-	dec.DisallowUnknownFields()
-	require.NoError(t, dec.Decode(&got), string(resp.Body))
+	decodeJava(t, resp.Body, &got)
 	cluster, broker := tb.cfg.BrokerClusterName, tb.cfg.BrokerName
 	require.ElementsMatch(t, []string{"TBW102", "SCHEDULE_TOPIC_XXXX", "BenchmarkTest", "RMQ_SYS_TRANS_HALF_TOPIC",
 		"RMQ_SYS_TRACE_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC", "SELF_TEST_TOPIC",
@@ -389,4 +381,13 @@ type manualDeleteStore struct {
 func (s *manualDeleteStore) DeleteExpiredFilesManually() {
 	s.calls.Add(1)
 	s.MessageStore.DeleteExpiredFilesManually()
+}
+
+// decodeJava decodes a Java-shaped JSON body into v, refusing a field v does not declare: the
+// answer has exactly the Java class's fields.
+func decodeJava(t *testing.T, body []byte, v any) {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	require.NoError(t, dec.Decode(v), string(body))
 }
