@@ -194,6 +194,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	if cfg.NamesrvEmbedded && deps.Namesrv == nil {
 		return nil, fmt.Errorf("%w: key namesrvEmbedded: true, but Deps.Namesrv is nil (launch.New sets it)", ErrConfig)
 	}
+	codec.SetServerVersion(cfg.RocketmqVersion)
 	logger := deps.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)

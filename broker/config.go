@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/ha"
 	"github.com/ringmq/ringmq/internal/conf"
 	"github.com/ringmq/ringmq/internal/logging"
@@ -79,6 +80,8 @@ type Config struct {
 	DefaultQueryMaxNum          int           `prop:"defaultQueryMaxNum" group:"messages" default:"32" help:"messages a query by unique key (message id) returns at most"`
 	ChannelExpiredTimeout       time.Duration `prop:"channelExpiredTimeout" group:"network" unit:"ms" default:"120000" help:"a client silent (no heartbeat) this long is dropped"`
 	CheckTransactionMessage     bool          `prop:"checkTransactionMessageEnable" group:"messages" default:"true" help:"check half messages back with their producers"`
+	// RocketmqVersion is the MQVersion this process reports (codec.SetServerVersion; New sets it).
+	RocketmqVersion codec.MQVersion `prop:"rocketmqVersion" group:"broker" allowed:"a RocketMQ version name, V4_0_0 .. V5_9_9" default:"V4_9_8" help:"RocketMQ version the broker reports: the version field of every request and response, brokerVersion in brokerStatus (clusterList's version column), the version of its registrations with name servers"`
 
 	// Bounds on what clients create implicitly (broker/metadata/limits.go).
 	AutoCreateSubscriptionGroupLimit int `prop:"autoCreateSubscriptionGroupLimit" group:"limits" allowed:"1 or more" default:"10000" help:"consumer groups created on first use (heartbeat, pull, send-back) stop at this many, built-in groups aside: later ones are refused SUBSCRIPTION_GROUP_NOT_EXIST; updateSubGroup is not limited"`
@@ -438,6 +441,8 @@ func (c *Config) validate() error {
 	switch {
 	case c.BrokerName == "":
 		return bad("brokerName", "must not be empty")
+	case !c.RocketmqVersion.Valid():
+		return bad("rocketmqVersion", "")
 	case c.ListenPort < 0 || c.ListenPort > 65535:
 		return bad("listenPort", "")
 	case c.NamesrvListenPort < 0 || c.NamesrvListenPort > 65535:

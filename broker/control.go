@@ -144,6 +144,7 @@ func (b *Broker) initAdminPlane() {
 			Admin: admin.Pool{Depth: b.adminPool.Depth, Capacity: cap(b.adminPool.queue)},
 		},
 		BrokerName: b.cfg.BrokerName,
+		BrokerAddr: b.brokerAddr,
 		IsSlave:    b.cfg.IsSlave(),
 		BootTime:   b.ctl.bootTime,
 		Properties: func(yield func(key, value string) bool) {
@@ -202,7 +203,7 @@ func adminClients(members []clients.ClientChannelInfo) []admin.Client {
 	out := make([]admin.Client, len(members))
 	for i, m := range members {
 		out[i] = admin.Client{Addr: m.Conn.RemoteAddr().String(), ClientID: m.ClientID, Language: m.Language,
-			Version: m.Version}
+			Version: m.Version, LastUpdate: m.LastUpdate}
 	}
 	return out
 }

@@ -502,6 +502,30 @@ func TestAdminTopicLifecycleOverTheWire(t *testing.T) {
 		codec.ResponseSubscriptionGroupNotExist, "The consumer group AdminG not exist")
 }
 
+// TestRocketmqVersionKey: rocketmqVersion changes the version every answer carries and the one
+// brokerStatus reports, and the key refuses what is not a version name.
+func TestRocketmqVersionKey(t *testing.T) {
+	t.Cleanup(func() { codec.SetServerVersion(codec.DefaultServerVersion) })
+	tb := startTestBroker(t, func(c *Config) {
+		_, err := c.Set("rocketmqVersion", "V5_3_3", 0)
+		require.NoError(t, err)
+	})
+	c := dialCtl(t, tb.BrokerAddr)
+	resp := c.adminOK(codec.RequestGetBrokerRuntimeInfo, nil, nil)
+	require.Equal(t, int32(479), resp.Version)
+	kv, err := codec.DecodeKVTable(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, "V5_3_3", kv.Table["brokerVersionDesc"])
+	require.Equal(t, "479", kv.Table["brokerVersion"])
+	require.Equal(t, int32(479), c.heartbeat("10.1.1.1@1", nil, "P").Version, "clients cache it from heartbeats")
+
+	cfg := DefaultConfig()
+	_, err = cfg.Set("rocketmqVersion", "5.3.3", 0)
+	require.ErrorContains(t, err, "rocketmqVersion")
+	cfg.RocketmqVersion = 9
+	require.ErrorContains(t, cfg.Validate(), "rocketmqVersion")
+}
+
 func TestAdminRuntimeConfigAndConnections(t *testing.T) {
 	tb := startTestBroker(t, nil)
 	b := tb.b
@@ -511,8 +535,9 @@ func TestAdminRuntimeConfigAndConnections(t *testing.T) {
 	resp := c.adminOK(codec.RequestGetBrokerRuntimeInfo, nil, nil)
 	kv, err := codec.DecodeKVTable(resp.Body)
 	require.NoError(t, err)
-	require.Equal(t, "V5_3_3", kv.Table["brokerVersionDesc"])
-	require.Equal(t, "479", kv.Table["brokerVersion"])
+	require.Equal(t, "V4_9_8", kv.Table["brokerVersionDesc"], "RocketMQ 4.9.8 by default")
+	require.Equal(t, "409", kv.Table["brokerVersion"])
+	require.Equal(t, int32(409), resp.Version)
 	require.Equal(t, "3", kv.Table["msgPutTotalTodayNow"])
 	require.Equal(t, strconv.FormatInt(b.store.MaxPhyOffset(), 10), kv.Table["commitLogMaxOffset"])
 	require.Equal(t, "0", kv.Table["commitLogMinOffset"])
@@ -555,7 +580,7 @@ func TestAdminRuntimeConfigAndConnections(t *testing.T) {
 	require.Len(t, cc.ConnectionSet, 1)
 	require.Equal(t, "10.1.1.1@7", cc.ConnectionSet[0].ClientID)
 	require.Equal(t, "JAVA", cc.ConnectionSet[0].Language) // netio requests speak as a Java peer
-	require.Equal(t, codec.ServerVersion, cc.ConnectionSet[0].Version)
+	require.Equal(t, codec.ServerVersion(), cc.ConnectionSet[0].Version)
 	require.Equal(t, "CONSUME_FROM_LAST_OFFSET", cc.ConsumeFromWhere)
 	require.Equal(t, "CONSUME_PASSIVELY", cc.ConsumeType)
 	require.Equal(t, "CLUSTERING", cc.MessageModel)

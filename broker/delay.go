@@ -41,8 +41,11 @@ import (
 // timer exists per message.
 //
 // Delivery re-encodes the record (Java's messageTimeup): topic and queue from REAL_TOPIC and
-// REAL_QID, DELAY and the 5.x timer keys removed, WAIT=false, everything else kept — body,
-// flag, sysFlag, born time and host, reconsume times, UNIQ_KEY, REAL_TOPIC/REAL_QID. An
+// REAL_QID, everything else kept — body, flag, sysFlag, born time and host, reconsume times,
+// and the properties exactly as scheduled: DELAY, WAIT, UNIQ_KEY, REAL_TOPIC/REAL_QID. RocketMQ
+// 4.9.8's messageTimeup clears DELAY and sets WAIT=false only in the property map, after it has
+// built the properties string the CommitLog stores, so its consumers see a delivered message
+// with its DELAY, and so do ringmq's. An
 // entry whose delivery time lies further ahead than its level's delay (the clock went back,
 // or the table changed) is due at once, as RocketMQ's correctDeliverTimestamp decides.
 //
@@ -83,10 +86,6 @@ const (
 	noPendingDue int64 = math.MaxInt64 // nothing waiting in the level
 	scanningDue  int64 = -1            // the delivery goroutine is reading the level
 )
-
-// scheduleDropKeys are the properties a delivered copy loses; WAIT comes back as "false".
-var scheduleDropKeys = []string{codec.PropertyDelayTimeLevel, codec.PropertyWaitStoreMsgOK,
-	"TIMER_DELIVER_MS", "TIMER_DELAY_SEC", "TIMER_DELAY_MS"}
 
 // errSkipRecord marks a scheduled record that can never be delivered (undecodable, no
 // REAL_TOPIC, refused as illegal): the cursor moves past it.
@@ -535,8 +534,7 @@ func (s *ScheduleMessageService) deliver(rec []byte) (int64, error) {
 	if !ok || !valid || qid < 0 {
 		return r.QueueOffset, fmt.Errorf("%w: bad REAL_QID %q", errSkipRecord, realQID)
 	}
-	p := codec.AppendPropertiesWithout(s.props[:0], r.Properties, scheduleDropKeys...)
-	p = codec.AppendProperty(p, codec.PropertyWaitStoreMsgOK, "false")
+	p := codec.AppendPropertiesWithout(s.props[:0], r.Properties)
 	s.props = p
 	// s.msg, not a local: a message passed through the store interface escapes.
 	s.msg = codec.Message{

@@ -69,7 +69,7 @@ func (e *scheduleEnv) newService(t *testing.T) *ScheduleMessageService {
 // level−1 with REAL_TOPIC/REAL_QID.
 func (e *scheduleEnv) schedule(t *testing.T, level int, topic string, queueID int32, body string) store.PutResult {
 	t.Helper()
-	p := []byte(props("KEYS", "k-"+body, "TAGS", "T", "UNIQ_KEY", "U-"+body, "CLUSTER", "C"))
+	p := []byte(props("WAIT", "true", "KEYS", "k-"+body, "TAGS", "T", "UNIQ_KEY", "U-"+body, "CLUSTER", "C"))
 	p, q := sendplane.AppendScheduleProperties(p, level, topic, queueID)
 	m := codec.Message{Topic: metadata.ScheduleTopic, QueueID: q, Flag: 7, SysFlag: codec.SysFlagMultiTags,
 		BornTimestamp: 1234, BornHost: scheduleBornHost, StoreHost: netipLoopback(), ReconsumeTimes: 2,
@@ -137,8 +137,9 @@ func TestScheduleDeliversEachLevelWhenDue(t *testing.T) {
 		require.Equal(t, []string{"one", "five"}, bodies(recs))
 		require.Equal(t, int64(2), e.svc.Delivered())
 
-		// The copy is the scheduled record with DELAY gone and WAIT=false (Java's
-		// messageTimeup), delivered on its due millisecond.
+		// The copy is the scheduled record in its real topic and queue, with the scheduled
+		// properties as they were, DELAY and WAIT included (Java's messageTimeup), delivered on
+		// its due millisecond.
 		r := recs[1]
 		require.Equal(t, t0+5000, r.StoreTimestamp)
 		require.Equal(t, "TopicR", string(r.Topic))
@@ -149,8 +150,10 @@ func TestScheduleDeliversEachLevelWhenDue(t *testing.T) {
 		require.Equal(t, scheduleBornHost, r.BornHost)
 		require.Equal(t, int32(2), r.ReconsumeTimes)
 		require.Equal(t, int64(1), r.QueueOffset)
-		require.Equal(t, map[string]string{"KEYS": "k-five", "TAGS": "T", "UNIQ_KEY": "U-five", "CLUSTER": "C",
-			"REAL_TOPIC": "TopicR", "REAL_QID": "1", "WAIT": "false"}, codec.DecodeProperties(r.Properties))
+		require.Equal(t, "WAIT\x01true\x02KEYS\x01k-five\x02TAGS\x01T\x02UNIQ_KEY\x01U-five\x02CLUSTER\x01C\x02"+
+			"DELAY\x012\x02REAL_TOPIC\x01TopicR\x02REAL_QID\x011\x02", string(r.Properties))
+		require.Equal(t, map[string]string{"WAIT": "true", "KEYS": "k-five", "TAGS": "T", "UNIQ_KEY": "U-five",
+			"CLUSTER": "C", "DELAY": "2", "REAL_TOPIC": "TopicR", "REAL_QID": "1"}, codec.DecodeProperties(r.Properties))
 		require.Equal(t, map[int32]int64{1: 1, 2: 1}, e.svc.Offsets())
 
 		require.NoError(t, e.svc.Stop(t.Context()))

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -40,7 +41,7 @@ func (b *Broker) dispatch(conn netio.Conn, cmd *codec.RemotingCommand) {
 	rc := b.newRequestContext(conn, cmd)
 	r := b.routes[cmd.Code]
 	if r == nil || r.where == notServed {
-		rc.Reply.Answer(codec.ResponseRequestCodeNotSupported, fmt.Sprintf(" request type %d not supported", cmd.Code))
+		b.notSupported(conn, rc, cmd.Code, r)
 		return
 	}
 	switch r.where {
@@ -53,6 +54,22 @@ func (b *Broker) dispatch(conn netio.Conn, cmd *codec.RemotingCommand) {
 	case onPool:
 		b.submitOwned(r, rc)
 	}
+}
+
+// notSupported answers a request no route serves as a RocketMQ server answers a code it has
+// no processor for, and logs it at DEBUG with the reason (through the broker's logger, whose
+// repeat limiter bounds a client that sends such codes in a loop).
+func (b *Broker) notSupported(conn netio.Conn, rc *remoting.Request, code int32, r *route) {
+	rc.Reply.Answer(codec.ResponseRequestCodeNotSupported, fmt.Sprintf(" request type %d not supported", code))
+	if !b.logger.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	reason := "unknown request code"
+	if r != nil {
+		reason = r.reason
+	}
+	b.logger.Debug("broker: request code not supported", "code", code, "name", codec.RequestCode(code).String(),
+		"reason", reason, "remote", conn.RemoteAddr().String())
 }
 
 // submitRest queues the pool part of an onLoopThenPool request; a refused submission is

@@ -179,7 +179,7 @@ func testE2EDelay(t *testing.T, e *e2eEnv) {
 		"stored in its topic 5 s after it was born")
 	require.Equal(t, topic, d.msg.Topic)
 	require.Equal(t, delayed.MsgID, d.msg.MsgId, "the UNIQ_KEY is kept")
-	require.Empty(t, d.msg.GetProperty(primitive.PropertyDelayTimeLevel))
+	require.Equal(t, "2", d.msg.GetProperty(primitive.PropertyDelayTimeLevel), "kept, as RocketMQ 4.9.8 keeps it")
 	require.Equal(t, topic, d.msg.GetProperty("REAL_TOPIC"))
 	require.Equal(t, map[int32]int64{2: 1}, e.tb.b.schedule.Offsets())
 }

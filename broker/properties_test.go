@@ -226,6 +226,6 @@ func TestScheduleDeliveryOfALegacyRecordIsCanonical(t *testing.T) {
 	require.Len(t, got, 1)
 	require.Equal(t, "later", string(got[0].Body))
 	require.NoError(t, codec.ValidateProperties(got[0].Properties))
-	require.Equal(t, map[string]string{"KEYS": "k", "UNIQ_KEY": "U1", "WAIT": "false", "REAL_TOPIC": "TopicS", "REAL_QID": "0"},
+	require.Equal(t, map[string]string{"KEYS": "k", "UNIQ_KEY": "U1", "DELAY": "1", "REAL_TOPIC": "TopicS", "REAL_QID": "0"},
 		codec.DecodeProperties(got[0].Properties))
 }

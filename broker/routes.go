@@ -127,11 +127,52 @@ var routes = []route{
 		handle: viaAdmin((*admin.Plane).ProcessQueryTopicConsumeByWho)},
 	{code: codec.RequestInvokeBrokerToResetOffset, where: onPool, pool: poolAdmin,
 		handle: viaAdmin((*admin.Plane).ProcessInvokeBrokerToResetOffset)},
+	{code: codec.RequestCloneGroupOffset, where: onPool, pool: poolAdmin,
+		handle: viaAdmin((*admin.Plane).ProcessCloneGroupOffset)},
+	{code: codec.RequestQueryConsumeTimeSpan, where: onPool, pool: poolAdmin,
+		handle: viaAdmin((*admin.Plane).ProcessQueryConsumeTimeSpan)},
+	{code: codec.RequestGetAllProducerInfo, where: onPool, pool: poolAdmin,
+		handle: viaAdmin((*admin.Plane).ProcessGetAllProducerInfo)},
+	{code: codec.RequestCleanUnusedTopic, where: onPool, pool: poolAdmin,
+		handle: viaAdmin((*admin.Plane).ProcessCleanUnusedTopic)},
+	{code: codec.RequestQueryConsumeQueue, where: onPool, pool: poolAdmin,
+		handle: viaAdmin((*admin.Plane).ProcessQueryConsumeQueue)},
+	{code: codec.RequestCleanExpiredConsumeQueue, where: onPool, pool: poolAdmin,
+		handle: viaAdmin((*admin.Plane).ProcessCleanExpiredConsumeQueue)},
+	{code: codec.RequestGetSystemTopicListFromBroker, where: onPool, pool: poolAdmin,
+		handle: viaAdmin((*admin.Plane).ProcessGetSystemTopicListFromBroker)},
+	{code: codec.RequestQueryCorrectionOffset, where: onPool, pool: poolAdmin,
+		handle: viaAdmin((*admin.Plane).ProcessQueryCorrectionOffset)},
+	{code: codec.RequestGetBrokerConsumeStats, where: onPool, pool: poolAdmin,
+		handle: viaAdmin((*admin.Plane).ProcessGetBrokerConsumeStats)},
+	{code: codec.RequestDeleteExpiredCommitLog, where: onPool, pool: poolAdmin,
+		handle: viaAdmin((*admin.Plane).ProcessDeleteExpiredCommitLog)},
 
-	// Not served (answered REQUEST_CODE_NOT_SUPPORTED), but an ACL-enabled broker refuses them
-	// to non-admin accounts first, as Java's Permission.ADMIN_CODE (plus 5.x's 513) does.
-	{code: requestUpdateAndCreateStaticTopic, acl: aclAdmin},
+	// Not served: answered REQUEST_CODE_NOT_SUPPORTED (" request type N not supported", as a
+	// RocketMQ server answers a code it has no processor for), counted under the code's name in
+	// ringmq_broker_requests_total and logged at DEBUG with the reason. Together with the rows
+	// above, these are every code RocketMQ 4.9.8's broker serves (BrokerController.registerProcessor
+	// and AdminBrokerProcessor, its default processor); TestRouteTableCoversJavaBroker checks it.
+	{code: codec.RequestUpdateAndCreateACLConfig, reason: notServedACLEdit},
+	{code: codec.RequestDeleteACLConfig, reason: notServedACLEdit},
+	{code: codec.RequestGetBrokerClusterACLInfo, reason: notServedACLEdit},
+	{code: codec.RequestUpdateGlobalWhiteAddrsConfig, reason: notServedACLEdit},
+	{code: codec.RequestInvokeBrokerToGetConsumerStatus, reason: notServedRelay},
+	{code: codec.RequestGetConsumerRunningInfo, reason: notServedRelay},
+	{code: codec.RequestConsumeMessageDirectly, reason: notServedRelay},
+	{code: codec.RequestViewBrokerStatsData, reason: "RocketMQ's per-topic and per-group statistics windows (BrokerStatsManager) are not kept; the Prometheus series (METRICS.md) count the same traffic"},
+	{code: codec.RequestResumeCheckHalfMessage, reason: notServedYet},
+	// RocketMQ 5.x's static topics: an ACL-enabled broker refuses it to non-admin accounts
+	// first, as Java's Permission.ADMIN_CODE (plus 5.x's 513) does.
+	{code: requestUpdateAndCreateStaticTopic, acl: aclAdmin, reason: "RocketMQ 5.x static topics (logic queues) are not implemented"},
 }
+
+// Reasons of the not-served rows, shared by several.
+const (
+	notServedACLEdit = "editing the ACL remotely is not implemented: accounts and white lists are read from aclFile at start"
+	notServedRelay   = "relaying an admin request to the client's connection is not implemented"
+	notServedYet     = "not implemented"
+)
 
 // The adapters below bind a plane's method expression to the table's handler types. The
 // table is built once at package initialisation, so each row's closure is made once and a
@@ -214,6 +255,8 @@ type route struct {
 	// has answered, else the rest of the work for the route's pool.
 	split func(b *Broker, rc *remoting.Request) (rest func())
 	acl   aclRule
+	// reason says why a notServed route is not served (logged with the refusal).
+	reason string
 }
 
 // routeByCode indexes routes; read-only after package initialisation.
@@ -235,7 +278,8 @@ func indexRoutes(rs []route) (map[int32]*route, error) {
 			return nil, fmt.Errorf("broker: request code %v routed twice", r.code)
 		}
 		switch {
-		case r.where == notServed && (r.handle != nil || r.split != nil),
+		case r.where == notServed && (r.handle != nil || r.split != nil || r.reason == ""),
+			r.where != notServed && r.reason != "",
 			(r.where == onLoop || r.where == onPool) && (r.handle == nil || r.split != nil),
 			r.where == onLoopThenPool && (r.split == nil || r.handle != nil),
 			(r.where == onPool || r.where == onLoopThenPool) != (r.pool != poolNone):

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"log/slog"
 	"slices"
 	"testing"
 
@@ -9,7 +10,9 @@ import (
 
 	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/logtest"
 	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // TestRouteTable pins where every request code runs and what the ACL asks of it: a change of
@@ -81,8 +84,14 @@ func TestRouteTable(t *testing.T) {
 		"42 event loop  | ",
 		"43 pool admin | ",
 		"45 pool admin | ", "46 event loop  | ",
+		"50 not served  | ", "51 not served  | ", "52 not served  | ", "53 not served  | ",
+		"223 not served  | ", "303 pool admin | ", "305 pool admin | ", "306 pool admin | ",
+		"307 not served  | ", "308 pool admin | ", "309 not served  | ", "314 pool admin | ",
+		"315 not served  | ", "316 pool admin | ", "317 pool admin | ", "321 pool admin | ",
+		"323 not served  | ", "328 pool admin | ", "329 pool admin | ",
 		"513 not served  | admin",
 	}
+	slices.Sort(want)
 	require.Equal(t, want, got)
 }
 
@@ -97,6 +106,8 @@ func TestIndexRoutesRefusesMismatchedRoutes(t *testing.T) {
 		"split as handle":   {{code: 1, where: onLoopThenPool, pool: poolQuery, handle: handle}},
 		"not served but fn": {{code: 1, handle: handle}},
 		"split on loop":     {{code: 1, where: onLoop, handle: handle, split: split}},
+		"no reason":         {{code: 1}},
+		"served, a reason":  {{code: 1, where: onLoop, handle: handle, reason: "why"}},
 	}
 	for name, rs := range bad {
 		_, err := indexRoutes(rs)
@@ -117,4 +128,61 @@ func TestNotServedCodeIsRefused(t *testing.T) {
 		require.Equal(t, int32(codec.ResponseRequestCodeNotSupported), resp.Code)
 		require.Equal(t, fmt.Sprintf(" request type %d not supported", code), resp.Remark)
 	}
+}
+
+// javaBrokerCodes are the request codes RocketMQ 4.9.8's broker serves: those
+// BrokerController.registerProcessor registers and the cases of AdminBrokerProcessor, its
+// default processor.
+var javaBrokerCodes = []int32{
+	10, 11, 12, 14, 15, 17, 21, 25, 26, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 41, 42, 43, 45, 46,
+	50, 51, 52, 53, 200, 201, 202, 203, 204, 207, 208, 215, 222, 223, 300, 303, 305, 306, 307, 308, 309,
+	310, 314, 315, 316, 317, 320, 321, 323, 324, 325, 328, 329,
+}
+
+// TestRouteTableCoversJavaBroker: every code the Java broker serves has a row, served or with
+// the reason it is not; and every one has a RocketMQ name, so that its requests are counted
+// under it.
+func TestRouteTableCoversJavaBroker(t *testing.T) {
+	for _, code := range javaBrokerCodes {
+		r := routeByCode[code]
+		require.NotNil(t, r, "code %d has no row in routes.go", code)
+		require.Equal(t, r.where == notServed, r.reason != "", "code %d", code)
+		require.NotContains(t, codec.RequestCode(code).String(), "RequestCode(", "code %d has no name", code)
+	}
+}
+
+// TestNotSupportedCodeCountedAndLogged: a code the Java broker serves and ringmq does not is
+// refused as RocketMQ refuses an unknown code, counted under its own name (not <other>), and
+// logged once at DEBUG with the reason.
+func TestNotSupportedCodeCountedAndLogged(t *testing.T) {
+	logger, rec := logtest.Logger()
+	rb := startRelBrokerDeps(t, nil, nil, Deps{Logger: logger})
+	t.Cleanup(func() { require.NoError(t, rb.close()) })
+	c := remotingtest.Dial(t, rb.addr)
+	resp := c.Call(codec.NewRequest(codec.RequestResumeCheckHalfMessage, map[string]string{"msgId": "X"}, nil))
+	require.Equal(t, int32(codec.ResponseRequestCodeNotSupported), resp.Code)
+	require.Equal(t, " request type 323 not supported", resp.Remark)
+
+	const line = "broker: request code not supported"
+	notSupported := func() []slog.Record {
+		var out []slog.Record
+		for _, r := range rec.AtLevel(slog.LevelDebug) {
+			if r.Message == line {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	testutil.Eventually(t, "the refusal logged", func() bool { return len(notSupported()) > 0 })
+	logged := notSupported()
+	require.Len(t, logged, 1)
+	require.Equal(t, "323", logtest.Attr(logged[0], "code"))
+	require.Equal(t, "RESUME_CHECK_HALF_MESSAGE", logtest.Attr(logged[0], "name"))
+	require.Equal(t, notServedYet, logtest.Attr(logged[0], "reason"))
+	require.Equal(t, c.NetConn().LocalAddr().String(), logtest.Attr(logged[0], "remote"))
+
+	s := scrapeOf(t, rb.b.registry)
+	require.Equal(t, 1.0, s[`ringmq_broker_requests_total{code="RESUME_CHECK_HALF_MESSAGE"}`])
+	require.Equal(t, 1.0, s[`ringmq_broker_request_errors_total{code="RESUME_CHECK_HALF_MESSAGE",response="REQUEST_CODE_NOT_SUPPORTED"}`])
+	require.Zero(t, s[`ringmq_broker_requests_total{code="<other>"}`])
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"net/netip"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -469,6 +470,26 @@ func TestTransactionStateSurvivesRestart(t *testing.T) {
 		got = append(got, string(r.Body))
 	}
 	require.Equal(t, []string{"A", "C"}, got)
+
+	// As with RocketMQ, the op-half topic has no topic config: neither the broker's topic table
+	// nor the name server's topic list (mqadmin topicList) shows it; the half topic they show.
+	resp := c.call(codec.NewRequest(codec.RequestGetAllTopicConfig, nil, nil))
+	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
+	w, err := codec.DecodeTopicConfigSerializeWrapper(resp.Body)
+	require.NoError(t, err)
+	require.Contains(t, w.TopicConfigTable, metadata.TransHalfTopic)
+	require.NotContains(t, w.TopicConfigTable, metadata.TransOpHalfTopic)
+	ns := remotingtest.Dial(t, tb.NamesrvAddr)
+	var list *codec.TopicList
+	testutil.Eventually(t, "the broker registered TopicRs", func() bool {
+		resp = ns.Call(codec.NewRequest(codec.RequestGetAllTopicListFromNameServer, nil, nil))
+		require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
+		list, err = codec.DecodeTopicList(resp.Body)
+		require.NoError(t, err)
+		return slices.Contains(list.TopicList, "TopicRs")
+	})
+	require.Contains(t, list.TopicList, metadata.TransHalfTopic)
+	require.NotContains(t, list.TopicList, metadata.TransOpHalfTopic)
 }
 
 // TestEndTransactionInEveryStoreMode: a direct commit, a direct rollback and a commit answering a check-back

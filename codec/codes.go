@@ -123,6 +123,10 @@ const (
 	RequestGetAllConsumerOffset             RequestCode = 43     // GET_ALL_CONSUMER_OFFSET
 	RequestGetAllDelayOffset                RequestCode = 45     // GET_ALL_DELAY_OFFSET
 	RequestCheckClientConfig                RequestCode = 46     // CHECK_CLIENT_CONFIG
+	RequestUpdateAndCreateACLConfig         RequestCode = 50     // UPDATE_AND_CREATE_ACL_CONFIG
+	RequestDeleteACLConfig                  RequestCode = 51     // DELETE_ACL_CONFIG
+	RequestGetBrokerClusterACLInfo          RequestCode = 52     // GET_BROKER_CLUSTER_ACL_INFO
+	RequestUpdateGlobalWhiteAddrsConfig     RequestCode = 53     // UPDATE_GLOBAL_WHITE_ADDRS_CONFIG
 	RequestPutKVConfig                      RequestCode = 100    // PUT_KV_CONFIG
 	RequestGetKVConfig                      RequestCode = 101    // GET_KV_CONFIG
 	RequestDeleteKVConfig                   RequestCode = 102    // DELETE_KV_CONFIG
@@ -150,19 +154,30 @@ const (
 	RequestInvokeBrokerToGetConsumerStatus  RequestCode = 223    // INVOKE_BROKER_TO_GET_CONSUMER_STATUS
 	RequestGetTopicsByCluster               RequestCode = 224    // GET_TOPICS_BY_CLUSTER
 	RequestQueryTopicConsumeByWho           RequestCode = 300    // QUERY_TOPIC_CONSUME_BY_WHO
+	RequestQueryConsumeTimeSpan             RequestCode = 303    // QUERY_CONSUME_TIME_SPAN
 	RequestGetSystemTopicListFromNS         RequestCode = 304    // GET_SYSTEM_TOPIC_LIST_FROM_NS
+	RequestGetSystemTopicListFromBroker     RequestCode = 305    // GET_SYSTEM_TOPIC_LIST_FROM_BROKER
+	RequestCleanExpiredConsumeQueue         RequestCode = 306    // CLEAN_EXPIRED_CONSUMEQUEUE
 	RequestGetConsumerRunningInfo           RequestCode = 307    // GET_CONSUMER_RUNNING_INFO
+	RequestQueryCorrectionOffset            RequestCode = 308    // QUERY_CORRECTION_OFFSET
 	RequestConsumeMessageDirectly           RequestCode = 309    // CONSUME_MESSAGE_DIRECTLY
 	RequestSendMessageV2                    RequestCode = 310    // SEND_MESSAGE_V2
+	RequestCloneGroupOffset                 RequestCode = 314    // CLONE_GROUP_OFFSET
+	RequestViewBrokerStatsData              RequestCode = 315    // VIEW_BROKER_STATS_DATA
+	RequestCleanUnusedTopic                 RequestCode = 316    // CLEAN_UNUSED_TOPIC
 	RequestGetBrokerConsumeStats            RequestCode = 317    // GET_BROKER_CONSUME_STATS
 	RequestUpdateNamesrvConfig              RequestCode = 318    // UPDATE_NAMESRV_CONFIG
 	RequestGetNamesrvConfig                 RequestCode = 319    // GET_NAMESRV_CONFIG
 	RequestSendBatchMessage                 RequestCode = 320    // SEND_BATCH_MESSAGE
+	RequestQueryConsumeQueue                RequestCode = 321    // QUERY_CONSUME_QUEUE
 	RequestQueryDataVersion                 RequestCode = 322    // QUERY_DATA_VERSION
+	RequestResumeCheckHalfMessage           RequestCode = 323    // RESUME_CHECK_HALF_MESSAGE
 	RequestSendReplyMessage                 RequestCode = 324    // SEND_REPLY_MESSAGE
 	RequestSendReplyMessageV2               RequestCode = 325    // SEND_REPLY_MESSAGE_V2
 	RequestPushReplyMessageToClient         RequestCode = 326    // PUSH_REPLY_MESSAGE_TO_CLIENT
 	RequestAddWritePermOfBroker             RequestCode = 327    // ADD_WRITE_PERM_OF_BROKER
+	RequestGetAllProducerInfo               RequestCode = 328    // GET_ALL_PRODUCER_INFO
+	RequestDeleteExpiredCommitLog           RequestCode = 329    // DELETE_EXPIRED_COMMITLOG
 	RequestGetTopicConfig                   RequestCode = 351    // GET_TOPIC_CONFIG
 	RequestGetSubscriptionGroupConfig       RequestCode = 352    // GET_SUBSCRIPTIONGROUP_CONFIG
 	RequestLitePullMessage                  RequestCode = 361    // LITE_PULL_MESSAGE
@@ -288,6 +303,21 @@ var requestCodeNames = map[RequestCode]string{
 	RequestNotification:                     "NOTIFICATION",
 	RequestPollingInfo:                      "POLLING_INFO",
 	RequestBatchAckMessage:                  "BATCH_ACK_MESSAGE",
+	RequestUpdateAndCreateACLConfig:         "UPDATE_AND_CREATE_ACL_CONFIG",
+	RequestDeleteACLConfig:                  "DELETE_ACL_CONFIG",
+	RequestGetBrokerClusterACLInfo:          "GET_BROKER_CLUSTER_ACL_INFO",
+	RequestUpdateGlobalWhiteAddrsConfig:     "UPDATE_GLOBAL_WHITE_ADDRS_CONFIG",
+	RequestQueryConsumeTimeSpan:             "QUERY_CONSUME_TIME_SPAN",
+	RequestGetSystemTopicListFromBroker:     "GET_SYSTEM_TOPIC_LIST_FROM_BROKER",
+	RequestCleanExpiredConsumeQueue:         "CLEAN_EXPIRED_CONSUMEQUEUE",
+	RequestQueryCorrectionOffset:            "QUERY_CORRECTION_OFFSET",
+	RequestCloneGroupOffset:                 "CLONE_GROUP_OFFSET",
+	RequestViewBrokerStatsData:              "VIEW_BROKER_STATS_DATA",
+	RequestCleanUnusedTopic:                 "CLEAN_UNUSED_TOPIC",
+	RequestQueryConsumeQueue:                "QUERY_CONSUME_QUEUE",
+	RequestResumeCheckHalfMessage:           "RESUME_CHECK_HALF_MESSAGE",
+	RequestGetAllProducerInfo:               "GET_ALL_PRODUCER_INFO",
+	RequestDeleteExpiredCommitLog:           "DELETE_EXPIRED_COMMITLOG",
 }
 
 // ResponseCode constants (PROTOCOL.md §2.2), named after the Java constants.

@@ -1,6 +1,9 @@
 package codec
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"sync/atomic"
+)
 
 // Flag bits of RemotingCommand.Flag (§1.4).
 const (
@@ -42,10 +45,23 @@ const (
 	MaxExtFields          = 1024
 )
 
-// ServerVersion is the MQVersion ordinal ringmq reports in every command it sends (479 =
-// V5_3_3). Clients cache it from HEART_BEAT responses as the broker version, and some
-// decisions need it to be at least 401 (§1.5).
-const ServerVersion int32 = 479
+// DefaultServerVersion is the MQVersion ordinal ringmq reports unless told otherwise: 409 =
+// V4_9_8, the release whose behaviour it implements (RocketMQ 4.9.8's MQVersion.CURRENT_VERSION).
+const DefaultServerVersion MQVersion = 409
+
+// serverVersion is the version this process reports (SetServerVersion).
+var serverVersion atomic.Int32
+
+func init() { serverVersion.Store(int32(DefaultServerVersion)) }
+
+// ServerVersion is the MQVersion ordinal ringmq reports in every command it sends: the version
+// field of its requests and responses. Clients cache it from HEART_BEAT responses as the broker
+// version, and some decisions need it to be at least 401 (§1.5). It is process-wide, like
+// Java's MQVersion.CURRENT_VERSION: a process runs one broker (and its embedded name server).
+func ServerVersion() int32 { return serverVersion.Load() }
+
+// SetServerVersion changes the version ServerVersion reports (the broker's rocketmqVersion key).
+func SetServerVersion(v MQVersion) { serverVersion.Store(int32(v)) }
 
 // RemotingCommand is one remoting request or response: the fields of the header plus the
 // body. It is a plain value: not safe for concurrent mutation, and a decoded command's Body
@@ -88,7 +104,7 @@ func NewRequest(code RequestCode, ext map[string]string, body []byte) *RemotingC
 	return &RemotingCommand{
 		Code:          int32(code),
 		Language:      LanguageJava,
-		Version:       ServerVersion,
+		Version:       ServerVersion(),
 		ExtFields:     ext,
 		Body:          body,
 		SerializeType: SerializeJSON,
@@ -113,7 +129,7 @@ func (c *RemotingCommand) InitResponse(req *RemotingCommand, code ResponseCode, 
 	*c = RemotingCommand{
 		Code:          int32(code),
 		Language:      LanguageJava,
-		Version:       ServerVersion,
+		Version:       ServerVersion(),
 		Opaque:        req.Opaque,
 		Flag:          FlagResponse,
 		Remark:        remark,

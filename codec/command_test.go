@@ -12,10 +12,27 @@ func TestNewRequest(t *testing.T) {
 	ext := map[string]string{"topic": "T"}
 	body := []byte("x")
 	c := NewRequest(RequestNotifyConsumerIdsChanged, ext, body)
-	require.Equal(t, &RemotingCommand{Code: 40, Language: LanguageJava, Version: ServerVersion, ExtFields: ext,
+	require.Equal(t, &RemotingCommand{Code: 40, Language: LanguageJava, Version: 409, ExtFields: ext,
 		Body: body, SerializeType: SerializeJSON}, c)
 	require.False(t, c.IsResponse())
-	require.GreaterOrEqual(t, ServerVersion, int32(401), "§1.5: clients need >= 401")
+	require.GreaterOrEqual(t, ServerVersion(), int32(401), "§1.5: clients need >= 401")
+}
+
+// TestSetServerVersion: every command ringmq builds or encodes carries the version set.
+func TestSetServerVersion(t *testing.T) {
+	require.Equal(t, int32(409), ServerVersion(), "default: V4_9_8")
+	SetServerVersion(479)
+	t.Cleanup(func() { SetServerVersion(DefaultServerVersion) })
+	require.Equal(t, int32(479), NewRequest(RequestHeartBeat, nil, nil).Version)
+	req := &RemotingCommand{Opaque: 1, SerializeType: SerializeJSON}
+	require.Equal(t, int32(479), NewResponse(req, ResponseSuccess, "").Version)
+	for _, st := range []SerializeType{SerializeJSON, SerializeRocketMQ} {
+		frame, err := AppendResponseFrameHeader(nil, 1, st, ResponseSuccess, "", nil, 0)
+		require.NoError(t, err)
+		got, err := DecodeCommand(frame[4:])
+		require.NoError(t, err, st)
+		require.Equal(t, int32(479), got.Version, st)
+	}
 }
 
 func TestNewResponse(t *testing.T) {
@@ -23,7 +40,7 @@ func TestNewResponse(t *testing.T) {
 		req := &RemotingCommand{Code: 10, Language: LanguageGo, Version: 317, Opaque: 99, Flag: FlagOneway,
 			ExtFields: map[string]string{"topic": "T"}, Body: []byte("b"), SerializeType: st}
 		resp := NewResponse(req, ResponseTopicNotExist, "no topic")
-		require.Equal(t, &RemotingCommand{Code: 17, Language: LanguageJava, Version: ServerVersion, Opaque: 99,
+		require.Equal(t, &RemotingCommand{Code: 17, Language: LanguageJava, Version: 409, Opaque: 99,
 			Flag: FlagResponse, Remark: "no topic", SerializeType: st}, resp)
 		require.True(t, resp.IsResponse())
 		require.False(t, resp.IsOneway())
@@ -163,6 +180,6 @@ func TestCodeStrings(t *testing.T) {
 		require.False(t, seen[n], n)
 		seen[n] = true
 	}
-	require.Len(t, requestCodeNames, 96)
+	require.Len(t, requestCodeNames, 111)
 	require.Len(t, responseCodeNames, 66)
 }

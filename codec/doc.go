@@ -27,7 +27,7 @@
 // and as ringmq answers (language JAVA, version ServerVersion, remark omitted when empty,
 // extFields values always JSON strings, keys sorted):
 //
-//	{"code":0,"language":"JAVA","version":479,"opaque":1,"flag":1,"extFields":{"queueId":"0"}}
+//	{"code":0,"language":"JAVA","version":409,"opaque":1,"flag":1,"extFields":{"queueId":"0"}}
 //
 // ROCKETMQ binary header (big-endian; codes and versions must fit int16):
 //

@@ -122,7 +122,7 @@ func TestJSONGoldenResponse(t *testing.T) {
 	resp.SetExt("properties", "A\x01b\x02")
 	frame, err := resp.AppendFrame(nil)
 	require.NoError(t, err)
-	const want = `{"code":0,"language":"JAVA","version":479,"opaque":1,"flag":1,"extFields":{` +
+	const want = `{"code":0,"language":"JAVA","version":409,"opaque":1,"flag":1,"extFields":{` +
 		`"msgId":"7F00000100002A9F0000000000000000","properties":"A\u0001b\u0002","queueId":"0","queueOffset":"5"}}`
 	require.Equal(t, want, string(frame[8:]))
 	require.Equal(t, uint32(4+len(want)), binary.BigEndian.Uint32(frame))
@@ -132,7 +132,7 @@ func TestJSONGoldenResponse(t *testing.T) {
 	resp = NewResponse(req, ResponseRequestCodeNotSupported, " request type 999 not supported\t\"é\"\xff")
 	frame, err = resp.AppendFrame(nil)
 	require.NoError(t, err)
-	require.Equal(t, `{"code":3,"language":"JAVA","version":479,"opaque":1,"flag":1,`+
+	require.Equal(t, `{"code":3,"language":"JAVA","version":409,"opaque":1,"flag":1,`+
 		`"remark":" request type 999 not supported\t\"é\"\ufffd"}`, string(frame[8:]))
 
 	// Unknown language codes go out as numbers; empty non-nil extFields as {}.

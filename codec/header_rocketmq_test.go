@@ -33,7 +33,7 @@ var goldenRocketMQRequest = []byte{
 var goldenRocketMQResponse = []byte{
 	0x00, 0x00, // code 0
 	0x00,       // language JAVA
-	0x01, 0xDF, // version 479
+	0x01, 0x99, // version 409 (V4_9_8)
 	0x00, 0x00, 0x00, 0x07, // opaque 7
 	0x00, 0x00, 0x00, 0x01, // flag: response
 	0x00, 0x00, 0x00, 0x02, 'O', 'K', // remark
@@ -60,7 +60,7 @@ func TestRocketMQGolden(t *testing.T) {
 	c, err = DecodeCommand(rocketMQPayload(goldenRocketMQResponse, nil))
 	require.NoError(t, err)
 	require.Equal(t, &RemotingCommand{
-		Code: 0, Language: LanguageJava, Version: 479, Opaque: 7, Flag: FlagResponse, Remark: "OK",
+		Code: 0, Language: LanguageJava, Version: 409, Opaque: 7, Flag: FlagResponse, Remark: "OK",
 		ExtFields:     map[string]string{"msgId": "AB", "queueId": "-1\x01\x02"},
 		SerializeType: SerializeRocketMQ,
 	}, c)

@@ -96,6 +96,71 @@ func (h *DeleteSubscriptionGroupRequestHeader) Encode(ext map[string]string) {
 	extPutBool(ext, "cleanOffset", h.CleanOffset)
 }
 
+// CloneGroupOffsetRequestHeader is the header of CLONE_GROUP_OFFSET (314).
+type CloneGroupOffsetRequestHeader struct {
+	SrcGroup  string // srcGroup, required
+	DestGroup string // destGroup, required
+	Topic     string // topic: empty for every topic of SrcGroup
+	Offline   bool   // offline: also the topics a live SrcGroup does not subscribe
+}
+
+// Decode reads the keys.
+func (h *CloneGroupOffsetRequestHeader) Decode(ext map[string]string) error {
+	r := extReader{ext: ExtMap(ext), header: "CloneGroupOffsetRequestHeader"}
+	*h = CloneGroupOffsetRequestHeader{
+		SrcGroup:  r.str("srcGroup", true),
+		DestGroup: r.str("destGroup", true),
+		Topic:     r.str("topic", false),
+		Offline:   r.boolean("offline", false, false),
+	}
+	return r.err
+}
+
+// Encode writes the keys.
+func (h *CloneGroupOffsetRequestHeader) Encode(ext map[string]string) {
+	ext["srcGroup"] = h.SrcGroup
+	ext["destGroup"] = h.DestGroup
+	if h.Topic != "" {
+		ext["topic"] = h.Topic
+	}
+	extPutBool(ext, "offline", h.Offline)
+}
+
+// QueryConsumeQueueRequestHeader is the header of QUERY_CONSUME_QUEUE (321).
+type QueryConsumeQueueRequestHeader struct {
+	Topic         string           // topic, required
+	QueueID       int32            // queueId, required
+	Index         int64            // index, required: the first logical offset
+	Count         int32            // count, required: entries at most
+	ConsumerGroup Optional[string] // consumerGroup: also the group's subscription and filter
+}
+
+// Decode reads the keys.
+func (h *QueryConsumeQueueRequestHeader) Decode(ext map[string]string) error {
+	r := extReader{ext: ExtMap(ext), header: "QueryConsumeQueueRequestHeader"}
+	*h = QueryConsumeQueueRequestHeader{
+		Topic:   r.str("topic", true),
+		QueueID: r.i32("queueId", true),
+		Index:   r.i64("index", true),
+		Count:   r.i32("count", true),
+	}
+	if g, ok := r.lookup("consumerGroup", false); ok {
+		h.ConsumerGroup = Some(g)
+	}
+	return r.err
+}
+
+// Encode writes the keys.
+func (h *QueryConsumeQueueRequestHeader) Encode(ext map[string]string) {
+	ext["topic"] = h.Topic
+	extPutInt32(ext, "queueId", h.QueueID)
+	extPutInt64(ext, "index", h.Index)
+	extPutInt32(ext, "count", h.Count)
+	if h.ConsumerGroup.Set {
+		ext["consumerGroup"] = h.ConsumerGroup.Value
+	}
+}
+
 // ResetOffsetRequestHeader is the header of INVOKE_BROKER_TO_RESET_OFFSET (222): the broker
 // finds each queue's offset at Timestamp and tells the group's live consumers to jump there.
 type ResetOffsetRequestHeader struct {

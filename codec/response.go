@@ -97,7 +97,7 @@ func appendJSONResponseHeader(dst []byte, opaque int32, code ResponseCode, remar
 	dst = append(dst, `,"language":"`...)
 	dst = append(dst, languageNames[LanguageJava]...)
 	dst = append(dst, `","version":`...)
-	dst = strconv.AppendInt(dst, int64(ServerVersion), 10)
+	dst = strconv.AppendInt(dst, int64(ServerVersion()), 10)
 	dst = append(dst, `,"opaque":`...)
 	dst = strconv.AppendInt(dst, int64(opaque), 10)
 	dst = append(dst, `,"flag":`...)
@@ -156,7 +156,7 @@ func appendRocketMQResponseHeader(dst []byte, opaque int32, code ResponseCode, r
 	}
 	dst = binary.BigEndian.AppendUint16(dst, uint16(code))
 	dst = append(dst, byte(LanguageJava))
-	dst = binary.BigEndian.AppendUint16(dst, uint16(ServerVersion))
+	dst = binary.BigEndian.AppendUint16(dst, uint16(ServerVersion()))
 	dst = binary.BigEndian.AppendUint32(dst, uint32(opaque))
 	dst = binary.BigEndian.AppendUint32(dst, uint32(FlagResponse))
 	dst = binary.BigEndian.AppendUint32(dst, uint32(len(remark)))

@@ -96,7 +96,7 @@ func (c nsClient) call(cmd *codec.RemotingCommand) *codec.RemotingCommand {
 	resp := c.Next()
 	require.True(c.t, resp.IsResponse())
 	require.Equal(c.t, cmd.Opaque, resp.Opaque)
-	require.Equal(c.t, codec.ServerVersion, resp.Version)
+	require.Equal(c.t, codec.ServerVersion(), resp.Version)
 	require.Equal(c.t, codec.LanguageJava, resp.Language)
 	return resp
 }

@@ -545,6 +545,53 @@ func (t *consumeQueueTable) remove(topic string) error {
 	return errors.Join(errs...)
 }
 
+// removeExpired deletes every queue, SCHEDULE_TOPIC_XXXX's aside, whose last entry's record ends
+// before commitLogMin (all its records are gone), and a topic left without queues: RocketMQ's
+// cleanExpiredConsumerQueue. A queue without an entry is kept. It returns how many queues went.
+func (t *consumeQueueTable) removeExpired(commitLogMin int64) (int, error) {
+	var expired []*consumeQueue
+	for _, cq := range t.all() {
+		if cq.topic == ScheduleTopic {
+			continue
+		}
+		cq.mu.Lock()
+		end := cq.lastEntryEnd()
+		cq.mu.Unlock()
+		if end >= 0 && end < commitLogMin {
+			expired = append(expired, cq)
+		}
+	}
+	var errs []error
+	for _, cq := range expired {
+		t.mu.Lock()
+		qs := t.topics[cq.topic]
+		if qs[cq.queueID] != cq {
+			t.mu.Unlock()
+			continue // replaced meanwhile
+		}
+		delete(qs, cq.queueID)
+		topicGone := len(qs) == 0
+		if topicGone {
+			delete(t.topics, cq.topic)
+		}
+		t.mu.Unlock()
+		cq.mu.Lock()
+		cq.destroyed = true
+		errs = append(errs, cq.mfq.destroyAll(true))
+		cq.mu.Unlock()
+		dir := filepath.Join(t.root, cq.topic)
+		if !topicGone {
+			dir = filepath.Join(dir, strconv.Itoa(int(cq.queueID)))
+		}
+		if err := t.fs.RemoveAll(dir); err != nil {
+			errs = append(errs, err)
+		}
+		t.logger.Info("store: expired ConsumeQueue deleted", "topic", cq.topic, "queueId", cq.queueID,
+			"commitLogMinOffset", commitLogMin)
+	}
+	return len(expired), errors.Join(errs...)
+}
+
 // topicNames lists the topics, sorted.
 func (t *consumeQueueTable) topicNames() []string {
 	t.mu.RLock()

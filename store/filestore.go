@@ -41,7 +41,10 @@ type Store struct {
 
 	// Forced deletion (retention.go). forciblyKept is set while the disk is above
 	// diskSpaceCleanForciblyRatio with cleanFileForciblyEnable=false (one warning per episode).
-	forciblyKept       atomic.Bool
+	forciblyKept atomic.Bool
+	// manualDeletes counts the retention passes left that delete expired files whatever the hour
+	// (DeleteExpiredFilesManually).
+	manualDeletes      atomic.Int32
 	forcedDeletedFiles atomic.Int64 // CommitLog files deleted before fileReservedTime
 	consumerOffsets    atomic.Pointer[ConsumerOffsetsFunc]
 
@@ -882,6 +885,25 @@ func (s *Store) DeleteTopics(topics ...string) error {
 		errs = append(errs, s.queues.remove(t))
 	}
 	return errors.Join(errs...)
+}
+
+// QueueTopics lists the topics that have ConsumeQueues, sorted (CLEAN_UNUSED_TOPIC).
+func (s *Store) QueueTopics() []string { return s.queues.topicNames() }
+
+// CleanExpiredConsumeQueues deletes the ConsumeQueues whose records are all gone from the CommitLog
+// (CLEAN_EXPIRED_CONSUMEQUEUE) and returns how many went.
+func (s *Store) CleanExpiredConsumeQueues() (int, error) {
+	return s.queues.removeExpired(s.MinPhyOffset())
+}
+
+// ConsumeQueueEntry reads the ConsumeQueue entry at a queue's logical offset.
+func (s *Store) ConsumeQueueEntry(topic string, queueID int32, offset int64) (ConsumeQueueEntry, bool) {
+	cq := s.queues.find(topic, queueID)
+	if cq == nil {
+		return ConsumeQueueEntry{}, false
+	}
+	phys, size, tagsCode, ok := cq.entryAt(offset)
+	return ConsumeQueueEntry{PhyOffset: phys, Size: size, TagsCode: tagsCode}, ok
 }
 
 // diskUsedRatio is the used share of the CommitLog's file system, 0 when it cannot be read. A statfs,

@@ -291,15 +291,11 @@ func (s *Store) GetEarliestMessageTime(topic string, queueID int32) (int64, erro
 // GetCommitLogOffsetInQueue is the CommitLog offset of the message at the queue's logical offset, 0 when
 // there is none.
 func (s *Store) GetCommitLogOffsetInQueue(topic string, queueID int32, consumeQueueOffset int64) int64 {
-	cq := s.queues.find(topic, queueID)
-	if cq == nil {
-		return 0
-	}
-	phys, _, _, ok := cq.entryAt(consumeQueueOffset)
+	e, ok := s.ConsumeQueueEntry(topic, queueID, consumeQueueOffset)
 	if !ok {
 		return 0
 	}
-	return phys
+	return e.PhyOffset
 }
 
 // RecordStoreTime is the store timestamp (ms) of the record at phyOffset in s, 0 when it cannot

@@ -99,8 +99,12 @@ func (s *Store) cleanPass(now time.Time) (deleted int, settled bool, err error) 
 				"diskSpaceWarningLevelRatio", s.cfg.DiskSpaceWarningLevelRatio, "fileReservedTime", s.cfg.FileReservedTime)
 		}
 	}
-	if !s.deleteHours[now.Hour()] && !cleanNow {
+	manual := s.manualDeletes.Load() > 0
+	if !s.deleteHours[now.Hour()] && !cleanNow && !manual {
 		return 0, true, nil
+	}
+	if manual {
+		s.manualDeletes.Add(-1)
 	}
 	deleted, err = s.deleteExpiredCommitLog(now, forcibly, ratio)
 	if deleted > 0 {
@@ -109,6 +113,15 @@ func (s *Store) cleanPass(now time.Time) (deleted int, settled bool, err error) 
 	}
 	return deleted, true, errors.Join(err, s.cleanLogics())
 }
+
+// manualDeleteTimes is RocketMQ's MAX_MANUAL_DELETE_FILE_TIMES: the retention passes that, after a
+// DELETE_EXPIRED_COMMITLOG, delete expired files whatever the hour.
+const manualDeleteTimes = 20
+
+// DeleteExpiredFilesManually makes the next manualDeleteTimes retention passes delete the CommitLog
+// files older than fileReservedTime at once instead of waiting for deleteWhen (DELETE_EXPIRED_COMMITLOG,
+// RocketMQ's executeDeleteFilesManually).
+func (s *Store) DeleteExpiredFilesManually() { s.manualDeletes.Store(manualDeleteTimes) }
 
 // waitForCreation returns once no CommitLog file is being created.
 func (s *Store) waitForCreation() {

@@ -199,3 +199,69 @@ func TestFlushIOErrorMakesStoreReadOnly(t *testing.T) {
 	require.ErrorIs(t, err, ErrFlushFailed)
 	require.ErrorIs(t, err, ErrServiceNotAvailable)
 }
+
+// CleanExpiredConsumeQueues (CLEAN_EXPIRED_CONSUMEQUEUE) deletes a queue whose records retention
+// removed, and its topic when no queue is left, as RocketMQ's cleanExpiredConsumerQueue does;
+// queues with live records stay.
+func TestCleanExpiredConsumeQueues(t *testing.T) {
+	var pct atomic.Int64
+	pct.Store(50)
+	cfg := testConfig(t.TempDir())
+	now := time.Now()
+	clock := testutil.NewManualClockAt(now)
+	s := openStarted(t, cfg, Deps{FS: usageFS(&pct), Clock: clock.Now})
+	mustPut(t, s, testMessage("Old", 0, body(500, "O")))
+	fillFiles(t, s, 4)
+	n, err := s.CleanExpiredConsumeQueues()
+	require.NoError(t, err)
+	require.Zero(t, n, "every record is still there")
+
+	expired := time.Date(now.Year(), now.Month(), now.Day()+4, 4, 0, 0, 0, time.Local)
+	for {
+		n, err := s.cleanOnce(expired)
+		require.NoError(t, err)
+		if n == 0 {
+			break
+		}
+	}
+	require.Positive(t, s.MinPhyOffset(), "Old's record, the first, is gone")
+	require.Contains(t, s.QueueTopics(), "Old")
+
+	n, err = s.CleanExpiredConsumeQueues()
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, []string{"T"}, s.QueueTopics())
+	require.Equal(t, int64(0), s.GetMaxOffsetInQueue("Old", 0))
+	require.NoDirExists(t, cfg.consumeQueueDir()+"/Old")
+	require.Greater(t, s.GetMaxOffsetInQueue("T", 1), int64(0))
+}
+
+// DeleteExpiredFilesManually (DELETE_EXPIRED_COMMITLOG): expired files go at the next passes
+// whatever the hour, for manualDeleteTimes passes, then deleteWhen rules again.
+func TestDeleteExpiredFilesManually(t *testing.T) {
+	var pct atomic.Int64
+	pct.Store(50)
+	cfg := testConfig(t.TempDir())
+	cfg.DeleteFilesBatchMax = 1
+	now := time.Now()
+	clock := testutil.NewManualClockAt(now)
+	s := openStarted(t, cfg, Deps{FS: usageFS(&pct), Clock: clock.Now})
+	fillFiles(t, s, 4)
+	files := s.commitLog.mfq.snapshot()
+	notDeleteWhen := time.Date(now.Year(), now.Month(), now.Day()+4, 5, 0, 0, 0, time.Local) // expired, 05:00
+	n, err := s.cleanOnce(notDeleteWhen)
+	require.NoError(t, err)
+	require.Zero(t, n, "05:00 is not deleteWhen")
+
+	s.DeleteExpiredFilesManually()
+	n, err = s.cleanOnce(notDeleteWhen)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "a manual pass deletes at once (deleteFilesBatchMax)")
+	require.Equal(t, files[1].fromOffset, s.MinPhyOffset())
+	for range manualDeleteTimes - 1 {
+		_, err = s.cleanOnce(notDeleteWhen)
+		require.NoError(t, err)
+	}
+	require.Equal(t, files[len(files)-1].fromOffset, s.MinPhyOffset(), "every expired file but the newest went")
+	require.Zero(t, s.manualDeletes.Load(), "the manual passes are used up")
+}

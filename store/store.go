@@ -192,6 +192,14 @@ func (f RunningFlags) String() string {
 	return strings.Join(parts, "|")
 }
 
+// ConsumeQueueEntry is one ConsumeQueue entry: where its record is in the CommitLog, how long it
+// is, and its tag code.
+type ConsumeQueueEntry struct {
+	PhyOffset int64
+	Size      int32
+	TagsCode  int64
+}
+
 // MessageFilter decides from a ConsumeQueue entry's tag code whether a message matches a subscription.
 // nil matches everything. Implementations must be safe for concurrent use and must not allocate.
 type MessageFilter interface {
@@ -376,6 +384,17 @@ type MessageStore interface {
 	BeginTimeInLock() time.Duration
 	// DeleteTopics removes topics' ConsumeQueues and queue offsets.
 	DeleteTopics(topics ...string) error
+	// QueueTopics lists the topics that have ConsumeQueues, sorted.
+	QueueTopics() []string
+	// DeleteExpiredFilesManually makes the next retention passes delete the CommitLog files older than
+	// fileReservedTime whatever the hour (DELETE_EXPIRED_COMMITLOG).
+	DeleteExpiredFilesManually()
+	// CleanExpiredConsumeQueues deletes the ConsumeQueues whose last record is before the CommitLog's
+	// start (SCHEDULE_TOPIC_XXXX's aside) and returns how many went.
+	CleanExpiredConsumeQueues() (int, error)
+	// ConsumeQueueEntry reads the ConsumeQueue entry at a queue's logical offset; false when the
+	// queue has none there (QUERY_CONSUME_QUEUE).
+	ConsumeQueueEntry(topic string, queueID int32, offset int64) (ConsumeQueueEntry, bool)
 	// RunningFlags reports DISK_FULL, NOT_WRITEABLE and the other RunningFlags bits.
 	RunningFlags() RunningFlags
 	// Stats returns counters for GET_BROKER_RUNTIME_INFO.

@@ -434,6 +434,16 @@ func (p *Plane) ProcessGetProducerConnectionList(rc *remoting.Request) {
 	}{connectionsJSON(members)})
 }
 
+// existingTopic returns topic's config, or answers TOPIC_NOT_EXIST with RocketMQ's remark and
+// returns false.
+func (p *Plane) existingTopic(rc *remoting.Request, topic string) (codec.TopicConfig, bool) {
+	tc, ok := p.d.Topics.Get(topic)
+	if !ok {
+		rc.Reply.Answer(codec.ResponseTopicNotExist, "topic["+topic+"] not exist")
+	}
+	return tc, ok
+}
+
 // storeTimeAt returns the store timestamp of a queue entry's message, 0 when unknown.
 func (p *Plane) storeTimeAt(topic string, queueID int32, offset int64) int64 {
 	if offset < p.d.Store.GetMinOffsetInQueue(topic, queueID) || offset >= p.d.Store.GetMaxOffsetInQueue(topic, queueID) {
@@ -465,9 +475,8 @@ func (p *Plane) ProcessGetTopicStatsInfo(rc *remoting.Request) {
 	if !ok {
 		return
 	}
-	tc, ok := p.d.Topics.Get(topic)
+	tc, ok := p.existingTopic(rc, topic)
 	if !ok {
-		rc.Reply.Answer(codec.ResponseTopicNotExist, "topic["+topic+"] not exist")
 		return
 	}
 	body := []byte(`{"offsetTable":{`)
@@ -514,22 +523,31 @@ func (p *Plane) ProcessGetConsumeStats(rc *remoting.Request) {
 		if live && p.d.Consumers.FindSubscriptionData(group, topic) == nil {
 			continue
 		}
-		for q := int32(0); q < tc.ReadQueueNums; q++ {
-			brokerOffset := max(p.d.Store.GetMaxOffsetInQueue(topic, q), 0)
-			consumerOffset := max(p.d.Offsets.Query(group, topic, q), 0)
-			var last int64
-			if consumerOffset > 0 {
-				last = p.storeTimeAt(topic, q, consumerOffset-1)
-			}
-			if !first {
-				body = append(body, ',')
-			}
-			first = false
-			body = appendQueueKey(body, p.d.BrokerName, q, topic)
-			body = fmt.Appendf(body, `{"brokerOffset":%d,"consumerOffset":%d,"lastTimestamp":%d,"pullOffset":%d}`,
-				brokerOffset, consumerOffset, last, consumerOffset)
-		}
+		body, _ = p.appendOffsetTable(body, group, topic, tc, &first)
 	}
 	body = append(body, '}', '}')
 	rc.Reply.Body(body)
+}
+
+// appendOffsetTable appends ConsumeStats.offsetTable's entries of one topic for group (after a
+// comma unless *first) and returns the sum of their lags (ConsumeStats.computeTotalDiff).
+func (p *Plane) appendOffsetTable(body []byte, group, topic string, tc codec.TopicConfig, first *bool) ([]byte, int64) {
+	var diff int64
+	for q := int32(0); q < tc.ReadQueueNums; q++ {
+		brokerOffset := max(p.d.Store.GetMaxOffsetInQueue(topic, q), 0)
+		consumerOffset := max(p.d.Offsets.Query(group, topic, q), 0)
+		var last int64
+		if consumerOffset > 0 {
+			last = p.storeTimeAt(topic, q, consumerOffset-1)
+		}
+		if !*first {
+			body = append(body, ',')
+		}
+		*first = false
+		body = appendQueueKey(body, p.d.BrokerName, q, topic)
+		body = fmt.Appendf(body, `{"brokerOffset":%d,"consumerOffset":%d,"lastTimestamp":%d,"pullOffset":%d}`,
+			brokerOffset, consumerOffset, last, consumerOffset)
+		diff += brokerOffset - consumerOffset
+	}
+	return body, diff
 }

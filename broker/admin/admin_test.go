@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -198,7 +200,7 @@ func TestRuntimeInfo(t *testing.T) {
 	kv, err := codec.DecodeKVTable(resp.Body)
 	require.NoError(t, err)
 	for key, want := range map[string]string{
-		"brokerVersionDesc": "V5_3_3", "brokerVersion": "479",
+		"brokerVersionDesc": "V4_9_8", "brokerVersion": "409",
 		"bootTimestamp": "1714557600000", "runtime": "[ 1 days, 2 hours, 3 minutes, 4 seconds ]",
 		"msgPutTotalTodayNow": "4", "msgGetTotalTodayNow": "7", "putMessageAverageSize": "2.50",
 		"commitLogMaxOffset": "900", "earliestMessageTimeStamp": "0",
@@ -276,6 +278,7 @@ func (c fakeConsumers) Oneway(string, func() *codec.RemotingCommand) int        
 type fakeProducers map[string][]Client
 
 func (p fakeProducers) Connections(group string) []Client { return p[group] }
+func (p fakeProducers) Groups() []string                  { return slices.Sorted(maps.Keys(p)) }
 
 // UPDATE_BROKER_CONFIG: the body's properties reach UpdateConfig in order; its refusals and
 // failures become the answer's code and remark; only a brokerPermission change advances the topic

@@ -26,6 +26,16 @@ type Store interface {
 	Stats() store.Stats
 	// DeleteTopics removes topics' ConsumeQueues (DELETE_TOPIC_IN_BROKER).
 	DeleteTopics(topics ...string) error
+	// QueueTopics lists the topics that have ConsumeQueues (CLEAN_UNUSED_TOPIC).
+	QueueTopics() []string
+	// CleanExpiredConsumeQueues deletes the ConsumeQueues whose records are all gone
+	// (CLEAN_EXPIRED_CONSUMEQUEUE).
+	CleanExpiredConsumeQueues() (int, error)
+	// DeleteExpiredFilesManually has retention delete expired CommitLog files whatever the hour
+	// (DELETE_EXPIRED_COMMITLOG).
+	DeleteExpiredFilesManually()
+	// ConsumeQueueEntry reads one ConsumeQueue entry (QUERY_CONSUME_QUEUE).
+	ConsumeQueueEntry(topic string, queueID int32, offset int64) (store.ConsumeQueueEntry, bool)
 }
 
 var _ Store = store.MessageStore(nil)
@@ -36,6 +46,8 @@ type Client struct {
 	ClientID string
 	Language codec.LanguageCode
 	Version  int32 // the client's MQVersion ordinal
+	// LastUpdate is the client's last heartbeat.
+	LastUpdate time.Time
 }
 
 // ConsumerConnection is a live consumer group (GET_CONSUMER_CONNECTION_LIST).
@@ -66,6 +78,8 @@ type Consumers interface {
 type Producers interface {
 	// Connections lists a producer group's live members.
 	Connections(group string) []Client
+	// Groups lists the producer groups with live members, sorted.
+	Groups() []string
 }
 
 // DelayOffsets is the schedule service's live cursors, in delayOffset.json's form.
@@ -101,6 +115,8 @@ type Deps struct {
 
 	// BrokerName names the queues of GET_TOPIC_STATS_INFO and GET_CONSUME_STATS.
 	BrokerName string
+	// BrokerAddr is the address the broker registers (GET_BROKER_CONSUME_STATS's brokerAddr).
+	BrokerAddr string
 	// IsSlave: topics and subscription groups are refused (SlaveRemark).
 	IsSlave bool
 	// BootTime is when the broker was built (bootTimestamp, runtime, GET_BROKER_CONFIG's

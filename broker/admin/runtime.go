@@ -12,9 +12,6 @@ import (
 	"github.com/ringmq/ringmq/store"
 )
 
-// brokerVersionDesc is MQVersion.getVersionDesc(codec.ServerVersion) (479 = V5_3_3).
-const brokerVersionDesc = "V5_3_3"
-
 // ProcessGetBrokerRuntimeInfo answers a KVTable with the keys mqadmin brokerStatus shows.
 func (p *Plane) ProcessGetBrokerRuntimeInfo(rc *remoting.Request) {
 	table := p.runtimeInfo()
@@ -34,8 +31,8 @@ func (p *Plane) runtimeInfo() map[string]string {
 	now := p.d.Clock()
 	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
 	t := map[string]string{
-		"brokerVersionDesc":                brokerVersionDesc,
-		"brokerVersion":                    strconv.Itoa(int(codec.ServerVersion)),
+		"brokerVersionDesc":                codec.MQVersionName(codec.ServerVersion()),
+		"brokerVersion":                    strconv.Itoa(int(codec.ServerVersion())),
 		"bootTimestamp":                    i64(p.d.BootTime.UnixMilli()),
 		"runtime":                          runtimeText(now.Sub(p.d.BootTime)),
 		"brokerActive":                     "true",

@@ -387,6 +387,20 @@ func (m *ProducerManager) AvailableConn(group string) (netio.Conn, bool) {
 	return best.Conn, found
 }
 
+// Groups returns the producer groups with live members, sorted.
+func (m *ProducerManager) Groups() []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]string, 0, len(m.groups))
+	for name, members := range m.groups {
+		if len(members) > 0 {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Members returns a copy of a producer group's members sorted by client id (nil when none).
 func (m *ProducerManager) Members(group string) []ClientChannelInfo {
 	m.mu.RLock()

@@ -187,6 +187,21 @@ func (m *ConsumerOffsetManager) TopicsByGroup(group string) []string {
 	return out
 }
 
+// CloneOffset replaces destGroup's offsets in topic with a copy of srcGroup's, as RocketMQ's
+// cloneOffset does; it reports false (and changes nothing) when srcGroup has none there.
+func (m *ConsumerOffsetManager) CloneOffset(srcGroup, destGroup, topic string) bool {
+	m.mu.Lock()
+	src, ok := m.table[offsetKey{topic, srcGroup}]
+	if ok {
+		m.table[offsetKey{topic, destGroup}] = maps.Clone(src)
+	}
+	m.mu.Unlock()
+	if ok {
+		m.file.dirty.Store(true)
+	}
+	return ok
+}
+
 // RemoveTopic forgets every group's offsets in topic (the topic was deleted).
 func (m *ConsumerOffsetManager) RemoveTopic(topic string) int {
 	return m.removeWhere(func(k offsetKey) bool { return k.topic == topic })

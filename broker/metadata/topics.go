@@ -221,8 +221,11 @@ func NewTopicConfigManager(opts TopicOptions, storePathRootDir string, clock fun
 		add(withQueues(opts.TraceTopicName, 1))
 	}
 	add(withQueues(opts.ClusterName+ReplyTopicSuffix, 1))
+	// RMQ_SYS_TRANS_HALF_TOPIC is listed (RocketMQ creates it when its check service first looks
+	// for half messages); RMQ_SYS_TRANS_OP_HALF_TOPIC is not: RocketMQ writes its op records to
+	// the store without a topic config, so the name servers, topicList and GET_ALL_TOPIC_CONFIG
+	// never show it. Its queue is read and written through the store alone (sendplane).
 	add(withQueues(TransHalfTopic, 1))
-	add(withQueues(TransOpHalfTopic, 1))
 	m.state.Store(newTopicState(table, codec.DataVersion{Timestamp: clock().UnixMilli()}))
 	return m
 }
@@ -240,6 +243,9 @@ func (m *TopicConfigManager) Load() error {
 		old := m.state.Load()
 		table := maps.Clone(old.table)
 		for name, tc := range w.TopicConfigTable {
+			if name == TransOpHalfTopic {
+				continue // written by an older ringmq: RocketMQ keeps no config for it
+			}
 			if tc.TopicName == "" {
 				tc.TopicName = name
 			}
@@ -272,16 +278,24 @@ func (m *TopicConfigManager) Contains(topic string) bool {
 	return ok
 }
 
+// staticSystemTopics are RocketMQ's TopicValidator.SYSTEM_TOPIC_SET before any broker adds to it.
+var staticSystemTopics = []string{AutoCreateTopicKeyTopic, ScheduleTopic, BenchmarkTopic, TransHalfTopic,
+	DefaultTraceTopic, TransOpHalfTopic, TransCheckMaxTimeTopic, SelfTestTopic, OffsetMovedEventTopic}
+
+// SystemTopics lists the system topics as RocketMQ's TopicValidator.getSystemTopicSet does on a
+// broker (GET_SYSTEM_TOPIC_LIST_FROM_BROKER): its static set plus the broker's built-in topics
+// (the cluster, broker, reply and trace topics among them), sorted.
+func (m *TopicConfigManager) SystemTopics() []string {
+	out := slices.Concat(staticSystemTopics, slices.Collect(maps.Keys(m.system)))
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // IsSystemTopic reports whether topic is one of the broker's built-in topics (including the
 // cluster, broker and reply topics of this broker) or carries the rmq_sys_ prefix. Such
 // topics cannot be created or deleted through the admin API.
 func (m *TopicConfigManager) IsSystemTopic(topic string) bool {
-	switch topic {
-	case AutoCreateTopicKeyTopic, ScheduleTopic, BenchmarkTopic, TransHalfTopic, TransOpHalfTopic,
-		TransCheckMaxTimeTopic, DefaultTraceTopic, SelfTestTopic, OffsetMovedEventTopic:
-		return true
-	}
-	return m.system[topic] || strings.HasPrefix(topic, SystemTopicPrefix)
+	return slices.Contains(staticSystemTopics, topic) || m.system[topic] || strings.HasPrefix(topic, SystemTopicPrefix)
 }
 
 // DataVersion returns the table's current version.

@@ -29,16 +29,15 @@ func TestTopicManagerBuiltIns(t *testing.T) {
 		perm   int32
 	}
 	expect := map[string]want{
-		"SELF_TEST_TOPIC":             {1, 6},
-		"TBW102":                      {8, 7},
-		"BenchmarkTest":               {1024, 6},
-		"C1":                          {16, 7},
-		"b1":                          {1, 7},
-		"OFFSET_MOVED_EVENT":          {1, 6},
-		"SCHEDULE_TOPIC_XXXX":         {18, 6},
-		"C1_REPLY_TOPIC":              {1, 6},
-		"RMQ_SYS_TRANS_HALF_TOPIC":    {1, 6},
-		"RMQ_SYS_TRANS_OP_HALF_TOPIC": {1, 6},
+		"SELF_TEST_TOPIC":          {1, 6},
+		"TBW102":                   {8, 7},
+		"BenchmarkTest":            {1024, 6},
+		"C1":                       {16, 7},
+		"b1":                       {1, 7},
+		"OFFSET_MOVED_EVENT":       {1, 6},
+		"SCHEDULE_TOPIC_XXXX":      {18, 6},
+		"C1_REPLY_TOPIC":           {1, 6},
+		"RMQ_SYS_TRANS_HALF_TOPIC": {1, 6},
 	}
 	require.ElementsMatch(t, mapKeys(expect), m.TopicNames())
 	for name, w := range expect {
@@ -193,6 +192,20 @@ func TestTopicManagerPersistenceRoundTrip(t *testing.T) {
 	m2 := NewTopicConfigManager(testTopicOptions(), dir, time.Now, logtest.Discard())
 	require.NoError(t, m2.Load())
 	require.Equal(t, m.Snapshot(), m2.Snapshot())
+
+	// A topics.json an older ringmq wrote lists RMQ_SYS_TRANS_OP_HALF_TOPIC: it is left out, as
+	// RocketMQ keeps no config for that topic.
+	withOp := m.Snapshot()
+	withOp.TopicConfigTable[TransOpHalfTopic] = codec.NewTopicConfig(TransOpHalfTopic)
+	old, err := withOp.Encode(true)
+	require.NoError(t, err)
+	opDir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(opDir, "config"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(opDir, "config", "topics.json"), old, 0o644))
+	mOp := NewTopicConfigManager(testTopicOptions(), opDir, time.Now, logtest.Discard())
+	require.NoError(t, mOp.Load())
+	require.False(t, mOp.Contains(TransOpHalfTopic))
+	require.Equal(t, m.Snapshot(), mOp.Snapshot())
 
 	// Delete writes the file again and keeps the previous one as .bak.
 	ok, err := m2.Delete("Orders")

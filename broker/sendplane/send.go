@@ -353,8 +353,11 @@ func (p *Plane) prepareMessage(r *sendRequest, rc *remoting.Request, tc *codec.T
 	}
 
 	// Properties: the client's minus WAIT (and DELAY when it is dropped or rewritten),
-	// then UNIQ_KEY if missing, CLUSTER, and the redirection's keys.
-	prop := copyProperties(r.props[:0], clientProps, toDLQ || delayed)
+	// then UNIQ_KEY if missing, CLUSTER, and the redirection's keys. A delayed message keeps
+	// WAIT: RocketMQ 4.9.8 leaves it out of a stored message to save bytes, but rebuilds a
+	// delayed one's properties from the whole map (CommitLog.asyncPutMessage), WAIT included,
+	// and the delivered copy keeps them (delay.go).
+	prop := copyProperties(r.props[:0], clientProps, !delayed, toDLQ || delayed)
 	if v, ok := codec.LookupProperty(clientProps, codec.PropertyUniqClientMessageIDKey); ok && len(v) > 0 {
 		r.uniqKey = append(r.uniqKey[:0], v...)
 	} else {
@@ -529,11 +532,11 @@ func malformedPropertiesRemark(field string, err error) string {
 	return "the " + field + " are malformed: " + err.Error()
 }
 
-// copyProperties appends the client's properties without WAIT (and without DELAY when
-// dropDelay), ending with a separator so that more pairs can follow. The common case —
-// neither key present — is one copy.
-func copyProperties(dst, props []byte, dropDelay bool) []byte {
-	if !bytes.Contains(props, []byte(codec.PropertyWaitStoreMsgOK+"\x01")) &&
+// copyProperties appends the client's properties without WAIT when dropWait and without
+// DELAY when dropDelay, ending with a separator so that more pairs can follow. The common
+// case — neither dropped key present — is one copy.
+func copyProperties(dst, props []byte, dropWait, dropDelay bool) []byte {
+	if (!dropWait || !bytes.Contains(props, []byte(codec.PropertyWaitStoreMsgOK+"\x01"))) &&
 		(!dropDelay || !bytes.Contains(props, []byte(codec.PropertyDelayTimeLevel+"\x01"))) {
 		dst = append(dst, props...)
 		if len(props) > 0 && props[len(props)-1] != codec.PropertySeparator {
@@ -541,10 +544,13 @@ func copyProperties(dst, props []byte, dropDelay bool) []byte {
 		}
 		return dst
 	}
-	if dropDelay {
+	switch {
+	case dropWait && dropDelay:
 		return codec.AppendPropertiesWithout(dst, props, codec.PropertyWaitStoreMsgOK, codec.PropertyDelayTimeLevel)
+	case dropWait:
+		return codec.AppendPropertiesWithout(dst, props, codec.PropertyWaitStoreMsgOK)
 	}
-	return codec.AppendPropertiesWithout(dst, props, codec.PropertyWaitStoreMsgOK)
+	return codec.AppendPropertiesWithout(dst, props, codec.PropertyDelayTimeLevel)
 }
 
 func appendPropertyBytes(dst []byte, key string, value []byte) []byte {

@@ -125,7 +125,8 @@ func (a *app) rootCommand() *cobra.Command {
 		a.cleanBrokerMetadataCommand(), a.getControllerConfigCommand(), a.updateControllerConfigCommand(),
 		a.topicListCommand(), a.topicRouteCommand(), a.topicStatusCommand(), a.updateTopicCommand(), a.deleteTopicCommand(),
 		a.updateSubGroupCommand(), a.deleteSubGroupCommand(), a.consumerProgressCommand(),
-		a.consumerConnectionCommand(), a.producerConnectionCommand(), a.resetOffsetByTimeCommand(),
+		a.consumerConnectionCommand(), a.producerConnectionCommand(), a.resetOffsetByTimeCommand(), a.cloneGroupOffsetCommand(),
+		a.queryCqCommand(), a.cleanExpiredCQCommand(),
 		a.queryMsgByIDCommand(), a.queryMsgByKeyCommand(), a.queryMsgByOffsetCommand(), a.queryMsgByUniqueKeyCommand(),
 		a.sendMessageCommand(), a.consumeMessageCommand(), a.printMsgCommand(),
 	)

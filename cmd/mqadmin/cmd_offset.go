@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -122,6 +123,46 @@ func (a *app) resetOffsetByTimeCommand() *cobra.Command {
 	f.Int32VarP(&queueID, "queue", "q", 0, "queue id: only this queue")
 	f.Int64VarP(&offset, "offset", "o", 0, "expect queue offset (with -q): this offset instead of the timestamp's")
 	for _, name := range []string{"group", "topic", "timestamp"} {
+		_ = cmd.MarkFlagRequired(name)
+	}
+	return cmd
+}
+
+// cloneGroupOffsetCommand is RocketMQ's cloneGroupOffset: destGroup's offsets in the topic become
+// srcGroup's. RocketMQ's tool reads srcGroup's consume stats and writes each queue's offset with
+// UPDATE_CONSUMER_OFFSET; this one asks each master of the topic with CLONE_GROUP_OFFSET, which
+// does the same on the broker in one request.
+func (a *app) cloneGroupOffsetCommand() *cobra.Command {
+	var src, dest, topic string
+	var offline boolArg
+	cmd := &cobra.Command{
+		Use:   "cloneGroupOffset",
+		Short: "clone offset from other group.",
+		RunE: func(*cobra.Command, []string) error {
+			src, dest, topic = strings.TrimSpace(src), strings.TrimSpace(dest), strings.TrimSpace(topic)
+			masters, err := a.topicMasters(topic, "")
+			if err != nil {
+				return err
+			}
+			h := &codec.CloneGroupOffsetRequestHeader{SrcGroup: src, DestGroup: dest, Topic: topic, Offline: offline.value}
+			res := &messageResult{}
+			for _, b := range masters {
+				if _, err := a.askBroker(b.Addr, codec.RequestCloneGroupOffset, h, nil,
+					fmt.Sprintf("group %q to %q in topic %q", src, dest, topic)); err != nil {
+					return err
+				}
+				res.Addrs = append(res.Addrs, b.Addr)
+			}
+			res.message = fmt.Sprintf("clone group offset success. srcGroup[%s], destGroup=[%s], topic[%s]\n", src, dest, topic)
+			return a.emit(res)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&src, "srcGroup", "s", "", "set source consumer group")
+	f.StringVarP(&dest, "destGroup", "d", "", "set destination consumer group")
+	f.StringVarP(&topic, "topic", "t", "", "set the topic")
+	f.VarP(&offline, "offline", "o", "the group or the topic is offline")
+	for _, name := range []string{"srcGroup", "destGroup", "topic"} {
 		_ = cmd.MarkFlagRequired(name)
 	}
 	return cmd

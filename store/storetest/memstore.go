@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -523,13 +525,11 @@ func (m *MemStore) GetEarliestMessageTime(topic string, queueID int32) (int64, e
 
 // GetCommitLogOffsetInQueue is the CommitLog offset of the message at a logical offset, 0 if none.
 func (m *MemStore) GetCommitLogOffsetInQueue(topic string, queueID int32, off int64) int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	q := m.queue(topic, queueID, false)
-	if q == nil || off < q.min || off >= q.min+int64(len(q.entries)) {
+	e, ok := m.ConsumeQueueEntry(topic, queueID, off)
+	if !ok {
 		return 0
 	}
-	return q.entries[off-q.min].phys
+	return e.PhyOffset
 }
 
 // MaxPhyOffset is the log's length.
@@ -580,6 +580,32 @@ func (m *MemStore) DeleteTopics(topics ...string) error {
 		delete(m.queues, t)
 	}
 	return nil
+}
+
+// ConsumeQueueEntry reads the entry at a queue's logical offset.
+func (m *MemStore) ConsumeQueueEntry(topic string, queueID int32, off int64) (store.ConsumeQueueEntry, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q := m.queue(topic, queueID, false)
+	if q == nil || off < q.min || off >= q.min+int64(len(q.entries)) {
+		return store.ConsumeQueueEntry{}, false
+	}
+	e := q.entries[off-q.min]
+	return store.ConsumeQueueEntry{PhyOffset: e.phys, Size: e.size, TagsCode: e.tagsCode}, true
+}
+
+// CleanExpiredConsumeQueues deletes nothing: the MemStore keeps its whole log, so no queue's records
+// are ever gone.
+func (m *MemStore) CleanExpiredConsumeQueues() (int, error) { return 0, nil }
+
+// DeleteExpiredFilesManually does nothing: the MemStore has no files and no retention.
+func (m *MemStore) DeleteExpiredFilesManually() {}
+
+// QueueTopics lists the topics with queues, sorted.
+func (m *MemStore) QueueTopics() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Sorted(maps.Keys(m.queues))
 }
 
 // store.RunningFlags is always OK.
