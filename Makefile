@@ -53,12 +53,14 @@ vet:
 # Every package runs under the race detector: the ones that start goroutines
 # need it, and the pure ones (codec) are cheap enough that one rule serves all.
 # The second pass runs what skips under -race: allocation counts (the detector
-# allocates on its own). The pinned Go client is never under the detector: the
+# allocates on its own). Tests with nothing of the kind (the Go-client end-to-end
+# tests, the crash and failover tests) skip in it (testutil.SkipInSecondPass): they
+# ran whole in the first. The pinned Go client is never under the detector: the
 # tests run it in a driver process they build without -race (internal/goclient),
 # so its own data races cannot fail a run.
 unit:
 	$(GO) test -race -count=1 -timeout 15m ./...
-	$(GO) test -count=1 -timeout 15m ./...
+	RINGMQ_SECOND_PASS=1 $(GO) test -count=1 -timeout 15m ./...
 
 # Each Fuzz target for a short smoke run (go test -fuzz takes one target at a time).
 fuzz-smoke:

@@ -267,6 +267,7 @@ func TestCrashSyncMasterSlaveTransientPool(t *testing.T) {
 
 // crashSyncMasterSlave runs the rounds, with the transient pool where transientIn says.
 func crashSyncMasterSlave(t *testing.T, transientIn func(round int) bool) {
+	testutil.SkipInSecondPass(t)
 	if testing.Short() {
 		t.Skip("starts broker processes")
 	}

@@ -51,6 +51,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/store"
 	"github.com/ringmq/ringmq/store/vfs/faultfs"
 )
@@ -286,6 +287,7 @@ func crashVerify(t *testing.T, addr string, acks, indexAcks []relAck) int {
 }
 
 func TestCrashBrokerSIGKILL(t *testing.T) {
+	testutil.SkipInSecondPass(t)
 	if testing.Short() {
 		t.Skip("starts broker processes")
 	}
@@ -364,6 +366,7 @@ func testCrashSIGKILL(t *testing.T, flushDiskType string, rounds int) {
 }
 
 func TestCrashBrokerPowerLoss(t *testing.T) {
+	testutil.SkipInSecondPass(t)
 	if testing.Short() {
 		t.Skip("long")
 	}

@@ -168,6 +168,7 @@ func sendErr(p interface {
 }
 
 func TestACLGoClientEndToEnd(t *testing.T) {
+	testutil.SkipInSecondPass(t)
 	if testing.Short() {
 		t.Skip("end-to-end with the Go client")
 	}

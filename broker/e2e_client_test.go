@@ -190,6 +190,7 @@ func committed(b *Broker, group, topic string, n int32) int64 {
 }
 
 func TestGoClientEndToEnd(t *testing.T) {
+	testutil.SkipInSecondPass(t)
 	if testing.Short() {
 		t.Skip("end-to-end with the Go client")
 	}

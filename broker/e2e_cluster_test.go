@@ -19,6 +19,7 @@ import (
 // a producer sends everything to broker-a, and a consumer group gets every message once: broker-a's from
 // its master, broker-b's backlog from broker-b's slave.
 func TestGoClientCluster(t *testing.T) {
+	testutil.SkipInSecondPass(t)
 	if testing.Short() {
 		t.Skip("end-to-end with the Go client")
 	}

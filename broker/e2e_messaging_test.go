@@ -77,6 +77,7 @@ func (e *e2eEnv) prepareGroup(t *testing.T, group string) {
 }
 
 func TestGoClientMessaging(t *testing.T) {
+	testutil.SkipInSecondPass(t)
 	if testing.Short() {
 		t.Skip("end-to-end with the Go client")
 	}

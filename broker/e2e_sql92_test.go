@@ -17,6 +17,7 @@ import (
 // consumer gets exactly the messages whose properties match, each once, and the group's
 // committed offsets still reach the end of every queue, past the messages filtered out.
 func TestGoClientSQL92(t *testing.T) {
+	testutil.SkipInSecondPass(t)
 	if testing.Short() {
 		t.Skip("end-to-end with the Go client")
 	}

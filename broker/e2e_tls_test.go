@@ -136,6 +136,7 @@ func tlsCall(t *testing.T, addr string, cfg *tls.Config, topic string) (*codec.R
 }
 
 func TestTLSGoClientEndToEnd(t *testing.T) {
+	testutil.SkipInSecondPass(t)
 	if testing.Short() {
 		t.Skip("end-to-end with the Go client")
 	}

@@ -335,6 +335,7 @@ func probe(addr string) bool {
 }
 
 func TestCrashControllerFailover(t *testing.T) {
+	testutil.SkipInSecondPass(t)
 	if testing.Short() {
 		t.Skip("starts broker processes")
 	}

@@ -179,6 +179,7 @@ func requireHolds(t *testing.T, addr string, msgs []acked) {
 // had, is told to truncate it, reopens its store cut there and follows, and ends with the new
 // master's CommitLog.
 func TestFailoverElectsTheInSyncReplicaAndTheOldMasterTruncates(t *testing.T) {
+	testutil.SkipInSecondPass(t)
 	ctrl := startController(t)
 	a := startReplica(t, replicaConfig(t, ctrl))
 	testutil.Eventually(t, "A is master", a.sup.IsMaster)
@@ -323,6 +324,7 @@ func startControllers(t *testing.T, n int) ([]*controller.Controller, string) {
 // which (after the grace period that lets brokers find it) elects the replica in sync; it has every
 // acknowledged message and takes writes.
 func TestFailoverAcrossAControllerLeaderLoss(t *testing.T) {
+	testutil.SkipInSecondPass(t)
 	cs, addrs := startControllers(t, 3)
 	a := startReplica(t, replicaConfig(t, addrs))
 	testutil.Eventually(t, "A is master", a.sup.IsMaster)

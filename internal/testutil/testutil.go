@@ -12,6 +12,7 @@
 package testutil
 
 import (
+	"os"
 	"testing"
 	"time"
 )
@@ -57,4 +58,18 @@ func Poll(timeout time.Duration, cond func() bool) bool {
 		pause = min(2*pause, maxPause)
 	}
 	return true
+}
+
+// SecondPassEnv is set by make test's second pass (without -race), which is there for what skips under
+// the race detector (allocation counts). A test with no such part ran whole in the first pass.
+const SecondPassEnv = "RINGMQ_SECOND_PASS"
+
+// SkipInSecondPass skips t in make test's second pass: its every assertion ran in the race pass, and
+// running its processes and loads again without the detector adds minutes and checks nothing new.
+// Outside make test (the variable unset) it runs as always.
+func SkipInSecondPass(t testing.TB) {
+	t.Helper()
+	if os.Getenv(SecondPassEnv) != "" {
+		t.Skip("ran in make test's race pass")
+	}
 }
