@@ -85,12 +85,10 @@ func ParseEpochEntries(data []byte) ([]EpochEntry, error) {
 		if !ok || err1 != nil || err2 != nil || e < 0 || s < 0 {
 			return nil, fmt.Errorf("%w: line %d: %q, want epoch-startOffset", ErrEpochFile, line, text)
 		}
-		entry := EpochEntry{Epoch: int32(e), StartOffset: s}
-		if n := len(list); n > 0 && (entry.Epoch <= list[n-1].Epoch || entry.StartOffset < list[n-1].StartOffset) {
-			return nil, fmt.Errorf("%w: line %d: entry %d-%d does not follow %d-%d", ErrEpochFile, line,
-				entry.Epoch, entry.StartOffset, list[n-1].Epoch, list[n-1].StartOffset)
+		list = append(list, EpochEntry{Epoch: int32(e), StartOffset: s})
+		if err := checkFollows(list, len(list)-1); err != nil {
+			return nil, fmt.Errorf("%w: line %d: %w", ErrEpochFile, line, err)
 		}
-		list = append(list, entry)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrEpochFile, err)
@@ -148,12 +146,20 @@ func (f *EpochFile) Append(e EpochEntry) error {
 	return f.storeLocked(append(list, e))
 }
 
+// checkFollows reports whether entry i of list follows entry i-1: a newer epoch, not an older start.
+func checkFollows(list []EpochEntry, i int) error {
+	if i > 0 && (list[i].Epoch <= list[i-1].Epoch || list[i].StartOffset < list[i-1].StartOffset) {
+		return fmt.Errorf("entry %d-%d does not follow %d-%d",
+			list[i].Epoch, list[i].StartOffset, list[i-1].Epoch, list[i-1].StartOffset)
+	}
+	return nil
+}
+
 // Reset replaces every entry (a replica adopting its master's after the handshake).
 func (f *EpochFile) Reset(list []EpochEntry) error {
-	for i := 1; i < len(list); i++ {
-		if list[i].Epoch <= list[i-1].Epoch || list[i].StartOffset < list[i-1].StartOffset {
-			return fmt.Errorf("%w: entry %d-%d does not follow %d-%d", ErrEpochFile,
-				list[i].Epoch, list[i].StartOffset, list[i-1].Epoch, list[i-1].StartOffset)
+	for i := range list {
+		if err := checkFollows(list, i); err != nil {
+			return fmt.Errorf("%w: %w", ErrEpochFile, err)
 		}
 	}
 	f.mu.Lock()

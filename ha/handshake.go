@@ -120,10 +120,11 @@ func readEntries(r io.Reader) ([]EpochEntry, error) {
 	for i := range list {
 		list[i] = EpochEntry{Epoch: int32(binary.BigEndian.Uint32(buf[12*i:])),
 			StartOffset: int64(binary.BigEndian.Uint64(buf[12*i+4:]))}
-		e := list[i]
-		if e.Epoch < 0 || e.StartOffset < 0 ||
-			i > 0 && (e.Epoch <= list[i-1].Epoch || e.StartOffset < list[i-1].StartOffset) {
-			return nil, fmt.Errorf("%w: epoch entry %d (%d at %d) out of order", ErrHandshake, i, e.Epoch, e.StartOffset)
+		if e := list[i]; e.Epoch < 0 || e.StartOffset < 0 {
+			return nil, fmt.Errorf("%w: epoch entry %d: epoch %d at %d", ErrHandshake, i, e.Epoch, e.StartOffset)
+		}
+		if err := checkFollows(list, i); err != nil {
+			return nil, fmt.Errorf("%w: epoch entry %d: %w", ErrHandshake, i, err)
 		}
 	}
 	return list, nil

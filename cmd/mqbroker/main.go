@@ -185,6 +185,12 @@ func serve(cfg broker.Config, configFile string, stdout, stderr io.Writer, logge
 		fmt.Fprintf(stderr, "mqbroker: shutdown: %v\n", err)
 		status = 1
 	}
+	return finish(stdout, stderr, metrics, status)
+}
+
+// finish closes the operators' endpoint after the broker stopped and prints Java's last line; it
+// returns status, or 1 when the endpoint fails to close.
+func finish(stdout, stderr io.Writer, metrics *opsserver.Server, status int) int {
 	if metrics != nil {
 		if err := metrics.Close(); err != nil {
 			fmt.Fprintf(stderr, "mqbroker: metrics server: %v\n", err)
@@ -237,14 +243,7 @@ func runControlled(sup *controlled.Supervisor, cfg broker.Config, stdout, stderr
 		fmt.Fprintf(stderr, "mqbroker: controller mode stopped: %v\n", err)
 		status = 1
 	}
-	if metrics != nil {
-		if err := metrics.Close(); err != nil {
-			fmt.Fprintf(stderr, "mqbroker: metrics server: %v\n", err)
-			status = 1
-		}
-	}
-	fmt.Fprintln(stdout, "The broker shut down.")
-	return status
+	return finish(stdout, stderr, metrics, status)
 }
 
 func absPath(p string) string {
