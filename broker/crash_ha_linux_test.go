@@ -302,7 +302,7 @@ func crashSyncMasterSlave(t *testing.T, transientIn func(round int) bool) {
 			map[bool]string{true: "SIGKILL", false: "SIGTERM"}[killSlave])
 
 		master := startCrashChild(t, haCrashMasterConf(masterDir, ports, flushDiskType, transient))
-		mc := remotingtest.Dial(t, master.addr)
+		mc := remotingtest.Dial(t, master.Addr)
 		if round == 0 || freshMaster {
 			for _, topic := range crashTopics {
 				relCreateTopic(t, mc, topic, 4)
@@ -312,16 +312,16 @@ func crashSyncMasterSlave(t *testing.T, transientIn func(round int) bool) {
 		probe := &haProber{c: mc, prefix: fmt.Sprintf("probe-r%03d", round)}
 		history = append(history, probe.probeUntil(t, codec.ResponseSuccess, codec.ResponseSlaveNotAvailable))
 
-		cfg := crashLoadConfig(master.addr, round, seed)
+		cfg := crashLoadConfig(master.Addr, round, seed)
 		cfg.waitStoreMsgOK = true
 		load := startRelLoad(cfg)
 		if !load.waitAcked(target, 2*time.Minute) {
 			load.halt()
 			_, codes, remarks, failures := load.result()
 			t.Fatalf("round %d: %d of %d acknowledgements; codes %v %v, %d failures\nmaster stderr:\n%s\nslave stderr:\n%s",
-				round, load.acked.Load(), target, codes, remarks, failures, master.stderr, slave.stderr)
+				round, load.acked.Load(), target, codes, remarks, failures, master.Stderr(), slave.Stderr())
 		}
-		master.kill(t)
+		master.Kill(t)
 		load.halt()
 		mc.Close()
 		acks, codes, remarks, failures := load.result()
@@ -329,11 +329,11 @@ func crashSyncMasterSlave(t *testing.T, transientIn func(round int) bool) {
 			require.Failf(t, "unexpected answer", "round %d: code %d (%q) x%d", round, code, remarks[code], codes[code])
 		}
 		if killSlave {
-			slave.kill(t)
+			slave.Kill(t)
 		} else {
-			slave.terminate(t)
+			slave.Terminate(t)
 		}
-		require.NotContains(t, master.stderr.String(), "refusing a slave",
+		require.NotContains(t, master.Stderr(), "refusing a slave",
 			"round %d: the master never found its slave ahead or diverged", round)
 
 		history = append(history, acks...)
@@ -355,18 +355,18 @@ func crashSyncMasterSlave(t *testing.T, transientIn func(round int) bool) {
 	t.Logf("restart phase: SYNC_FLUSH; stop the slave by %s after %d acknowledgements",
 		map[bool]string{true: "SIGKILL", false: "SIGTERM"}[killSlave], target)
 	master := startCrashChild(t, haCrashMasterConf(masterDir, ports, "SYNC_FLUSH", transientIn(round)))
-	mc := remotingtest.Dial(t, master.addr)
+	mc := remotingtest.Dial(t, master.Addr)
 	slave := startCrashChild(t, haCrashSlaveConf(slaveDir, ports, "SYNC_FLUSH", false))
 	probe := &haProber{c: mc, prefix: fmt.Sprintf("probe-r%03d", round)}
 	history = append(history, probe.probeUntil(t, codec.ResponseSuccess, codec.ResponseSlaveNotAvailable))
-	cfg := crashLoadConfig(master.addr, round, seed)
+	cfg := crashLoadConfig(master.Addr, round, seed)
 	cfg.waitStoreMsgOK = true
 	load := startRelLoad(cfg)
 	require.True(t, load.waitAcked(target, 2*time.Minute), "acknowledgements before the slave stops")
 	if killSlave {
-		slave.kill(t)
+		slave.Kill(t)
 	} else {
-		slave.terminate(t)
+		slave.Terminate(t)
 	}
 	// Without its slave the master answers SLAVE_NOT_AVAILABLE at once; the message is stored
 	// and reaches the slave once it is back.
@@ -381,8 +381,8 @@ func crashSyncMasterSlave(t *testing.T, transientIn func(round int) bool) {
 	}
 	// Nothing else writes now: once this is answered SUCCESS the slave holds the master's end.
 	last := probe.probeUntil(t, codec.ResponseSuccess)
-	master.terminate(t)
-	slave.terminate(t)
+	master.Terminate(t)
+	slave.Terminate(t)
 	history = append(history, acks...)
 	history = append(history, gone, back, last)
 	ml, sl := readHACommitLog(t, masterDir), readHACommitLog(t, slaveDir)
@@ -393,6 +393,6 @@ func crashSyncMasterSlave(t *testing.T, transientIn func(round int) bool) {
 	t.Logf("restart phase: %d acknowledged, %d SLAVE_NOT_AVAILABLE answers to the load; slave CommitLog [%d, %d) "+
 		"byte-identical to the master's and ending where it does",
 		len(acks), codes[int32(codec.ResponseSlaveNotAvailable)], sl.first, end)
-	require.NotContains(t, master.stderr.String(), "refusing a slave", "the master never found its slave diverged")
+	require.NotContains(t, master.Stderr(), "refusing a slave", "the master never found its slave diverged")
 	t.Logf("%d rounds: %d acknowledged messages checked on the slave at the end", rounds, len(history))
 }

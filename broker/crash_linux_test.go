@@ -31,15 +31,11 @@ package broker
 // replays a seed the log printed.
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -50,6 +46,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringmq/ringmq/internal/childproc"
 	"github.com/ringmq/ringmq/internal/remotingtest"
 	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/store"
@@ -136,108 +133,13 @@ func crashSeed(t testing.TB) uint64 {
 	return seed
 }
 
-// lockedBuffer collects a child's stderr.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// crashChild is one running child broker.
-type crashChild struct {
-	cmd    *exec.Cmd
-	addr   string
-	stderr *lockedBuffer
-	lines  chan string // stdout lines after READY
-	exited chan struct{}
-	err    error // Wait's result, after exited
-}
+// crashChild is one running child broker (internal/childproc).
+type crashChild = childproc.Child
 
 // startCrashChild starts the broker child with conf and waits for READY.
 func startCrashChild(t *testing.T, conf []string) *crashChild {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+strings.Join(conf, "\n"))
-	// The broker must not outlive a test process that dies.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	c := &crashChild{cmd: cmd, stderr: &lockedBuffer{}, lines: make(chan string, 16), exited: make(chan struct{})}
-	cmd.Stderr = c.stderr
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			line := sc.Text()
-			if addr, ok := strings.CutPrefix(line, "READY "); ok {
-				ready <- addr
-				continue
-			}
-			select {
-			case c.lines <- line:
-			default:
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-		c.err = cmd.Wait()
-		close(c.exited)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-c.exited
-	})
-	select {
-	case c.addr = <-ready:
-	case <-c.exited:
-		t.Fatalf("broker child exited before READY: %v\nstderr:\n%s", c.err, c.stderr)
-	case <-time.After(90 * time.Second):
-		t.Fatalf("broker child not READY within 90 s\nstderr:\n%s", c.stderr)
-	}
-	return c
-}
-
-// kill sends SIGKILL and waits for the child to die.
-func (c *crashChild) kill(t *testing.T) {
-	t.Helper()
-	require.NoError(t, c.cmd.Process.Signal(syscall.SIGKILL))
-	<-c.exited
-}
-
-// terminate sends SIGTERM and requires a clean shutdown (exit 0, "STOPPED").
-func (c *crashChild) terminate(t *testing.T) {
-	t.Helper()
-	require.NoError(t, c.cmd.Process.Signal(syscall.SIGTERM))
-	select {
-	case <-c.exited:
-	case <-time.After(90 * time.Second):
-		// SIGQUIT makes the Go runtime write every goroutine's stack to stderr before exiting.
-		_ = c.cmd.Process.Signal(syscall.SIGQUIT)
-		select {
-		case <-c.exited:
-		case <-time.After(10 * time.Second):
-		}
-		t.Fatalf("broker child did not stop within 90 s of SIGTERM\nstderr (goroutines after SIGQUIT):\n%s", c.stderr)
-	}
-	require.NoError(t, c.err, "broker child exit after SIGTERM\nstderr:\n%s", c.stderr)
-	stopped := false
-	for len(c.lines) > 0 {
-		if <-c.lines == "STOPPED" {
-			stopped = true
-		}
-	}
-	require.True(t, stopped, "broker child did not report a clean shutdown\nstderr:\n%s", c.stderr)
+	return childproc.Start(t, crashChildEnv, conf)
 }
 
 // crashChildConf is the child's broker.conf.
@@ -317,22 +219,22 @@ func testCrashSIGKILL(t *testing.T, flushDiskType string, rounds int) {
 		child := startCrashChild(t, append(crashChildConf(dir, port, flushDiskType, transient),
 			"haListenPort="+strconv.Itoa(pickPort(t, port)))) // listenPort + 1 may be taken
 		if round == 0 {
-			c := remotingtest.Dial(t, child.addr)
+			c := remotingtest.Dial(t, child.Addr)
 			for _, topic := range crashTopics {
 				relCreateTopic(t, c, topic, 4)
 			}
 			c.Close()
 		}
 		// Recovery kept every message acknowledged so far.
-		stats.stored = crashVerify(t, child.addr, acked, lastRound)
+		stats.stored = crashVerify(t, child.Addr, acked, lastRound)
 
-		load := startRelLoad(crashLoadConfig(child.addr, round, seed))
+		load := startRelLoad(crashLoadConfig(child.Addr, round, seed))
 		target := int64(100 + rng.IntN(700))
 		if !load.waitAcked(target, 2*time.Minute) {
 			load.halt()
 			_, codes, remarks, failures := load.result()
 			t.Fatalf("round %d: %d of %d acknowledgements; codes %v %v, %d failures\nstderr:\n%s",
-				round, load.acked.Load(), target, codes, remarks, failures, child.stderr)
+				round, load.acked.Load(), target, codes, remarks, failures, child.Stderr())
 		}
 		stop(child)
 		load.halt()
@@ -347,17 +249,17 @@ func testCrashSIGKILL(t *testing.T, flushDiskType string, rounds int) {
 		lastRound = acks
 	}
 	for round := range rounds {
-		runRound(round, func(c *crashChild) { c.kill(t) })
+		runRound(round, func(c *crashChild) { c.Kill(t) })
 	}
 	// SIGTERM under load: a clean shutdown loses nothing acknowledged.
-	runRound(rounds, func(c *crashChild) { c.terminate(t) })
+	runRound(rounds, func(c *crashChild) { c.Terminate(t) })
 	child := startCrashChild(t, append(crashChildConf(dir, port, flushDiskType, false),
 		"haListenPort="+strconv.Itoa(pickPort(t, port)))) // listenPort + 1 may be taken
-	stored := crashVerify(t, child.addr, acked, acked)
-	c := remotingtest.Dial(t, child.addr)
+	stored := crashVerify(t, child.Addr, acked, acked)
+	c := remotingtest.Dial(t, child.Addr)
 	want := relQueueCounts(t, c, crashTopics, 4)
 	c.Close()
-	child.terminate(t)
+	child.Terminate(t)
 	entries := relCheckStoreFiles(t, dir, crashCommitLogMiB<<20, want)
 	require.Equal(t, stored, entries)
 	t.Logf("%s: %d SIGKILL rounds + 1 SIGTERM round; %d acknowledged messages verified (body, offsets, index), "+

@@ -280,15 +280,15 @@ func TestMemoryUnderBigFrames(t *testing.T) {
 
 func testMemoryUnderBigFrames(t *testing.T, engine string) {
 	child := startCrashChild(t, memoryChildConf(t.TempDir(), engine))
-	pid := child.cmd.Process.Pid
+	pid := child.Pid()
 	if err := resetPeak(pid); err != nil {
 		t.Skipf("cannot reset the peak RSS of the broker (clear_refs): %v", err)
 	}
-	admin := remotingtest.Dial(t, child.addr)
+	admin := remotingtest.Dial(t, child.Addr)
 	relCreateTopic(t, admin, hostileTopic, 4)
 	relCreateTopic(t, admin, goodTopic, 4)
 	relCreateTopic(t, admin, memoryBigTopic, 1)
-	bigClient := remotingtest.Dial(t, child.addr)
+	bigClient := remotingtest.Dial(t, child.Addr)
 	bigBody := make([]byte, 4<<20) // maxMessageSize: the largest legal body
 	started, err := readProcMemory(pid)
 	require.NoError(t, err)
@@ -303,13 +303,13 @@ func testMemoryUnderBigFrames(t *testing.T, engine string) {
 	}
 	defer closeIdle()
 	for range memoryIdleConns {
-		c, err := net.Dial("tcp", child.addr)
+		c, err := net.Dial("tcp", child.Addr)
 		require.NoError(t, err)
 		idle = append(idle, c)
 	}
 	drip := &dripper{}
 	for i := range memoryDripConns {
-		c, err := remotingtest.Open(child.addr)
+		c, err := remotingtest.Open(child.Addr)
 		require.NoError(t, err)
 		drip.conns = append(drip.conns, c)
 		drip.readers.Add(1)
@@ -320,7 +320,7 @@ func testMemoryUnderBigFrames(t *testing.T, engine string) {
 	background.Add(2)
 	go drip.run(stop, &background)
 	var good goodClient
-	go good.run(child.addr, 0, stop, &background)
+	go good.run(child.Addr, 0, stop, &background)
 	stopped := false
 	stopBackground := func() {
 		if !stopped {
@@ -373,12 +373,12 @@ func testMemoryUnderBigFrames(t *testing.T, engine string) {
 	}
 	parts := memoryParts()
 	for _, p := range parts {
-		measure(p.name, func() error { return p.attack(child.addr, memoryAttackConns, memoryRounds, &answered) })
+		measure(p.name, func() error { return p.attack(child.Addr, memoryAttackConns, memoryRounds, &answered) })
 	}
 	measure("all four at once", func() error {
 		errs := make(chan error, len(parts))
 		for _, p := range parts {
-			go func() { errs <- p.attack(child.addr, memoryAttackConns, memoryRounds, &answered) }()
+			go func() { errs <- p.attack(child.Addr, memoryAttackConns, memoryRounds, &answered) }()
 		}
 		var first error
 		for range parts {
@@ -395,7 +395,7 @@ func testMemoryUnderBigFrames(t *testing.T, engine string) {
 	closeIdle()
 	after, err := readProcMemory(pid)
 	require.NoError(t, err)
-	child.terminate(t)
+	child.Terminate(t)
 
 	good.mu.Lock()
 	goodErrs, goodOps := good.errs, len(good.latencies)

@@ -21,15 +21,12 @@ package controlled
 // and RINGMQ_CRASH_SEED=S as for the other crash tests (`make crash-test`).
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -46,6 +43,7 @@ import (
 
 	"github.com/ringmq/ringmq/broker"
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/childproc"
 	"github.com/ringmq/ringmq/internal/launch"
 	"github.com/ringmq/ringmq/internal/remotingtest"
 	"github.com/ringmq/ringmq/internal/testutil"
@@ -88,7 +86,7 @@ func childMain(conf string) int {
 	go func() { done <- sup.Run(ctx) }()
 	select {
 	case <-sup.Started():
-		fmt.Println("READY")
+		fmt.Println("READY", cfg.ListenPort)
 	case err := <-done:
 		fmt.Fprintln(os.Stderr, "child: Run:", err)
 		cancel()
@@ -104,89 +102,12 @@ func childMain(conf string) int {
 	return 0
 }
 
-// child is one broker process.
-type child struct {
-	cmd    *exec.Cmd
-	stderr *bytes.Buffer
-	mu     *sync.Mutex
-	lines  chan string
-	exited chan struct{}
-	err    error
-}
+// child is one broker process (internal/childproc).
+type child = childproc.Child
 
 func startChild(t *testing.T, conf []string) *child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+strings.Join(conf, "\n"))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	c := &child{cmd: cmd, stderr: &bytes.Buffer{}, mu: &sync.Mutex{}, lines: make(chan string, 16), exited: make(chan struct{})}
-	cmd.Stderr = lockedWriter{c.mu, c.stderr}
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	ready := make(chan struct{}, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if sc.Text() == "READY" {
-				ready <- struct{}{}
-				continue
-			}
-			select {
-			case c.lines <- sc.Text():
-			default:
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-		c.err = cmd.Wait()
-		close(c.exited)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-c.exited
-	})
-	select {
-	case <-ready:
-	case <-c.exited:
-		t.Fatalf("broker child exited before READY: %v\nstderr:\n%s", c.err, c.stderrText())
-	case <-time.After(90 * time.Second):
-		t.Fatalf("broker child not READY within 90 s\nstderr:\n%s", c.stderrText())
-	}
-	return c
-}
-
-func (c *child) stderrText() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.stderr.String()
-}
-
-func (c *child) kill(t *testing.T) {
-	t.Helper()
-	require.NoError(t, c.cmd.Process.Signal(syscall.SIGKILL))
-	<-c.exited
-}
-
-func (c *child) terminate(t *testing.T) {
-	t.Helper()
-	require.NoError(t, c.cmd.Process.Signal(syscall.SIGTERM))
-	select {
-	case <-c.exited:
-	case <-time.After(90 * time.Second):
-		t.Fatalf("broker child did not stop within 90 s\nstderr:\n%s", c.stderrText())
-	}
-	require.NoError(t, c.err, "stderr:\n%s", c.stderrText())
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+	return childproc.Start(t, childEnv, conf)
 }
 
 // childConf is a replica's broker.conf: controller mode, fixed ports, a small CommitLog.
@@ -386,7 +307,7 @@ func TestCrashControllerFailover(t *testing.T) {
 		target := int64(50 + rng.IntN(400))
 		l := startLoad(addrOf(m), fmt.Sprintf("r%03d", round), 4)
 		testutil.EventuallyWithin(t, 2*time.Minute, "acknowledgements", func() bool { return l.n.Load() >= target })
-		kids[m].kill(t)
+		kids[m].Kill(t)
 		killed := time.Now()
 		acks := l.halt()
 		l.codes.Range(func(k, v any) bool {
@@ -411,7 +332,7 @@ func TestCrashControllerFailover(t *testing.T) {
 	// A slave that stops answering (SIGSTOP: a partitioned or frozen replica) leaves the SyncStateSet
 	// after haMaxTimeSlaveNotCatchup, and sends go on without it; resumed, it catches up and rejoins.
 	slave := 1 - m
-	require.NoError(t, kids[slave].cmd.Process.Signal(syscall.SIGSTOP))
+	kids[slave].Signal(t, syscall.SIGSTOP)
 	stopped := time.Now()
 	testutil.EventuallyWithin(t, 2*time.Minute, "the SyncStateSet shrinks to the master", func() bool {
 		_, _, set := groupState(t, ctrl, cfgs[0].BrokerName)
@@ -420,7 +341,7 @@ func TestCrashControllerFailover(t *testing.T) {
 	shrunk := time.Since(stopped)
 	testutil.EventuallyWithin(t, 2*time.Minute, "sends go on without the stopped slave", func() bool { return probe(addrOf(m)) })
 	during := sendSync(t, addrOf(m), "while-stopped", 20)
-	require.NoError(t, kids[slave].cmd.Process.Signal(syscall.SIGCONT))
+	kids[slave].Signal(t, syscall.SIGCONT)
 	testutil.EventuallyWithin(t, 2*time.Minute, "the resumed slave rejoins", func() bool {
 		_, _, set := groupState(t, ctrl, cfgs[0].BrokerName)
 		return len(set) == 2
@@ -431,7 +352,7 @@ func TestCrashControllerFailover(t *testing.T) {
 		"after SIGCONT it caught up and rejoined", shrunk)
 
 	for i := range kids {
-		kids[i].terminate(t)
+		kids[i].Terminate(t)
 	}
 	a, b := commitLog(t, cfgs[0].StorePathRootDir), commitLog(t, cfgs[1].StorePathRootDir)
 	require.Equal(t, len(a), len(b), "the replicas' CommitLogs end at the same offset")
