@@ -164,7 +164,7 @@ func DecodeConsumerRunningInfo(body []byte) (*ConsumerRunningInfo, error) {
 		StatusTable     map[string]ConsumeStatus   `json:"statusTable"`
 		SubscriptionSet []SubscriptionData         `json:"subscriptionSet"`
 	}
-	if err := decodeBodyJSON(body, &in, name); err != nil {
+	if err := decodeBodyJSON(escapeControlInStrings(body), &in, name); err != nil {
 		return nil, err
 	}
 	type goProcessQueueInfo struct {
@@ -199,6 +199,47 @@ func DecodeConsumerRunningInfo(body []byte) (*ConsumerRunningInfo, error) {
 		out.MQTable[mq] = row.ProcessQueueInfo
 	}
 	return out, nil
+}
+
+// escapeControlInStrings returns body with the raw control characters inside its JSON strings
+// escaped (\n, \r, \t, else \u00XX); body itself when there are none. The Go client writes
+// its goroutine dump into "jstack" unescaped, line breaks and all; fastjson, which reads it on
+// a Java admin, accepts that, encoding/json does not.
+func escapeControlInStrings(body []byte) []byte {
+	var out []byte
+	inString, escaped := false, false
+	for i, c := range body {
+		switch {
+		case escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case inString && c < 0x20:
+			if out == nil {
+				out = append(make([]byte, 0, len(body)+64), body[:i]...)
+			}
+			switch c {
+			case '\n':
+				out = append(out, '\\', 'n')
+			case '\r':
+				out = append(out, '\\', 'r')
+			case '\t':
+				out = append(out, '\\', 't')
+			default:
+				out = append(out, fmt.Sprintf("\\u%04x", c)...)
+			}
+			continue
+		}
+		if out != nil {
+			out = append(out, c)
+		}
+	}
+	if out == nil {
+		return body
+	}
+	return out
 }
 
 // CMResult names of a ConsumeMessageDirectlyResult's consumeResult (Java CMResult), by

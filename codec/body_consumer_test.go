@@ -45,6 +45,11 @@ func TestDecodeConsumerRunningInfoGoClient(t *testing.T) {
 	require.Empty(t, info.StatusTable)
 	require.Empty(t, info.Jstack)
 
+	// With jstackEnable the Go client writes its goroutine dump unescaped.
+	info, err = DecodeConsumerRunningInfo([]byte("{\"properties\":{},\"mqTable\":{}, \"jstack\":\"goroutine 1 [running]:\n\tmain.main()\r\x01\" }"))
+	require.NoError(t, err)
+	require.Equal(t, "goroutine 1 [running]:\n\tmain.main()\r\x01", info.Jstack)
+
 	_, err = DecodeConsumerRunningInfo([]byte(`{"mqTable":{"x":{}}}`))
 	require.ErrorIs(t, err, ErrBodyJSON)
 	require.ErrorContains(t, err, `field "mqTable"`)
