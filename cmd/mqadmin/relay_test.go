@@ -87,7 +87,9 @@ func runningInfoOf(topic string) string {
 			`"droped":false,"lastConsumeTimestamp":1700000000300,"lastLockTimestamp":0,"lastPullTimestamp":1700000000200,"locked":false,`+
 			`"transactionMsgCount":0,"transactionMsgMaxOffset":0,"transactionMsgMinOffset":0,"tryUnlockTimes":0}`, cached, commit+cached, commit, commit)
 	}
-	mq := func(q int) string { return fmt.Sprintf(`{"brokerName":"broker-a","queueId":%d,"topic":"%s"}`, q, topic) }
+	mq := func(q int) string {
+		return fmt.Sprintf(`{"brokerName":"broker-a","queueId":%d,"topic":"%s"}`, q, topic)
+	}
 	return `{"jstack":"","mqTable":{` + mq(0) + `:` + pq(2, 0) + `,` + mq(1) + `:` + pq(1, 3) + `},` +
 		`"properties":{"PROP_CLIENT_VERSION":"V4_9_8","PROP_CONSUMEORDERLY":"false","PROP_CONSUME_TYPE":"CONSUME_PASSIVELY",` +
 		`"PROP_CONSUMER_START_TIMESTAMP":"1700000000000","PROP_NAMESERVER_ADDR":"127.0.0.1:9876;","PROP_THREADPOOL_CORE_SIZE":"20"},` +
