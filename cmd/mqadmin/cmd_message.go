@@ -18,8 +18,8 @@ import (
 // Message commands: queryMsgById, queryMsgByKey, queryMsgByOffset, queryMsgByUniqueKey,
 // sendMessage, consumeMessage, printMsg.
 
-// errNotSupported refuses the RocketMQ options that act through live clients (push a message
-// to a consumer, resend it), which mqadmin does not do.
+// errNotSupported refuses queryMsgById's resend through a producer (-s, -u), which mqadmin does
+// not do.
 func errNotSupported(flags string) error {
 	return usageError("%s: resending a message through a producer is not supported by this mqadmin", flags)
 }
