@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -126,6 +127,28 @@ func TestRelayCommands(t *testing.T) {
 		asked := consumer.requests(codec.RequestGetConsumerRunningInfo)
 		require.NotEmpty(t, asked)
 		require.Equal(t, map[string]string{"consumerGroup": group, "clientId": clientID, "jstackEnable": "false"}, asked[len(asked)-1].ExtFields)
+
+		var got struct {
+			ClientID   string            `json:"clientId"`
+			Properties map[string]string `json:"properties"`
+			MQTable    []struct {
+				Topic          string `json:"topic"`
+				QueueID        int32  `json:"queueId"`
+				CommitOffset   int64  `json:"commitOffset"`
+				CachedMsgCount int32  `json:"cachedMsgCount"`
+			} `json:"mqTable"`
+			StatusTable map[string]codec.ConsumeStatus `json:"statusTable"`
+		}
+		out = ok(t, "consumerStatus", "-g", group, "-i", clientID, "-s", "--output", "json")
+		require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+		require.Equal(t, clientID, got.ClientID)
+		require.Equal(t, "CONSUME_PASSIVELY", got.Properties["PROP_CONSUME_TYPE"])
+		require.Len(t, got.MQTable, 2)
+		require.Equal(t, int64(1), got.MQTable[1].CommitOffset)
+		require.Equal(t, int32(3), got.MQTable[1].CachedMsgCount)
+		require.Equal(t, 2.5, got.StatusTable[topic].ConsumeOKTPS)
+		asked = consumer.requests(codec.RequestGetConsumerRunningInfo)
+		require.Equal(t, "true", asked[len(asked)-1].ExtFields["jstackEnable"], "-s asks for the stack dump")
 	})
 
 	t.Run("consumerStatus", func(t *testing.T) {
