@@ -84,3 +84,14 @@ func TestResumeCheckHalfMessageRefusals(t *testing.T) {
 	require.Contains(t, resp.Remark, "Exception was thrown when putting message back to RMQ_SYS_TRANS_HALF_TOPIC. No message found by msgId")
 	require.Empty(t, queueRecords(t, db.b.store, metadata.TransHalfTopic, 0), "nothing was put")
 }
+
+// A slave refuses: its store only takes the master's bytes.
+func TestResumeCheckHalfMessageRefusedBySlave(t *testing.T) {
+	db := startClockBroker(t, testutil.NewManualClock().Now, func(c *Config) {
+		c.BrokerRole = RoleSlave
+		c.BrokerID = 1
+	})
+	c := dialPeer(t, db.addr, nil)
+	requireResponse(t, c.call(resumeCmd(codec.OffsetMsgID(db.b.storeHost, 0))), codec.ResponseSystemError,
+		"Put message back to RMQ_SYS_TRANS_HALF_TOPIC failed. The broker is a slave.")
+}
