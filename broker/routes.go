@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 
+	"github.com/ringmq/ringmq/broker/acl"
 	"github.com/ringmq/ringmq/broker/admin"
 	"github.com/ringmq/ringmq/broker/clients"
 	"github.com/ringmq/ringmq/broker/readplane"
@@ -70,7 +71,7 @@ var routes = []route{
 
 	// Clients and consumer offsets (broker/clients): memory only; a
 	// topic or group they create is written by the metadata writer.
-	{code: codec.RequestHeartBeat, where: onLoop, handle: viaClients((*clients.Plane).ProcessHeartbeat), acl: aclRule{heartbeat: true}},
+	{code: codec.RequestHeartBeat, where: onLoop, handle: viaClients((*clients.Plane).ProcessHeartbeat), acl: aclHeartbeat},
 	{code: codec.RequestUnregisterClient, where: onLoop, handle: viaClients((*clients.Plane).ProcessUnregisterClient),
 		acl: aclGroupOnly("consumerGroup")},
 	{code: codec.RequestGetConsumerListByGroup, where: onLoop, handle: viaClients((*clients.Plane).ProcessGetConsumerListByGroup),
@@ -208,6 +209,25 @@ func viaClients(h func(*clients.Plane, *remoting.Request)) func(*Broker, *remoti
 	return func(b *Broker, rc *remoting.Request) { h(b.clients, rc) }
 }
 
+// The ACL rules the rows name (broker/acl).
+var (
+	aclAdmin          = acl.Admin
+	aclHeartbeat      = acl.Heartbeat
+	aclTopicThenGroup = acl.TopicThenGroup
+	aclGroupThenTopic = acl.GroupThenTopic
+	aclSendTo         = acl.SendTo
+	aclTopicOnly      = acl.TopicOnly
+	aclGroupOnly      = acl.GroupOnly
+)
+
+// aclRuleOf is the ACL rule of a request code (its row's); unknown codes get the zero rule.
+func aclRuleOf(code int32) acl.Rule {
+	if r := routeByCode[code]; r != nil {
+		return r.acl
+	}
+	return acl.Rule{}
+}
+
 // requestUpdateAndCreateStaticTopic is RocketMQ 5.x's UPDATE_AND_CREATE_STATIC_TOPIC.
 const requestUpdateAndCreateStaticTopic codec.RequestCode = 513
 
@@ -254,7 +274,7 @@ type route struct {
 	// split serves onLoopThenPool routes: it runs on the event loop and returns nil when it
 	// has answered, else the rest of the work for the route's pool.
 	split func(b *Broker, rc *remoting.Request) (rest func())
-	acl   aclRule
+	acl   acl.Rule
 	// reason says why a notServed route is not served (logged with the refusal).
 	reason string
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ringmq/ringmq/broker/acl"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/netio"
 	"github.com/ringmq/ringmq/store"
@@ -93,12 +94,12 @@ func (b *Broker) initServer(reg prometheus.Registerer) error {
 		if path == "" {
 			path = DefaultAclFile
 		}
-		acl, err := newACLValidator(path, aclWatchInterval, b.logger, reg)
+		v, err := acl.New(acl.Deps{File: path, RuleOf: aclRuleOf, Logger: b.logger, Registerer: reg})
 		if err != nil {
 			return err
 		}
-		h.acl = acl
-		b.addService("acl file watcher", acl.start, acl.stop)
+		h.acl = v
+		b.addService("acl file watcher", v.Start, v.Stop)
 	}
 	nc, err := serverConfig(&b.cfg, b.bindHost(), reg) // bindHost: register.go
 	if err != nil {
@@ -171,10 +172,10 @@ func (b *Broker) watchServers() {
 }
 
 // brokerHandler adapts the Broker to netio.Handler; with aclEnable every request passes
-// the ACL check (acl.go) before its processor runs.
+// the ACL check (broker/acl) before its processor runs.
 type brokerHandler struct {
 	b   *Broker
-	acl *aclValidator // nil: aclEnable=false
+	acl *acl.Validator // nil: aclEnable=false
 }
 
 func (h *brokerHandler) OnOpen(c netio.Conn) {}
@@ -182,8 +183,8 @@ func (h *brokerHandler) OnOpen(c netio.Conn) {}
 func (h *brokerHandler) OnRequest(c netio.Conn, cmd *codec.RemotingCommand) {
 	h.b.metrics.reqs.received(cmd.Code)
 	if h.acl != nil {
-		if remark := h.acl.check(c.RemoteAddr().Addr(), cmd); remark != "" {
-			// NO_PERMISSION, where Apache RocketMQ answers SYSTEM_ERROR (acl.go).
+		if remark := h.acl.Check(c.RemoteAddr().Addr(), cmd); remark != "" {
+			// NO_PERMISSION, where Apache RocketMQ answers SYSTEM_ERROR (broker/acl).
 			h.b.replies.To(c, cmd).Answer(codec.ResponseNoPermission, remark)
 			return
 		}

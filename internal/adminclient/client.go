@@ -157,7 +157,7 @@ func (cn *conn) call(req *codec.RemotingCommand, creds Credentials, timeout time
 	cn.opaque++
 	req.Opaque = cn.opaque
 	req.Flag &^= codec.FlagResponse
-	creds.sign(req)
+	creds.Sign(req)
 	var err error
 	cn.buf, err = req.AppendFrame(cn.buf[:0])
 	if err != nil {
