@@ -37,6 +37,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ringmq/ringmq/broker/acl"
 	"github.com/ringmq/ringmq/broker/admin"
 	"github.com/ringmq/ringmq/broker/clients"
 	"github.com/ringmq/ringmq/broker/delay"
@@ -109,6 +110,8 @@ type Broker struct {
 
 	// Admin plane (broker/admin): topic and group changes, tables, stats, runtime info.
 	admin *admin.Plane
+	// The ACL's admin requests (broker/acl): edits of aclFile, its version.
+	aclAdmin *acl.Plane
 
 	// Data plane (data.go): sends, send-backs, replies, END_TRANSACTION and the transaction
 	// check service are package sendplane; reads (pull with long polling, query, view, queue

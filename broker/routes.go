@@ -149,15 +149,21 @@ var routes = []route{
 	{code: codec.RequestDeleteExpiredCommitLog, where: onPool, pool: poolAdmin,
 		handle: viaAdmin((*admin.Plane).ProcessDeleteExpiredCommitLog)},
 
+	// The ACL's own admin requests (broker/acl): they rewrite aclFile; admin accounts only.
+	{code: codec.RequestUpdateAndCreateACLConfig, where: onPool, pool: poolAdmin,
+		handle: viaACL((*acl.Plane).ProcessUpdateAndCreateAccessConfig), acl: aclAdmin},
+	{code: codec.RequestDeleteACLConfig, where: onPool, pool: poolAdmin,
+		handle: viaACL((*acl.Plane).ProcessDeleteAccessConfig), acl: aclAdmin},
+	{code: codec.RequestGetBrokerClusterACLInfo, where: onPool, pool: poolAdmin,
+		handle: viaACL((*acl.Plane).ProcessGetBrokerClusterAclInfo), acl: aclAdmin},
+	{code: codec.RequestUpdateGlobalWhiteAddrsConfig, where: onPool, pool: poolAdmin,
+		handle: viaACL((*acl.Plane).ProcessUpdateGlobalWhiteAddrsConfig), acl: aclAdmin},
+
 	// Not served: answered REQUEST_CODE_NOT_SUPPORTED (" request type N not supported", as a
 	// RocketMQ server answers a code it has no processor for), counted under the code's name in
 	// ringmq_broker_requests_total and logged at DEBUG with the reason. Together with the rows
 	// above, these are every code RocketMQ 4.9.8's broker serves (BrokerController.registerProcessor
 	// and AdminBrokerProcessor, its default processor); TestRouteTableCoversJavaBroker checks it.
-	{code: codec.RequestUpdateAndCreateACLConfig, reason: notServedACLEdit},
-	{code: codec.RequestDeleteACLConfig, reason: notServedACLEdit},
-	{code: codec.RequestGetBrokerClusterACLInfo, reason: notServedACLEdit},
-	{code: codec.RequestUpdateGlobalWhiteAddrsConfig, reason: notServedACLEdit},
 	{code: codec.RequestInvokeBrokerToGetConsumerStatus, reason: notServedRelay},
 	{code: codec.RequestGetConsumerRunningInfo, reason: notServedRelay},
 	{code: codec.RequestConsumeMessageDirectly, reason: notServedRelay},
@@ -170,9 +176,8 @@ var routes = []route{
 
 // Reasons of the not-served rows, shared by several.
 const (
-	notServedACLEdit = "editing the ACL remotely is not implemented: accounts and white lists are read from aclFile at start"
-	notServedRelay   = "relaying an admin request to the client's connection is not implemented"
-	notServedYet     = "not implemented"
+	notServedRelay = "relaying an admin request to the client's connection is not implemented"
+	notServedYet   = "not implemented"
 )
 
 // The adapters below bind a plane's method expression to the table's handler types. The
@@ -202,6 +207,11 @@ func viaReadSplit(h func(*readplane.Plane, *remoting.Request) (rest func())) fun
 // viaAdmin routes a request to the admin plane (broker/admin).
 func viaAdmin(h func(*admin.Plane, *remoting.Request)) func(*Broker, *remoting.Request) {
 	return func(b *Broker, rc *remoting.Request) { h(b.admin, rc) }
+}
+
+// viaACL routes a request to the ACL's admin plane (broker/acl).
+func viaACL(h func(*acl.Plane, *remoting.Request)) func(*Broker, *remoting.Request) {
+	return func(b *Broker, rc *remoting.Request) { h(b.aclAdmin, rc) }
 }
 
 // viaClients routes a request to the client plane (broker/clients).

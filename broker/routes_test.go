@@ -67,7 +67,7 @@ func TestRouteTable(t *testing.T) {
 		"42 event loop  | ",
 		"43 pool admin | ",
 		"45 pool admin | ", "46 event loop  | ",
-		"50 not served  | ", "51 not served  | ", "52 not served  | ", "53 not served  | ",
+		"50 pool admin | admin", "51 pool admin | admin", "52 pool admin | admin", "53 pool admin | admin",
 		"223 not served  | ", "303 pool admin | ", "305 pool admin | ", "306 pool admin | ",
 		"307 not served  | ", "308 pool admin | ", "309 not served  | ", "314 pool admin | ",
 		"315 not served  | ", "316 pool admin | ", "317 pool admin | ", "321 pool admin | ",

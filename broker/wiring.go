@@ -89,18 +89,21 @@ func serverConfig(cfg *Config, bindHost string, reg prometheus.Registerer) (neti
 // before the server and stops after it.
 func (b *Broker) initServer(reg prometheus.Registerer) error {
 	h := &brokerHandler{b: b}
+	aclDeps := acl.PlaneDeps{BrokerName: b.cfg.BrokerName, ClusterName: b.cfg.BrokerClusterName,
+		BrokerAddr: b.brokerAddr, Logger: b.logger}
 	if b.cfg.AclEnable {
 		path := b.cfg.AclFile
 		if path == "" {
 			path = DefaultAclFile
 		}
-		v, err := acl.New(acl.Deps{File: path, RuleOf: aclRuleOf, Logger: b.logger, Registerer: reg})
+		v, err := acl.New(acl.Deps{File: path, RuleOf: aclRuleOf, Logger: b.logger, Registerer: reg, Clock: b.clock})
 		if err != nil {
 			return err
 		}
-		h.acl = v
+		h.acl, aclDeps.Validator = v, v
 		b.addService("acl file watcher", v.Start, v.Stop)
 	}
+	b.aclAdmin = acl.NewPlane(aclDeps)
 	nc, err := serverConfig(&b.cfg, b.bindHost(), reg) // bindHost: register.go
 	if err != nil {
 		return err

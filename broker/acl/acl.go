@@ -45,6 +45,7 @@
 //	35, 38  unregister, consumers consumerGroup (SUB)
 //	15   update offset            consumerGroup (SUB), topic (SUB)
 //	17, 25, 200, 207, 215, 513    admin only
+//	50, 51, 52, 53                admin only (the ACL's own admin requests: plane.go)
 //
 // A group's permission is its groupPerms entry, else defaultGroupPerm; a topic's is its
 // topicPerms entry, else defaultTopicPerm (a %RETRY%<group> topic is the group). An admin
@@ -164,10 +165,12 @@ func parseACLPerm(s string) (aclPerm, error) {
 	return 0, fmt.Errorf("permission %q: want DENY, PUB, SUB or PUB|SUB", s)
 }
 
-// plainACLFile is plain_acl.yml as RocketMQ 4.x reads it.
+// plainACLFile is plain_acl.yml as RocketMQ 4.x reads it. dataVersion is what its admin
+// requests write there (a list holding one version).
 type plainACLFile struct {
 	GlobalWhiteRemoteAddresses []string          `yaml:"globalWhiteRemoteAddresses"`
 	Accounts                   []plainACLAccount `yaml:"accounts"`
+	DataVersion                []DataVersion     `yaml:"dataVersion"`
 }
 
 type plainACLAccount struct {
@@ -186,6 +189,11 @@ type plainACLAccount struct {
 type aclConfig struct {
 	globalWhite []addrPattern
 	accounts    map[string]*aclAccount
+	// version is the file's dataVersion; without one (versioned false) its counter is 0 and
+	// its timestamp the time it was loaded, as Java's new DataVersion() at each load.
+	version   DataVersion
+	versioned bool
+	empty     bool // the file holds nothing: Java lists no version for it
 }
 
 // aclAccount is one account with its permissions precomputed for lookups.
@@ -209,6 +217,11 @@ func parseACL(data []byte) (*aclConfig, error) {
 		return nil, fmt.Errorf("%w: %w", ErrFile, err)
 	}
 	cfg := &aclConfig{accounts: make(map[string]*aclAccount, len(f.Accounts))}
+	if len(f.DataVersion) > 0 {
+		cfg.version, cfg.versioned = f.DataVersion[0], true
+	}
+	var probe any
+	cfg.empty = yaml.Unmarshal(data, &probe) == nil && probe == nil
 	for i, s := range f.GlobalWhiteRemoteAddresses {
 		if s = strings.TrimSpace(s); s == "" {
 			continue // Java: a blank pattern matches nothing
@@ -453,7 +466,8 @@ type Deps struct {
 	// RuleOf is the rule of a request code (its route's); nil or an unknown code: the zero
 	// Rule.
 	RuleOf func(code int32) Rule
-	Logger *slog.Logger // nil: discard
+	Logger *slog.Logger     // nil: discard
+	Clock  func() time.Time // nil: time.Now; the timestamps of the file's dataVersion
 	// Registerer takes ringmq_broker_acl_denied_total; nil: not registered.
 	Registerer prometheus.Registerer
 }
@@ -470,7 +484,10 @@ type Validator struct {
 	denied   *prometheus.CounterVec
 	scratch  sync.Pool // *aclScratch
 
-	// Watcher state, owned by the goroutine calling reloadIfChanged.
+	// mu serializes the file's readers and writers here: the watcher (reloadIfChanged) and the
+	// admin requests' edits (edit.go). It guards the state below.
+	mu        sync.Mutex
+	clock     func() time.Time
 	seen      aclFileStamp
 	loadedSum [sha256.Size]byte
 	lastErr   string // the problem reported last; the same one is not reported again
@@ -500,6 +517,9 @@ func New(d Deps) (*Validator, error) {
 	if d.WatchInterval <= 0 {
 		d.WatchInterval = DefaultWatchInterval
 	}
+	if d.Clock == nil {
+		d.Clock = time.Now
+	}
 	if d.RuleOf == nil {
 		d.RuleOf = func(int32) Rule { return Rule{} }
 	}
@@ -508,6 +528,7 @@ func New(d Deps) (*Validator, error) {
 		logger:   logger.With("component", "acl"),
 		interval: d.WatchInterval,
 		ruleOf:   d.RuleOf,
+		clock:    d.Clock,
 		stopCh:   make(chan struct{}),
 		done:     make(chan struct{}),
 		denied: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -528,6 +549,7 @@ func New(d Deps) (*Validator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("aclFile %s: %w", path, err)
 	}
+	cfg.stampVersion(v.clock())
 	v.current.Store(cfg)
 	v.seen = aclFileStamp{modTime: st.ModTime(), size: st.Size()}
 	v.loadedSum = sha256.Sum256(data)
@@ -726,9 +748,11 @@ func (v *Validator) watch() {
 
 // reloadIfChanged re-reads the file if its stamp changed (or it changed very recently),
 // and swaps the configuration in when the content differs and is valid. A problem (missing
-// file, parse or validation error) keeps the configuration in use and is logged once. Not
-// safe for concurrent use: the watcher goroutine (or a test) calls it.
+// file, parse or validation error) keeps the configuration in use and is logged once. Safe
+// for concurrent use with the edits.
 func (v *Validator) reloadIfChanged() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	st, err := os.Stat(v.path)
 	if err != nil {
 		v.problem(fmt.Sprintf("cannot stat the ACL file: %v", err))
@@ -754,6 +778,7 @@ func (v *Validator) reloadIfChanged() {
 		v.problem(err.Error())
 		return
 	}
+	cfg.stampVersion(v.clock())
 	v.current.Store(cfg)
 	v.loadedSum = sum
 	v.lastErr = ""
