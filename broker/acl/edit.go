@@ -299,8 +299,9 @@ func rewrite(data []byte, mutate func(root *yaml.Node) (bool, error), next DataV
 	var out bytes.Buffer
 	enc := yaml.NewEncoder(&out)
 	enc.SetIndent(2)
-	enc.CompactSeqIndent()                   // "- " under its key, as snakeyaml writes lists
-	if err := enc.Encode(&doc); err != nil { // invalid UTF-8 is refused before; nothing else fails
+	enc.CompactSeqIndent() // "- " under its key, as snakeyaml writes lists
+	// Invalid UTF-8 is refused before; nothing else fails here.
+	if err := enc.Encode(&doc); err != nil {
 		return nil, nil, false, &EditRefused{fmt.Sprintf("the ACL file cannot be written: %v", err)}
 	}
 	if err := enc.Close(); err != nil {

@@ -213,7 +213,11 @@ func (e *ResponseError) Error() string {
 	if e.What != "" {
 		what = " for " + e.What
 	}
-	return fmt.Sprintf("%s answered %s (%d)%s: %s", e.Addr, e.Code, int32(e.Code), what, strings.TrimSpace(e.Remark))
+	remark := strings.TrimSpace(e.Remark)
+	if remark == "" {
+		remark = "(no remark)"
+	}
+	return fmt.Sprintf("%s answered %s (%d)%s: %s", e.Addr, e.Code, int32(e.Code), what, remark)
 }
 
 // Check returns a *ResponseError unless resp's code is one of ok (SUCCESS when none given).
