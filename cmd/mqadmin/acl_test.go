@@ -16,9 +16,10 @@ import (
 	"github.com/ringmq/ringmq/internal/testutil"
 )
 
-// Against a broker with aclEnable=true, unsigned requests are refused and mqadmin signs with
-// --accessKey/--secretKey or, as RocketMQ's mqadmin, with $ROCKETMQ_HOME/conf/tools.yml.
-func TestACL(t *testing.T) {
+// startACLBroker starts a broker with aclEnable=true whose aclFile has one admin account,
+// mqadminAdmin / 12345678.
+func startACLBroker(t *testing.T) (*broker.Broker, broker.Config, string) {
+	t.Helper()
 	dir := t.TempDir()
 	aclFile := filepath.Join(dir, "plain_acl.yml")
 	require.NoError(t, os.WriteFile(aclFile, []byte("accounts:\n"+
@@ -33,6 +34,24 @@ func TestACL(t *testing.T) {
 		defer cancel()
 		require.NoError(t, b.Shutdown(ctx))
 	})
+	return b, cfg, aclFile
+}
+
+// toolsHome is the environment of an mqadmin whose $ROCKETMQ_HOME/conf/tools.yml signs as
+// ak/sk, with b's name server.
+func toolsHome(t *testing.T, b *broker.Broker, ak, sk string) map[string]string {
+	t.Helper()
+	h := filepath.Join(t.TempDir(), "home")
+	require.NoError(t, os.MkdirAll(filepath.Join(h, "conf"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(h, "conf", "tools.yml"),
+		[]byte("accessKey: "+ak+"\nsecretKey: "+sk+"\n"), 0o600))
+	return map[string]string{"ROCKETMQ_HOME": h, "NAMESRV_ADDR": b.EmbeddedNamesrvAddr()}
+}
+
+// Against a broker with aclEnable=true, unsigned requests are refused and mqadmin signs with
+// --accessKey/--secretKey or, as RocketMQ's mqadmin, with $ROCKETMQ_HOME/conf/tools.yml.
+func TestACL(t *testing.T) {
+	b, _, _ := startACLBroker(t)
 	addr := b.BrokerAddr()
 
 	r := mqadmin(t, nil, "brokerStatus", "-b", addr)
@@ -47,11 +66,7 @@ func TestACL(t *testing.T) {
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "NO_PERMISSION (16)")
 
-	home := filepath.Join(dir, "home")
-	require.NoError(t, os.MkdirAll(filepath.Join(home, "conf"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(home, "conf", "tools.yml"),
-		[]byte("accessKey: mqadminAdmin\nsecretKey: 12345678\n"), 0o600))
-	r = mqadmin(t, map[string]string{"ROCKETMQ_HOME": home, "NAMESRV_ADDR": b.EmbeddedNamesrvAddr()},
+	r = mqadmin(t, toolsHome(t, b, "mqadminAdmin", "12345678"),
 		"updateTopic", "-b", addr, "-t", "SignedTopic", "-r", "1", "-w", "1")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "create topic to "+addr+" success.\n")
@@ -60,29 +75,9 @@ func TestACL(t *testing.T) {
 // The ACL commands against a broker with aclEnable=true, signed by the admin account of
 // $ROCKETMQ_HOME/conf/tools.yml (-a and -s name the account edited, as in RocketMQ's mqadmin).
 func TestACLCommands(t *testing.T) {
-	dir := t.TempDir()
-	aclFile := filepath.Join(dir, "plain_acl.yml")
-	require.NoError(t, os.WriteFile(aclFile, []byte("accounts:\n"+
-		"  - accessKey: mqadminAdmin\n    secretKey: 12345678\n    admin: true\n"), 0o600))
-	cfg := smallBrokerConfig(filepath.Join(dir, "store"))
-	cfg.AclEnable, cfg.AclFile = true, aclFile
-	b, err := launch.New(cfg, broker.Deps{})
-	require.NoError(t, err)
-	require.NoError(t, b.Start())
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		require.NoError(t, b.Shutdown(ctx))
-	})
+	b, cfg, aclFile := startACLBroker(t)
 	addr := b.BrokerAddr()
-	home := func(ak, sk string) map[string]string {
-		h := filepath.Join(t.TempDir(), "home")
-		require.NoError(t, os.MkdirAll(filepath.Join(h, "conf"), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(h, "conf", "tools.yml"),
-			[]byte("accessKey: "+ak+"\nsecretKey: "+sk+"\n"), 0o600))
-		return map[string]string{"ROCKETMQ_HOME": h, "NAMESRV_ADDR": b.EmbeddedNamesrvAddr()}
-	}
-	admin := home("mqadminAdmin", "12345678")
+	admin := toolsHome(t, b, "mqadminAdmin", "12345678")
 	run := func(env map[string]string, args ...string) runResult {
 		t.Helper()
 		return mqadmin(t, env, args...)
@@ -121,7 +116,7 @@ func TestACLCommands(t *testing.T) {
 	require.Contains(t, string(file), "globalWhiteRemoteAddresses:\n- 10.10.103.*\n- 192.168.0.*\n")
 
 	// The edited account signs now, but is not an admin: ACL edits are refused to it.
-	r := run(home("producer01", "producer-secret"), "deleteAclConfig", "-b", addr, "-a", "mqadminAdmin")
+	r := run(toolsHome(t, b, "producer01", "producer-secret"), "deleteAclConfig", "-b", addr, "-a", "mqadminAdmin")
 	require.Equal(t, 1, r.code)
 	golden(t, "error_deleteAclConfig_not_admin", r.stderr)
 	r = run(admin, "deleteAclConfig", "-b", addr, "-a", "nobody01")

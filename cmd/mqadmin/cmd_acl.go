@@ -82,15 +82,27 @@ func (a *app) aclTargets(addr, cluster string, withSlaves bool) ([]string, error
 	return addrs, nil
 }
 
-// askACL is askBroker for the ACL edits: a failure without a reason is what a broker with
-// aclEnable=false answers (Apache RocketMQ's and ringmq alike), and the error says so.
-func (a *app) askACL(addr string, code codec.RequestCode, h header, what string) error {
-	_, err := a.askBroker(addr, code, h, nil, what)
-	var re *adminclient.ResponseError
-	if errors.As(err, &re) && re.Code != codec.ResponseSuccess && strings.TrimSpace(re.Remark) == "" {
-		return fmt.Errorf("%w; a broker answers so when it has aclEnable=false", err)
+// editACL sends an ACL edit to each broker in turn, stopping at the first failure, and
+// prints done (a format with the broker's address) for each. A failure without a reason is
+// what a broker with aclEnable=false answers (Apache RocketMQ's and ringmq alike), and the
+// error says so.
+func (a *app) editACL(addrs []string, code codec.RequestCode, h header, what, done string) (*aclEditResult, error) {
+	res := &aclEditResult{}
+	var msg strings.Builder
+	for _, b := range addrs {
+		_, err := a.askBroker(b, code, h, nil, what)
+		var re *adminclient.ResponseError
+		if errors.As(err, &re) && strings.TrimSpace(re.Remark) == "" {
+			return nil, fmt.Errorf("%w; a broker answers so when it has aclEnable=false", err)
+		}
+		if err != nil {
+			return nil, err
+		}
+		res.Addrs = append(res.Addrs, b)
+		fmt.Fprintf(&msg, done, b)
 	}
-	return err
+	res.message = msg.String()
+	return res, nil
 }
 
 // trimmedList splits a comma-separated flag value as RocketMQ's mqadmin does (trimmed, then
@@ -128,17 +140,13 @@ func (a *app) updateAclConfigCommand() *cobra.Command {
 			if view.GroupPerms != nil {
 				h.GroupPerms = codec.Some(strings.Join(view.GroupPerms, ","))
 			}
-			res := &aclEditResult{Account: view}
-			var msg strings.Builder
-			for _, b := range addrs {
-				if err := a.askACL(b, codec.RequestUpdateAndCreateACLConfig, h, fmt.Sprintf("accessKey %q", view.AccessKey)); err != nil {
-					return err
-				}
-				res.Addrs = append(res.Addrs, b)
-				fmt.Fprintf(&msg, "create or update plain access config to %s success.\n", b)
+			res, err := a.editACL(addrs, codec.RequestUpdateAndCreateACLConfig, h, fmt.Sprintf("accessKey %q", view.AccessKey),
+				"create or update plain access config to %s success.\n")
+			if err != nil {
+				return err
 			}
-			fmt.Fprintf(&msg, "%s\n", view)
-			res.message = msg.String()
+			res.Account = view
+			res.message += view.String() + "\n"
 			return a.emit(res)
 		},
 	}
@@ -171,17 +179,13 @@ func (a *app) deleteAclConfigCommand() *cobra.Command {
 			}
 			key := strings.TrimSpace(accessKey)
 			h := &codec.DeleteAccessConfigRequestHeader{AccessKey: key}
-			res := &aclEditResult{Account: &aclView{AccessKey: key}}
-			var msg strings.Builder
-			for _, b := range addrs {
-				if err := a.askACL(b, codec.RequestDeleteACLConfig, h, fmt.Sprintf("accessKey %q", key)); err != nil {
-					return err
-				}
-				res.Addrs = append(res.Addrs, b)
-				fmt.Fprintf(&msg, "delete plain access config account from %s success.\n", b)
+			res, err := a.editACL(addrs, codec.RequestDeleteACLConfig, h, fmt.Sprintf("accessKey %q", key),
+				"delete plain access config account from %s success.\n")
+			if err != nil {
+				return err
 			}
-			fmt.Fprintf(&msg, "account's accesskey is:%s\n", key)
-			res.message = msg.String()
+			res.Account = &aclView{AccessKey: key}
+			res.message += "account's accesskey is:" + key + "\n"
 			return a.emit(res)
 		},
 	}
@@ -208,16 +212,11 @@ func (a *app) updateGlobalWhiteAddrCommand() *cobra.Command {
 			}
 			h := &codec.UpdateGlobalWhiteAddrsConfigRequestHeader{GlobalWhiteAddrs: strings.TrimSpace(addrs),
 				AclFileFullPath: strings.TrimSpace(path)}
-			res := &aclEditResult{}
-			var msg strings.Builder
-			for _, b := range brokers {
-				if err := a.askACL(b, codec.RequestUpdateGlobalWhiteAddrsConfig, h, ""); err != nil {
-					return err
-				}
-				res.Addrs = append(res.Addrs, b)
-				fmt.Fprintf(&msg, "update global white remote addresses to %s success.\n", b)
+			res, err := a.editACL(brokers, codec.RequestUpdateGlobalWhiteAddrsConfig, h, "",
+				"update global white remote addresses to %s success.\n")
+			if err != nil {
+				return err
 			}
-			res.message = msg.String()
 			return a.emit(res)
 		},
 	}
