@@ -244,10 +244,7 @@ func (v *Validator) editFile(mutate func(root *yaml.Node) (bool, error)) (bool, 
 			mode = st.Mode().Perm()
 		}
 	}
-	next := v.current.Load().version
-	next.Counter++
-	next.Timestamp = v.clock().UnixMilli()
-	out, cfg, changed, err := rewrite(data, mutate, next)
+	out, cfg, changed, err := rewrite(data, mutate, v.clock().UnixMilli())
 	if !changed || err != nil {
 		if err != nil && !errors.As(err, new(*EditRefused)) {
 			err = fmt.Errorf("%w: aclFile %s: %w", ErrFile, v.path, err)
@@ -270,10 +267,11 @@ func (v *Validator) editFile(mutate func(root *yaml.Node) (bool, error)) (bool, 
 }
 
 // rewrite applies mutate to the root mapping of an ACL file's content and, when mutate
-// changed something, sets dataVersion to next and returns the new content with its parsed
-// configuration. Content that is not YAML, a document that is not a mapping, and a result
-// the broker would not load are *EditRefused. No I/O: the fuzz target drives it.
-func rewrite(data []byte, mutate func(root *yaml.Node) (bool, error), next DataVersion) ([]byte, *aclConfig, bool, error) {
+// changed something, advances the content's dataVersion (its counter + 1, 1 without one;
+// the timestamp nowMs), and returns the new content with its parsed configuration. Content
+// that is not YAML, a document that is not a mapping, and a result the broker would not load
+// are *EditRefused. No I/O: the fuzz target drives it.
+func rewrite(data []byte, mutate func(root *yaml.Node) (bool, error), nowMs int64) ([]byte, *aclConfig, bool, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, nil, false, &EditRefused{fmt.Sprintf("the ACL file is not YAML: %v", err)}
@@ -287,6 +285,13 @@ func rewrite(data []byte, mutate func(root *yaml.Node) (bool, error), next DataV
 	}
 	if root.Kind != yaml.MappingNode {
 		return nil, nil, false, &EditRefused{"the ACL file's document is not a mapping"}
+	}
+	var prev struct {
+		DataVersion []DataVersion `yaml:"dataVersion"`
+	}
+	next := DataVersion{Counter: 1, Timestamp: nowMs}
+	if root.Decode(&prev) == nil && len(prev.DataVersion) > 0 {
+		next.Counter = prev.DataVersion[0].Counter + 1
 	}
 	changed, err := mutate(root)
 	if !changed || err != nil {

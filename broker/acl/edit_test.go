@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,8 +98,11 @@ dataVersion:
 	require.Equal(t, DataVersion{Counter: 1, Timestamp: 1700000005123}, version)
 	require.Equal(t, map[string]DataVersion{path: version}, all)
 
-	// A new account is appended; the version advances from the file's.
+	// A new account is appended; the version advances from the file's, even one the
+	// watcher has not read yet.
 	clock.Advance(time.Second)
+	text := fileText(t, path)
+	require.NoError(t, os.WriteFile(path, []byte(strings.Replace(text, "counter: 1", "counter: 41", 1)), 0o640))
 	require.NoError(t, v.UpdateAccessConfig(AccessConfig{AccessKey: "consumer1", SecretKey: "consumer-secret",
 		WhiteRemoteAddress: ptr("192.168.1.*"), DefaultTopicPerm: "SUB", GroupPerms: []string{"G1=SUB"}}))
 	require.Contains(t, fileText(t, path), `  note: kept
@@ -112,7 +116,7 @@ dataVersion:
   groupPerms:
   - G1=SUB
 dataVersion:
-- counter: 2
+- counter: 42
   timestamp: 1700000006123
 `)
 	require.Empty(t, v.Check(aclOutside, signedAs("consumer1", "consumer-secret", codec.RequestPullMessage,
