@@ -10,9 +10,10 @@
 // passed in: broker/sendplane (sends, send-back, request-reply, transactions),
 // broker/readplane (pulls with long polling, query, queue offsets), broker/clients
 // (heartbeats, client registries, queue locks, consumer offsets), broker/admin (topics,
-// groups, stats); the services beside them likewise: broker/acl (the plain ACL and its
-// file), broker/delay (delayed delivery). Their tables are broker/metadata's; they answer through
-// broker/remoting's Reply. DESIGN.md at the repository root draws the map.
+// groups, stats); the services beside them likewise: broker/acl (the plain ACL, its file
+// and the requests that edit it), broker/delay (delayed delivery). Their tables are
+// broker/metadata's; they answer through broker/remoting's Reply. DESIGN.md at the
+// repository root draws the map.
 //
 // # Files (under <storePathRootDir>/config, RocketMQ's names and JSON)
 //
