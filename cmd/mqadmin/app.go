@@ -129,6 +129,8 @@ func (a *app) rootCommand() *cobra.Command {
 		a.queryCqCommand(), a.cleanExpiredCQCommand(), a.consumerStatusCommand(),
 		a.queryMsgByIDCommand(), a.queryMsgByKeyCommand(), a.queryMsgByOffsetCommand(), a.queryMsgByUniqueKeyCommand(),
 		a.sendMessageCommand(), a.consumeMessageCommand(), a.printMsgCommand(),
+		a.updateAclConfigCommand(), a.deleteAclConfigCommand(), a.updateGlobalWhiteAddrCommand(),
+		a.clusterAclConfigVersionCommand(),
 	)
 	for _, c := range root.Commands() {
 		c.Args = cobra.NoArgs
