@@ -30,6 +30,7 @@ Usage:
                   --out DIR [flags]        (produce and consume at once)
   mqbench lean    --namesrv ADDR|--broker ADDR --topic T --queues Q --conns C --inflight W --size S
                   --duration D     (the lean yardstick generator: throughput and client CPU only)
+  mqbench null-server --listen ADDR     (a server that answers every send SEND_OK and stores nothing)
   mqbench report  DIR... --html FILE --md FILE [--title T]
   mqbench suite   [--quick] [--broker-bin bin/mqbroker] [--results results] [--rounds 3]
                   [--points 1x1,4x16,16x32] [--peers nats|none] [--write-benchmarks]
@@ -97,10 +98,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runLean(ctx, args[1:], stdout, stderr)
 	case "report":
 		err = runReport(args[1:], stdout, stderr)
+	case "null-server":
+		err = runNullServer(ctx, args[1:], stdout, stderr)
 	case "suite":
 		err = runSuite(ctx, args[1:], stdout, stderr)
 	default:
-		err = fmt.Errorf("%w: unknown command %q (produce, consume, mixed, lean, report, suite)", errUsage, args[0])
+		err = fmt.Errorf("%w: unknown command %q (produce, consume, mixed, lean, null-server, report, suite)", errUsage, args[0])
 	}
 	switch {
 	case err == nil, errors.Is(err, errHelp):

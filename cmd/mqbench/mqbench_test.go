@@ -54,7 +54,7 @@ func TestHelpDocumentsCommandShapes(t *testing.T) {
 	} {
 		require.Contains(t, out, shape)
 	}
-	for _, cmd := range []string{"produce", "consume", "mixed", "report", "suite"} {
+	for _, cmd := range []string{"produce", "consume", "mixed", "null-server", "report", "suite"} {
 		code, _, errOut := mqbench(t, cmd, "--help")
 		require.Equal(t, 0, code, cmd)
 		require.Contains(t, errOut, "Usage", cmd)
