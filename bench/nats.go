@@ -315,6 +315,7 @@ func runNATS(ctx context.Context, cfg *SuiteConfig, pr PlannedRun, dir, storeDir
 	var pts []ThroughputPoint
 	var measuredArgs []string
 	var measured natsBenchRun
+	var serverStart, serverEnd serverCPUMark
 	runErr := func() error {
 		// Warm-up and calibration.
 		warm := max(cfg.Load.Warmup, natsWarmupFloor)
@@ -353,7 +354,9 @@ func runNATS(ctx context.Context, cfg *SuiteConfig, pr PlannedRun, dir, storeDir
 			})
 		}()
 		var benchErr error
+		serverStart = markServerCPU(srv.Process.Pid)
 		measured, benchErr = runNATSBench(ctx, cfg, measuredArgs, out)
+		serverEnd = markServerCPU(srv.Process.Pid)
 		close(samplerStop)
 		<-samplerDone
 		if benchErr != nil {
@@ -388,6 +391,8 @@ func runNATS(ctx context.Context, cfg *SuiteConfig, pr PlannedRun, dir, storeDir
 	// milliseconds of a run of seconds).
 	c := newClientCPU(measured.cpu, measured.wall, msgs, runtime.NumCPU())
 	ps.ClientCPU = &c
+	// The server's: nats-server's CPU over the same run.
+	ps.ServerCPU = serverCPUBetween(serverStart, serverEnd, msgs)
 	if pr.Point.Inflight == 1 {
 		ps.Latency = lat // per message
 	} else if lat.Count > 0 {

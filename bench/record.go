@@ -88,6 +88,9 @@ type ProduceSummary struct {
 	ServiceHgrm  string           `json:"service_hgrm_file,omitempty"`
 	ConnErrors   []string         `json:"conn_errors,omitempty"`
 	ClientCPU    *ClientCPU       `json:"client_cpu,omitempty"`
+	// ServerCPU is the server process's CPU over the measurement (the suite reads it from
+	// /proc/<pid>/stat; absent when mqbench did not start the server).
+	ServerCPU *ClientCPU `json:"server_cpu,omitempty"`
 }
 
 // ConsumeSummary is the consume part of a run record.

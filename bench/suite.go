@@ -21,7 +21,7 @@ import (
 type BrokerSetup struct {
 	Name  string
 	Flags []string
-	// Peer is "" for ringmq (bin/mqbroker with Flags) or PeerNATS.
+	// Peer is "" for ringmq (bin/mqbroker with Flags), PeerNATS or PeerNull.
 	Peer string
 	// SyncAlways (NATS) stores with sync_interval: always, the peer of SYNC_FLUSH.
 	SyncAlways bool
@@ -34,6 +34,16 @@ func (s BrokerSetup) Durable() bool {
 		return s.SyncAlways
 	}
 	return slices.Contains(s.Flags, "--flushDiskType=SYNC_FLUSH")
+}
+
+// PeerNull names the null server in BrokerSetup.Peer: `mqbench null-server`, the limit
+// every other row is measured against.
+const PeerNull = "null"
+
+// NullSetups is the null server's setup: one, the same for ASYNC and SYNC points (it
+// acknowledges at once either way).
+func NullSetups() []BrokerSetup {
+	return []BrokerSetup{{Name: "null-server", Peer: PeerNull}}
 }
 
 // Point is one load shape: connections × requests in flight per connection.
@@ -178,6 +188,9 @@ type SuiteConfig struct {
 	// NATSServerBin and NATSBin are nats-server and natscli's nats, for PeerNATS setups.
 	NATSServerBin string
 	NATSBin       string
+	// NullServerBin is the mqbench binary, started as `mqbench null-server` for PeerNull
+	// setups (its own process, so its CPU is its own).
+	NullServerBin string
 }
 
 // points is the plan's load shapes.
@@ -188,8 +201,9 @@ func (c *SuiteConfig) points() []Point {
 	return []Point{{Conns: c.Load.Conns, Inflight: c.Load.Inflight}}
 }
 
-// DefaultSuiteConfig is `make bench-report`: every setup of DefaultMatrix and the NATS
-// JetStream peer (NATSSetups, binaries from `make tools`), 3 rounds of 4 × 16 in flight,
+// DefaultSuiteConfig is `make bench-report`: every setup of DefaultMatrix, the NATS
+// JetStream peer (NATSSetups, binaries from `make tools`) and the null server (the
+// limit, NullSetups), 3 rounds of 4 × 16 in flight,
 // 1 KiB messages for 12 s after 2 s warm-up, 5 s of read-back, within 10 minutes. quick
 // (QUICK=1) shortens it to fit 2.5 minutes: 2 s after 0.5 s warm-up, no read-back.
 func DefaultSuiteConfig(quick bool) SuiteConfig {
@@ -203,7 +217,7 @@ func DefaultSuiteConfig(quick bool) SuiteConfig {
 	cfg := SuiteConfig{
 		BrokerBin:          "bin/mqbroker",
 		ResultsDir:         "results",
-		Setups:             append(DefaultMatrix(), NATSSetups()...),
+		Setups:             append(append(DefaultMatrix(), NATSSetups()...), NullSetups()...),
 		Rounds:             3,
 		Load:               load,
 		ConsumeDuration:    5 * time.Second,
@@ -214,6 +228,7 @@ func DefaultSuiteConfig(quick bool) SuiteConfig {
 		BrokerStopTimeout:  20 * time.Second,
 		NATSServerBin:      "bin/tools/nats-server",
 		NATSBin:            "bin/tools/nats",
+		NullServerBin:      "bin/mqbench",
 	}
 	if quick {
 		cfg.Load.Duration = 2 * time.Second
@@ -257,6 +272,10 @@ func (c *SuiteConfig) Validate() error {
 		case PeerNATS:
 			if c.NATSServerBin == "" || c.NATSBin == "" {
 				return fmt.Errorf("%w: setup %s needs NATSServerBin and NATSBin (--nats-bin-dir)", ErrConfig, s.Name)
+			}
+		case PeerNull:
+			if c.NullServerBin == "" {
+				return fmt.Errorf("%w: setup %s needs NullServerBin (the mqbench binary)", ErrConfig, s.Name)
 			}
 		default:
 			return fmt.Errorf("%w: setup %s: unknown peer %q", ErrConfig, s.Name, s.Peer)
@@ -330,7 +349,7 @@ func RunSuite(ctx context.Context, cfg SuiteConfig, logger *slog.Logger) (*Suite
 	defer func() { res.LoadAvgAfter = LoadAverage() }()
 	plan := PlanPoints(cfg.Setups, cfg.points(), cfg.Rounds)
 	// Until a run has been timed, assume start + warm-up + load + read-back + stop.
-	estimate := suiteRunOverhead + cfg.Load.Warmup + cfg.Load.Duration + cfg.ConsumeDuration
+	estimate := cfg.RunEstimate(BrokerSetup{})
 	timed := false
 	for i, pr := range plan {
 		if ctx.Err() != nil {
@@ -368,6 +387,17 @@ func RunSuite(ctx context.Context, cfg SuiteConfig, logger *slog.Logger) (*Suite
 	return res, nil
 }
 
+// RunEstimate is how long a run of setup is assumed to take before one has been timed:
+// start, warm-up, load, read-back (ringmq only: the peers keep nothing to read or are
+// read by their own tools) and stop.
+func (c *SuiteConfig) RunEstimate(setup BrokerSetup) time.Duration {
+	d := suiteRunOverhead + c.Load.Warmup + c.Load.Duration
+	if setup.Peer == "" {
+		d += c.ConsumeDuration
+	}
+	return d
+}
+
 // suiteRunOverhead is what a run costs besides its load: starting the broker until it
 // serves routes, draining the last responses, and the clean shutdown (final flush).
 const suiteRunOverhead = 2500 * time.Millisecond
@@ -392,7 +422,12 @@ func runOne(ctx context.Context, cfg *SuiteConfig, pr PlannedRun, dir, storeDir 
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	defer logFile.Close()
-	bp, err := startBroker(ctx, cfg, pr.Setup, storeDir, logFile)
+	var bp *brokerProcess
+	if pr.Setup.Peer == PeerNull {
+		bp, err = startNullServerProcess(ctx, cfg, pr.Setup, logFile)
+	} else {
+		bp, err = startBroker(ctx, cfg, pr.Setup, storeDir, logFile)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -406,19 +441,32 @@ func runOne(ctx context.Context, cfg *SuiteConfig, pr PlannedRun, dir, storeDir 
 	rec.Config["setup"] = pr.Setup.Name
 	rec.Config["round"] = strconv.Itoa(pr.Round)
 	rec.Config["broker_flags"] = strings.Join(bp.args, " ")
+	if pr.Setup.Peer != "" {
+		rec.Config["peer"] = pr.Setup.Peer
+	}
 	for k, v := range LoadConfigMap(&load) {
 		rec.Config[k] = v
 	}
 	rec.Machine = DescribeMachine(ctx, storeDir)
 
-	watcher := NewMetricsWatcher(bp.metricsAddr, "", "", "")
+	var watcher *MetricsWatcher
+	if bp.metricsAddr != "" {
+		watcher = NewMetricsWatcher(bp.metricsAddr, "", "", "")
+	}
+	pid := bp.cmd.Process.Pid
+	var serverStart serverCPUMark
 	hooks := Hooks{Started: func(string) {
+		serverStart = markServerCPU(pid)
+		if watcher == nil {
+			return
+		}
 		if err := watcher.Start(ctx); err != nil {
 			logger.Warn("broker metrics unavailable", "err", err)
 		}
 	}}
 	var pres *ProduceResult
 	var cres *ConsumeResult
+	var serverCPU *ClientCPU
 	runErr := func() error {
 		p, err := NewProducer(load, logger, hooks)
 		if err != nil {
@@ -427,13 +475,16 @@ func runOne(ctx context.Context, cfg *SuiteConfig, pr PlannedRun, dir, storeDir 
 		if pres, err = p.Run(ctx); err != nil {
 			return err
 		}
-		bm, err := watcher.Finish(ctx)
-		if err != nil {
-			logger.Warn("broker metrics unavailable", "err", err)
+		serverCPU = serverCPUSince(pid, serverStart, pres.Acked)
+		if watcher != nil {
+			bm, err := watcher.Finish(ctx)
+			if err != nil {
+				logger.Warn("broker metrics unavailable", "err", err)
+			}
+			rec.Broker = bm
 		}
-		rec.Broker = bm
-		if cfg.ConsumeDuration <= 0 {
-			return nil
+		if cfg.ConsumeDuration <= 0 || pr.Setup.Peer == PeerNull {
+			return nil // the null server keeps nothing to read back
 		}
 		ccfg := DefaultConsumerConfig()
 		ccfg.Namesrv, ccfg.Topic, ccfg.Group = bp.namesrvAddr, load.Topic, "mqbench_suite"
@@ -454,6 +505,7 @@ func runOne(ctx context.Context, cfg *SuiteConfig, pr PlannedRun, dir, storeDir 
 		return nil, errors.Join(runErr, stopErr)
 	}
 	rec.SetProduce(&load, pres)
+	rec.Results.Produce.ServerCPU = serverCPU
 	if cres != nil {
 		rec.Mode = "produce+consume"
 		rec.SetConsume(cres)
@@ -516,6 +568,19 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
+// startNullServerProcess starts `mqbench null-server` on a free loopback port (it is its
+// own name server) and waits until it serves routes.
+func startNullServerProcess(ctx context.Context, cfg *SuiteConfig, setup BrokerSetup, log *os.File) (*brokerProcess, error) {
+	ports, err := freePorts(1)
+	if err != nil {
+		return nil, err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	bp := &brokerProcess{brokerAddr: addr, namesrvAddr: addr, exited: make(chan struct{}),
+		args: []string{"null-server", "--listen=" + addr, "--log-level=warn"}}
+	return bp, bp.start(ctx, cfg, setup, cfg.NullServerBin, nil, log)
+}
+
 // startBroker starts the broker with the setup's flags on free loopback ports and waits
 // until its embedded name server answers a route for TBW102 with a writable master.
 func startBroker(ctx context.Context, cfg *SuiteConfig, setup BrokerSetup, storeDir string, log *os.File) (*brokerProcess, error) {
@@ -539,11 +604,17 @@ func startBroker(ctx context.Context, cfg *SuiteConfig, setup BrokerSetup, store
 		"--metricsAddr=" + bp.metricsAddr,
 		"--mappedFileSizeCommitLog=" + strconv.FormatInt(cfg.CommitLogBytes, 10),
 	}, setup.Flags...)
-	bp.cmd = exec.Command(cfg.BrokerBin, bp.args...)
+	return bp, bp.start(ctx, cfg, setup, cfg.BrokerBin, cfg.BrokerEnv, log)
+}
+
+// start runs bin with bp.args (env added to the environment) and waits until bp's name
+// server answers a route for TBW102 with a writable master.
+func (bp *brokerProcess) start(ctx context.Context, cfg *SuiteConfig, setup BrokerSetup, bin string, env []string, log *os.File) error {
+	bp.cmd = exec.Command(bin, bp.args...)
 	bp.cmd.Stdout, bp.cmd.Stderr = log, log
-	bp.cmd.Env = append(os.Environ(), cfg.BrokerEnv...)
+	bp.cmd.Env = append(os.Environ(), env...)
 	if err := bp.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("%w: start %s: %w", ErrBroker, cfg.BrokerBin, err)
+		return fmt.Errorf("%w: start %s: %w", ErrBroker, bin, err)
 	}
 	go func() {
 		bp.waitErr = bp.cmd.Wait()
@@ -553,19 +624,19 @@ func startBroker(ctx context.Context, cfg *SuiteConfig, setup BrokerSetup, store
 	for {
 		rd, err := fetchRoute(ctx, bp.namesrvAddr, autoCreateTemplateTopic, time.Second)
 		if err == nil && len(routeQueues(rd, permWrite, 0)) > 0 {
-			return bp, nil
+			return nil
 		}
 		select {
 		case <-bp.exited:
-			return nil, fmt.Errorf("%w: %s exited during start (%v); see %s", ErrBroker, setup.Name, bp.waitErr, log.Name())
+			return fmt.Errorf("%w: %s exited during start (%v); see %s", ErrBroker, setup.Name, bp.waitErr, log.Name())
 		case <-ctx.Done():
 			_ = bp.stop(cfg.BrokerStopTimeout)
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			_ = bp.stop(cfg.BrokerStopTimeout)
-			return nil, fmt.Errorf("%w: %s did not serve routes within %v (last: %v); see %s", ErrBroker, setup.Name, cfg.BrokerStartTimeout, err, log.Name())
+			return fmt.Errorf("%w: %s did not serve routes within %v (last: %v); see %s", ErrBroker, setup.Name, cfg.BrokerStartTimeout, err, log.Name())
 		}
 	}
 }

@@ -111,14 +111,16 @@ func TestDefaultSuiteFitsBudget(t *testing.T) {
 	for _, quick := range []bool{false, true} {
 		cfg := DefaultSuiteConfig(quick)
 		require.NoError(t, cfg.Validate())
-		runs := len(Plan(cfg.Setups, cfg.Rounds))
 		require.GreaterOrEqual(t, cfg.Rounds, 3)
-		perRun := suiteRunOverhead + cfg.Load.Warmup + cfg.Load.Duration + cfg.ConsumeDuration
-		require.LessOrEqual(t, time.Duration(runs)*perRun, cfg.Budget, "quick=%v", quick)
+		var total time.Duration
+		for _, pr := range Plan(cfg.Setups, cfg.Rounds) {
+			total += cfg.RunEstimate(pr.Setup)
+		}
+		require.LessOrEqual(t, total, cfg.Budget, "quick=%v", quick)
 	}
 	require.Equal(t, 10*time.Minute, DefaultSuiteConfig(false).Budget)
 	require.Equal(t, 150*time.Second, DefaultSuiteConfig(true).Budget)
-	require.Len(t, DefaultSuiteConfig(false).Setups, len(DefaultMatrix())+len(NATSSetups()), "the peer runs in the same rounds")
+	require.Len(t, DefaultSuiteConfig(false).Setups, len(DefaultMatrix())+len(NATSSetups())+len(NullSetups()), "the peers run in the same rounds")
 }
 
 func testSuiteConfig(t *testing.T) SuiteConfig {
