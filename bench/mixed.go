@@ -6,11 +6,9 @@ import (
 	"log/slog"
 )
 
-// RunMixed runs a producer and a consumer on the same topic at the same time. The
-// producer's targets are resolved first (creating the topic if asked), then the consumer's
-// start offsets (with FromLast, the consumer sees exactly what this producer sends), then
-// both loads start together. A topic the name server does not know yet (to be created by
-// the first send) is read on the producer's brokers and queues.
+// RunMixed runs a producer and a consumer on the same topic at the same time, on one
+// clock: targets and start offsets are resolved as prepareMixed does, then both loads
+// start together.
 func RunMixed(ctx context.Context, pcfg ProducerConfig, ccfg ConsumerConfig, logger *slog.Logger, hooks Hooks) (*ProduceResult, *ConsumeResult, error) {
 	p, err := NewProducer(pcfg, logger, hooks)
 	if err != nil {
@@ -20,21 +18,12 @@ func RunMixed(ctx context.Context, pcfg ProducerConfig, ccfg ConsumerConfig, log
 	if err != nil {
 		return nil, nil, err
 	}
-	ptargets, err := producerTargets(ctx, &p.cfg)
+	prepared, err := prepareMixed(ctx, p, c)
 	if err != nil {
 		return nil, nil, err
 	}
-	ctargets, err := consumerTargets(ctx, &c.cfg)
-	if errors.Is(err, ErrNoRoute) {
-		ctargets, err = ptargets, nil
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	prepared, err := c.prepare(ctx, ctargets)
-	if err != nil {
-		return nil, nil, err
-	}
+	// One clock for both sides: end-to-end latency is then monotonic time.
+	clk := newClock()
 	type consumeOut struct {
 		res *ConsumeResult
 		err error
@@ -44,10 +33,10 @@ func RunMixed(ctx context.Context, pcfg ProducerConfig, ccfg ConsumerConfig, log
 	defer cancel()
 	done := make(chan consumeOut, 1)
 	go func() {
-		res, err := prepared.run(cctx)
+		res, err := prepared.consume.runWith(cctx, &clk)
 		done <- consumeOut{res, err}
 	}()
-	pres, perr := p.run(ctx, ptargets)
+	pres, perr := p.runWith(ctx, prepared.producerTargets, &clk)
 	if perr != nil {
 		cancel()
 	}

@@ -150,7 +150,10 @@ type ProduceResult struct {
 	Errors       int64
 	ErrorsByCode map[string]int64
 	WarmupMsgs   int64
-	Bytes        int64         // body bytes acknowledged (written, for oneway)
+	// Written is every message written, warm-up included: each carries its own sequence
+	// number (BodySeq) when the body has room, so that consumers can match them.
+	Written int64
+	Bytes   int64 // body bytes acknowledged (written, for oneway)
 	Elapsed      time.Duration // measurement start to the last completion (or the last write, oneway)
 	Latency      LatencySummary
 	Service      *LatencySummary // open-loop runs: service time, from the actual write
@@ -240,6 +243,12 @@ func (p *Producer) Run(ctx context.Context) (*ProduceResult, error) {
 }
 
 func (p *Producer) run(ctx context.Context, targets []BrokerQueues) (*ProduceResult, error) {
+	return p.runWith(ctx, targets, nil)
+}
+
+// runWith is run on the shared clock (nil: the run's own, started after dialing): a
+// producer and consumers in one process stamp and read on one monotonic clock.
+func (p *Producer) runWith(ctx context.Context, targets []BrokerQueues, shared *clock) (*ProduceResult, error) {
 	p.log.Info("produce", "targets", fmt.Sprint(targets), "conns", p.cfg.Conns, "inflight", p.cfg.Inflight,
 		"size", p.cfg.MessageBytes, "batch", p.cfg.Batch, "rate", p.cfg.Rate, "oneway", p.cfg.Oneway)
 	conns, err := p.dial(ctx, targets)
@@ -247,6 +256,9 @@ func (p *Producer) run(ctx context.Context, targets []BrokerQueues) (*ProduceRes
 		return nil, err
 	}
 	clk := newClock()
+	if shared != nil {
+		clk = *shared
+	}
 	measureStart := int64(p.cfg.Warmup)
 	p.series = NewSeries()
 	run := &produceRun{
@@ -338,6 +350,9 @@ func (p *Producer) run(ctx context.Context, targets []BrokerQueues) (*ProduceRes
 	<-samplerDone
 	res, err := p.result(targets, conns, clk, measureStart)
 	if res != nil {
+		for _, c := range conns {
+			res.Written += c.snd.enc.written
+		}
 		msgs := res.Acked
 		if p.cfg.Oneway {
 			msgs = res.Sent

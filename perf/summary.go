@@ -70,7 +70,7 @@ func (r *Run) Summarize() Summary {
 		// End-to-end latency means something only when consumers ran beside the
 		// producers (mixed). After a produce run the suite reads the backlog back, and
 		// born-to-receipt time is then the backlog's age, not a latency.
-		if r.Mode == "mixed" {
+		if r.Mode == "mixed" || r.Mode == "e2e" {
 			s.ConsumeP99Us = c.Lat().P99Us
 		}
 	}

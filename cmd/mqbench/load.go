@@ -130,6 +130,14 @@ func (o *loadOptions) parse(args []string) error {
 	p.Duration, p.Warmup, p.DialTimeout = o.duration, o.warmup, o.dial
 	c.Duration, c.Warmup, c.DialTimeout = o.duration, o.warmup, o.dial
 	c.LongPolling = !o.noLongPolling
+	if o.mode == "e2e" {
+		// The run drives the consumer (bench.E2EConfig): it ends when everything written
+		// has been received; a placeholder duration passes the check below.
+		c.Count, c.Duration = 0, time.Hour
+		if p.Rate <= 0 {
+			return fmt.Errorf("%w: e2e is open loop: --rate must be > 0", errUsage)
+		}
+	}
 	if o.mode == "mixed" {
 		// The consumer measures the same window and stops on the producer's count; a
 		// duration run gives it a moment to read the last messages (its throughput is
@@ -223,6 +231,7 @@ func runLoad(ctx context.Context, mode string, args []string, stdout, stderr io.
 	started := time.Now()
 	var pres *bench.ProduceResult
 	var cres *bench.ConsumeResult
+	var e2e *bench.E2EResult
 	var runErr error
 	switch mode {
 	case "produce":
@@ -237,6 +246,14 @@ func runLoad(ctx context.Context, mode string, args []string, stdout, stderr io.
 		}
 	case "mixed":
 		pres, cres, runErr = bench.RunMixed(ctx, o.p, o.c, logger, hooks)
+	case "e2e":
+		e2e, runErr = bench.RunE2E(ctx, bench.E2EConfig{Producer: o.p, Consumer: o.c, DrainTimeout: o.p.DrainTimeout}, logger, hooks)
+		if errors.Is(runErr, bench.ErrConfig) {
+			return fmt.Errorf("%w: %w", errUsage, runErr)
+		}
+		if e2e != nil {
+			pres, cres = e2e.Produce, e2e.Consume
+		}
 	}
 	if pres == nil && cres == nil {
 		return runErr
@@ -265,6 +282,9 @@ func runLoad(ctx context.Context, mode string, args []string, stdout, stderr io.
 			logger.Warn("consumer connection failed", "err", e)
 		}
 	}
+	if e2e != nil {
+		rec.SetE2E(e2e)
+	}
 	var writeErr error
 	if o.out != "" {
 		writeErr = bench.WriteRun(o.out, rec, pres, cres)
@@ -283,6 +303,12 @@ func runLoad(ctx context.Context, mode string, args []string, stdout, stderr io.
 			fmt.Fprintf(stdout, "mqbench: consume errors by code: %s\n", formatCodes(cres.ErrorsByCode))
 		}
 		fmt.Fprintln(stdout, bench.ConsumeSummaryLine("consume", cres))
+	}
+	if e2e != nil {
+		fmt.Fprintln(stdout, bench.E2ESummaryLine(o.p.Rate, e2e))
+		if runErr == nil && e2e.Missing > 0 {
+			runErr = fmt.Errorf("%d of %d messages written were not received within --drain-timeout %v", e2e.Missing, e2e.Written, o.p.DrainTimeout)
+		}
 	}
 	return errors.Join(runErr, writeErr)
 }

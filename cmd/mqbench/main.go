@@ -28,6 +28,8 @@ Usage:
   mqbench consume --namesrv ADDR --topic T --group G --conns C --duration D --out DIR [flags]
   mqbench mixed   --namesrv ADDR --topic T --group G --conns C --inflight W --size S --duration D
                   --out DIR [flags]        (produce and consume at once)
+  mqbench e2e     --namesrv ADDR|--broker ADDR --topic T --rate R --conns C --inflight W --size S
+                  --duration D --out DIR [flags]   (open-loop produce and pull consume: end-to-end latency)
   mqbench lean    --namesrv ADDR|--broker ADDR --topic T --queues Q --conns C --inflight W --size S
                   --duration D     (the lean yardstick generator: throughput and client CPU only)
   mqbench null-server --listen ADDR     (a server that answers every send SEND_OK and stores nothing)
@@ -41,7 +43,11 @@ with W requests in flight each (pipelined by opaque), closed loop, or open loop 
 messages/s with latency measured from each message's intended send time (coordinated
 omission corrected; one pacer wakes at most once per --tick and sends what is due, so a
 message may wait up to a tick, counted in its latency). consume pulls with long polling (--no-long-polling to poll) and measures
-end-to-end latency and lag. report compares run directories (ringmq vs another broker, or two
+end-to-end latency and lag. e2e produces open loop at --rate and pulls the same topic in one
+process on one monotonic clock: send latency and produce-to-consume latency (p50/p90/p99/p99.9/
+max of both), every message matched by its sequence number (written, matched, missing,
+duplicates); it waits up to --drain-timeout after the last send for the last receipts and
+fails if any message is missing. report compares run directories (ringmq vs another broker, or two
 configurations): an HTML page (inline SVG) and a Markdown table with ratios against the
 first run; runs sharing a --name are summarized by their medians. suite starts bin/mqbroker
 once per configuration (ASYNC mmap, ASYNC transient pool, SYNC per flush backend; gnet and std
@@ -92,7 +98,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "--version", "version":
 		version.Print(stdout, "mqbench")
 		return 0
-	case "produce", "consume", "mixed":
+	case "produce", "consume", "mixed", "e2e":
 		err = runLoad(ctx, args[0], args[1:], stdout, stderr)
 	case "lean":
 		err = runLean(ctx, args[1:], stdout, stderr)
@@ -103,7 +109,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "suite":
 		err = runSuite(ctx, args[1:], stdout, stderr)
 	default:
-		err = fmt.Errorf("%w: unknown command %q (produce, consume, mixed, lean, null-server, report, suite)", errUsage, args[0])
+		err = fmt.Errorf("%w: unknown command %q (produce, consume, mixed, e2e, lean, null-server, report, suite)", errUsage, args[0])
 	}
 	switch {
 	case err == nil, errors.Is(err, errHelp):
