@@ -153,10 +153,10 @@ type ProduceResult struct {
 	// Written is every message written, warm-up included: each carries its own sequence
 	// number (BodySeq) when the body has room, so that consumers can match them.
 	Written int64
-	Bytes   int64 // body bytes acknowledged (written, for oneway)
-	Elapsed      time.Duration // measurement start to the last completion (or the last write, oneway)
-	Latency      LatencySummary
-	Service      *LatencySummary // open-loop runs: service time, from the actual write
+	Bytes   int64         // body bytes acknowledged (written, for oneway)
+	Elapsed time.Duration // measurement start to the last completion (or the last write, oneway)
+	Latency LatencySummary
+	Service *LatencySummary // open-loop runs: service time, from the actual write
 	// LatencyHist (ns) is the send latency (from the intended time in open-loop runs);
 	// ServiceHist (ns) the service time of open-loop runs, else nil.
 	LatencyHist *hdrhistogram.Histogram
@@ -714,7 +714,18 @@ func (c *producerConn) flush() bool {
 	s := &c.snd
 	run := c.run
 	sentNs := run.clk.now()
-	s.enc.stamp(s.buf, run.clk.wall(sentNs))
+	if run.p.cfg.Rate > 0 {
+		// Open loop: each body carries its request's intended send time, the origin of
+		// its send latency too, so that end-to-end latency counts the generator's own
+		// lateness the same way.
+		k := 0
+		for _, b := range s.pending {
+			s.enc.stampRange(s.buf, k, k+int(b.msgs), run.clk.wall(min(b.intended, sentNs)))
+			k += int(b.msgs)
+		}
+	} else {
+		s.enc.stamp(s.buf, run.clk.wall(sentNs))
+	}
 	var oneway int64
 	for _, b := range s.pending {
 		if b.intended >= run.measureStart {
