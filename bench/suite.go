@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -46,19 +48,43 @@ func NullSetups() []BrokerSetup {
 	return []BrokerSetup{{Name: "null-server", Peer: PeerNull}}
 }
 
-// Point is one load shape: connections × requests in flight per connection.
+// Point is one load shape: connections × requests in flight per connection, closed
+// loop; or, with E2ERate > 0, an end-to-end point: open loop at that many messages per
+// second (on the suite's connections and in-flight bound, Conns and Inflight 0) with
+// consumers pulling the same topic (RunE2E). The null server runs an e2e point as an
+// open-loop produce at the same rate (its send latency is the floor); NATS does not run
+// e2e points.
 type Point struct {
 	Conns    int
 	Inflight int
+	E2ERate  float64
 }
 
-func (p Point) String() string { return fmt.Sprintf("%dx%d", p.Conns, p.Inflight) }
+func (p Point) String() string {
+	if p.E2ERate > 0 {
+		return "e2e@" + strconv.FormatFloat(p.E2ERate, 'f', -1, 64)
+	}
+	return fmt.Sprintf("%dx%d", p.Conns, p.Inflight)
+}
 
-// ParsePoints parses "1x1,4x16,16x32".
+// runsAt reports whether the setup runs point p.
+func (s BrokerSetup) runsAt(p Point) bool {
+	return p.E2ERate <= 0 || s.Peer != PeerNATS
+}
+
+// ParsePoints parses "1x1,4x16,16x32,e2e@20000".
 func ParsePoints(s string) ([]Point, error) {
 	var out []Point
 	for f := range strings.SplitSeq(s, ",") {
 		f = strings.TrimSpace(f)
+		if r, ok := strings.CutPrefix(f, "e2e@"); ok {
+			rate, err := strconv.ParseFloat(r, 64)
+			if err != nil || !(rate > 0) || math.IsInf(rate, 0) {
+				return nil, fmt.Errorf("%w: point %q is not e2e@RATE with RATE > 0 messages per second", ErrConfig, f)
+			}
+			out = append(out, Point{E2ERate: rate})
+			continue
+		}
 		c, w, ok := strings.Cut(f, "x")
 		conns, err1 := strconv.Atoi(c)
 		inflight, err2 := strconv.Atoi(w)
@@ -142,6 +168,9 @@ func PlanPoints(setups []BrokerSetup, points []Point, rounds int) []PlannedRun {
 		for _, p := range points {
 			for i := range setups {
 				s := setups[(r+i)%len(setups)]
+				if !s.runsAt(p) {
+					continue
+				}
 				name := s.Name
 				if len(points) > 1 {
 					name += "@" + p.String()
@@ -282,6 +311,12 @@ func (c *SuiteConfig) Validate() error {
 		}
 	}
 	for _, p := range c.Points {
+		if p.E2ERate > 0 {
+			if c.Load.MessageBytes < BodySeqBytes || c.Load.Batch != 1 {
+				return fmt.Errorf("%w: point %v needs single messages of at least %d bytes", ErrConfig, p, BodySeqBytes)
+			}
+			continue
+		}
 		if p.Conns < 1 || p.Inflight < 1 {
 			return fmt.Errorf("%w: point %v: connections and in flight must be ≥ 1", ErrConfig, p)
 		}
@@ -438,6 +473,9 @@ func runOne(ctx context.Context, cfg *SuiteConfig, pr PlannedRun, dir, storeDir 
 	if pr.Point.Conns > 0 {
 		load.Conns, load.Inflight = pr.Point.Conns, pr.Point.Inflight
 	}
+	if pr.Point.E2ERate > 0 {
+		load.Rate = pr.Point.E2ERate
+	}
 	rec.Config["setup"] = pr.Setup.Name
 	rec.Config["round"] = strconv.Itoa(pr.Round)
 	rec.Config["broker_flags"] = strings.Join(bp.args, " ")
@@ -455,25 +493,46 @@ func runOne(ctx context.Context, cfg *SuiteConfig, pr PlannedRun, dir, storeDir 
 	}
 	pid := bp.cmd.Process.Pid
 	var serverStart serverCPUMark
+	var startOnce sync.Once // an e2e run's producer and consumer both start
 	hooks := Hooks{Started: func(string) {
-		serverStart = markServerCPU(pid)
-		if watcher == nil {
-			return
-		}
-		if err := watcher.Start(ctx); err != nil {
-			logger.Warn("broker metrics unavailable", "err", err)
-		}
+		startOnce.Do(func() {
+			serverStart = markServerCPU(pid)
+			if watcher == nil {
+				return
+			}
+			if err := watcher.Start(ctx); err != nil {
+				logger.Warn("broker metrics unavailable", "err", err)
+			}
+		})
 	}}
 	var pres *ProduceResult
 	var cres *ConsumeResult
+	var e2e *E2EResult
 	var serverCPU *ClientCPU
 	runErr := func() error {
-		p, err := NewProducer(load, logger, hooks)
-		if err != nil {
-			return err
-		}
-		if pres, err = p.Run(ctx); err != nil {
-			return err
+		if pr.Point.E2ERate > 0 && pr.Setup.Peer == "" {
+			// Produce open loop and pull at once; server CPU covers both.
+			ccfg := DefaultConsumerConfig()
+			ccfg.Namesrv, ccfg.Topic, ccfg.Group = bp.namesrvAddr, load.Topic, "mqbench_e2e"
+			ccfg.Conns, ccfg.From = max(cfg.ConsumeConns, 1), FromLast
+			var err error
+			e2e, err = RunE2E(ctx, E2EConfig{Producer: load, Consumer: ccfg, DrainTimeout: load.DrainTimeout}, logger, hooks)
+			if e2e != nil {
+				pres, cres = e2e.Produce, e2e.Consume
+			}
+			if err != nil {
+				return err
+			}
+		} else {
+			// A closed-loop point, or the null server's open-loop send latency at an e2e
+			// point's rate (it keeps nothing to consume).
+			p, err := NewProducer(load, logger, hooks)
+			if err != nil {
+				return err
+			}
+			if pres, err = p.Run(ctx); err != nil {
+				return err
+			}
 		}
 		serverCPU = serverCPUSince(pid, serverStart, pres.Acked)
 		if watcher != nil {
@@ -483,8 +542,8 @@ func runOne(ctx context.Context, cfg *SuiteConfig, pr PlannedRun, dir, storeDir 
 			}
 			rec.Broker = bm
 		}
-		if cfg.ConsumeDuration <= 0 || pr.Setup.Peer == PeerNull {
-			return nil // the null server keeps nothing to read back
+		if cfg.ConsumeDuration <= 0 || pr.Setup.Peer == PeerNull || pr.Point.E2ERate > 0 {
+			return nil // the null server keeps nothing to read back; an e2e run has read
 		}
 		ccfg := DefaultConsumerConfig()
 		ccfg.Namesrv, ccfg.Topic, ccfg.Group = bp.namesrvAddr, load.Topic, "mqbench_suite"
@@ -506,7 +565,12 @@ func runOne(ctx context.Context, cfg *SuiteConfig, pr PlannedRun, dir, storeDir 
 	}
 	rec.SetProduce(&load, pres)
 	rec.Results.Produce.ServerCPU = serverCPU
-	if cres != nil {
+	switch {
+	case e2e != nil:
+		rec.Mode = "e2e"
+		rec.SetConsume(cres)
+		rec.SetE2E(e2e)
+	case cres != nil:
 		rec.Mode = "produce+consume"
 		rec.SetConsume(cres)
 	}

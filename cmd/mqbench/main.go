@@ -35,7 +35,7 @@ Usage:
   mqbench null-server --listen ADDR     (a server that answers every send SEND_OK and stores nothing)
   mqbench report  DIR... --html FILE --md FILE [--title T]
   mqbench suite   [--quick] [--broker-bin bin/mqbroker] [--results results] [--rounds 3]
-                  [--points 1x1,4x16,16x32] [--peers nats|none] [--write-benchmarks]
+                  [--points 1x1,4x16,16x32,e2e@20000] [--peers nats,null|none] [--write-benchmarks]
   mqbench --version
 
 produce sends SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE with --batch > 1) over C connections
@@ -51,7 +51,7 @@ fails if any message is missing. report compares run directories (ringmq vs anot
 configurations): an HTML page (inline SVG) and a Markdown table with ratios against the
 first run; runs sharing a --name are summarized by their medians. suite starts bin/mqbroker
 once per configuration (ASYNC mmap, ASYNC transient pool, SYNC per flush backend; gnet and std
-engines) and NATS JetStream as a peer, runs the same load against each, interleaved over
+engines), NATS JetStream and the null server (the limit) as peers, runs the same load against each, interleaved over
 rounds, and writes the report. lean is the yardstick for mqbench's own cost: the least a client
 can do at the same load (frames encoded once, batched writes, responses counted).
 

@@ -45,7 +45,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	warmup := fset.Duration("warmup", 2*time.Second, "warm-up per run (quick: 500ms)")
 	consume := fset.Duration("consume-duration", 5*time.Second, "read back for at most this long after each run (0: no read-back; quick: 0)")
 	commitLog := fset.Int64("commitlog-bytes", 128<<20, "--mappedFileSizeCommitLog of the brokers (quick: 64 MiB)")
-	points := fset.String("points", "", "load points CONNSxINFLIGHT, comma-separated (e.g. 1x1,4x16,16x32); default --conns x --inflight")
+	points := fset.String("points", "", "load points CONNSxINFLIGHT or e2e@RATE (open loop at RATE msgs/s with consumers: end-to-end latency), comma-separated (e.g. 1x1,4x16,16x32,e2e@20000); default --conns x --inflight")
 	peers := fset.String("peers", bench.PeerNATS+","+bench.PeerNull, "peers run in the same rounds, comma-separated: nats (NATS JetStream, binaries from `make tools`), null (mqbench null-server, the limit), or none")
 	natsBinDir := fset.String("nats-bin-dir", "bin/tools", "directory holding nats-server and nats (make tools)")
 	writeBenchmarks := fset.Bool("write-benchmarks", false, "replace the "+benchmarksBegin+" … "+benchmarksEnd+" section of --benchmarks-md with the tables (WRITE_BENCHMARKS=1; never with --quick). Without it BENCHMARKS.md is left alone")
@@ -247,6 +247,12 @@ func suiteNotes(cfg *bench.SuiteConfig, res *bench.SuiteResult, failed []string,
 	l := cfg.Load
 	var pts []string
 	for _, p := range suitePoints(cfg) {
+		if p.E2ERate > 0 {
+			pts = append(pts, fmt.Sprintf("end to end (%v) at %.0f msgs/s open loop on %d connections × %d in flight, consumers pulling the topic "+
+				"from its end (mqbench e2e: send and produce-to-consume latency on one clock, every message matched; the null server runs the same rate as an open-loop produce, NATS sits it out)",
+				p, p.E2ERate, cfg.Load.Conns, cfg.Load.Inflight))
+			continue
+		}
 		pts = append(pts, fmt.Sprintf("%d connections × %d in flight", p.Conns, p.Inflight))
 	}
 	notes = append(notes, fmt.Sprintf("Command: %s (mqbench suite). Load: %s, %d-byte messages, %v measured after %v warm-up, against each broker setup on loopback with a fresh store; %d rounds, interleaved; figures are medians.",
