@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/ringmq/ringmq/internal/goclient/goclienttest"
 )
 
 // TestMain also lets the test binary stand in for mqbroker: the suite tests start it as
@@ -17,5 +17,6 @@ func TestMain(m *testing.M) {
 	if os.Getenv(nullServerEnv) == "1" {
 		os.Exit(nullServerMain(os.Args[1:]))
 	}
-	goleak.VerifyTestMain(m)
+	// The Go client runs in a driver process (goclienttest), whose binary this removes.
+	goclienttest.VerifyTestMain(m)
 }

@@ -12,9 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/goclient"
+	"github.com/ringmq/ringmq/internal/goclient/goclienttest"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // nullTestHost is the address a listener-less test server names in msgIds and routes.
@@ -435,4 +439,27 @@ func FuzzNullServerFrames(f *testing.F) {
 			require.LessOrEqual(t, len(got), len(want))
 		}
 	})
+}
+
+// TestNullServerServesTheGoClient: the pinned Apache RocketMQ Go client finds the null
+// server as its name server, heartbeats and sends; every send is SEND_OK with the offsets
+// counting up on its queue.
+func TestNullServerServesTheGoClient(t *testing.T) {
+	testutil.SkipInSecondPass(t)
+	s := startTestNullServer(t)
+	d := goclienttest.Start(t)
+	p, err := d.NewProducer(goclient.ProducerOptions{NameServers: []string{s.Addr()}, Group: "null-go", Retries: 0})
+	require.NoError(t, err)
+	require.NoError(t, p.Start())
+	defer func() { require.NoError(t, p.Shutdown()) }()
+	perQueue := map[int]int64{}
+	for i := range 20 {
+		res, err := p.SendSync(context.Background(), primitive.NewMessage("GoTopic", []byte(fmt.Sprintf("m%d", i))))
+		require.NoError(t, err)
+		require.Equal(t, primitive.SendOK, res.Status)
+		require.Equal(t, "null-broker", res.MessageQueue.BrokerName)
+		require.Equal(t, perQueue[res.MessageQueue.QueueId], res.QueueOffset, "queue %d", res.MessageQueue.QueueId)
+		perQueue[res.MessageQueue.QueueId]++
+		require.NotEmpty(t, res.OffsetMsgID)
+	}
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // fakeBrokerEnv makes the test binary act as mqbroker (fakeBrokerMain) so the suite's
@@ -245,6 +247,7 @@ func nullServerMain(args []string) int {
 // An e2e point beside a closed-loop one: the broker's e2e run matches every message it
 // wrote; the null server runs the same rate open loop, and both servers' CPU is read.
 func TestRunSuiteWithNullServerAndE2EPoint(t *testing.T) {
+	testutil.SkipInSecondPass(t)
 	t.Setenv(nullServerEnv, "1")
 	cfg := testSuiteConfig(t)
 	bin, err := os.Executable()

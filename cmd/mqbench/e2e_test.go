@@ -10,6 +10,7 @@ import (
 
 	"github.com/ringmq/ringmq/bench"
 	"github.com/ringmq/ringmq/broker"
+	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/store"
 )
 
@@ -19,6 +20,7 @@ import (
 // the file once a second here, so a consumer that saw only committed bytes would still
 // get everything within the drain timeout, just late.
 func TestE2EEveryStoreMode(t *testing.T) {
+	testutil.SkipInSecondPass(t)
 	for _, mode := range []struct {
 		name string
 		set  func(*broker.Config)
