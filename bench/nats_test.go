@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -96,6 +97,9 @@ func TestParsePointsAndPlanNames(t *testing.T) {
 		names = append(names, p.Name)
 	}
 	require.Equal(t, []string{"a@4x16", "nats-js-async@4x16", "null-server@4x16", "a@e2e@20000", "null-server@e2e@20000"}, names)
+	sorted := []Point{{E2ERate: 20000}, {Conns: 16, Inflight: 32}, {E2ERate: 5000}, {Conns: 4, Inflight: 16}, {Conns: 4, Inflight: 8}}
+	slices.SortFunc(sorted, ComparePoints)
+	require.Equal(t, []Point{{Conns: 4, Inflight: 8}, {Conns: 4, Inflight: 16}, {Conns: 16, Inflight: 32}, {E2ERate: 5000}, {E2ERate: 20000}}, sorted)
 }
 
 // The NATS peer end to end with the real nats-server and nats (built by `make tools`;

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -65,6 +66,19 @@ func (p Point) String() string {
 		return "e2e@" + strconv.FormatFloat(p.E2ERate, 'f', -1, 64)
 	}
 	return fmt.Sprintf("%dx%d", p.Conns, p.Inflight)
+}
+
+// ComparePoints orders points for tables: closed-loop points by connections, then in
+// flight; e2e points after them, by rate.
+func ComparePoints(a, b Point) int {
+	e2e := func(p Point) int {
+		if p.E2ERate > 0 {
+			return 1
+		}
+		return 0
+	}
+	return cmp.Or(cmp.Compare(e2e(a), e2e(b)), cmp.Compare(a.Conns, b.Conns),
+		cmp.Compare(a.Inflight, b.Inflight), cmp.Compare(a.E2ERate, b.E2ERate))
 }
 
 // runsAt reports whether the setup runs point p.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -335,9 +334,7 @@ func peerRatios(res *bench.SuiteResult, medians []perf.Summary) *perf.Table {
 	}
 	t := &perf.Table{ID: "peer-ratios", Caption: "ringmq / NATS JetStream throughput, per point (medians)",
 		Header: []string{"point", "ringmq setup", "ringmq msgs/s", "NATS setup", "NATS msgs/s", "ringmq / NATS"}}
-	slices.SortStableFunc(order, func(a, b bench.PlannedRun) int {
-		return cmp.Or(cmp.Compare(a.Point.Conns, b.Point.Conns), cmp.Compare(a.Point.Inflight, b.Point.Inflight))
-	})
+	slices.SortStableFunc(order, func(a, b bench.PlannedRun) int { return bench.ComparePoints(a.Point, b.Point) })
 	for _, r := range order {
 		p, ok := peer[key{r.Point, r.Setup.Durable()}]
 		mine, ok1 := byName[r.Name]
@@ -380,9 +377,7 @@ func limitRatios(res *bench.SuiteResult, medians []perf.Summary) *perf.Table {
 	t := &perf.Table{ID: "limit-ratios", Caption: "ringmq / the null server (the limit), per point (medians; CPU in µs per message)",
 		Header: []string{"point", "ringmq setup", "ringmq msgs/s", "limit msgs/s", "msgs/s ÷ limit", "ringmq p99 µs", "limit p99 µs", "p99 ÷ limit",
 			"ringmq server µs/msg", "limit server µs/msg", "ringmq client µs/msg", "limit client µs/msg"}}
-	slices.SortStableFunc(order, func(a, b bench.PlannedRun) int {
-		return cmp.Or(cmp.Compare(a.Point.Conns, b.Point.Conns), cmp.Compare(a.Point.Inflight, b.Point.Inflight))
-	})
+	slices.SortStableFunc(order, func(a, b bench.PlannedRun) int { return bench.ComparePoints(a.Point, b.Point) })
 	num := func(v float64, format string) string {
 		if v <= 0 {
 			return "–"
