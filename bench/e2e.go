@@ -71,80 +71,31 @@ func RunE2E(ctx context.Context, cfg E2EConfig, logger *slog.Logger, hooks Hooks
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	ccfg := cfg.consumerConfig()
-	p, err := NewProducer(cfg.Producer, logger, hooks)
-	if err != nil {
-		return nil, err
-	}
-	c, err := NewConsumer(ccfg, logger, hooks)
-	if err != nil {
-		return nil, err
-	}
-	prepared, err := prepareMixed(ctx, p, c)
+	p, prepared, err := prepareMixed(ctx, cfg.Producer, cfg.consumerConfig(), logger, hooks)
 	if err != nil {
 		return nil, err
 	}
 	prepared.consume.matches = newE2EMatcher(cfg.Producer.Conns)
-	clk := newClock()
-	type consumeOut struct {
-		res *ConsumeResult
-		err error
-	}
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan consumeOut, 1)
-	go func() {
-		res, err := prepared.consume.runWith(cctx, &clk)
-		done <- consumeOut{res, err}
-	}()
-	pres, perr := p.runWith(ctx, prepared.producerTargets, &clk)
-	if perr == nil && pres != nil {
-		drain := time.NewTimer(cfg.DrainTimeout)
-		select {
-		case <-prepared.consume.matches.expect(pres.Written):
-		case <-drain.C:
-		case <-ctx.Done():
+	matches := prepared.consume.matches
+	pres, cres, err := runTogether(ctx, p, prepared, func(pres *ProduceResult, perr error) bool {
+		if perr == nil && pres != nil {
+			drain := time.NewTimer(cfg.DrainTimeout)
+			defer drain.Stop()
+			select {
+			case <-matches.expect(pres.Written):
+			case <-drain.C:
+			case <-ctx.Done():
+			}
 		}
-		drain.Stop()
-	}
-	cancel()
-	cout := <-done
-	res := &E2EResult{Produce: pres, Consume: cout.res}
+		return true
+	})
+	res := &E2EResult{Produce: pres, Consume: cres}
 	if pres != nil {
-		m := prepared.consume.matches.counts()
+		m := matches.counts()
 		res.Written, res.Matched, res.Duplicates, res.Foreign = pres.Written, m.distinct, m.duplicates, m.foreign
 		res.Missing = max(res.Written-res.Matched, 0)
 	}
-	return res, errors.Join(perr, cout.err)
-}
-
-// mixedRun is a producer's targets and a consumer prepared on them.
-type mixedRun struct {
-	producerTargets []BrokerQueues
-	consume         *preparedConsume
-}
-
-// prepareMixed resolves the producer's targets first (creating the topic if asked), then
-// the consumer's start offsets (with FromLast, the consumer sees exactly what this
-// producer sends). A topic the name server does not know yet (to be created by the first
-// send) is read on the producer's brokers and queues.
-func prepareMixed(ctx context.Context, p *Producer, c *Consumer) (*mixedRun, error) {
-	ptargets, err := producerTargets(ctx, &p.cfg)
-	if err != nil {
-		return nil, err
-	}
-	ctargets, err := consumerTargets(ctx, &c.cfg)
-	if errors.Is(err, ErrNoRoute) {
-		ctargets, err = ptargets, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	prepared, err := c.prepare(ctx, ctargets)
-	if err != nil {
-		return nil, err
-	}
-	return &mixedRun{producerTargets: ptargets, consume: prepared}, nil
+	return res, err
 }
 
 // e2eLatencyNs is a message's end-to-end latency from its body stamp and its receipt,

@@ -302,20 +302,9 @@ func orDash(s string) string {
 	return s
 }
 
-// peerRatios is the table of ringmq / NATS throughput per point: each ringmq setup
-// against the NATS setup of the same durability (ASYNC_FLUSH against the default sync
-// interval, SYNC_FLUSH against sync_interval: always). nil without NATS runs.
-func peerRatios(res *bench.SuiteResult, medians []perf.Summary) *perf.Table {
-	byName := map[string]perf.Summary{}
-	for _, m := range medians {
-		byName[m.Name] = m
-	}
-	type key struct {
-		point   bench.Point
-		durable bool
-	}
-	peer := map[key]string{}
-	var order []bench.PlannedRun
+// ringmqAndPeerRuns lists each run name once: the ringmq setups' runs in point order, and
+// the given peer's.
+func ringmqAndPeerRuns(res *bench.SuiteResult, peer string) (ringmq, peers []bench.PlannedRun) {
 	seen := map[string]bool{}
 	for _, r := range res.Runs {
 		if seen[r.Name] {
@@ -323,18 +312,43 @@ func peerRatios(res *bench.SuiteResult, medians []perf.Summary) *perf.Table {
 		}
 		seen[r.Name] = true
 		switch r.Setup.Peer {
-		case bench.PeerNATS:
-			peer[key{r.Point, r.Setup.Durable()}] = r.Name
+		case peer:
+			peers = append(peers, r.PlannedRun)
 		case "":
-			order = append(order, r.PlannedRun)
+			ringmq = append(ringmq, r.PlannedRun)
 		}
+	}
+	slices.SortStableFunc(ringmq, func(a, b bench.PlannedRun) int { return bench.ComparePoints(a.Point, b.Point) })
+	return ringmq, peers
+}
+
+func mediansByName(medians []perf.Summary) map[string]perf.Summary {
+	byName := make(map[string]perf.Summary, len(medians))
+	for _, m := range medians {
+		byName[m.Name] = m
+	}
+	return byName
+}
+
+// peerRatios is the table of ringmq / NATS throughput per point: each ringmq setup
+// against the NATS setup of the same durability (ASYNC_FLUSH against the default sync
+// interval, SYNC_FLUSH against sync_interval: always). nil without NATS runs.
+func peerRatios(res *bench.SuiteResult, medians []perf.Summary) *perf.Table {
+	byName := mediansByName(medians)
+	type key struct {
+		point   bench.Point
+		durable bool
+	}
+	peer := map[key]string{}
+	order, peers := ringmqAndPeerRuns(res, bench.PeerNATS)
+	for _, r := range peers {
+		peer[key{r.Point, r.Setup.Durable()}] = r.Name
 	}
 	if len(peer) == 0 {
 		return nil
 	}
 	t := &perf.Table{ID: "peer-ratios", Caption: "ringmq / NATS JetStream throughput, per point (medians)",
 		Header: []string{"point", "ringmq setup", "ringmq msgs/s", "NATS setup", "NATS msgs/s", "ringmq / NATS"}}
-	slices.SortStableFunc(order, func(a, b bench.PlannedRun) int { return bench.ComparePoints(a.Point, b.Point) })
 	for _, r := range order {
 		p, ok := peer[key{r.Point, r.Setup.Durable()}]
 		mine, ok1 := byName[r.Name]
@@ -352,24 +366,11 @@ func peerRatios(res *bench.SuiteResult, medians []perf.Summary) *perf.Table {
 // throughput and p99 as ratios, and the CPU per message of both servers and clients.
 // nil without null-server runs.
 func limitRatios(res *bench.SuiteResult, medians []perf.Summary) *perf.Table {
-	byName := map[string]perf.Summary{}
-	for _, m := range medians {
-		byName[m.Name] = m
-	}
+	byName := mediansByName(medians)
 	limit := map[bench.Point]string{}
-	var order []bench.PlannedRun
-	seen := map[string]bool{}
-	for _, r := range res.Runs {
-		if seen[r.Name] {
-			continue
-		}
-		seen[r.Name] = true
-		switch r.Setup.Peer {
-		case bench.PeerNull:
-			limit[r.Point] = r.Name
-		case "":
-			order = append(order, r.PlannedRun)
-		}
+	order, peers := ringmqAndPeerRuns(res, bench.PeerNull)
+	for _, r := range peers {
+		limit[r.Point] = r.Name
 	}
 	if len(limit) == 0 {
 		return nil
@@ -377,7 +378,6 @@ func limitRatios(res *bench.SuiteResult, medians []perf.Summary) *perf.Table {
 	t := &perf.Table{ID: "limit-ratios", Caption: "ringmq / the null server (the limit), per point (medians; CPU in µs per message)",
 		Header: []string{"point", "ringmq setup", "ringmq msgs/s", "limit msgs/s", "msgs/s ÷ limit", "ringmq p99 µs", "limit p99 µs", "p99 ÷ limit",
 			"ringmq server µs/msg", "limit server µs/msg", "ringmq client µs/msg", "limit client µs/msg"}}
-	slices.SortStableFunc(order, func(a, b bench.PlannedRun) int { return bench.ComparePoints(a.Point, b.Point) })
 	num := func(v float64, format string) string {
 		if v <= 0 {
 			return "–"
