@@ -4,6 +4,8 @@ import (
 	"os"
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/ringmq/ringmq/internal/goclient/goclienttest"
 )
 
@@ -18,5 +20,10 @@ func TestMain(m *testing.M) {
 		os.Exit(nullServerMain(os.Args[1:]))
 	}
 	// The Go client runs in a driver process (goclienttest), whose binary this removes.
-	goclienttest.VerifyTestMain(m)
+	goclienttest.VerifyTestMain(m,
+		// gnet (the null server's second engine) starts its ants worker pool, and the pool's
+		// janitor goroutines, in package init; they live for the whole process.
+		goleak.IgnoreAnyFunction("github.com/panjf2000/ants/v2.(*poolCommon).purgeStaleWorkers"),
+		goleak.IgnoreAnyFunction("github.com/panjf2000/ants/v2.(*poolCommon).ticktock"),
+	)
 }

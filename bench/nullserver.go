@@ -51,11 +51,13 @@ type NullServerConfig struct {
 	Cluster    string
 	// MaxFrameBytes caps a frame (<= 0: codec.DefaultMaxFrameBytes, what a producer may send).
 	MaxFrameBytes int
+	// Engine is NullEngineGoroutine (a goroutine per connection) or NullEngineGnet.
+	Engine string
 }
 
 // DefaultNullServerConfig listens on a free loopback port with 8 queues per topic.
 func DefaultNullServerConfig() NullServerConfig {
-	return NullServerConfig{Listen: "127.0.0.1:0", Queues: 8, BrokerName: "null-broker", Cluster: "NullCluster"}
+	return NullServerConfig{Listen: "127.0.0.1:0", Queues: 8, BrokerName: "null-broker", Cluster: "NullCluster", Engine: NullEngineGoroutine}
 }
 
 // Validate reports the first field out of range.
@@ -67,6 +69,8 @@ func (c *NullServerConfig) Validate() error {
 		return fmt.Errorf("%w: Queues (--queues) %d not in [1, %d]", ErrConfig, c.Queues, nullQueueSlots)
 	case c.BrokerName == "" || c.Cluster == "":
 		return fmt.Errorf("%w: BrokerName (--broker-name) and Cluster (--cluster) must be set", ErrConfig)
+	case c.Engine != NullEngineGoroutine && c.Engine != NullEngineGnet:
+		return fmt.Errorf("%w: Engine (--engine) %q is not %s or %s", ErrConfig, c.Engine, NullEngineGoroutine, NullEngineGnet)
 	}
 	return nil
 }
@@ -83,7 +87,8 @@ const nullReadBytes = 64 << 10
 type NullServer struct {
 	cfg       NullServerConfig
 	log       *slog.Logger
-	ln        net.Listener
+	ln        net.Listener // goroutine engine
+	gn        *nullGnet    // gnet engine
 	addr      string
 	storeHost netip.AddrPort
 	// prefix is a send response's JSON header up to the opaque value.
@@ -108,6 +113,19 @@ func StartNullServer(cfg NullServerConfig, logger *slog.Logger) (*NullServer, er
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Engine == NullEngineGnet {
+		gn, err := startNullGnet(cfg)
+		if err != nil {
+			return nil, err
+		}
+		s, err := newNullServer(cfg, logger, gn.addr)
+		if err != nil {
+			return nil, errors.Join(err, gn.stop())
+		}
+		s.gn, gn.s = gn, s
+		close(gn.ready)
+		return s, nil
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -164,6 +182,9 @@ func (s *NullServer) Close() error {
 		_ = nc.Close()
 	}
 	s.mu.Unlock()
+	if s.gn != nil {
+		return s.gn.stop()
+	}
 	err := s.ln.Close()
 	s.wg.Wait()
 	return err

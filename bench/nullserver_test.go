@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -233,7 +234,14 @@ func TestNullServerPartialFrames(t *testing.T) {
 
 func startTestNullServer(t *testing.T) *NullServer {
 	t.Helper()
-	s, err := StartNullServer(DefaultNullServerConfig(), nil)
+	return startTestNullServerOn(t, NullEngineGoroutine)
+}
+
+func startTestNullServerOn(t testing.TB, engine string) *NullServer {
+	t.Helper()
+	cfg := DefaultNullServerConfig()
+	cfg.Engine = engine
+	s, err := StartNullServer(cfg, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
 	return s
@@ -257,77 +265,93 @@ func readAnswers(t *testing.T, nc net.Conn, n int) []int32 {
 }
 
 func TestNullServerPipelinesManyFramesInOneWrite(t *testing.T) {
-	s := startTestNullServer(t)
-	nc, err := net.Dial("tcp", s.Addr())
-	require.NoError(t, err)
-	defer nc.Close()
-	var stream []byte
-	var want []int32
-	for i := range 2000 {
-		stream = append(stream, sendV2Frame(t, codec.RequestSendMessageV2, int32(i+1), int32(i%4), make([]byte, 64))...)
-		want = append(want, int32(i+1))
-	}
-	_, err = nc.Write(stream)
-	require.NoError(t, err)
-	require.Equal(t, want, readAnswers(t, nc, len(want)))
-	for q := range 4 {
-		require.EqualValues(t, 500, s.offsets[q].Load())
+	for _, engine := range []string{NullEngineGoroutine, NullEngineGnet} {
+		t.Run(engine, func(t *testing.T) {
+			s := startTestNullServerOn(t, engine)
+			nc, err := net.Dial("tcp", s.Addr())
+			require.NoError(t, err)
+			defer nc.Close()
+			var stream []byte
+			var want []int32
+			for i := range 2000 {
+				stream = append(stream, sendV2Frame(t, codec.RequestSendMessageV2, int32(i+1), int32(i%4), make([]byte, 64))...)
+				want = append(want, int32(i+1))
+			}
+			_, err = nc.Write(stream)
+			require.NoError(t, err)
+			require.Equal(t, want, readAnswers(t, nc, len(want)))
+			for q := range 4 {
+				require.EqualValues(t, 500, s.offsets[q].Load())
+			}
+		})
 	}
 }
 
 func TestNullServerBigFrame(t *testing.T) {
-	s := startTestNullServer(t)
-	nc, err := net.Dial("tcp", s.Addr())
-	require.NoError(t, err)
-	defer nc.Close()
-	big := sendV2Frame(t, codec.RequestSendMessageV2, 1, 0, bytes.Repeat([]byte{'z'}, 4<<20))
-	small := sendV2Frame(t, codec.RequestSendMessageV2, 2, 0, []byte("after"))
-	_, err = nc.Write(append(big, small...))
-	require.NoError(t, err)
-	require.Equal(t, []int32{1, 2}, readAnswers(t, nc, 2))
-	require.EqualValues(t, 4<<20+5, s.physical.Load())
+	for _, engine := range []string{NullEngineGoroutine, NullEngineGnet} {
+		t.Run(engine, func(t *testing.T) {
+			s := startTestNullServerOn(t, engine)
+			nc, err := net.Dial("tcp", s.Addr())
+			require.NoError(t, err)
+			defer nc.Close()
+			big := sendV2Frame(t, codec.RequestSendMessageV2, 1, 0, bytes.Repeat([]byte{'z'}, 4<<20))
+			small := sendV2Frame(t, codec.RequestSendMessageV2, 2, 0, []byte("after"))
+			_, err = nc.Write(append(big, small...))
+			require.NoError(t, err)
+			require.Equal(t, []int32{1, 2}, readAnswers(t, nc, 2))
+			require.EqualValues(t, 4<<20+5, s.physical.Load())
+		})
+	}
 }
 
 func TestNullServerMalformedFrameClosesOnlyThatConnection(t *testing.T) {
-	s := startTestNullServer(t)
-	good, err := net.Dial("tcp", s.Addr())
-	require.NoError(t, err)
-	defer good.Close()
-	bad, err := net.Dial("tcp", s.Addr())
-	require.NoError(t, err)
-	defer bad.Close()
-	// A good frame, then a length word below 4: the good one is answered, then the
-	// connection closes.
-	_, err = bad.Write(append(sendV2Frame(t, codec.RequestSendMessageV2, 1, 0, nil), 0, 0, 0, 1, 9, 9, 9, 9))
-	require.NoError(t, err)
-	require.Equal(t, []int32{1}, readAnswers(t, bad, 1))
-	_, err = io.ReadAll(bad)
-	require.NoError(t, err, "EOF: the server closed it")
-	_, err = good.Write(sendV2Frame(t, codec.RequestSendMessageV2, 2, 0, nil))
-	require.NoError(t, err)
-	require.Equal(t, []int32{2}, readAnswers(t, good, 1))
+	for _, engine := range []string{NullEngineGoroutine, NullEngineGnet} {
+		t.Run(engine, func(t *testing.T) {
+			s := startTestNullServerOn(t, engine)
+			good, err := net.Dial("tcp", s.Addr())
+			require.NoError(t, err)
+			defer good.Close()
+			bad, err := net.Dial("tcp", s.Addr())
+			require.NoError(t, err)
+			defer bad.Close()
+			// A good frame, then a length word below 4: the good one is answered, then the
+			// connection closes.
+			_, err = bad.Write(append(sendV2Frame(t, codec.RequestSendMessageV2, 1, 0, nil), 0, 0, 0, 1, 9, 9, 9, 9))
+			require.NoError(t, err)
+			require.Equal(t, []int32{1}, readAnswers(t, bad, 1))
+			_, err = io.ReadAll(bad)
+			require.NoError(t, err, "EOF: the server closed it")
+			_, err = good.Write(sendV2Frame(t, codec.RequestSendMessageV2, 2, 0, nil))
+			require.NoError(t, err)
+			require.Equal(t, []int32{2}, readAnswers(t, good, 1))
+		})
+	}
 }
 
 // TestNullServerServesMqbenchProduce runs the load generator against it through its name
 // server role, creating the topic as `mqbench produce --create-topic` does.
 func TestNullServerServesMqbenchProduce(t *testing.T) {
-	s := startTestNullServer(t)
-	cfg := DefaultProducerConfig()
-	cfg.Namesrv, cfg.Topic, cfg.CreateTopic, cfg.Queues = s.Addr(), "NullTopic", true, 6
-	cfg.Conns, cfg.Inflight, cfg.MessageBytes = 3, 8, 200
-	cfg.Duration, cfg.Count, cfg.Warmup, cfg.DrainTimeout = 0, 3000, 0, 5*time.Second
-	p, err := NewProducer(cfg, nil, Hooks{})
-	require.NoError(t, err)
-	res, err := p.Run(context.Background())
-	require.NoError(t, err)
-	require.EqualValues(t, 3000, res.Acked)
-	require.Zero(t, res.Errors)
-	var total int64
-	for q := range 6 {
-		total += s.offsets[q].Load()
+	for _, engine := range []string{NullEngineGoroutine, NullEngineGnet} {
+		t.Run(engine, func(t *testing.T) {
+			s := startTestNullServerOn(t, engine)
+			cfg := DefaultProducerConfig()
+			cfg.Namesrv, cfg.Topic, cfg.CreateTopic, cfg.Queues = s.Addr(), "NullTopic", true, 6
+			cfg.Conns, cfg.Inflight, cfg.MessageBytes = 3, 8, 200
+			cfg.Duration, cfg.Count, cfg.Warmup, cfg.DrainTimeout = 0, 3000, 0, 5*time.Second
+			p, err := NewProducer(cfg, nil, Hooks{})
+			require.NoError(t, err)
+			res, err := p.Run(context.Background())
+			require.NoError(t, err)
+			require.EqualValues(t, 3000, res.Acked)
+			require.Zero(t, res.Errors)
+			var total int64
+			for q := range 6 {
+				total += s.offsets[q].Load()
+			}
+			require.EqualValues(t, 3000, total, "every send counted on one of the topic's 6 queues")
+			require.Zero(t, s.offsets[6].Load())
+		})
 	}
-	require.EqualValues(t, 3000, total, "every send counted on one of the topic's 6 queues")
-	require.Zero(t, s.offsets[6].Load())
 }
 
 func TestNullServerAllocatesNothingPerMessage(t *testing.T) {
@@ -345,6 +369,53 @@ func TestNullServerAllocatesNothingPerMessage(t *testing.T) {
 		c.out = c.out[:0]
 	})
 	require.Zero(t, allocs)
+}
+
+// BenchmarkNullServerLoopback compares the engines over loopback TCP: 4 connections, each
+// writing 16 sends in one write and reading their 16 answers; ns/msg is per message, the
+// client's share included (the same for both engines).
+func BenchmarkNullServerLoopback(b *testing.B) {
+	for _, engine := range []string{NullEngineGoroutine, NullEngineGnet} {
+		b.Run(engine, func(b *testing.B) {
+			s := startTestNullServerOn(b, engine)
+			const conns, batch = 4, 16
+			var stream []byte
+			for i := range batch {
+				stream = append(stream, sendV2Frame(b, codec.RequestSendMessageV2, int32(i+1), int32(i%4), make([]byte, 1024))...)
+			}
+			ncs := make([]net.Conn, conns)
+			for i := range ncs {
+				nc, err := net.Dial("tcp", s.Addr())
+				require.NoError(b, err)
+				defer nc.Close()
+				ncs[i] = nc
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for _, nc := range ncs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					fr := codec.NewFrameReader(nc, 0)
+					for range b.N / conns {
+						if _, err := nc.Write(stream); err != nil {
+							b.Error(err)
+							return
+						}
+						for range batch {
+							if _, err := fr.Next(); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N/conns*conns*batch), "ns/msg")
+		})
+	}
 }
 
 // BenchmarkNullServerBatch is the null server's cost per message for a batch of 16 sends

@@ -23,6 +23,7 @@ func runNullServer(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.IntVar(&cfg.Queues, "queues", cfg.Queues, "queues of a topic UPDATE_AND_CREATE_TOPIC did not size")
 	fs.StringVar(&cfg.BrokerName, "broker-name", cfg.BrokerName, "broker name in routes")
 	fs.StringVar(&cfg.Cluster, "cluster", cfg.Cluster, "cluster name in routes")
+	fs.StringVar(&cfg.Engine, "engine", cfg.Engine, "goroutine (one per connection) or gnet (event loops)")
 	logLevel := fs.String("log-level", "info", "log level")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: mqbench null-server --listen ADDR\n\nA RocketMQ-protocol server that answers every send SEND_OK at once and stores nothing:\n"+
