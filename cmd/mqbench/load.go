@@ -42,6 +42,8 @@ type loadOptions struct {
 	noLongPolling bool
 	// tail attribution (issue 17 item 1)
 	slowLog, hiccupLog string
+	// e2e against NATS JetStream
+	natsURL, natsStream string
 }
 
 func newLoadOptions(mode string, stderr io.Writer) *loadOptions {
@@ -90,6 +92,10 @@ func newLoadOptions(mode string, stderr io.Writer) *loadOptions {
 		fs.BoolVar(&o.c.Commit, "commit", true, "commit offsets with the pulls (COMMIT_OFFSET) and at the end; --commit=false: never")
 		fs.StringVar(&o.c.Subscription, "subscription", o.c.Subscription, "TAG expression, e.g. '*' or 'TagA || TagB'")
 	}
+	if mode == "e2e" {
+		fs.StringVar(&o.natsURL, "nats-url", "", "run against NATS JetStream at this URL (nats://host:port) instead of a RocketMQ broker: --topic is the subject, published with the NATS Go client, pulled by a durable pull consumer")
+		fs.StringVar(&o.natsStream, "nats-stream", "MQBENCH_E2E", "with --nats-url: the stream capturing --topic (created with file storage, one replica, if missing)")
+	}
 	fs.DurationVar(&o.dial, "dial-timeout", o.p.DialTimeout, "connect and control-request timeout")
 	fs.StringVar(&o.out, "out", "", "write the run directory here (run.json, .hgrm, series.csv)")
 	fs.StringVar(&o.name, "name", "", "name of the run in reports (default: mode and start time)")
@@ -125,6 +131,9 @@ func (o *loadOptions) parse(args []string) error {
 		return fmt.Errorf("%w: --progress %q is not auto, always or never", errUsage, o.progress)
 	}
 	p, c := &o.p, &o.c
+	if o.natsURL != "" && o.namesrv == "" && o.broker == "" {
+		o.broker = "nats" // not dialled: keeps the RocketMQ checks below quiet
+	}
 	p.Namesrv, p.Broker, p.Topic, p.Queues = o.namesrv, o.broker, o.topic, o.queues
 	c.Namesrv, c.Broker, c.Topic, c.Queues = o.namesrv, o.broker, o.topic, o.queues
 	p.Duration, p.Warmup, p.DialTimeout = o.duration, o.warmup, o.dial
@@ -160,6 +169,13 @@ func (o *loadOptions) parse(args []string) error {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 	return nil
+}
+
+// natsE2EConfig is the e2e run's shape for NATS JetStream.
+func (o *loadOptions) natsE2EConfig() bench.NATSE2EConfig {
+	return bench.NATSE2EConfig{URL: o.natsURL, Stream: o.natsStream, Subject: o.topic, Conns: o.p.Conns, Inflight: o.p.Inflight,
+		Rate: o.p.Rate, MessageBytes: o.p.MessageBytes, Duration: o.p.Duration, Warmup: o.p.Warmup, Count: o.p.Count,
+		ConsumeConns: o.c.Conns, Tick: o.p.Tick, DrainTimeout: o.p.DrainTimeout, DialTimeout: o.dial}
 }
 
 // progressPrinter prints one line per measured second (to a terminal).
@@ -247,7 +263,11 @@ func runLoad(ctx context.Context, mode string, args []string, stdout, stderr io.
 	case "mixed":
 		pres, cres, runErr = bench.RunMixed(ctx, o.p, o.c, logger, hooks)
 	case "e2e":
-		e2e, runErr = bench.RunE2E(ctx, bench.E2EConfig{Producer: o.p, Consumer: o.c, DrainTimeout: o.p.DrainTimeout}, logger, hooks)
+		if o.natsURL != "" {
+			e2e, runErr = bench.RunNATSE2E(ctx, o.natsE2EConfig(), logger)
+		} else {
+			e2e, runErr = bench.RunE2E(ctx, bench.E2EConfig{Producer: o.p, Consumer: o.c, DrainTimeout: o.p.DrainTimeout}, logger, hooks)
+		}
 		if errors.Is(runErr, bench.ErrConfig) {
 			return fmt.Errorf("%w: %w", errUsage, runErr)
 		}
