@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,13 +40,7 @@ func startTestNATSServer(t *testing.T) string {
 		_ = log.Close()
 	})
 	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	testutil.EventuallyWithin(t, 20*time.Second, "nats-server listening", func() bool {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			_ = c.Close()
-		}
-		return err == nil
-	})
+	testutil.EventuallyWithin(t, 20*time.Second, "nats-server listening", func() bool { return acceptsTCP(addr) })
 	return "nats://" + addr
 }
 

@@ -52,9 +52,8 @@ func NullSetups() []BrokerSetup {
 // Point is one load shape: connections × requests in flight per connection, closed
 // loop; or, with E2ERate > 0, an end-to-end point: open loop at that many messages per
 // second (on the suite's connections and in-flight bound, Conns and Inflight 0) with
-// consumers pulling the same topic (RunE2E). The null server runs an e2e point as an
-// open-loop produce at the same rate (its send latency is the floor); NATS does not run
-// e2e points.
+// consumers pulling the same topic (RunE2E; RunNATSE2E for NATS). The null server runs
+// an e2e point as an open-loop produce at the same rate (its send latency is the floor).
 type Point struct {
 	Conns    int
 	Inflight int
@@ -79,11 +78,6 @@ func ComparePoints(a, b Point) int {
 	}
 	return cmp.Or(cmp.Compare(e2e(a), e2e(b)), cmp.Compare(a.Conns, b.Conns),
 		cmp.Compare(a.Inflight, b.Inflight), cmp.Compare(a.E2ERate, b.E2ERate))
-}
-
-// runsAt reports whether the setup runs point p.
-func (s BrokerSetup) runsAt(p Point) bool {
-	return p.E2ERate <= 0 || s.Peer != PeerNATS
 }
 
 // ParsePoints parses "1x1,4x16,16x32,e2e@20000".
@@ -182,9 +176,6 @@ func PlanPoints(setups []BrokerSetup, points []Point, rounds int) []PlannedRun {
 		for _, p := range points {
 			for i := range setups {
 				s := setups[(r+i)%len(setups)]
-				if !s.runsAt(p) {
-					continue
-				}
 				name := s.Name
 				if len(points) > 1 {
 					name += "@" + p.String()

@@ -248,7 +248,7 @@ func suiteNotes(cfg *bench.SuiteConfig, res *bench.SuiteResult, failed []string,
 	for _, p := range suitePoints(cfg) {
 		if p.E2ERate > 0 {
 			pts = append(pts, fmt.Sprintf("end to end (%v) at %.0f msgs/s open loop on %d connections × %d in flight, consumers pulling the topic "+
-				"from its end (mqbench e2e: send and produce-to-consume latency on one clock, every message matched; the null server runs the same rate as an open-loop produce, NATS sits it out)",
+				"from its end (mqbench e2e: send and produce-to-consume latency on one clock, every message matched; NATS by mqbench e2e --nats-url, the NATS Go client; the null server runs the same rate as an open-loop produce)",
 				p, p.E2ERate, cfg.Load.Conns, cfg.Load.Inflight))
 			continue
 		}
