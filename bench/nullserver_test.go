@@ -264,72 +264,67 @@ func readAnswers(t *testing.T, nc net.Conn, n int) []int32 {
 	return opaques
 }
 
-func TestNullServerPipelinesManyFramesInOneWrite(t *testing.T) {
+// onEachEngine runs f against a fresh server of each engine and a connection to it.
+func onEachEngine(t *testing.T, f func(t *testing.T, s *NullServer, nc net.Conn)) {
 	for _, engine := range []string{NullEngineGoroutine, NullEngineGnet} {
 		t.Run(engine, func(t *testing.T) {
 			s := startTestNullServerOn(t, engine)
 			nc, err := net.Dial("tcp", s.Addr())
 			require.NoError(t, err)
 			defer nc.Close()
-			var stream []byte
-			var want []int32
-			for i := range 2000 {
-				stream = append(stream, sendV2Frame(t, codec.RequestSendMessageV2, int32(i+1), int32(i%4), make([]byte, 64))...)
-				want = append(want, int32(i+1))
-			}
-			_, err = nc.Write(stream)
-			require.NoError(t, err)
-			require.Equal(t, want, readAnswers(t, nc, len(want)))
-			for q := range 4 {
-				require.EqualValues(t, 500, s.offsets[q].Load())
-			}
+			f(t, s, nc)
 		})
 	}
+}
+
+func TestNullServerPipelinesManyFramesInOneWrite(t *testing.T) {
+	onEachEngine(t, func(t *testing.T, s *NullServer, nc net.Conn) {
+		var stream []byte
+		var want []int32
+		for i := range 2000 {
+			stream = append(stream, sendV2Frame(t, codec.RequestSendMessageV2, int32(i+1), int32(i%4), make([]byte, 64))...)
+			want = append(want, int32(i+1))
+		}
+		_, err := nc.Write(stream)
+		require.NoError(t, err)
+		require.Equal(t, want, readAnswers(t, nc, len(want)))
+		for q := range 4 {
+			require.EqualValues(t, 500, s.offsets[q].Load())
+		}
+	})
 }
 
 func TestNullServerBigFrame(t *testing.T) {
-	for _, engine := range []string{NullEngineGoroutine, NullEngineGnet} {
-		t.Run(engine, func(t *testing.T) {
-			s := startTestNullServerOn(t, engine)
-			nc, err := net.Dial("tcp", s.Addr())
-			require.NoError(t, err)
-			defer nc.Close()
-			big := sendV2Frame(t, codec.RequestSendMessageV2, 1, 0, bytes.Repeat([]byte{'z'}, 4<<20))
-			small := sendV2Frame(t, codec.RequestSendMessageV2, 2, 0, []byte("after"))
-			_, err = nc.Write(append(big, small...))
-			require.NoError(t, err)
-			require.Equal(t, []int32{1, 2}, readAnswers(t, nc, 2))
-			require.EqualValues(t, 4<<20+5, s.physical.Load())
-		})
-	}
+	onEachEngine(t, func(t *testing.T, s *NullServer, nc net.Conn) {
+		big := sendV2Frame(t, codec.RequestSendMessageV2, 1, 0, bytes.Repeat([]byte{'z'}, 4<<20))
+		small := sendV2Frame(t, codec.RequestSendMessageV2, 2, 0, []byte("after"))
+		_, err := nc.Write(append(big, small...))
+		require.NoError(t, err)
+		require.Equal(t, []int32{1, 2}, readAnswers(t, nc, 2))
+		require.EqualValues(t, 4<<20+5, s.physical.Load())
+	})
 }
 
 func TestNullServerMalformedFrameClosesOnlyThatConnection(t *testing.T) {
-	for _, engine := range []string{NullEngineGoroutine, NullEngineGnet} {
-		t.Run(engine, func(t *testing.T) {
-			s := startTestNullServerOn(t, engine)
-			good, err := net.Dial("tcp", s.Addr())
-			require.NoError(t, err)
-			defer good.Close()
-			bad, err := net.Dial("tcp", s.Addr())
-			require.NoError(t, err)
-			defer bad.Close()
-			// A good frame, then a length word below 4: the good one is answered, then the
-			// connection closes.
-			_, err = bad.Write(append(sendV2Frame(t, codec.RequestSendMessageV2, 1, 0, nil), 0, 0, 0, 1, 9, 9, 9, 9))
-			require.NoError(t, err)
-			require.Equal(t, []int32{1}, readAnswers(t, bad, 1))
-			_, err = io.ReadAll(bad)
-			require.NoError(t, err, "EOF: the server closed it")
-			_, err = good.Write(sendV2Frame(t, codec.RequestSendMessageV2, 2, 0, nil))
-			require.NoError(t, err)
-			require.Equal(t, []int32{2}, readAnswers(t, good, 1))
-		})
-	}
+	onEachEngine(t, func(t *testing.T, s *NullServer, good net.Conn) {
+		bad, err := net.Dial("tcp", s.Addr())
+		require.NoError(t, err)
+		defer bad.Close()
+		// A good frame, then a length word below 4: the good one is answered, then the
+		// connection closes.
+		_, err = bad.Write(append(sendV2Frame(t, codec.RequestSendMessageV2, 1, 0, nil), 0, 0, 0, 1, 9, 9, 9, 9))
+		require.NoError(t, err)
+		require.Equal(t, []int32{1}, readAnswers(t, bad, 1))
+		_, err = io.ReadAll(bad)
+		require.NoError(t, err, "EOF: the server closed it")
+		_, err = good.Write(sendV2Frame(t, codec.RequestSendMessageV2, 2, 0, nil))
+		require.NoError(t, err)
+		require.Equal(t, []int32{2}, readAnswers(t, good, 1))
+	})
 }
 
 // TestNullServerServesMqbenchProduce runs the load generator against it through its name
-// server role, creating the topic as `mqbench produce --create-topic` does.
+// server role: the route names every topic (8 queues), of which --queues 6 are used.
 func TestNullServerServesMqbenchProduce(t *testing.T) {
 	for _, engine := range []string{NullEngineGoroutine, NullEngineGnet} {
 		t.Run(engine, func(t *testing.T) {
