@@ -91,6 +91,7 @@ func crashConfig(dir string, transient bool, kind flush.Kind) Config {
 	c.FlushBackend = kind
 	c.TransientStorePoolEnable = transient
 	c.TransientStorePoolPinned = false // RLIMIT_MEMLOCK is small for unprivileged test runs
+	c.TransientStorePoolDir = testPoolDir
 	c.TransientStorePoolSize = 4
 	c.FlushIntervalConsumeQueue = 20 * time.Millisecond
 	c.FlushConsumeQueueThoroughInterval = 100 * time.Millisecond
