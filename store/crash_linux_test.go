@@ -63,6 +63,7 @@ const (
 	crashEnvBackend   = "RINGMQ_CRASH_CHILD_BACKEND"
 	crashEnvRound     = "RINGMQ_CRASH_CHILD_ROUND"
 	crashEnvSeed      = "RINGMQ_CRASH_CHILD_SEED"
+	crashEnvAsyncPool = "RINGMQ_CRASH_CHILD_ASYNC_POOL" // ASYNC_FLUSH with the pool, committing only full files
 	crashEnvRounds    = "RINGMQ_CRASH_ROUNDS"
 	crashEnvSeedParam = "RINGMQ_CRASH_SEED"
 	crashEnvKeep      = "RINGMQ_CRASH_KEEP" // a directory: a failed test copies its store there
@@ -238,6 +239,9 @@ func TestCrashChild(t *testing.T) {
 	seed, err := strconv.ParseUint(os.Getenv(crashEnvSeed), 10, 64)
 	require.NoError(t, err)
 	cfg := crashConfig(dir, os.Getenv(crashEnvTransient) == "1", kind)
+	if os.Getenv(crashEnvAsyncPool) == "1" {
+		cfg = asyncPoolCrashConfig(dir, kind)
+	}
 	cfg.WarmMappedFileEnable = os.Getenv(crashEnvWarm) == "1"
 	cfg.FlushLeastPagesWhenWarmMappedFile = 64 // a few syncs per 1 MiB file
 
@@ -464,6 +468,106 @@ func TestCrashSIGKILL(t *testing.T) {
 	t.Logf("%d rounds (%d killed before the store was open), %d acknowledged messages verified intact after the last one",
 		rounds, killedEarly, len(acks))
 	require.NotEmpty(t, acks)
+}
+
+// asyncPoolCrashConfig: ASYNC_FLUSH with the transient pool's buffers as files on tmpfs, committing only
+// whole files, so at any kill the current file's acknowledged records (and at times the previous file's
+// tail) are in the buffer alone.
+func asyncPoolCrashConfig(dir string, kind flush.Kind) Config {
+	c := crashConfig(dir, true, kind)
+	c.FlushDiskType = AsyncFlush
+	c.FlushIntervalCommitLog = 50 * time.Millisecond
+	c.CommitIntervalCommitLog = time.Hour
+	c.CommitCommitLogThoroughInterval = time.Hour
+	c.CommitCommitLogLeastPages = 1 << 20
+	return c
+}
+
+// TestCrashSIGKILLAsyncPool: under ASYNC_FLUSH with the transient pool a message is acknowledged while
+// it is only in a pool buffer. A child process puts (every put acknowledged at once) and is killed
+// (SIGKILL) after a random number of acknowledgements; recovery must find every acknowledged message, its
+// body, its ConsumeQueue entry and its keys, as plain ASYNC_FLUSH does with the page cache. Rounds
+// rotate the flush backends on one store; each recovers the previous round's crash.
+func TestCrashSIGKILLAsyncPool(t *testing.T) {
+	if testPoolDir == "off" {
+		t.Skip("no /dev/shm: the pool's buffers cannot be files on tmpfs here")
+	}
+	rounds, seed := min(crashRounds(t), 3), crashSeed(t)
+	if v := os.Getenv(crashEnvRounds); v != "" {
+		rounds = crashRounds(t)
+	}
+	kinds := crashBackends(t)
+	t.Logf("rounds %d, seed %d (replay: %s=%d)", rounds, seed, crashEnvSeedParam, seed)
+	dir := t.TempDir()
+	keepOnFailure(t, &dir)
+	var acks []crashAck
+	restored := int64(0)
+	for round := 0; round < rounds; round++ {
+		rng := rand.New(rand.NewPCG(seed, 2<<32|uint64(round)))
+		kind := kinds[round%len(kinds)]
+		target := 200 + rng.IntN(2000)
+		what := fmt.Sprintf("round %d (ASYNC_FLUSH, transient pool files, flushBackend=%s): SIGKILL after %d acks",
+			round, kind, target)
+		t.Log(what)
+		child := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+		child.Env = append(os.Environ(), crashEnvDir+"="+dir, crashEnvAsyncPool+"=1", crashEnvTransient+"=1",
+			crashEnvBackend+"="+kind.String(), crashEnvRound+"="+strconv.Itoa(round),
+			crashEnvSeed+"="+strconv.FormatUint(rng.Uint64(), 10))
+		var stderr syncBuffer
+		child.Stderr = &stderr
+		stdout, err := child.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, child.Start())
+		var once sync.Once
+		kill := func() { once.Do(func() { _ = child.Process.Signal(syscall.SIGKILL) }) }
+		watchdog := time.AfterFunc(2*time.Minute, kill)
+		r := bufio.NewReader(stdout)
+		n := 0
+		var protoErr error
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				break // a line cut by the kill has no newline and does not count
+			}
+			line = strings.TrimSuffix(line, "\n")
+			switch {
+			case strings.HasPrefix(line, "ACK "):
+				a, perr := parseCrashAck(line, round)
+				if perr != nil {
+					protoErr = perr
+					kill()
+					continue
+				}
+				acks = append(acks, a)
+				if n++; n == target {
+					kill()
+				}
+			case strings.HasPrefix(line, "STARTED "):
+			default:
+				protoErr = fmt.Errorf("child: %s", line)
+				kill()
+			}
+		}
+		kill()
+		werr := child.Wait()
+		watchdog.Stop()
+		require.NoError(t, protoErr, "%s\nchild stderr:\n%s", what, stderr.String())
+		require.Error(t, werr, what)
+		require.GreaterOrEqual(t, n, target, "%s\nchild stderr:\n%s", what, stderr.String())
+		require.NotContains(t, stderr.String(), "DATA RACE", what)
+
+		s, err := Open(asyncPoolCrashConfig(dir, kind), Deps{Logger: testLogger(t)})
+		require.NoError(t, err, what)
+		require.False(t, s.LastExitOK(), what)
+		restored += s.poolRestore.messages
+		t.Logf("%s: %d acknowledged this round; %d messages restored from the pool's files", what, n, s.poolRestore.messages)
+		verifyCrashStore(t, s, acks, what)
+		// Started and stopped: the next round's child finds a cleanly shut down store and writes on.
+		require.NoError(t, s.Start(), what)
+		require.NoError(t, s.Shutdown(), what)
+	}
+	require.Positive(t, restored, "the kills found acknowledged messages in the pool's buffers (the test's premise)")
+	t.Logf("%d rounds, %d acknowledged messages verified, %d of them restored from the pool's files", rounds, len(acks), restored)
 }
 
 // verifyCrashStore checks a recovered store against every acknowledgement: the record at the acked
