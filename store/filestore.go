@@ -126,6 +126,20 @@ func Open(cfg Config, deps Deps) (*Store, error) {
 			s.closeResources()
 		}
 	}()
+	// The store's lock first: a second broker on the same store must be refused before it touches
+	// anything, the transient pool's buffer files of the first included.
+	lockFS := s.fs
+	if lockFS == nil {
+		lockFS = NewOSFS(nil) // the flush backend is opened later, with the pool's buffers registered
+	}
+	if err := lockFS.MkdirAll(cfg.StorePathRootDir, 0o755); err != nil {
+		return nil, fmt.Errorf("store: create %s: %w", cfg.StorePathRootDir, err)
+	}
+	lock, err := lockFS.Lock(cfg.lockPath())
+	if err != nil {
+		return nil, err
+	}
+	s.lockFile = lock
 	if cfg.TransientStorePoolEnable && !cfg.Slave {
 		p, err := transientpool.New(transientpool.Config{Buffers: cfg.TransientStorePoolSize,
 			BufferBytes: int(cfg.MappedFileSizeCommitLog), Pinned: cfg.TransientStorePoolPinned,
@@ -147,14 +161,6 @@ func Open(cfg Config, deps Deps) (*Store, error) {
 		s.backend = b
 		s.fs = NewOSFS(b)
 	}
-	if err := s.fs.MkdirAll(cfg.StorePathRootDir, 0o755); err != nil {
-		return nil, fmt.Errorf("store: create %s: %w", cfg.StorePathRootDir, err)
-	}
-	lock, err := s.fs.Lock(cfg.lockPath())
-	if err != nil {
-		return nil, err
-	}
-	s.lockFile = lock
 
 	var clock func() time.Time
 	if deps.Clock != nil {

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -121,7 +122,9 @@ func TestPoolRestoresAcknowledgedRecords(t *testing.T) {
 	require.Len(t, infos, 1)
 	require.Equal(t, "20", logtest.Attr(infos[0], "messages"))
 	require.Equal(t, fmt.Sprint(end-committed), logtest.Attr(infos[0], "bytes"))
-	require.Empty(t, h.AtLevel(slog.LevelWarn))
+	for _, w := range h.AtLevel(slog.LevelWarn) {
+		require.NotContains(t, w.Message, "transient pool", "nothing dropped")
+	}
 
 	for q := int32(0); q < 2; q++ {
 		recs := getAll(t, r, "PoolT", q)
@@ -215,7 +218,12 @@ func TestPoolRestoreRefusesWhatWasNotAcknowledged(t *testing.T) {
 				}
 			}
 			require.Equal(t, 10+tc.restored, n)
-			warns := h.AtLevel(slog.LevelWarn)
+			var warns []slog.Record // the restore's (recovery may warn about other files of the crash image)
+			for _, w := range h.AtLevel(slog.LevelWarn) {
+				if strings.Contains(w.Message, "transient pool") {
+					warns = append(warns, w)
+				}
+			}
 			if tc.warn == "" {
 				require.Equal(t, int64(1), r.poolRestore.droppedMessages, "the unpublished record is counted")
 				require.Len(t, warns, 1)
