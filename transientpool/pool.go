@@ -4,8 +4,9 @@
 // With transientStorePoolEnable=true a CommitLog file does not take its appends in the file mapping. The
 // store borrows one buffer of the file's size, encodes records into it, and a commit step later moves the
 // dirty range into the file (flush.Backend.WriteSync: io_uring WRITE_FIXED from the registered buffer, or
-// pwrite). Readers are served only up to the committed position. Appends therefore never fault on file
-// pages or wait behind writeback of the page cache.
+// pwrite); until then readers read the records from the buffer. Appends therefore never fault on file
+// pages or wait behind writeback of the page cache. With Config.Dir the buffers are files on tmpfs
+// whose bytes outlive a crash of the process (file.go); without, anonymous memory that dies with it.
 //
 // Memory:
 //
