@@ -33,6 +33,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -209,6 +210,65 @@ func (l *crashLoad) writer(w int) {
 	}
 }
 
+// startCrashChildProcess re-executes the test binary as TestCrashChild with env added; kill sends it
+// SIGKILL, once.
+func startCrashChildProcess(t *testing.T, env ...string) (cmd *exec.Cmd, stdout io.Reader, stderr *syncBuffer, kill func()) {
+	t.Helper()
+	cmd = exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env...)
+	stderr = &syncBuffer{}
+	cmd.Stderr = stderr
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	var once sync.Once
+	return cmd, stdout, stderr, func() { once.Do(func() { _ = cmd.Process.Signal(syscall.SIGKILL) }) }
+}
+
+// crashChildOutput is what TestCrashChild printed before it died.
+type crashChildOutput struct {
+	acks                []crashAck
+	started, lastExitOK bool
+	err                 error // a line that is not the protocol's
+}
+
+// readCrashChild reads TestCrashChild's output until it ends, calling kill after the killAt-th
+// acknowledgement (never when killAt < 0), at a line that breaks the protocol, and at the end (a child
+// that died by itself: the caller's wait reports it). Whole lines only: a line cut by the kill has no
+// newline and does not count.
+func readCrashChild(stdout io.Reader, round, killAt int, kill func()) crashChildOutput {
+	var out crashChildOutput
+	r := bufio.NewReader(stdout)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			break
+		}
+		line = strings.TrimSuffix(line, "\n")
+		switch {
+		case strings.HasPrefix(line, "ACK "):
+			a, perr := parseCrashAck(line, round)
+			if perr != nil {
+				out.err = perr
+				kill()
+				continue
+			}
+			out.acks = append(out.acks, a)
+			if len(out.acks) == killAt {
+				kill()
+			}
+		case strings.HasPrefix(line, "STARTED "):
+			out.started = true
+			out.lastExitOK = strings.Fields(line)[1] == "true"
+		default:
+			out.err = fmt.Errorf("child: %s", line)
+			kill()
+		}
+	}
+	kill()
+	return out
+}
+
 // keepOnFailure copies *dir into $RINGMQ_CRASH_KEEP when the test fails, for a post-mortem.
 func keepOnFailure(t *testing.T, dir *string) {
 	keep := os.Getenv(crashEnvKeep)
@@ -357,25 +417,13 @@ func TestCrashSIGKILL(t *testing.T) {
 			t.Logf("%s: SIGKILL after %d acks", what, target)
 		}
 
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(),
+		cmd, stdout, stderr, kill := startCrashChildProcess(t,
 			crashEnvDir+"="+dir,
 			crashEnvTransient+"="+map[bool]string{false: "0", true: "1"}[transient],
 			crashEnvWarm+"="+map[bool]string{false: "0", true: "1"}[warm],
 			crashEnvBackend+"="+kind.String(),
 			crashEnvRound+"="+strconv.Itoa(round),
 			crashEnvSeed+"="+strconv.FormatUint(childSeed, 10))
-		var stderr syncBuffer
-		cmd.Stderr = &stderr
-		stdout, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		require.NoError(t, cmd.Start())
-		var killed atomic.Bool
-		kill := func() {
-			if killed.CompareAndSwap(false, true) {
-				_ = cmd.Process.Signal(syscall.SIGKILL)
-			}
-		}
 		var timedOut atomic.Bool
 		watchdog := time.AfterFunc(2*time.Minute, func() { timedOut.Store(true); kill() })
 		var earlyTimer *time.Timer
@@ -383,38 +431,13 @@ func TestCrashSIGKILL(t *testing.T) {
 			earlyTimer = time.AfterFunc(delay, kill)
 		}
 
-		// Read whole lines only: a line cut by the kill has no newline and does not count.
-		r := bufio.NewReader(stdout)
-		started, lastExitOK := false, false
-		n := 0
-		var protoErr error
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				break
-			}
-			line = strings.TrimSuffix(line, "\n")
-			switch {
-			case strings.HasPrefix(line, "ACK "):
-				a, perr := parseCrashAck(line, round)
-				if perr != nil {
-					protoErr = perr
-					kill()
-					continue
-				}
-				acks = append(acks, a)
-				if n++; n == target && !early {
-					kill()
-				}
-			case strings.HasPrefix(line, "STARTED "):
-				started = true
-				lastExitOK = strings.Fields(line)[1] == "true"
-			default:
-				protoErr = fmt.Errorf("child: %s", line)
-				kill()
-			}
+		killAt := target
+		if early {
+			killAt = -1
 		}
-		kill() // EOF without a kill: the child died by itself (the wait below reports it)
+		out := readCrashChild(stdout, round, killAt, kill)
+		acks = append(acks, out.acks...)
+		started, lastExitOK, n, protoErr := out.started, out.lastExitOK, len(out.acks), out.err
 		werr := cmd.Wait()
 		watchdog.Stop()
 		if earlyTimer != nil {
@@ -509,46 +532,13 @@ func TestCrashSIGKILLAsyncPool(t *testing.T) {
 		what := fmt.Sprintf("round %d (ASYNC_FLUSH, transient pool files, flushBackend=%s): SIGKILL after %d acks",
 			round, kind, target)
 		t.Log(what)
-		child := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-		child.Env = append(os.Environ(), crashEnvDir+"="+dir, crashEnvAsyncPool+"=1", crashEnvTransient+"=1",
-			crashEnvBackend+"="+kind.String(), crashEnvRound+"="+strconv.Itoa(round),
+		child, stdout, stderr, kill := startCrashChildProcess(t, crashEnvDir+"="+dir, crashEnvAsyncPool+"=1",
+			crashEnvTransient+"=1", crashEnvBackend+"="+kind.String(), crashEnvRound+"="+strconv.Itoa(round),
 			crashEnvSeed+"="+strconv.FormatUint(rng.Uint64(), 10))
-		var stderr syncBuffer
-		child.Stderr = &stderr
-		stdout, err := child.StdoutPipe()
-		require.NoError(t, err)
-		require.NoError(t, child.Start())
-		var once sync.Once
-		kill := func() { once.Do(func() { _ = child.Process.Signal(syscall.SIGKILL) }) }
 		watchdog := time.AfterFunc(2*time.Minute, kill)
-		r := bufio.NewReader(stdout)
-		n := 0
-		var protoErr error
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				break // a line cut by the kill has no newline and does not count
-			}
-			line = strings.TrimSuffix(line, "\n")
-			switch {
-			case strings.HasPrefix(line, "ACK "):
-				a, perr := parseCrashAck(line, round)
-				if perr != nil {
-					protoErr = perr
-					kill()
-					continue
-				}
-				acks = append(acks, a)
-				if n++; n == target {
-					kill()
-				}
-			case strings.HasPrefix(line, "STARTED "):
-			default:
-				protoErr = fmt.Errorf("child: %s", line)
-				kill()
-			}
-		}
-		kill()
+		out := readCrashChild(stdout, round, target, kill)
+		acks = append(acks, out.acks...)
+		n, protoErr := len(out.acks), out.err
 		werr := child.Wait()
 		watchdog.Stop()
 		require.NoError(t, protoErr, "%s\nchild stderr:\n%s", what, stderr.String())
