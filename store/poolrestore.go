@@ -92,13 +92,15 @@ func (s *Store) restoreFromPool(end int64) (int64, error) {
 	if err != nil {
 		return end, err
 	}
+	// Published: under ASYNC_FLUSH acknowledged; under SYNC_FLUSH some may still have waited for their
+	// sync (a killed process keeps those in the page cache just the same without the pool).
 	attrs := []any{"dir", ls.Dir, "messages", st.messages, "bytes", st.bytes, "files", st.files,
 		"from", end, "to", newEnd}
 	if st.droppedBytes > 0 || st.droppedMessages > 0 {
-		s.logger.Warn("store: restored acknowledged messages from the transient pool's files; dropped the rest",
+		s.logger.Warn("store: restored published messages from the transient pool's files; dropped the rest",
 			append(attrs, "droppedMessages", st.droppedMessages, "droppedBytes", st.droppedBytes)...)
 	} else {
-		s.logger.Info("store: restored acknowledged messages from the transient pool's files", attrs...)
+		s.logger.Info("store: restored published messages from the transient pool's files", attrs...)
 	}
 	return newEnd, nil
 }

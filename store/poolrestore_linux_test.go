@@ -115,7 +115,7 @@ func TestPoolRestoresAcknowledgedRecords(t *testing.T) {
 	require.Equal(t, end, r.MaxPhyOffset())
 	var infos []slog.Record
 	for _, rec := range h.AtLevel(slog.LevelInfo) {
-		if rec.Message == "store: restored acknowledged messages from the transient pool's files" {
+		if rec.Message == "store: restored published messages from the transient pool's files" {
 			infos = append(infos, rec)
 		}
 	}
