@@ -202,7 +202,11 @@ func Open(cfg Config, deps Deps) (*Store, error) {
 	}
 	// Buffer files of the transient pool a crashed process left, also when the pool is now off.
 	ls, err := transientpool.OpenLeftovers(cfg.leftoverPoolDir(), cfg.poolIdentity(), cfg.MappedFileSizeCommitLog)
-	if err != nil {
+	switch {
+	case errors.Is(err, transientpool.ErrNotOwned):
+		s.logger.Warn("store: not reading the transient pool's files left by a crash: the directory is not this user's own",
+			"error", err)
+	case err != nil:
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	s.leftovers = ls

@@ -166,7 +166,8 @@ type Leftovers struct {
 
 // OpenLeftovers reads the headers of the buffer files in DirFor(parent, identity) and returns those that
 // hold appends of a CommitLog of bufferBytes files: files of another identity or size, and free
-// buffers, are left out. A missing directory is no error (nil, nil). Close the result.
+// buffers, are left out. A missing directory is no error (nil, nil); one another user could have
+// prepared is (ErrNotOwned), and none of its files is read. Close the result.
 func OpenLeftovers(parent, identity string, bufferBytes int64) (*Leftovers, error) {
 	dir := DirFor(parent, identity)
 	entries, err := os.ReadDir(dir)
@@ -175,6 +176,9 @@ func OpenLeftovers(parent, identity string, bufferBytes int64) (*Leftovers, erro
 	}
 	if err != nil {
 		return nil, fmt.Errorf("transientpool: list %s: %w", dir, err)
+	}
+	if err := checkDirOwner(dir); err != nil {
+		return nil, err
 	}
 	id := identityHash(identity)
 	ls := &Leftovers{Dir: dir}

@@ -21,6 +21,25 @@ func ramFSStat(path string) (ramBacked bool, freeBytes uint64, err error) {
 	return st.Type == unix.TMPFS_MAGIC || st.Type == unix.RAMFS_MAGIC, st.Bavail * uint64(st.Bsize), nil
 }
 
+// checkDirOwner refuses a pool directory that another user could have prepared or can change: /dev/shm
+// is writable by everyone, and the directory's name follows from the store's path, so a local user
+// could create it first and plant buffer files for recovery to write into the CommitLog.
+func checkDirOwner(dir string) error {
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return err
+	}
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
+		return fmt.Errorf("%w: %s is not a directory", ErrNotOwned, dir)
+	case int(st.Uid) != os.Geteuid():
+		return fmt.Errorf("%w: %s belongs to uid %d, not to this process's %d", ErrNotOwned, dir, st.Uid, os.Geteuid())
+	case st.Mode&0o022 != 0:
+		return fmt.Errorf("%w: others may write into %s (mode %o)", ErrNotOwned, dir, st.Mode&0o777)
+	}
+	return nil
+}
+
 // errFallback marks a reason to use anonymous buffers instead of files (the pool still works; what a
 // process crash keeps differs). Other errors from openFiles stop New.
 var errFallback = errors.New("transientpool: file-backed buffers unavailable")
@@ -41,6 +60,9 @@ func openFiles(cfg Config, dir string, stat func(string) (bool, uint64, error)) 
 		return nil, fmt.Errorf("%w: %s is not a tmpfs (RAM-backed) file system", errFallback, parent)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("%w: %w", errFallback, err)
+	}
+	if err := checkDirOwner(dir); err != nil {
 		return nil, fmt.Errorf("%w: %w", errFallback, err)
 	}
 	lock, err := os.OpenFile(filepath.Join(dir, lockFileName), os.O_RDWR|os.O_CREATE, 0o600)

@@ -138,6 +138,16 @@ func TestFileBackedFallback(t *testing.T) {
 		"not tmpfs": {dir: func(t *testing.T) string { return t.TempDir() }, reason: "not a tmpfs"},
 		"missing":   {dir: func(t *testing.T) string { return filepath.Join(t.TempDir(), "no", "such") }, reason: "no such file"},
 		"too small": {dir: shmDir, fsStat: func(string) (bool, uint64, error) { return true, 4096, nil }, reason: "bytes free"},
+		// /dev/shm is everyone's: a directory someone else could write is not trusted with messages.
+		"writable by others": {dir: func(t *testing.T) string {
+			parent := shmDir(t)
+			dir := DirFor(parent, "/data/a/commitlog")
+			require.NoError(t, os.Mkdir(dir, 0o700))
+			require.NoError(t, os.Chmod(dir, 0o777))
+			_, err := OpenLeftovers(parent, "/data/a/commitlog", 4*int64(os.Getpagesize()))
+			require.ErrorIs(t, err, ErrNotOwned, "nor are its files read back")
+			return parent
+		}, reason: "others may write"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			h := &logtest.Recorder{}

@@ -54,6 +54,9 @@ var (
 	ErrClosed = errors.New("transientpool: pool closed")
 	// ErrConfig reports an invalid Config field; the wrapping error names the field.
 	ErrConfig = errors.New("transientpool: invalid config")
+	// ErrNotOwned reports a pool directory this process must not trust: not a directory of its own user,
+	// or writable by others. The pool then runs on anonymous buffers; leftovers there are not read.
+	ErrNotOwned = errors.New("transientpool: pool directory not owned by this user")
 )
 
 // Limits enforced by Validate.
