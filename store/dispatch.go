@@ -85,9 +85,12 @@ func (d *dispatcher) reput() error {
 			return fmt.Errorf("%w: no CommitLog file holds dispatch offset %d", ErrCorruption, from)
 		}
 		limit := min(mf.wrote.Load(), end-mf.fromOffset)
-		data, release := mf.publishedView(limit) // the mapping, or the pool buffer (held) for what is not committed
+		data, fromBuffer := mf.view(limit) // the mapping, or the pool buffer (held) for what is not committed
 		err := d.dispatchFile(mf, data, from-mf.fromOffset, limit)
-		release()
+		if fromBuffer {
+			mf.releaseBuffer()
+		}
+		mf.release()
 		if err != nil {
 			if at := d.reputFrom.Load(); at != d.lastErrAt {
 				d.lastErrAt = at

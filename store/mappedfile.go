@@ -221,10 +221,19 @@ func (mf *mappedFile) releaseBuffer() {
 // went back to the pool meanwhile: then the whole file is committed and the mapping has them). release
 // also drops the caller's reference on the file. Read by physical offset and by the HA transfer.
 func (mf *mappedFile) publishedView(need int64) (b []byte, release func()) {
-	if need <= mf.readPosition() || !mf.holdBuffer() {
-		return mf.data, mf.release
+	if b, fromBuffer := mf.view(need); fromBuffer {
+		return b, mf.releaseWithBuffer
 	}
-	return mf.writeBuffer.Bytes()[:mf.size], mf.releaseWithBuffer
+	return mf.data, mf.release
+}
+
+// view is publishedView without a release func (no allocation): fromBuffer says the pool buffer is
+// held (mf.releaseBuffer when done). The caller holds the file.
+func (mf *mappedFile) view(need int64) (b []byte, fromBuffer bool) {
+	if need <= mf.readPosition() || !mf.holdBuffer() {
+		return mf.data, false
+	}
+	return mf.writeBuffer.Bytes()[:mf.size], true
 }
 
 // releaseWithBuffer drops a reader's references on writeBuffer and on the file.
