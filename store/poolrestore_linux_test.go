@@ -94,9 +94,19 @@ func poolMessage(i int) *codec.Message {
 // ASYNC_FLUSH that were still only in the pool's buffer (committed part in the file, the rest not) are
 // written into the CommitLog by recovery: every body at its offsets, in its queue, found by key; the
 // restart logs exactly how many messages and bytes came from the pool; the buffer files are released
-// so that no later start restores them again.
+// so that no later start restores them again. The same when the restart runs without the pool: the
+// files are read all the same, then removed.
 func TestPoolRestoresAcknowledgedRecords(t *testing.T) {
+	for _, poolAtRestart := range []bool{true, false} {
+		t.Run(fmt.Sprintf("poolAtRestart=%t", poolAtRestart), func(t *testing.T) {
+			testPoolRestoresAcknowledgedRecords(t, poolAtRestart)
+		})
+	}
+}
+
+func testPoolRestoresAcknowledgedRecords(t *testing.T, poolAtRestart bool) {
 	s, cfg := poolCrashStore(t)
+	poolDir := s.pool.Dir()
 	for i := 0; i < 10; i++ {
 		mustPut(t, s, poolMessage(i))
 	}
@@ -110,6 +120,7 @@ func TestPoolRestoresAcknowledgedRecords(t *testing.T) {
 	require.Equal(t, committed, s.commitLog.mfq.committedWhere.Load(), "20 acknowledged records only in the buffer")
 	processCrash(t, s, cfg, 0)
 
+	cfg.TransientStorePoolEnable = poolAtRestart
 	logger, h := logtest.Logger()
 	r := reopen(t, cfg, Deps{Logger: logger})
 	require.False(t, r.LastExitOK())
@@ -141,8 +152,14 @@ func TestPoolRestoresAcknowledgedRecords(t *testing.T) {
 	qr.Release()
 	ls, err := transientpool.OpenLeftovers(testPoolDir, cfg.poolIdentity(), cfg.MappedFileSizeCommitLog)
 	require.NoError(t, err)
-	require.Empty(t, ls.Buffers, "the restored buffers are released")
-	require.NoError(t, ls.Close())
+	if poolAtRestart {
+		require.Empty(t, ls.Buffers, "the restored buffers are released")
+		require.NoError(t, ls.Close())
+	} else {
+		require.Nil(t, ls, "a store without the pool removes the files it restored from")
+		_, err := os.Stat(poolDir)
+		require.ErrorIs(t, err, os.ErrNotExist)
+	}
 
 	// New puts continue the queues after the restored records.
 	mustPut(t, r, poolMessage(30))
