@@ -38,6 +38,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,6 +53,7 @@ import (
 	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/store"
 	"github.com/ringmq/ringmq/store/vfs/faultfs"
+	"github.com/ringmq/ringmq/transientpool"
 )
 
 const (
@@ -137,9 +139,17 @@ func crashSeed(t testing.TB) uint64 {
 // crashChild is one running child broker (internal/childproc).
 type crashChild = childproc.Child
 
-// startCrashChild starts the broker child with conf and waits for READY.
+// startCrashChild starts the broker child with conf and waits for READY. A child killed with the
+// transient pool leaves its buffer files on /dev/shm for the next start, as it should; the test
+// removes them once its last child is gone (its cleanups run before this one).
 func startCrashChild(t *testing.T, conf []string) *crashChild {
 	t.Helper()
+	for _, line := range conf {
+		if root, ok := strings.CutPrefix(line, "storePathRootDir="); ok {
+			dir := transientpool.DirFor("/dev/shm", filepath.Join(root, "commitlog"))
+			t.Cleanup(func() { require.NoError(t, os.RemoveAll(dir)) })
+		}
+	}
 	return childproc.Start(t, crashChildEnv, conf)
 }
 
