@@ -114,7 +114,7 @@ type Config struct {
 	slaveSyncInterval     time.Duration
 
 	// ringmq's own keys (DESIGN.md "Config"); the store's (flushBackend, transientStorePoolPinned,
-	// warmMappedFileMlock) are in store.Config.
+	// transientStorePoolDir, warmMappedFileMlock) are in store.Config.
 	MetricsAddr       string `prop:"metricsAddr" group:"metrics/ops" default:"127.0.0.1:9106" help:"host:port serving Prometheus /metrics, /debug/pprof/ and the probes /livez (alias /healthz) and /readyz (METRICS.md); empty or off: none"`
 	NamesrvEmbedded   bool   `prop:"namesrvEmbedded" group:"network" default:"true" help:"run a name server in this process, on namesrvListenPort"`
 	NamesrvListenPort int    `prop:"namesrvListenPort" group:"network" allowed:"0..65535" default:"9876" help:"port of the embedded name server"`

@@ -14,9 +14,10 @@ package broker
 //     next round loads the recovered broker again. The last round stops the broker with
 //     SIGTERM under load (nothing acknowledged may be lost) and then checks the store's
 //     files offline: every ConsumeQueue entry names a record of its topic, queue and queue
-//     offset. Under SYNC_FLUSH the rounds alternate mmap and transient-pool appends.
-//     kill -9 keeps the page cache, so ASYNC_FLUSH must not lose anything acknowledged here
-//     either.
+//     offset. The rounds alternate mmap and transient-pool appends. kill -9 keeps the page
+//     cache, and the pool's buffer files on tmpfs (transientStorePoolDir), so ASYNC_FLUSH must
+//     not lose anything acknowledged here either, with or without the pool; a round after a
+//     pool round runs without it, so its recovery restores the pool's files with the pool off.
 //   - TestCrashBrokerPowerLoss: the same load on an in-process broker whose store runs on
 //     faultfs.FS. At a random moment CrashClone keeps only what was synced (on odd rounds
 //     also a random half of the unsynced pages, as a kernel may have written them back), and
@@ -37,6 +38,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,6 +53,7 @@ import (
 	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/store"
 	"github.com/ringmq/ringmq/store/vfs/faultfs"
+	"github.com/ringmq/ringmq/transientpool"
 )
 
 const (
@@ -136,9 +139,17 @@ func crashSeed(t testing.TB) uint64 {
 // crashChild is one running child broker (internal/childproc).
 type crashChild = childproc.Child
 
-// startCrashChild starts the broker child with conf and waits for READY.
+// startCrashChild starts the broker child with conf and waits for READY. A child killed with the
+// transient pool leaves its buffer files on /dev/shm for the next start, as it should; the test
+// removes them once its last child is gone (its cleanups run before this one).
 func startCrashChild(t *testing.T, conf []string) *crashChild {
 	t.Helper()
+	for _, line := range conf {
+		if root, ok := strings.CutPrefix(line, "storePathRootDir="); ok {
+			dir := transientpool.DirFor("/dev/shm", filepath.Join(root, "commitlog"))
+			t.Cleanup(func() { require.NoError(t, os.RemoveAll(dir)) })
+		}
+	}
 	return childproc.Start(t, crashChildEnv, conf)
 }
 
@@ -209,13 +220,12 @@ func testCrashSIGKILL(t *testing.T, flushDiskType string, rounds int) {
 	dir := t.TempDir()
 	port, err := pickListenPort("127.0.0.1")
 	require.NoError(t, err)
-	syncFlush := flushDiskType == "SYNC_FLUSH"
 
 	var acked []relAck // every acknowledged send of every round
 	var lastRound []relAck
 	var stats struct{ stored, unanswered, busy int }
 	runRound := func(round int, stop func(*crashChild)) {
-		transient := syncFlush && round%2 == 1
+		transient := round%2 == 1
 		child := startCrashChild(t, append(crashChildConf(dir, port, flushDiskType, transient),
 			"haListenPort="+strconv.Itoa(pickPort(t, port)))) // listenPort + 1 may be taken
 		if round == 0 {

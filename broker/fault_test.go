@@ -304,3 +304,42 @@ func TestSyncFlushTransientPoolAckIsVisible(t *testing.T) {
 			func() bool { return maxOffset() == strconv.Itoa(i+1) })
 	}
 }
+
+// TestAsyncTransientPoolAckIsVisibleBeforeCommit: under ASYNC_FLUSH with the transient pool a consumer
+// gets a message as soon as the send is answered, not after the pool's commit: a long-polling pull
+// parked on the empty queue is answered with it although no commit happens (commitIntervalCommitLog
+// an hour, commitCommitLogLeastPages more than a file holds). Request-reply round trips took one
+// commit interval (~200 ms) when consumers saw committed bytes only.
+func TestAsyncTransientPoolAckIsVisibleBeforeCommit(t *testing.T) {
+	rb := startRelBroker(t, func(c *Config) {
+		faultBrokerConfig(t.TempDir(), "ASYNC_FLUSH")(c)
+		withTransientPool(c)
+		c.CommitIntervalCommitLog = time.Hour
+		c.CommitCommitLogThoroughInterval = time.Hour
+		c.CommitCommitLogLeastPages = 1 << 20
+	}, nil)
+	consumer := remotingtest.Dial(t, rb.addr)
+	producer := remotingtest.Dial(t, rb.addr)
+	relCreateTopic(t, producer, "SeenT", 1)
+
+	pulled := make(chan *codec.RemotingCommand, 1)
+	go func() {
+		pulled <- consumer.Call(remotingtest.PullRequest("G", "SeenT", 0, 0, 32,
+			codec.PullSysFlagSubscription|codec.PullSysFlagSuspend, 30*time.Second, "*"))
+	}()
+	testutil.Eventually(t, "the pull is parked", func() bool { return rb.b.read.HeldCount() == 1 })
+	resp := producer.Call(sendV2("SeenT", 0, []byte("seen before any commit"), ""))
+	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
+
+	var got *codec.RemotingCommand
+	select {
+	case got = <-pulled:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the parked pull was not answered: the message is not visible before the commit")
+	}
+	requirePull(t, got, codec.ResponseSuccess, "FOUND", 1, 0, 1)
+	recs := remotingtest.Records(t, got.Body)
+	require.Len(t, recs, 1)
+	require.Equal(t, "seen before any commit", string(recs[0].Body))
+	require.Zero(t, rb.st.FlushedPhyOffset(), "nothing was committed (so nothing flushed): the test's premise")
+}

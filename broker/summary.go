@@ -60,8 +60,10 @@ func (b *Broker) LogStartupSummary(logger *slog.Logger, metricsAddr string) {
 	logger.Info("flush", flush...)
 
 	if r.TransientStorePool {
+		// crashSafe: the buffers are files on tmpfs, so a crash of the process loses nothing acknowledged.
 		logger.Info("append", "mode", "transientStorePool", "buffers", c.TransientStorePoolSize,
-			"bufferBytes", c.MappedFileSizeCommitLog, "pinned", r.Pinned)
+			"bufferBytes", c.MappedFileSizeCommitLog, "pinned", r.Pinned,
+			"crashSafe", r.TransientStorePoolDir != "", "files", cmp.Or(r.TransientStorePoolDir, "anonymous"))
 	} else {
 		logger.Info("append", "mode", "mmap", "warmMapedFileEnable", c.WarmMappedFileEnable, "pinned", r.Pinned)
 	}

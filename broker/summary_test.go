@@ -3,6 +3,7 @@ package broker
 import (
 	"log/slog"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -65,6 +66,14 @@ func TestStartupSummary(t *testing.T) {
 
 			require.Equal(t, tc.mode, attr(4, "mode"))
 			require.Contains(t, []string{"true", "false"}, attr(4, "pinned"))
+			if tc.mode == "transientStorePool" { // whether a process crash keeps what the buffers hold
+				if attr(4, "crashSafe") == "true" {
+					require.True(t, strings.HasPrefix(attr(4, "files"), "/dev/shm/ringmq-pool-"), attr(4, "files"))
+				} else {
+					require.Equal(t, "false", attr(4, "crashSafe"))
+					require.Equal(t, "anonymous", attr(4, "files"))
+				}
+			}
 		})
 	}
 }

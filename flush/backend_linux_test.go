@@ -19,12 +19,22 @@ import (
 
 const parityFileBytes = 64 << 10
 
-// openReal opens a backend of kind on this kernel with a small pinned pool registered. For io_uring it
+// openReal opens a backend of kind on this kernel with a small pool registered. For io_uring it
 // skips the test when the kernel refuses (Open's fallback would otherwise test fdatasync twice).
 func openReal(t *testing.T, kind Kind) (Backend, *transientpool.Pool) {
+	return openRealPool(t, kind, "")
+}
+
+// openRealPool is openReal with the pool's buffers as files under poolDir (transientpool.Config.Dir;
+// "" for anonymous memory).
+func openRealPool(t *testing.T, kind Kind, poolDir string) (Backend, *transientpool.Pool) {
 	t.Helper()
-	pool, err := transientpool.New(transientpool.Config{Buffers: 2, BufferBytes: parityFileBytes, Pinned: false}, nil)
+	pool, err := transientpool.New(transientpool.Config{Buffers: 2, BufferBytes: parityFileBytes, Pinned: false,
+		Dir: poolDir, Identity: t.Name()}, nil)
 	require.NoError(t, err)
+	if poolDir != "" {
+		require.True(t, pool.FileBacked(), "the pool's buffers are files on tmpfs")
+	}
 	h := &logtest.Recorder{}
 	b, err := Open(kind, pool, slog.New(h))
 	require.NoError(t, err)
@@ -112,6 +122,25 @@ func TestBackendParity(t *testing.T) {
 }
 
 // TestNoSpaceMapping writes to /dev/full, which answers every write with ENOSPC.
+// TestBackendParityFileBackedPool: the pool's buffers as shared mappings of files on tmpfs
+// (transientStorePoolDir) register with io_uring as fixed buffers like anonymous ones, and every
+// backend writes the same bytes from them.
+func TestBackendParityFileBackedPool(t *testing.T) {
+	dir, err := os.MkdirTemp("/dev/shm", "ringmq-flush-test-")
+	if err != nil {
+		t.Skipf("no /dev/shm: %v", err)
+	}
+	t.Cleanup(func() { require.NoError(t, os.RemoveAll(dir)) })
+	want := expectedParityFile()
+	for _, kind := range []Kind{KindFdatasync, KindIOUring} {
+		t.Run(kind.String(), func(t *testing.T) {
+			b, pool := openRealPool(t, kind, dir)
+			require.True(t, bytes.Equal(want, parityScript(t, b, pool)), "%s produced different bytes", kind)
+			require.NoError(t, b.Close())
+		})
+	}
+}
+
 func TestNoSpaceMapping(t *testing.T) {
 	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
 	if err != nil {

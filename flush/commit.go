@@ -5,7 +5,7 @@ import "log/slog"
 // CommitService moves appended bytes from the transient-pool buffer into the CommitLog file (RocketMQ
 // CommitRealTimeService): commit(LeastPages) every Interval (200 ms), commit(0) every ThoroughInterval
 // (200 ms), commit(0) once more on Close. The store's commit func typically calls Backend.WriteSync with
-// sync=false for the dirty range; readers are served only up to the committed position. committed, when
+// sync=false for the dirty range (readers read what is not committed yet from the buffer). committed, when
 // not nil, runs after every commit that moved bytes (wake the ASYNC_FLUSH flusher there, as RocketMQ
 // does). Safe for concurrent use.
 type CommitService struct {

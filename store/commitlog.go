@@ -171,14 +171,11 @@ func (cl *commitLog) getBuffer(size int) (*encodeBuffer, *sync.Pool) {
 	return p.Get().(*encodeBuffer), p
 }
 
-// readableEnd is the end of what the dispatcher and readers may read: appended bytes, or with the
-// transient pool the bytes committed to the files.
-func (cl *commitLog) readableEnd() int64 {
-	if cl.pool != nil {
-		return cl.mfq.committedWhere.Load()
-	}
-	return cl.maxOffset.Load()
-}
+// readableEnd is the end of what the dispatcher and readers may read: the published records, in every
+// append mode. With the transient pool the part not yet committed is read from the pool buffer
+// (readRecord, mappedFile.publishedView), so a consumer sees a message as soon as it is acknowledged,
+// not a commit interval later. Replication reads committed bytes only (replica.go).
+func (cl *commitLog) readableEnd() int64 { return cl.maxOffset.Load() }
 
 // put appends one or more encoded records (consecutive in recs, n of them). They get consecutive queue
 // offsets from counter (unless it is nil) and one store timestamp. offsets, when not nil, receives each
@@ -317,6 +314,7 @@ func (cl *commitLog) publishCopied() {
 		}
 		storeMax(&mf.storeTimestamp, ts)
 		storeMax(&mf.wrote, end)
+		mf.markPublished(end) // before maxOffset: whatever a put acknowledges, the next start restores
 		storeMax(&cl.maxOffset, mf.fromOffset+end)
 	}
 }
@@ -377,6 +375,7 @@ func (cl *commitLog) rollLocked() (*mappedFile, error) {
 		if left := old.size - old.wrote.Load(); left > 0 {
 			codec.PutBlankRecord(old.appendTarget()[old.wrote.Load():], int(left))
 			old.wrote.Store(old.size)
+			old.markPublished(old.size)
 		}
 	}
 	cl.cur = next
@@ -644,78 +643,74 @@ func (cl *commitLog) minOffset() int64 {
 	return 0
 }
 
-// readRecord returns the record at phys, holding its file. size < 0 reads it from TOTALSIZE.
-func (cl *commitLog) readRecord(phys int64, size int32) ([]byte, *mappedFile) {
-	if phys < 0 || phys >= cl.readableEnd() {
-		return nil, nil
+// readRecord returns the published record at phys (size < 0: as long as its TOTALSIZE says), holding
+// its file. With the transient pool a record not committed yet is read from the file's pool buffer,
+// held too (fromBuffer): release it with mf.releaseBuffer before mf.release. nil when no published
+// record of that size starts there.
+func (cl *commitLog) readRecord(phys int64, size int32) (rec []byte, mf *mappedFile, fromBuffer bool) {
+	published := cl.maxOffset.Load()
+	if phys < 0 || phys >= published {
+		return nil, nil, false
 	}
-	mf := cl.mfq.findAndHold(phys)
+	mf = cl.mfq.findAndHold(phys)
 	if mf == nil {
-		return nil, nil
+		return nil, nil, false
 	}
 	pos := phys - mf.fromOffset
-	end := mf.readPosition()
-	if size < 0 {
-		if end-pos < 8 {
-			mf.release()
-			return nil, nil
+	if rec = recordAt(mf.data, pos, mf.readPosition(), size); rec != nil {
+		return rec, mf, false
+	}
+	wrote := min(mf.wrote.Load(), published-mf.fromOffset)
+	if mf.holdBuffer() {
+		if rec = recordAt(mf.writeBuffer.Bytes()[:mf.size], pos, wrote, size); rec != nil {
+			return rec, mf, true
 		}
-		size = int32(binary.BigEndian.Uint32(mf.data[pos:]))
+		mf.releaseBuffer()
+	} else if rec = recordAt(mf.data, pos, min(wrote, mf.readPosition()), size); rec != nil {
+		return rec, mf, false // the buffer went back to the pool meanwhile: the file has every byte
+	}
+	mf.release()
+	return nil, nil, false
+}
+
+// readSized is readRecord with the release to call when done with the record.
+func (cl *commitLog) readSized(phys int64, size int32) ([]byte, func()) {
+	rec, mf, fromBuffer := cl.readRecord(phys, size)
+	switch {
+	case mf == nil:
+		return nil, nil
+	case fromBuffer:
+		return rec, mf.releaseWithBuffer
+	}
+	return rec, mf.release
+}
+
+// readPublished is readSized by physical offset alone: reads by physical offset (END_TRANSACTION of a
+// half just written, view by id, send-back).
+func (cl *commitLog) readPublished(phys int64) ([]byte, func()) { return cl.readSized(phys, -1) }
+
+// recordAt is the record at pos of b, whose first end bytes are readable, size bytes long (size < 0: as
+// its TOTALSIZE says); nil when it does not fit there.
+func recordAt(b []byte, pos, end int64, size int32) []byte {
+	if size < 0 {
+		if end-pos < 4 {
+			return nil
+		}
+		size = int32(binary.BigEndian.Uint32(b[pos:]))
 	}
 	if size <= 0 || pos+int64(size) > end {
-		mf.release()
-		return nil, nil
-	}
-	return mf.data[pos : pos+int64(size) : pos+int64(size)], mf
-}
-
-// readPublished returns the record starting at phys among every published (acknowledged) record, and
-// the release to call when done with it. Unlike readRecord (pulls and the dispatcher, which see committed
-// bytes only), it also finds a record that, with the transient pool, is still in its file's pool buffer:
-// a read by physical offset (END_TRANSACTION of a half just written, view by id, send-back) may come
-// before the committer has moved the record into the file. The record is then read from the buffer,
-// held so that it is not returned to the pool under the reader.
-func (cl *commitLog) readPublished(phys int64) ([]byte, func()) {
-	if phys < 0 || phys >= cl.maxOffset.Load() {
-		return nil, nil
-	}
-	mf := cl.mfq.findAndHold(phys)
-	if mf == nil {
-		return nil, nil
-	}
-	pos := phys - mf.fromOffset
-	if rec := recordAt(mf.data, pos, mf.readPosition()); rec != nil {
-		return rec, mf.release
-	}
-	wrote := mf.wrote.Load()
-	b, release := mf.publishedView(wrote)
-	if rec := recordAt(b, pos, wrote); rec != nil {
-		return rec, release
-	}
-	release()
-	return nil, nil
-}
-
-// recordAt is the record at pos of b, whose first end bytes are readable; nil when its TOTALSIZE does
-// not fit there.
-func recordAt(b []byte, pos, end int64) []byte {
-	if end-pos < 4 {
 		return nil
 	}
-	size := int64(int32(binary.BigEndian.Uint32(b[pos:])))
-	if size <= 0 || pos+size > end {
-		return nil
-	}
-	return b[pos : pos+size : pos+size]
+	return b[pos : pos+int64(size) : pos+int64(size)]
 }
 
 // pickupStoreTimestamp reads the store time of the record at phys, -1 when unreadable.
 func (cl *commitLog) pickupStoreTimestamp(phys int64, size int32) int64 {
-	rec, mf := cl.readRecord(phys, size)
-	if mf == nil {
+	rec, release := cl.readSized(phys, size)
+	if release == nil {
 		return -1
 	}
-	defer mf.release()
+	defer release()
 	if len(rec) < codec.MinRecordBytes {
 		return -1
 	}

@@ -89,6 +89,12 @@ type Config struct {
 	TransientStorePoolSize int `prop:"transientStorePoolSize" group:"store" allowed:"1 or more" default:"5" help:"buffers in the transient store pool, each mappedFileSizeCommitLog bytes"`
 	// TransientStorePoolPinned (ringmq): require mlock.
 	TransientStorePoolPinned bool `prop:"transientStorePoolPinned" group:"store" default:"true" help:"the pool's buffers must be pinned with mlock; false: run unpinned, with one warning, when mlock fails (ringmq)"`
+	// TransientStorePoolDir (ringmq): a directory on tmpfs under which the pool's buffers are files
+	// mapped shared (transientpool.DirFor: one subdirectory per CommitLog directory), so that the bytes a
+	// process appended and acknowledged but had not committed yet survive its crash and the next start
+	// writes them into the CommitLog. When it is missing, not tmpfs or too small, the buffers are
+	// anonymous memory (one warning). "off": anonymous memory, no warning.
+	TransientStorePoolDir string `prop:"transientStorePoolDir" group:"store" default:"/dev/shm" help:"tmpfs directory for the transient pool's buffer files, so acknowledged messages not yet committed survive a crash of the process (not of the machine); off: anonymous memory, which such a crash loses (ringmq)"`
 	// WarmMappedFileEnable: under SYNC_FLUSH the allocator warms each new CommitLog
 	// file whole before the writer reaches it: every page populated for writing (MADV_POPULATE_WRITE;
 	// without it, a zero written into each page) and the zeros synced to the disk, so later syncs of the
@@ -303,6 +309,35 @@ func DefaultFlushBackend(transientStorePool bool) FlushBackend {
 // maxRecordBytes is the largest record a put may write.
 func (c *Config) maxRecordBytes() int {
 	return int(min(int64(c.MaxMessageSize)+RecordSizeReserveBytes, c.MappedFileSizeCommitLog-codec.BlankRecordBytes))
+}
+
+// defaultPoolDir is transientStorePoolDir's default: the tmpfs every Linux system mounts.
+const defaultPoolDir = "/dev/shm"
+
+// poolDir is the parent directory of the transient pool's files, "" for anonymous buffers.
+func (c *Config) poolDir() string {
+	if c.TransientStorePoolDir == "off" {
+		return ""
+	}
+	return c.TransientStorePoolDir // "" too: anonymous
+}
+
+// leftoverPoolDir is where recovery looks for buffer files a crashed process left: poolDir, or the
+// default when the pool is now configured off.
+func (c *Config) leftoverPoolDir() string {
+	if d := c.poolDir(); d != "" {
+		return d
+	}
+	return defaultPoolDir
+}
+
+// poolIdentity names this store's CommitLog to the pool's files: its absolute directory.
+func (c *Config) poolIdentity() string {
+	dir := c.commitLogDir()
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return dir
 }
 
 func (c *Config) commitLogDir() string {

@@ -79,6 +79,7 @@ func TestDefaultConfigValues(t *testing.T) {
 		SyncFlushIdleInterval:             10 * time.Millisecond,
 		TransientStorePoolSize:            5,
 		TransientStorePoolPinned:          true,
+		TransientStorePoolDir:             "/dev/shm",
 		FlushLeastPagesWhenWarmMappedFile: 4096,
 		PrewriteMappedFileEnable:          true,
 		PrewriteMappedFileDutyPercent:     25,

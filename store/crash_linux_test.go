@@ -33,6 +33,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -63,6 +64,7 @@ const (
 	crashEnvBackend   = "RINGMQ_CRASH_CHILD_BACKEND"
 	crashEnvRound     = "RINGMQ_CRASH_CHILD_ROUND"
 	crashEnvSeed      = "RINGMQ_CRASH_CHILD_SEED"
+	crashEnvAsyncPool = "RINGMQ_CRASH_CHILD_ASYNC_POOL" // ASYNC_FLUSH with the pool, committing only full files
 	crashEnvRounds    = "RINGMQ_CRASH_ROUNDS"
 	crashEnvSeedParam = "RINGMQ_CRASH_SEED"
 	crashEnvKeep      = "RINGMQ_CRASH_KEEP" // a directory: a failed test copies its store there
@@ -91,6 +93,7 @@ func crashConfig(dir string, transient bool, kind flush.Kind) Config {
 	c.FlushBackend = kind
 	c.TransientStorePoolEnable = transient
 	c.TransientStorePoolPinned = false // RLIMIT_MEMLOCK is small for unprivileged test runs
+	c.TransientStorePoolDir = testPoolDir
 	c.TransientStorePoolSize = 4
 	c.FlushIntervalConsumeQueue = 20 * time.Millisecond
 	c.FlushConsumeQueueThoroughInterval = 100 * time.Millisecond
@@ -207,6 +210,65 @@ func (l *crashLoad) writer(w int) {
 	}
 }
 
+// startCrashChildProcess re-executes the test binary as TestCrashChild with env added; kill sends it
+// SIGKILL, once.
+func startCrashChildProcess(t *testing.T, env ...string) (cmd *exec.Cmd, stdout io.Reader, stderr *syncBuffer, kill func()) {
+	t.Helper()
+	cmd = exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env...)
+	stderr = &syncBuffer{}
+	cmd.Stderr = stderr
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	var once sync.Once
+	return cmd, stdout, stderr, func() { once.Do(func() { _ = cmd.Process.Signal(syscall.SIGKILL) }) }
+}
+
+// crashChildOutput is what TestCrashChild printed before it died.
+type crashChildOutput struct {
+	acks                []crashAck
+	started, lastExitOK bool
+	err                 error // a line that is not the protocol's
+}
+
+// readCrashChild reads TestCrashChild's output until it ends, calling kill after the killAt-th
+// acknowledgement (never when killAt < 0), at a line that breaks the protocol, and at the end (a child
+// that died by itself: the caller's wait reports it). Whole lines only: a line cut by the kill has no
+// newline and does not count.
+func readCrashChild(stdout io.Reader, round, killAt int, kill func()) crashChildOutput {
+	var out crashChildOutput
+	r := bufio.NewReader(stdout)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			break
+		}
+		line = strings.TrimSuffix(line, "\n")
+		switch {
+		case strings.HasPrefix(line, "ACK "):
+			a, perr := parseCrashAck(line, round)
+			if perr != nil {
+				out.err = perr
+				kill()
+				continue
+			}
+			out.acks = append(out.acks, a)
+			if len(out.acks) == killAt {
+				kill()
+			}
+		case strings.HasPrefix(line, "STARTED "):
+			out.started = true
+			out.lastExitOK = strings.Fields(line)[1] == "true"
+		default:
+			out.err = fmt.Errorf("child: %s", line)
+			kill()
+		}
+	}
+	kill()
+	return out
+}
+
 // keepOnFailure copies *dir into $RINGMQ_CRASH_KEEP when the test fails, for a post-mortem.
 func keepOnFailure(t *testing.T, dir *string) {
 	keep := os.Getenv(crashEnvKeep)
@@ -237,6 +299,9 @@ func TestCrashChild(t *testing.T) {
 	seed, err := strconv.ParseUint(os.Getenv(crashEnvSeed), 10, 64)
 	require.NoError(t, err)
 	cfg := crashConfig(dir, os.Getenv(crashEnvTransient) == "1", kind)
+	if os.Getenv(crashEnvAsyncPool) == "1" {
+		cfg = asyncPoolCrashConfig(dir, kind)
+	}
 	cfg.WarmMappedFileEnable = os.Getenv(crashEnvWarm) == "1"
 	cfg.FlushLeastPagesWhenWarmMappedFile = 64 // a few syncs per 1 MiB file
 
@@ -352,25 +417,13 @@ func TestCrashSIGKILL(t *testing.T) {
 			t.Logf("%s: SIGKILL after %d acks", what, target)
 		}
 
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(),
+		cmd, stdout, stderr, kill := startCrashChildProcess(t,
 			crashEnvDir+"="+dir,
 			crashEnvTransient+"="+map[bool]string{false: "0", true: "1"}[transient],
 			crashEnvWarm+"="+map[bool]string{false: "0", true: "1"}[warm],
 			crashEnvBackend+"="+kind.String(),
 			crashEnvRound+"="+strconv.Itoa(round),
 			crashEnvSeed+"="+strconv.FormatUint(childSeed, 10))
-		var stderr syncBuffer
-		cmd.Stderr = &stderr
-		stdout, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		require.NoError(t, cmd.Start())
-		var killed atomic.Bool
-		kill := func() {
-			if killed.CompareAndSwap(false, true) {
-				_ = cmd.Process.Signal(syscall.SIGKILL)
-			}
-		}
 		var timedOut atomic.Bool
 		watchdog := time.AfterFunc(2*time.Minute, func() { timedOut.Store(true); kill() })
 		var earlyTimer *time.Timer
@@ -378,38 +431,13 @@ func TestCrashSIGKILL(t *testing.T) {
 			earlyTimer = time.AfterFunc(delay, kill)
 		}
 
-		// Read whole lines only: a line cut by the kill has no newline and does not count.
-		r := bufio.NewReader(stdout)
-		started, lastExitOK := false, false
-		n := 0
-		var protoErr error
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				break
-			}
-			line = strings.TrimSuffix(line, "\n")
-			switch {
-			case strings.HasPrefix(line, "ACK "):
-				a, perr := parseCrashAck(line, round)
-				if perr != nil {
-					protoErr = perr
-					kill()
-					continue
-				}
-				acks = append(acks, a)
-				if n++; n == target && !early {
-					kill()
-				}
-			case strings.HasPrefix(line, "STARTED "):
-				started = true
-				lastExitOK = strings.Fields(line)[1] == "true"
-			default:
-				protoErr = fmt.Errorf("child: %s", line)
-				kill()
-			}
+		killAt := target
+		if early {
+			killAt = -1
 		}
-		kill() // EOF without a kill: the child died by itself (the wait below reports it)
+		out := readCrashChild(stdout, round, killAt, kill)
+		acks = append(acks, out.acks...)
+		started, lastExitOK, n, protoErr := out.started, out.lastExitOK, len(out.acks), out.err
 		werr := cmd.Wait()
 		watchdog.Stop()
 		if earlyTimer != nil {
@@ -463,6 +491,73 @@ func TestCrashSIGKILL(t *testing.T) {
 	t.Logf("%d rounds (%d killed before the store was open), %d acknowledged messages verified intact after the last one",
 		rounds, killedEarly, len(acks))
 	require.NotEmpty(t, acks)
+}
+
+// asyncPoolCrashConfig: ASYNC_FLUSH with the transient pool's buffers as files on tmpfs, committing only
+// whole files, so at any kill the current file's acknowledged records (and at times the previous file's
+// tail) are in the buffer alone.
+func asyncPoolCrashConfig(dir string, kind flush.Kind) Config {
+	c := crashConfig(dir, true, kind)
+	c.FlushDiskType = AsyncFlush
+	c.FlushIntervalCommitLog = 50 * time.Millisecond
+	c.CommitIntervalCommitLog = time.Hour
+	c.CommitCommitLogThoroughInterval = time.Hour
+	c.CommitCommitLogLeastPages = 1 << 20
+	return c
+}
+
+// TestCrashSIGKILLAsyncPool: under ASYNC_FLUSH with the transient pool a message is acknowledged while
+// it is only in a pool buffer. A child process puts (every put acknowledged at once) and is killed
+// (SIGKILL) after a random number of acknowledgements; recovery must find every acknowledged message, its
+// body, its ConsumeQueue entry and its keys, as plain ASYNC_FLUSH does with the page cache. Rounds
+// rotate the flush backends on one store; each recovers the previous round's crash.
+func TestCrashSIGKILLAsyncPool(t *testing.T) {
+	if testPoolDir == "off" {
+		t.Skip("no /dev/shm: the pool's buffers cannot be files on tmpfs here")
+	}
+	rounds, seed := min(crashRounds(t), 3), crashSeed(t)
+	if v := os.Getenv(crashEnvRounds); v != "" {
+		rounds = crashRounds(t)
+	}
+	kinds := crashBackends(t)
+	t.Logf("rounds %d, seed %d (replay: %s=%d)", rounds, seed, crashEnvSeedParam, seed)
+	dir := t.TempDir()
+	keepOnFailure(t, &dir)
+	var acks []crashAck
+	restored := int64(0)
+	for round := 0; round < rounds; round++ {
+		rng := rand.New(rand.NewPCG(seed, 2<<32|uint64(round)))
+		kind := kinds[round%len(kinds)]
+		target := 200 + rng.IntN(2000)
+		what := fmt.Sprintf("round %d (ASYNC_FLUSH, transient pool files, flushBackend=%s): SIGKILL after %d acks",
+			round, kind, target)
+		t.Log(what)
+		child, stdout, stderr, kill := startCrashChildProcess(t, crashEnvDir+"="+dir, crashEnvAsyncPool+"=1",
+			crashEnvTransient+"=1", crashEnvBackend+"="+kind.String(), crashEnvRound+"="+strconv.Itoa(round),
+			crashEnvSeed+"="+strconv.FormatUint(rng.Uint64(), 10))
+		watchdog := time.AfterFunc(2*time.Minute, kill)
+		out := readCrashChild(stdout, round, target, kill)
+		acks = append(acks, out.acks...)
+		n, protoErr := len(out.acks), out.err
+		werr := child.Wait()
+		watchdog.Stop()
+		require.NoError(t, protoErr, "%s\nchild stderr:\n%s", what, stderr.String())
+		require.Error(t, werr, what)
+		require.GreaterOrEqual(t, n, target, "%s\nchild stderr:\n%s", what, stderr.String())
+		require.NotContains(t, stderr.String(), "DATA RACE", what)
+
+		s, err := Open(asyncPoolCrashConfig(dir, kind), Deps{Logger: testLogger(t)})
+		require.NoError(t, err, what)
+		require.False(t, s.LastExitOK(), what)
+		restored += s.poolRestore.messages
+		t.Logf("%s: %d acknowledged this round; %d messages restored from the pool's files", what, n, s.poolRestore.messages)
+		verifyCrashStore(t, s, acks, what)
+		// Started and stopped: the next round's child finds a cleanly shut down store and writes on.
+		require.NoError(t, s.Start(), what)
+		require.NoError(t, s.Shutdown(), what)
+	}
+	require.Positive(t, restored, "the kills found acknowledged messages in the pool's buffers (the test's premise)")
+	t.Logf("%d rounds, %d acknowledged messages verified, %d of them restored from the pool's files", rounds, len(acks), restored)
 }
 
 // verifyCrashStore checks a recovered store against every acknowledgement: the record at the acked

@@ -8,8 +8,9 @@ import (
 	"github.com/ringmq/ringmq/codec"
 )
 
-// dispatcher is the reput service: one goroutine follows the CommitLog's readable end (appended bytes,
-// or committed bytes with the transient pool) and, record by record, appends the ConsumeQueue entry,
+// dispatcher is the reput service: one goroutine follows the CommitLog's readable end (the published
+// records; with the transient pool those not committed yet are read from the pool buffer) and, record by
+// record, appends the ConsumeQueue entry,
 // indexes the keys and calls the arriving listener. It is the only writer of ConsumeQueues and
 // IndexFiles; recovery and Shutdown run its reput step themselves while the goroutine is not running.
 //
@@ -83,8 +84,12 @@ func (d *dispatcher) reput() error {
 			}
 			return fmt.Errorf("%w: no CommitLog file holds dispatch offset %d", ErrCorruption, from)
 		}
-		limit := min(mf.readPosition(), end-mf.fromOffset)
-		err := d.dispatchFile(mf, from-mf.fromOffset, limit)
+		limit := min(mf.wrote.Load(), end-mf.fromOffset)
+		data, fromBuffer := mf.view(limit) // the mapping, or the pool buffer (held) for what is not committed
+		err := d.dispatchFile(mf, data, from-mf.fromOffset, limit)
+		if fromBuffer {
+			mf.releaseBuffer()
+		}
 		mf.release()
 		if err != nil {
 			if at := d.reputFrom.Load(); at != d.lastErrAt {
@@ -101,9 +106,11 @@ func (d *dispatcher) reput() error {
 	}
 }
 
-func (d *dispatcher) dispatchFile(mf *mappedFile, pos, limit int64) error {
+// dispatchFile dispatches the records of mf from pos to limit, reading them in data (mf's mapping or
+// its pool buffer).
+func (d *dispatcher) dispatchFile(mf *mappedFile, data []byte, pos, limit int64) error {
 	for pos < limit {
-		size, magic, ok := codec.PeekRecordHeader(mf.data[pos:limit])
+		size, magic, ok := codec.PeekRecordHeader(data[pos:limit])
 		if d.s.cfg.Slave && (!ok || int64(size) > limit-pos) {
 			// Replication appends frames, not records: the rest of this one has not arrived yet.
 			return nil
@@ -112,7 +119,7 @@ func (d *dispatcher) dispatchFile(mf *mappedFile, pos, limit int64) error {
 			d.reputFrom.Store(mf.fromOffset + mf.size)
 			return nil
 		}
-		rec, err := codec.DecodeRecord(mf.data[pos:limit], false)
+		rec, err := codec.DecodeRecord(data[pos:limit], false)
 		if err != nil {
 			d.s.flags.set(FlagWriteLogicsQueueError)
 			return fmt.Errorf("%w: %s at offset %d: %w", ErrCorruption, mf.path, pos, err)

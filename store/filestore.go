@@ -28,10 +28,14 @@ type Store struct {
 	fs     FS
 	clock  func() time.Time
 
-	backend  flush.Backend         // owned; nil when Deps.FS was given
-	pool     *transientpool.Pool   // owned; nil without transientStorePoolEnable
-	lockFile io.Closer             // flock on <root>/lock
-	reg      prometheus.Registerer // may be nil
+	backend flush.Backend       // owned; nil when Deps.FS was given
+	pool    *transientpool.Pool // owned; nil without transientStorePoolEnable
+	// leftovers are the pool buffer files a crashed process left (recovery restores their acknowledged
+	// bytes); nil when there were none. Open closes them.
+	leftovers   *transientpool.Leftovers
+	poolRestore poolRestoreStats      // what recovery took from them
+	lockFile    io.Closer             // flock on <root>/lock
+	reg         prometheus.Registerer // may be nil
 
 	commitLog  *commitLog
 	queues     *consumeQueueTable
@@ -122,9 +126,24 @@ func Open(cfg Config, deps Deps) (*Store, error) {
 			s.closeResources()
 		}
 	}()
+	// The store's lock first: a second broker on the same store must be refused before it touches
+	// anything, the transient pool's buffer files of the first included.
+	lockFS := s.fs
+	if lockFS == nil {
+		lockFS = NewOSFS(nil) // the flush backend is opened later, with the pool's buffers registered
+	}
+	if err := lockFS.MkdirAll(cfg.StorePathRootDir, 0o755); err != nil {
+		return nil, fmt.Errorf("store: create %s: %w", cfg.StorePathRootDir, err)
+	}
+	lock, err := lockFS.Lock(cfg.lockPath())
+	if err != nil {
+		return nil, err
+	}
+	s.lockFile = lock
 	if cfg.TransientStorePoolEnable && !cfg.Slave {
 		p, err := transientpool.New(transientpool.Config{Buffers: cfg.TransientStorePoolSize,
-			BufferBytes: int(cfg.MappedFileSizeCommitLog), Pinned: cfg.TransientStorePoolPinned}, s.logger)
+			BufferBytes: int(cfg.MappedFileSizeCommitLog), Pinned: cfg.TransientStorePoolPinned,
+			Dir: cfg.poolDir(), Identity: cfg.poolIdentity()}, s.logger)
 		if err != nil {
 			return nil, fmt.Errorf("store: transient store pool: %w", err)
 		}
@@ -142,14 +161,6 @@ func Open(cfg Config, deps Deps) (*Store, error) {
 		s.backend = b
 		s.fs = NewOSFS(b)
 	}
-	if err := s.fs.MkdirAll(cfg.StorePathRootDir, 0o755); err != nil {
-		return nil, fmt.Errorf("store: create %s: %w", cfg.StorePathRootDir, err)
-	}
-	lock, err := s.fs.Lock(cfg.lockPath())
-	if err != nil {
-		return nil, err
-	}
-	s.lockFile = lock
 
 	var clock func() time.Time
 	if deps.Clock != nil {
@@ -189,9 +200,20 @@ func Open(cfg Config, deps Deps) (*Store, error) {
 	if err := s.createAbortFile(); err != nil {
 		return nil, err
 	}
+	// Buffer files of the transient pool a crashed process left, also when the pool is now off.
+	ls, err := transientpool.OpenLeftovers(cfg.leftoverPoolDir(), cfg.poolIdentity(), cfg.MappedFileSizeCommitLog)
+	switch {
+	case errors.Is(err, transientpool.ErrNotOwned):
+		s.logger.Warn("store: not reading the transient pool's files left by a crash: the directory is not this user's own",
+			"error", err)
+	case err != nil:
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	s.leftovers = ls
 	if err := s.recover(s.lastExitOK, ck); err != nil {
 		return nil, err
 	}
+	s.settleLeftovers()
 	if err := s.registerMetrics(); err != nil {
 		return nil, err
 	}
@@ -304,18 +326,20 @@ func (s *Store) Start() error {
 		if err != nil {
 			return errors.Join(err, s.commitFlusher.Close(), s.logicsFlusher.Close(), s.closeGroupCommit())
 		}
-		// With the pool, a put wakes the commit service; committed bytes wake the dispatcher. Under
-		// SYNC_FLUSH not while group commit waiters are queued: the group commit's next durable write
-		// commits the file's appended bytes anyway (commitAndSync), and each wake was a goroutine switch
-		// plus a pwrite taking the flush lock between the syncer's operations (13 % of the broker's
-		// scheduler delay at 4 × 16, issue 17). A put without a waiter at the end of a burst is then
-		// committed by the commit service's interval (commitIntervalCommitLog) at the latest.
-		cl.onAppend = s.commitService.Wake
+		// With the pool, a put wakes the dispatcher (it reads published records, from the pool buffer
+		// while they are not committed) and the commit service. Under SYNC_FLUSH the commit service not
+		// while group commit waiters are queued: the group commit's next durable write commits the
+		// file's appended bytes anyway (commitAndSync), and each wake was a goroutine switch plus a
+		// pwrite taking the flush lock between the syncer's operations (13 % of the broker's scheduler
+		// delay at 4 × 16, issue 17). A put without a waiter at the end of a burst is then committed by
+		// the commit service's interval (commitIntervalCommitLog) at the latest.
+		wakeCommit, dispatch := s.commitService.Wake, s.dispatcher.signal
+		cl.onAppend = func() { dispatch(); wakeCommit() }
 		if gc := s.groupCommit; gc != nil {
-			wake := s.commitService.Wake
 			cl.onAppend = func() {
+				dispatch()
 				if gc.QueueDepth() == 0 {
-					wake()
+					wakeCommit()
 				}
 			}
 		}
@@ -477,7 +501,14 @@ func (s *Store) Shutdown() error {
 	} else {
 		s.logger.Error("store: shutdown was not clean; the next start recovers abnormally", "error", errors.Join(errs...))
 	}
+	poolDir := ""
+	if clean && s.pool != nil {
+		poolDir = s.pool.Dir() // everything is in the CommitLog: the buffer files go
+	}
 	errs = append(errs, s.closeResources())
+	if poolDir != "" {
+		errs = append(errs, transientpool.RemoveDir(poolDir))
+	}
 	return errors.Join(errs...)
 }
 
@@ -486,6 +517,10 @@ func (s *Store) closeResources() error {
 	var errs []error
 	if s.commitLog != nil {
 		errs = append(errs, s.commitLog.dropStandby(), s.commitLog.mfq.destroyAll(false))
+	}
+	if s.leftovers != nil {
+		errs = append(errs, s.leftovers.Close())
+		s.leftovers = nil
 	}
 	if s.queues != nil {
 		for _, cq := range s.queues.all() {

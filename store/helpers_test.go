@@ -29,6 +29,7 @@ func testConfig(dir string) Config {
 	c.MaxIndexNum = 512
 	c.TransientStorePoolSize = 4
 	c.TransientStorePoolPinned = false
+	c.TransientStorePoolDir = testPoolDir
 	// Background services must not make progress a test did not ask for; tests flush explicitly.
 	c.FlushIntervalCommitLog = time.Hour
 	c.SyncFlushIdleInterval = time.Hour

@@ -67,6 +67,10 @@ type mappedFile struct {
 	// buffer to the pool; after that no one can hold it again.
 	bufferRefs    atomic.Int64
 	bufferDropped atomic.Bool // the file's own reference on writeBuffer is gone
+	// publishedMark is writeBuffer's header word for the published end when the buffer is a file that
+	// outlives the process (transientpool file.go), nil otherwise: raised with wrote, it tells the next
+	// start which of the buffer's bytes were acknowledged (poolrestore.go). Set once, with writeBuffer.
+	publishedMark *atomic.Int64
 
 	wrote          atomic.Int64
 	committed      atomic.Int64
@@ -168,10 +172,20 @@ func checkRoom(fsys FS, path string, size int64) error {
 	return fmt.Errorf("store: size %s: %d bytes needed, %d free: %w", path, need, usage.FreeBytes, flush.ErrNoSpace)
 }
 
-// useTransientBuffer switches a fresh file to appending into a pool buffer.
+// useTransientBuffer switches a fresh file to appending into a pool buffer, and names the file in the
+// buffer's header (a file-backed buffer's, for the next start's recovery). Memory stores only.
 func (mf *mappedFile) useTransientBuffer(pool bufferPool, buf *transientpool.Buffer) {
+	buf.Claim(mf.fromOffset)
 	mf.transient, mf.pool, mf.writeBuffer = true, pool, buf
+	mf.publishedMark = buf.PublishedMark()
 	mf.bufferRefs.Store(1)
+}
+
+// markPublished raises the buffer header's published end to end (a file-backed pool buffer's only).
+func (mf *mappedFile) markPublished(end int64) {
+	if m := mf.publishedMark; m != nil {
+		storeMax(m, end)
+	}
 }
 
 // holdBuffer takes a reader reference on writeBuffer; false once the buffer went back to the pool (the
@@ -207,10 +221,25 @@ func (mf *mappedFile) releaseBuffer() {
 // went back to the pool meanwhile: then the whole file is committed and the mapping has them). release
 // also drops the caller's reference on the file. Read by physical offset and by the HA transfer.
 func (mf *mappedFile) publishedView(need int64) (b []byte, release func()) {
-	if need <= mf.readPosition() || !mf.holdBuffer() {
-		return mf.data, mf.release
+	if b, fromBuffer := mf.view(need); fromBuffer {
+		return b, mf.releaseWithBuffer
 	}
-	return mf.writeBuffer.Bytes()[:mf.size], func() { mf.releaseBuffer(); mf.release() }
+	return mf.data, mf.release
+}
+
+// view is publishedView without a release func (no allocation): fromBuffer says the pool buffer is
+// held (mf.releaseBuffer when done). The caller holds the file.
+func (mf *mappedFile) view(need int64) (b []byte, fromBuffer bool) {
+	if need <= mf.readPosition() || !mf.holdBuffer() {
+		return mf.data, false
+	}
+	return mf.writeBuffer.Bytes()[:mf.size], true
+}
+
+// releaseWithBuffer drops a reader's references on writeBuffer and on the file.
+func (mf *mappedFile) releaseWithBuffer() {
+	mf.releaseBuffer()
+	mf.release()
 }
 
 // dropBuffer drops the file's own reference on writeBuffer, once.

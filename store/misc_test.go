@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -11,14 +12,28 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// TestStoreDirectoryLock: a second store on the same directory is refused, and with the transient pool
+// before it touches the first's buffer files (the first goes on putting into them).
 func TestStoreDirectoryLock(t *testing.T) {
-	cfg := testConfig(t.TempDir())
-	s := openStarted(t, cfg, Deps{})
-	_, err := Open(cfg, Deps{Logger: testLogger(t)})
-	require.ErrorIs(t, err, ErrStoreLocked)
-	require.NoError(t, s.Shutdown())
-	r := reopen(t, cfg, Deps{})
-	require.True(t, r.LastExitOK())
+	for _, pool := range []bool{false, true} {
+		t.Run(fmt.Sprintf("transientPool=%t", pool), func(t *testing.T) {
+			cfg := lazyCommitConfig(t.TempDir(), pool, AsyncFlush)
+			s := openStarted(t, cfg, Deps{})
+			res := mustPut(t, s, testMessage("T", 0, []byte("first")))
+			_, err := Open(cfg, Deps{Logger: testLogger(t)})
+			require.ErrorIs(t, err, ErrStoreLocked)
+			mustPut(t, s, testMessage("T", 0, []byte("second")))
+			rec, release, err := s.LookMessageByOffset(res.WroteOffset)
+			require.NoError(t, err)
+			require.Contains(t, string(rec), "first")
+			release()
+			require.NoError(t, s.Shutdown())
+			r := reopen(t, cfg, Deps{})
+			require.True(t, r.LastExitOK())
+			waitDispatched(t, r)
+			require.Len(t, getAll(t, r, "T", 0), 2)
+		})
+	}
 }
 
 func TestDeleteTopics(t *testing.T) {

@@ -7,6 +7,7 @@ package store
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -20,10 +21,32 @@ func allocTestConfig(dir string) Config {
 	return c
 }
 
+// allocTestModes: appends into the mapping, and into the transient pool's buffers (files on tmpfs where
+// there is one) with nothing committed, so pulls read from the buffer.
+var allocTestModes = []struct {
+	name   string
+	config func(dir string) Config
+}{
+	{"mmap", allocTestConfig},
+	{"pool", func(dir string) Config {
+		c := allocTestConfig(dir)
+		c.TransientStorePoolEnable, c.TransientStorePoolSize = true, 2
+		c.CommitIntervalCommitLog, c.CommitCommitLogThoroughInterval = time.Hour, time.Hour
+		c.CommitCommitLogLeastPages = 1 << 20
+		return c
+	}},
+}
+
 // TestPutPathDoesNotAllocate counts every allocation of the process while putting 1 KiB messages:
 // the put itself and the dispatcher's ConsumeQueue and IndexFile work for them.
 func TestPutPathDoesNotAllocate(t *testing.T) {
-	s := openStarted(t, allocTestConfig(t.TempDir()), Deps{})
+	for _, mode := range allocTestModes {
+		t.Run(mode.name, func(t *testing.T) { testPutPathDoesNotAllocate(t, mode.config(t.TempDir())) })
+	}
+}
+
+func testPutPathDoesNotAllocate(t *testing.T, cfg Config) {
+	s := openStarted(t, cfg, Deps{})
 	m := testMessage("T", 0, body(1024, "a"), codec.PropertyTags, "TagA", codec.PropertyKeys, "k")
 	for i := 0; i < 2000; i++ {
 		mustPut(t, s, m)
@@ -51,12 +74,21 @@ func TestPutPathDoesNotAllocate(t *testing.T) {
 
 // TestPullPathDoesNotAllocate: ConsumeQueue lookup and the gather of 32 record slices.
 func TestPullPathDoesNotAllocate(t *testing.T) {
-	s := openStarted(t, allocTestConfig(t.TempDir()), Deps{})
+	for _, mode := range allocTestModes {
+		t.Run(mode.name, func(t *testing.T) { testPullPathDoesNotAllocate(t, mode.config(t.TempDir())) })
+	}
+}
+
+func testPullPathDoesNotAllocate(t *testing.T, cfg Config) {
+	s := openStarted(t, cfg, Deps{})
 	m := testMessage("T", 0, body(1024, "a"), codec.PropertyTags, "TagA")
 	for i := 0; i < 4096; i++ {
 		mustPut(t, s, m)
 	}
 	waitDispatched(t, s)
+	if cfg.TransientStorePoolEnable {
+		require.Zero(t, s.commitLog.mfq.committedWhere.Load(), "the pulls read the pool buffer")
+	}
 	var filter MessageFilter = tagFilter{codec.TagsHashCode([]byte("TagA"))}
 	off := int64(0)
 	allocs := testing.AllocsPerRun(1000, func() {

@@ -300,7 +300,7 @@ func TestCommittedBytesWakeOnlyTheirFlusher(t *testing.T) {
 				s.WaitDurable(last.EndOffset(), func(err error) { done <- err })
 				require.NoError(t, <-done)
 			}
-			testutil.Eventually(t, "all committed", func() bool { return s.commitLog.readableEnd() == s.MaxPhyOffset() })
+			testutil.Eventually(t, "all committed", func() bool { return s.commitLog.mfq.committedWhere.Load() == s.MaxPhyOffset() })
 			asyncFlushes := func() float64 { return gathered(t, reg, "ringmq_flush_durable_writes_total", "commitlog_async") }
 			if flushType == AsyncFlush {
 				// Bytes are counted last of a durable write's series (flush.Metrics.durableWrite).

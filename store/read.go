@@ -74,6 +74,7 @@ func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, max
 	nextPhyFileStart := int64(-1)
 	var lastPhy int64
 	var held *mappedFile // the CommitLog file of the last message added (one reference per file)
+	heldBuffer := false  // and its transient pool buffer is held too (one reference per file)
 	i := 0
 	for ; i+ConsumeQueueEntryBytes <= len(entries) && i < maxScan; i += ConsumeQueueEntryBytes {
 		phys, size, tagsCode := readEntry(entries[i:])
@@ -94,7 +95,7 @@ func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, max
 			}
 			continue
 		}
-		rec, mf := s.readForPull(phys, size, held)
+		rec, mf, newFile, newBuffer := s.readForPull(phys, size, held, heldBuffer)
 		if rec == nil {
 			if r.BufferTotalSize == 0 {
 				r.Status = MessageWasRemoving
@@ -103,17 +104,24 @@ func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, max
 			continue
 		}
 		if recordFilter != nil && !recordFilter.IsMatchedByCommitLog(rec) {
-			if mf != held {
-				mf.release() // the reference readForPull took for this record alone
+			if newBuffer { // the references readForPull took for this record alone
+				mf.releaseBuffer()
+			}
+			if newFile {
+				mf.release()
 			}
 			if r.BufferTotalSize == 0 {
 				r.Status = NoMatchedMessage
 			}
 			continue
 		}
-		if mf != held {
+		if newFile {
 			r.refs = append(r.refs, mf)
-			held = mf
+			held, heldBuffer = mf, false
+		}
+		if newBuffer {
+			r.bufferRefs = append(r.bufferRefs, mf)
+			heldBuffer = true
 		}
 		r.Buffers = append(r.Buffers, rec)
 		r.MessageCount++
@@ -127,15 +135,22 @@ func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, max
 	return r, nil
 }
 
-// readForPull returns the record, holding its file unless held is that file already.
-func (s *Store) readForPull(phys int64, size int32, held *mappedFile) ([]byte, *mappedFile) {
+// readForPull returns the record and its file. held is the file the pull holds already (heldBuffer:
+// with its pool buffer); newFile and newBuffer say which references the call took.
+func (s *Store) readForPull(phys int64, size int32, held *mappedFile, heldBuffer bool) (rec []byte, mf *mappedFile, newFile, newBuffer bool) {
 	if held != nil {
-		pos := phys - held.fromOffset
-		if pos >= 0 && pos+int64(size) <= held.readPosition() && phys < s.commitLog.readableEnd() {
-			return held.data[pos : pos+int64(size) : pos+int64(size)], held
+		pos, end := phys-held.fromOffset, phys+int64(size)
+		if pos >= 0 && pos+int64(size) <= held.size && end <= s.commitLog.readableEnd() {
+			if pos+int64(size) <= held.readPosition() {
+				return held.data[pos : pos+int64(size) : pos+int64(size)], held, false, false
+			}
+			if heldBuffer && pos+int64(size) <= held.wrote.Load() {
+				return held.writeBuffer.Bytes()[pos : pos+int64(size) : pos+int64(size)], held, false, false
+			}
 		}
 	}
-	return s.commitLog.readRecord(phys, size)
+	rec, mf, fromBuffer := s.commitLog.readRecord(phys, size)
+	return rec, mf, mf != nil, fromBuffer
 }
 
 // batchFull is RocketMQ's isTheBatchFull, plus the caller's maxBytes.
@@ -160,12 +175,18 @@ func (r *GetMessageResult) reset() {
 	r.Status, r.NextBeginOffset, r.MinOffset, r.MaxOffset = 0, 0, 0, 0
 	r.Buffers = r.Buffers[:0]
 	r.refs = r.refs[:0]
+	r.bufferRefs = r.bufferRefs[:0]
 	r.MessageCount, r.BufferTotalSize, r.SuggestPullingFromSlave = 0, 0, false
 }
 
 // Release returns the result's file references and the result to its pool. Call it exactly once, after
 // the Buffers are no longer used.
 func (r *GetMessageResult) Release() {
+	for i, mf := range r.bufferRefs { // before the files' references
+		mf.releaseBuffer()
+		r.bufferRefs[i] = nil
+	}
+	r.bufferRefs = r.bufferRefs[:0]
 	for i, mf := range r.refs {
 		mf.release()
 		r.refs[i] = nil
@@ -224,17 +245,17 @@ func (s *Store) QueryMessage(topic, key string, maxNum int, begin, end int64) (*
 			continue
 		}
 		seen[phys] = true
-		rec, mf := s.commitLog.readRecord(phys, -1)
-		if mf == nil {
+		rec, release := s.commitLog.readSized(phys, -1)
+		if release == nil {
 			continue
 		}
 		if !codec.RecordHasKey(rec, topic, key) {
-			mf.release()
+			release()
 			continue
 		}
 		res.Buffers = append(res.Buffers, rec)
 		res.BufferTotalSize += len(rec)
-		res.refs = append(res.refs, mf)
+		res.releases = append(res.releases, release)
 	}
 	return res, nil
 }

@@ -14,7 +14,8 @@ import (
 //  2. The CommitLog's end: after a clean shutdown the checkpoint says it exactly (checked cheaply);
 //     after a crash the records are re-scanned (magic, size, CRC, physical offset) from the checkpoint's
 //     safe point, and the first bad record ends the log — unless it lies below the offset the checkpoint
-//     knew durable, which is corruption and fatal.
+//     knew durable, which is corruption and fatal. Then the transient pool's buffer files continue it
+//     with the acknowledged records the crashed process had not committed (poolrestore.go).
 //  3. The CommitLog is cut there (tail zeroed, later files deleted); ConsumeQueue entries pointing past
 //     the cut go (after a crash, all past the replay's start: they may be torn); IndexFiles are made
 //     consistent.
@@ -137,7 +138,8 @@ func (s *Store) recover(lastExitOK bool, ck checkpointData) error {
 		}
 	}
 	s.logger.Info("store: recovered", "normal", lastExitOK, "minOffset", cl.minOffset(), "maxOffset", end,
-		"replayedFrom", replayFrom, "queues", len(s.queues.all()))
+		"replayedFrom", replayFrom, "queues", len(s.queues.all()),
+		"restoredFromPoolMessages", s.poolRestore.messages, "restoredFromPoolBytes", s.poolRestore.bytes)
 	return nil
 }
 
@@ -220,6 +222,11 @@ func (s *Store) recoverCommitLogAbnormally(ck checkpointData) (end, replayFrom i
 		}
 	}
 	end, err = s.scanCommitLog(start, s.cfg.CheckCRCOnRecover, durableBelow)
+	if err != nil {
+		return 0, 0, err
+	}
+	// Acknowledged appends the process had not committed yet, kept by the pool's buffer files.
+	end, err = s.restoreFromPool(end)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -14,6 +14,11 @@ type Runtime struct {
 	// TransientStorePool: appends go into the pool's buffers and are committed to the file;
 	// otherwise they are copied into the file's mapping.
 	TransientStorePool bool
+	// TransientStorePoolDir is the directory of the pool's buffer files on tmpfs, whose bytes survive a
+	// crash of the process; "" when the buffers are anonymous memory (transientStorePoolDir=off, or the
+	// directory was missing, not tmpfs or too small: then a process crash loses what was acknowledged
+	// but not committed).
+	TransientStorePoolDir string
 	// Pinned: the pool's buffers are locked in RAM (mlock). Without the pool: whether warmed
 	// CommitLog files are pinned while written (warmMapedFileEnable with warmMappedFileMlock).
 	Pinned bool
@@ -38,6 +43,7 @@ func (s *Store) Runtime() Runtime {
 	}
 	if s.pool != nil {
 		r.Pinned = s.pool.Pinned()
+		r.TransientStorePoolDir = s.pool.Dir()
 	} else {
 		r.Pinned = s.cfg.WarmMappedFileEnable && s.cfg.WarmMappedFileMlock
 	}

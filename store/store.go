@@ -291,8 +291,9 @@ type GetMessageResult struct {
 	// the CommitLog end.
 	SuggestPullingFromSlave bool
 
-	refs  []*mappedFile
-	store *Store
+	refs       []*mappedFile // the CommitLog files the Buffers lie in
+	bufferRefs []*mappedFile // those whose Buffers lie in their transient pool buffer (not committed yet)
+	store      *Store
 }
 
 // QueryMessageResult is QUERY_MESSAGE's answer: records whose key matched, newest first. Buffers are
@@ -303,15 +304,15 @@ type QueryMessageResult struct {
 	IndexLastUpdateTimestamp int64
 	IndexLastUpdatePhyOffset int64
 
-	refs []*mappedFile
+	releases []func() // each record's references (its file, and its pool buffer when not committed)
 }
 
 // Release returns the result's file references.
 func (r *QueryMessageResult) Release() {
-	for _, mf := range r.refs {
-		mf.release()
+	for _, release := range r.releases {
+		release()
 	}
-	r.refs = nil
+	r.releases = nil
 	r.Buffers = nil
 }
 

@@ -4,12 +4,14 @@
 // With transientStorePoolEnable=true a CommitLog file does not take its appends in the file mapping. The
 // store borrows one buffer of the file's size, encodes records into it, and a commit step later moves the
 // dirty range into the file (flush.Backend.WriteSync: io_uring WRITE_FIXED from the registered buffer, or
-// pwrite). Readers are served only up to the committed position. Appends therefore never fault on file
-// pages or wait behind writeback of the page cache.
+// pwrite); until then readers read the records from the buffer. Appends therefore never fault on file
+// pages or wait behind writeback of the page cache. With Config.Dir the buffers are files on tmpfs
+// whose bytes outlive a crash of the process (file.go); without, anonymous memory that dies with it.
 //
 // Memory:
 //
-//	Buffers × BufferBytes, each buffer its own mmap(MAP_ANONYMOUS|MAP_PRIVATE) mapping
+//	Buffers × BufferBytes, each buffer its own mapping: with Config.Dir a file on tmpfs mapped MAP_SHARED
+//	(file.go: its bytes outlive a crash of the process), else mmap(MAP_ANONYMOUS|MAP_PRIVATE)
 //	  ┌──────────── buffer 0 ────────────┐ ┌──────────── buffer 1 ────────────┐
 //	  │ mlock'ed, outside the Go heap     │ │ ...                               │  ... N-1
 //	  └───────────────────────────────────┘ └───────────────────────────────────┘
@@ -52,6 +54,9 @@ var (
 	ErrClosed = errors.New("transientpool: pool closed")
 	// ErrConfig reports an invalid Config field; the wrapping error names the field.
 	ErrConfig = errors.New("transientpool: invalid config")
+	// ErrNotOwned reports a pool directory this process must not trust: not a directory of its own user,
+	// or writable by others. The pool then runs on anonymous buffers; leftovers there are not read.
+	ErrNotOwned = errors.New("transientpool: pool directory not owned by this user")
 )
 
 // Limits enforced by Validate.
@@ -74,6 +79,14 @@ type Config struct {
 	// Pinned requires mlock to succeed (transientStorePoolPinned, default true). With false, a failed mlock
 	// is logged once and the buffers stay unpinned.
 	Pinned bool
+	// Dir (transientStorePoolDir), when set, is a directory on a RAM-backed file system (tmpfs: /dev/shm)
+	// under which the buffers are files mapped MAP_SHARED (DirFor(Dir, Identity); file.go), so that what
+	// a process appended survives its crash. When Dir is missing, not tmpfs or too small, the pool uses
+	// anonymous buffers and logs one warning saying what that costs. Empty: anonymous buffers.
+	Dir string
+	// Identity names the owner of the files (the store's CommitLog directory): pools of other identities
+	// never share a directory, and a buffer file is only ever read back by its own identity.
+	Identity string
 }
 
 // DefaultConfig returns RocketMQ's defaults: 5 pinned buffers of 1 GiB.
@@ -106,6 +119,7 @@ type Buffer struct {
 	pool  *Pool
 	index int
 	bytes []byte
+	hdr   header // the file's header page (file-backed buffers), else nil
 }
 
 // Bytes returns the whole buffer (BufferBytes long, off the Go heap). Valid until the pool is closed. Writes
@@ -121,9 +135,10 @@ type Pool struct {
 	cfg     Config
 	logger  *slog.Logger
 	mem     memOps
-	pinned  bool     // every buffer is mlock'ed
-	buffers []Buffer // fixed at New; never reallocated
-	fixed   [][]byte // buffers[i].bytes in index order, handed to io_uring registration
+	files   *fileBacking // the buffer files (Config.Dir), nil for anonymous buffers
+	pinned  bool         // every buffer is mlock'ed
+	buffers []Buffer     // fixed at New; never reallocated
+	fixed   [][]byte     // buffers[i].bytes in index order, handed to io_uring registration
 
 	mu struct {
 		sync.Mutex
@@ -143,6 +158,8 @@ type memOps struct {
 	unlock func(b []byte) error
 	// memlockLimit reports RLIMIT_MEMLOCK (soft, hard) for the error text; ok=false if unknown.
 	memlockLimit func() (soft, hard uint64, ok bool)
+	// fsStat says whether a directory is on a RAM-backed file system and its free bytes (Config.Dir).
+	fsStat func(path string) (ramBacked bool, freeBytes uint64, err error)
 }
 
 // New maps and (when possible) pins cfg.Buffers buffers. It fails with an error wrapping ErrMemlock when
@@ -168,7 +185,32 @@ func newPool(cfg Config, logger *slog.Logger, mem memOps) (*Pool, error) {
 	p.mu.free = make([]int, 0, cfg.Buffers)
 	p.mu.borrowed = make([]bool, cfg.Buffers)
 
+	if cfg.Dir != "" {
+		stat := mem.fsStat
+		if stat == nil {
+			stat = ramFSStat
+		}
+		dir := DirFor(cfg.Dir, cfg.Identity)
+		fb, err := openFiles(cfg, dir, stat)
+		switch {
+		case err == nil:
+			p.files = fb
+		case errors.Is(err, errFallback):
+			logger.Warn("transientpool: buffers are anonymous memory: messages acknowledged under ASYNC_FLUSH "+
+				"but not yet committed to the CommitLog (up to commitIntervalCommitLog) are lost if the process "+
+				"crashes; to keep them, make transientStorePoolDir a tmpfs directory with room for the pool "+
+				"(docker run --shm-size, or a tmpfs mount), or use SYNC_FLUSH",
+				"reason", err.Error(), "transientStorePoolDir", cfg.Dir, "neededBytes", cfg.TotalBytes())
+		default:
+			return nil, err
+		}
+	}
 	for i := range p.buffers {
+		if p.files != nil {
+			p.buffers[i] = Buffer{pool: p, index: i, bytes: p.files.data[i], hdr: p.files.headers[i]}
+			p.fixed[i] = p.files.data[i]
+			continue
+		}
 		b, err := mem.alloc(cfg.BufferBytes)
 		if err != nil {
 			mapErr := fmt.Errorf("transientpool: map buffer %d of %d (%d bytes): %w", i, cfg.Buffers, cfg.BufferBytes, err)
@@ -204,7 +246,12 @@ func newPool(cfg Config, logger *slog.Logger, mem memOps) (*Pool, error) {
 	for i := cfg.Buffers - 1; i >= 0; i-- {
 		p.mu.free = append(p.mu.free, i)
 	}
-	p.logger.Info("transientpool: ready", "buffers", cfg.Buffers, "bufferBytes", cfg.BufferBytes, "pinned", p.pinned)
+	backing := "anonymous"
+	if p.files != nil {
+		backing = p.files.dir
+	}
+	p.logger.Info("transientpool: ready", "buffers", cfg.Buffers, "bufferBytes", cfg.BufferBytes, "pinned", p.pinned,
+		"files", backing)
 	return p, nil
 }
 
@@ -240,7 +287,7 @@ func rlimitString(v uint64) string {
 	return fmt.Sprintf("%d bytes", v)
 }
 
-// release frees the first n mapped buffers (setup failure path, and Close).
+// release frees the first n mapped buffers (setup failure path, and Close). Buffer files stay.
 func (p *Pool) release(n int, unlock bool) error {
 	var errs []error
 	for i := 0; i < n; i++ {
@@ -253,11 +300,16 @@ func (p *Pool) release(n int, unlock bool) error {
 				errs = append(errs, fmt.Errorf("transientpool: munlock buffer %d: %w", i, err))
 			}
 		}
-		if err := p.mem.free(b); err != nil {
-			errs = append(errs, fmt.Errorf("transientpool: unmap buffer %d: %w", i, err))
+		if p.files == nil {
+			if err := p.mem.free(b); err != nil {
+				errs = append(errs, fmt.Errorf("transientpool: unmap buffer %d: %w", i, err))
+			}
 		}
-		p.buffers[i].bytes = nil
+		p.buffers[i].bytes, p.buffers[i].hdr = nil, nil
 		p.fixed[i] = nil
+	}
+	if p.files != nil {
+		errs = append(errs, p.files.close())
 	}
 	return errors.Join(errs...)
 }
@@ -303,6 +355,18 @@ func (p *Pool) Available() int {
 	return len(p.mu.free)
 }
 
+// FileBacked reports whether the buffers are files on a RAM-backed file system (their bytes outlive a
+// crash of the process), false for anonymous memory (Config.Dir empty, or the fallback).
+func (p *Pool) FileBacked() bool { return p.files != nil }
+
+// Dir is the directory of the buffer files, "" for anonymous buffers.
+func (p *Pool) Dir() string {
+	if p.files == nil {
+		return ""
+	}
+	return p.files.dir
+}
+
 // Config returns the configuration the pool was built with.
 func (p *Pool) Config() Config { return p.cfg }
 
@@ -316,7 +380,8 @@ func (p *Pool) Pinned() bool { return p.pinned }
 func (p *Pool) FixedBuffers() [][]byte { return p.fixed }
 
 // Close unpins and unmaps every buffer. It fails with ErrBuffersBorrowed, changing nothing, while any
-// buffer is borrowed (the message names them), and with ErrClosed when called twice.
+// buffer is borrowed (the message names them), and with ErrClosed when called twice. Buffer files stay,
+// holding what they hold for the next start; after a clean shutdown remove them with RemoveDir(Dir()).
 func (p *Pool) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
