@@ -53,10 +53,13 @@ type commitLog struct {
 	_           [56]byte
 	// pubSeq is the sequence number of the oldest reservation not yet published; nextSeq (guarded by
 	// putLock) the next one to hand out. pubRing holds the reservations in between.
-	pubSeq     atomic.Int64
-	_          [56]byte
-	nextSeq    int64
-	pubRing    *[pubRingSize]pubSlot
+	pubSeq  atomic.Int64
+	_       [56]byte
+	nextSeq int64
+	pubRing *[pubRingSize]pubSlot
+	// pubWake is closed (and replaced) by a publication while pubParked puts wait in awaitPublished.
+	pubWake    atomic.Pointer[chan struct{}]
+	pubParked  atomic.Int32
 	beforeCopy func(seq int64) // tests: runs between a put's reservation and its copy
 	// stallMark is the stall clock's last sighting: maxOffset as a checker last saw it with puts in
 	// flight, and when (ns since stats.base). Checkers keep it (stalled), so publishing costs nothing.
@@ -148,6 +151,8 @@ func newCommitLog(cfg *Config, fsys FS, logger *slog.Logger, clock func() time.T
 		prefaultWake: make(chan struct{}, 1),
 		onAppend:     func() {},
 	}
+	wake := make(chan struct{})
+	cl.pubWake.Store(&wake)
 	// SYNC_FLUSH without the pool writes records with pwrite, not through the mapping: every sync
 	// cleans and write-protects the file's tail page, so the next copy into the mapping took a write
 	// fault (ext4's page_mkwrite) per sync round, and those faults cost more than the syscall
@@ -291,22 +296,21 @@ type pubSlot struct {
 // pubRingSize bounds the puts between reservation and publication (far more than there are cores).
 const pubRingSize = 1024
 
-// publish marks reservation seq (ending at end in mf) copied and publishes every copied reservation in
-// order from the oldest unpublished one. It does not wait for its own: a put whose copy finished before
-// an earlier one's returns at once, and the earlier put publishes both when its copy is done (each put
-// marks its slot and then runs publishCopied, so of two puts finishing together at least one sees the
-// other's slot). The put is answered then (an ASYNC_FLUSH send is answered before its record is
-// visible, by the microseconds the earlier copy still takes, as RocketMQ answers before its reput has
-// run); whoever needs the record published waits for it: durable (SYNC_FLUSH), the replication of a
-// SYNC_MASTER (which ships published bytes only), readers (which see published bytes only).
+// publish marks reservation seq (ending at end in mf) copied, publishes every copied reservation in
+// order from the oldest unpublished one, and returns once its own is published. Whichever put finds the
+// oldest reservation copied publishes it and the copied ones behind it, so a put that finishes its copy
+// early does not wait for the puts before it to be scheduled again, only for their copies.
 //
-// Waiting here cost more than the copy: on two cores, every put behind one that was descheduled or
-// faulting spun and yielded until it ran again (37 yields per message under SYNC_FLUSH at 4 × 16).
+// A put is answered only once published: then every record before it is whole in the file (or the pool
+// buffer), so a process crash right after the answer cannot cut the log in front of it. The wait is
+// awaitPublished's: a short spin, a few yields, then parked until a publication wakes it. Yielding until
+// the earlier put ran again cost more than the copy on two cores (37 yields per message under
+// SYNC_FLUSH at 4 × 16).
 func (cl *commitLog) publish(seq int64, mf *mappedFile, end, storeTs int64) {
 	sl := &cl.pubRing[seq%pubRingSize]
 	sl.mf, sl.end, sl.ts = mf, end, storeTs
 	sl.done.Store(seq + 1)
-	cl.publishCopied()
+	cl.awaitPublished(mf.fromOffset + end)
 }
 
 // copyRecords copies a reservation's records to pos in mf: into the pool buffer, the mapping, or (with
@@ -319,18 +323,6 @@ func (cl *commitLog) copyRecords(mf *mappedFile, pos int64, recs []byte) {
 		}
 	}
 	copy(mf.appendTarget()[pos:], recs)
-}
-
-// waitPublished returns once every put reserved below target has been published. The copies it waits
-// for are in flight on other goroutines (a put never fails between its reservation and its copy).
-func (cl *commitLog) waitPublished(target int64) {
-	if cl.maxOffset.Load() >= target {
-		return
-	}
-	waitUntil(func() bool {
-		cl.publishCopied()
-		return cl.maxOffset.Load() >= target
-	})
 }
 
 // publishCopied advances the published positions (mf.wrote, mf.storeTimestamp, maxOffset) over the
@@ -351,6 +343,7 @@ func (cl *commitLog) publishCopied() {
 		storeMax(&mf.storeTimestamp, ts)
 		storeMax(&mf.wrote, end)
 		storeMax(&cl.maxOffset, mf.fromOffset+end)
+		cl.wakeParked()
 	}
 }
 
@@ -361,6 +354,51 @@ func (cl *commitLog) drainLocked() {
 		cl.publishCopied()
 		return cl.maxOffset.Load() == cl.reservedEnd.Load()
 	})
+}
+
+// awaitPublished returns once maxOffset reaches target: the puts before it finish their copies, and
+// whichever finishes last publishes them all. It spins briefly (the copy is most likely running on the
+// other core and done within a microsecond), yields a few times, and then parks until a publication
+// wakes it, so that a put stuck behind a descheduled or faulting one gives its processor away instead of
+// spinning for it.
+func (cl *commitLog) awaitPublished(target int64) {
+	for i := 0; ; i++ {
+		cl.publishCopied()
+		if cl.maxOffset.Load() >= target {
+			return
+		}
+		switch {
+		case i < awaitSpins:
+		case i < awaitSpins+awaitYields:
+			runtime.Gosched()
+		default:
+			wake := cl.pubWake.Load()
+			cl.pubParked.Add(1)
+			// Announced first, checked second: a publication after the check sees pubParked and closes
+			// wake; one before it is seen here.
+			cl.publishCopied()
+			if cl.maxOffset.Load() < target {
+				<-*wake
+			}
+			cl.pubParked.Add(-1)
+		}
+	}
+}
+
+// awaitSpins and awaitYields bound the busy part of awaitPublished.
+const (
+	awaitSpins  = 256
+	awaitYields = 8
+)
+
+// wakeParked wakes every put parked in awaitPublished (a new channel for the next ones; only when some
+// are parked, so the common case allocates nothing).
+func (cl *commitLog) wakeParked() {
+	if cl.pubParked.Load() == 0 {
+		return
+	}
+	next := make(chan struct{})
+	close(*cl.pubWake.Swap(&next))
 }
 
 // waitUntil spins on cond, briefly (the put it waits for is most likely copying on the other core and
@@ -624,7 +662,6 @@ func (cl *commitLog) commit(leastPages int) error {
 // durable makes everything appended so far durable, which covers target, and returns the durable offset:
 // the group commit's one operation per batch of waiters.
 func (cl *commitLog) durable(target int64) (int64, error) {
-	cl.waitPublished(target)
 	q := cl.mfq
 	q.flushMu.Lock()
 	defer q.flushMu.Unlock()

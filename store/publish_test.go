@@ -62,10 +62,9 @@ func putAsync(s *Store, body []byte) chan putOutcome {
 	return ch
 }
 
-// TestPublicationInReservationOrder: a put that copies before an earlier one is answered at once, but
-// its record is not visible until the earlier one is published (by the earlier put, when its copy is
-// done); meanwhile the store reports the stall (RocketMQ's [PC_SYNCHRONIZED] busy signal), and the put
-// lock is free for both.
+// TestPublicationInReservationOrder: a put that copies before an earlier one is neither visible nor
+// answered until the earlier one is published; meanwhile the store reports the stall (RocketMQ's
+// [PC_SYNCHRONIZED] busy signal), and the put lock is free for both.
 func TestPublicationInReservationOrder(t *testing.T) {
 	cfg := testConfig(t.TempDir())
 	cfg.OSPageCacheBusyTimeout = time.Millisecond
@@ -75,23 +74,30 @@ func TestPublicationInReservationOrder(t *testing.T) {
 
 	first := putAsync(s, body(100, "first"))
 	<-reserved
-	b := <-putAsync(s, body(200, "second"))
-	require.NoError(t, b.err)
-	require.Equal(t, int64(1), b.res.QueueOffset)
+	second := putAsync(s, body(200, "second"))
+	testutil.Eventually(t, "the second put copied", func() bool { return cl.pubRing[1].done.Load() == 2 })
+	testutil.Eventually(t, "the second put parked, not spinning", func() bool { return cl.pubParked.Load() == 1 })
 	require.Equal(t, int64(0), cl.maxOffset.Load(), "nothing published past the held put")
 	require.Equal(t, int64(0), cl.mfq.last().wrote.Load())
 	require.Greater(t, cl.reservedEnd.Load(), int64(0))
-	require.Empty(t, getAll(t, s, "P", 0), "the second record visible before the first")
 	testutil.Eventually(t, "the stall reported as page-cache busy", s.IsOSPageCacheBusy)
 	require.Greater(t, s.BeginTimeInLock(), time.Millisecond)
+	select {
+	case o := <-second:
+		t.Fatalf("second put answered before the first was published: %+v", o)
+	default:
+	}
 
 	release()
-	a := <-first
+	a, b := <-first, <-second
+	require.Equal(t, int32(0), cl.pubParked.Load())
 	require.NoError(t, a.err)
+	require.NoError(t, b.err)
 	require.Equal(t, int64(0), a.res.WroteOffset)
 	require.Equal(t, int64(0), a.res.QueueOffset)
 	require.Equal(t, int64(a.res.WroteBytes), b.res.WroteOffset)
-	require.Equal(t, b.res.WroteOffset+int64(b.res.WroteBytes), cl.maxOffset.Load(), "the first put published both")
+	require.Equal(t, int64(1), b.res.QueueOffset)
+	require.Equal(t, b.res.WroteOffset+int64(b.res.WroteBytes), cl.maxOffset.Load())
 	require.Equal(t, cl.reservedEnd.Load(), cl.maxOffset.Load())
 	require.False(t, s.IsOSPageCacheBusy())
 	require.Equal(t, time.Duration(0), s.BeginTimeInLock())
@@ -101,39 +107,6 @@ func TestPublicationInReservationOrder(t *testing.T) {
 	require.Len(t, recs, 2)
 	require.Equal(t, body(100, "first"), recs[0].Body)
 	require.Equal(t, body(200, "second"), recs[1].Body)
-}
-
-// TestDurableWaitsForEarlierCopies: under SYNC_FLUSH, a put answered while an earlier one is still
-// copying is made durable with it once that copy is done: its waiter completes without error, and
-// the flushed position covers both records.
-func TestDurableWaitsForEarlierCopies(t *testing.T) {
-	for _, pool := range []bool{false, true} {
-		t.Run(map[bool]string{false: "mmap", true: "pool"}[pool], func(t *testing.T) {
-			cfg := testConfig(t.TempDir())
-			cfg.FlushDiskType = SyncFlush
-			cfg.SyncFlushIdleInterval = time.Hour // only the waiter's own operation makes it durable
-			if pool {
-				cfg.TransientStorePoolEnable = true
-			}
-			s := openStarted(t, cfg, Deps{})
-			cl := s.commitLog
-			reserved, release := heldCopy(t, cl, 0)
-
-			first := putAsync(s, body(100, "first"))
-			<-reserved
-			b := <-putAsync(s, body(200, "second"))
-			require.NoError(t, b.err)
-			end := b.res.WroteOffset + int64(b.res.WroteBytes)
-			durable := make(chan error, 1)
-			s.WaitDurable(end, func(err error) { durable <- err })
-			require.Equal(t, int64(0), cl.maxOffset.Load())
-
-			release()
-			require.NoError(t, (<-first).err)
-			require.NoError(t, <-durable)
-			require.GreaterOrEqual(t, cl.mfq.flushedWhere.Load(), end)
-		})
-	}
 }
 
 // TestRollWaitsForPutsInFlight: a put that must roll while an earlier put is still copying into the
