@@ -522,12 +522,18 @@ func TestGroupCommitStartsSyncsWithoutTheLoop(t *testing.T) {
 		var rec recorder
 		release := make(chan struct{})
 		held := make(chan struct{})
+		require.NoError(t, g.Submit(50, rec.waiter(50)))
+		require.Equal(t, int64(50), <-d.calls)
+		// Submitted while 50 is in flight and not covered by it: the loop takes both with 50's result
+		// (the syncer completes waiters itself only when all of them are covered) and completes 100
+		// after the next operation.
 		require.NoError(t, g.Submit(100, WaiterFunc(func(err error) {
 			close(held)
 			<-release // the loop is busy in this callback until the test lets it go
 			rec.waiter(100).FlushDone(err)
 		})))
-		require.Equal(t, int64(100), <-d.calls)
+		d.answers <- syncAnswer{durable: 50}
+		require.Equal(t, int64(100), <-d.calls, "the syncer went on with what arrived meanwhile")
 		d.answers <- syncAnswer{durable: 100}
 		<-held
 
@@ -539,14 +545,44 @@ func TestGroupCommitStartsSyncsWithoutTheLoop(t *testing.T) {
 		require.Equal(t, int64(300), <-d.calls, "the syncer went on with what arrived meanwhile")
 		d.answers <- syncAnswer{durable: 300}
 		synctest.Wait()
-		require.Empty(t, rec.get())
+		require.Equal(t, []completion{{50, nil}}, rec.get())
 
 		close(release)
 		synctest.Wait()
-		require.Equal(t, []completion{{100, nil}, {200, nil}, {250, nil}, {300, nil}}, rec.get())
-		require.Equal(t, int64(3), d.n.Load())
-		require.Equal(t, uint64(3), m.Snapshot().DurableWrites)
-		require.Equal(t, uint64(4), m.Snapshot().Acks)
+		require.Equal(t, []completion{{50, nil}, {100, nil}, {200, nil}, {250, nil}, {300, nil}}, rec.get())
+		require.Equal(t, int64(4), d.n.Load())
+		require.Equal(t, uint64(4), m.Snapshot().DurableWrites)
+		require.Equal(t, uint64(5), m.Snapshot().Acks)
+		require.Equal(t, 0, g.QueueDepth())
+		require.NoError(t, g.Close())
+	})
+}
+
+// TestGroupCommitSyncerCompletesWhatTheLoopDoesNotHold: a waiter whose Submit started the operation
+// stays in pending while it runs (the loop, woken, does not take it), and the syncer completes it as
+// soon as the operation returns, without the loop's wake-up in between; the loop still counts it.
+func TestGroupCommitSyncerCompletesWhatTheLoopDoesNotHold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := newScriptedDurable()
+		m, err := NewMetrics(nil, "test")
+		require.NoError(t, err)
+		g, err := NewGroupCommit(testGroupCommitConfig(), 0, d.durable, m, nil)
+		require.NoError(t, err)
+		var rec recorder
+		for i, target := range []int64{10, 20} {
+			require.NoError(t, g.Submit(target, rec.waiter(target)))
+			require.Equal(t, target, <-d.calls)
+			synctest.Wait() // the loop has run on the Submit's wake
+			g.mu.Lock()
+			require.Len(t, g.mu.pending, 1, "the loop took the waiter of a running operation")
+			g.mu.Unlock()
+			d.answers <- syncAnswer{durable: target}
+			synctest.Wait()
+			require.Len(t, rec.get(), i+1)
+		}
+		require.Equal(t, []completion{{10, nil}, {20, nil}}, rec.get())
+		require.Equal(t, uint64(2), m.Snapshot().DurableWrites)
+		require.Equal(t, uint64(2), m.Snapshot().Acks)
 		require.Equal(t, 0, g.QueueDepth())
 		require.NoError(t, g.Close())
 	})

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -51,6 +52,9 @@ type prewriteRecFile struct {
 }
 
 func (f *prewriteRecFile) WriteAt(b []byte, off int64) (int, error) {
+	if slices.ContainsFunc(b, func(c byte) bool { return c != 0 }) {
+		return f.File.WriteAt(b, off) // records (SYNC_FLUSH appends with pwrite), not pre-written zeros
+	}
 	base := filepath.Base(f.Name())
 	n, _ := f.fs.writes.LoadOrStore(base, new(atomic.Int64))
 	n.(*atomic.Int64).Add(1)

@@ -76,6 +76,7 @@ func TestPublicationInReservationOrder(t *testing.T) {
 	<-reserved
 	second := putAsync(s, body(200, "second"))
 	testutil.Eventually(t, "the second put copied", func() bool { return cl.pubRing[1].done.Load() == 2 })
+	testutil.Eventually(t, "the second put parked, not spinning", func() bool { return cl.pubParked.Load() == 1 })
 	require.Equal(t, int64(0), cl.maxOffset.Load(), "nothing published past the held put")
 	require.Equal(t, int64(0), cl.mfq.last().wrote.Load())
 	require.Greater(t, cl.reservedEnd.Load(), int64(0))
@@ -89,6 +90,7 @@ func TestPublicationInReservationOrder(t *testing.T) {
 
 	release()
 	a, b := <-first, <-second
+	require.Equal(t, int32(0), cl.pubParked.Load())
 	require.NoError(t, a.err)
 	require.NoError(t, b.err)
 	require.Equal(t, int64(0), a.res.WroteOffset)
