@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ringmq/ringmq/broker/admin"
+	"github.com/ringmq/ringmq/broker/brokerstats"
 	"github.com/ringmq/ringmq/broker/clients"
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
@@ -31,6 +32,7 @@ import (
 //	                     them once more at shutdown
 //	client housekeeping  drops clients silent for channelExpiredTimeout, every 10 s
 //	runtime stats        samples store counters every second (putTps, getTotalTps ...)
+//	broker stats         samples the per-topic and per-group counters every 10 s (statsAll's windows)
 //	embedded name server (namesrvEmbedded=true)
 //	registration         REGISTER_BROKER now, every period, and after topic changes
 
@@ -107,6 +109,8 @@ func (b *Broker) initControlPlane() error {
 	b.addGuardedService("client housekeeping", housekeeping.start, housekeeping.shutdown)
 	sampler := newTicking(time.Second, b.ctl.runtime.Sample)
 	b.addGuardedService("runtime stats", sampler.start, sampler.shutdown)
+	statsSampler := newTicking(brokerstats.SampleInterval, func() { b.metrics.stats.Sample(b.clock()) })
+	b.addGuardedService("broker stats", statsSampler.start, statsSampler.shutdown)
 	if cfg.NamesrvEmbedded {
 		ns, err := b.newEmbeddedNamesrv()
 		if err != nil {
@@ -138,6 +142,7 @@ func (b *Broker) initAdminPlane() {
 		Producers:    adminProducers{b.producers},
 		DelayOffsets: b.schedule,
 		Runtime:      b.ctl.runtime,
+		Stats:        b.metrics.stats,
 		Pools: admin.Pools{
 			Pull:  admin.Pool{Depth: b.pullPool.Depth, Capacity: cap(b.pullPool.queue)},
 			Query: admin.Pool{Depth: b.queryPool.Depth, Capacity: cap(b.queryPool.queue)},

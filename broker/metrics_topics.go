@@ -20,10 +20,13 @@ import (
 // go backwards); the ones after them share the series labelled <other>, so a topic storm costs a
 // bounded amount of memory and series.
 
-// flowCounters are one label set's message and byte counts.
+// flowCounters are one label set's message and byte counts, and the calls (puts, pulls that
+// found messages) that added them: RocketMQ's broker stats windows sample the same counters
+// (brokerstats, metrics_stats.go).
 type flowCounters struct {
 	messages atomic.Int64
 	bytes    atomic.Int64
+	calls    atomic.Int64
 }
 
 // groupTopic is a consumer group × topic label pair.
@@ -106,6 +109,7 @@ func (s *flowStats) put(topic string, messages, bytes int64) {
 	c := s.puts.get(topic)
 	c.messages.Add(messages)
 	c.bytes.Add(bytes)
+	c.calls.Add(1)
 }
 
 // pulled counts messages returned to a group's pull from topic.
@@ -113,6 +117,7 @@ func (s *flowStats) pulled(group, topic string, messages, bytes int64) {
 	c := s.pulls.get(groupTopic{group, topic})
 	c.messages.Add(messages)
 	c.bytes.Add(bytes)
+	c.calls.Add(1)
 }
 
 // meteredStore counts what passes through the store for the planes: puts per topic (every plane's,

@@ -145,6 +145,8 @@ var routes = []route{
 		handle: viaAdmin((*admin.Plane).ProcessQueryCorrectionOffset)},
 	{code: codec.RequestGetBrokerConsumeStats, where: onPool, pool: poolAdmin,
 		handle: viaAdmin((*admin.Plane).ProcessGetBrokerConsumeStats)},
+	{code: codec.RequestViewBrokerStatsData, where: onPool, pool: poolAdmin,
+		handle: viaAdmin((*admin.Plane).ProcessViewBrokerStatsData)},
 	{code: codec.RequestDeleteExpiredCommitLog, where: onPool, pool: poolAdmin,
 		handle: viaAdmin((*admin.Plane).ProcessDeleteExpiredCommitLog)},
 
@@ -160,7 +162,6 @@ var routes = []route{
 	{code: codec.RequestInvokeBrokerToGetConsumerStatus, reason: notServedRelay},
 	{code: codec.RequestGetConsumerRunningInfo, reason: notServedRelay},
 	{code: codec.RequestConsumeMessageDirectly, reason: notServedRelay},
-	{code: codec.RequestViewBrokerStatsData, reason: "RocketMQ's per-topic and per-group statistics windows (BrokerStatsManager) are not kept; the Prometheus series (METRICS.md) count the same traffic"},
 	{code: codec.RequestResumeCheckHalfMessage, reason: notServedYet},
 	// RocketMQ 5.x's static topics: an ACL-enabled broker refuses it to non-admin accounts
 	// first, as Java's Permission.ADMIN_CODE (plus 5.x's 513) does.

@@ -87,7 +87,7 @@ func TestRouteTable(t *testing.T) {
 		"50 not served  | ", "51 not served  | ", "52 not served  | ", "53 not served  | ",
 		"223 not served  | ", "303 pool admin | ", "305 pool admin | ", "306 pool admin | ",
 		"307 not served  | ", "308 pool admin | ", "309 not served  | ", "314 pool admin | ",
-		"315 not served  | ", "316 pool admin | ", "317 pool admin | ", "321 pool admin | ",
+		"315 pool admin | ", "316 pool admin | ", "317 pool admin | ", "321 pool admin | ",
 		"323 not served  | ", "328 pool admin | ", "329 pool admin | ",
 		"513 not served  | admin",
 	}

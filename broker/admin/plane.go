@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/ringmq/ringmq/broker/brokerstats"
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/conf"
@@ -111,7 +112,10 @@ type Deps struct {
 
 	// Runtime samples the store counters behind the TPS figures; nil: they read 0.
 	Runtime *RuntimeStats
-	Pools   Pools
+	// Stats are RocketMQ's broker stats windows (VIEW_BROKER_STATS_DATA, consumeTps); nil: none
+	// are kept (every item "not exist", every rate 0).
+	Stats *brokerstats.Manager
+	Pools Pools
 
 	// BrokerName names the queues of GET_TOPIC_STATS_INFO and GET_CONSUME_STATS.
 	BrokerName string
@@ -162,6 +166,9 @@ func New(d Deps) *Plane {
 	}
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Stats == nil {
+		d.Stats = brokerstats.New()
 	}
 	if d.Runtime == nil {
 		d.Runtime = NewRuntimeStats(func() store.Stats { return d.Store.Stats() }, d.Clock)

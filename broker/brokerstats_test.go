@@ -1,0 +1,134 @@
+package broker
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ringmq/ringmq/broker/brokerstats"
+	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/remotingtest"
+)
+
+// withoutStatsSampler keeps the "broker stats" service from sampling on its own: the test
+// samples at the times it chooses.
+func withoutStatsSampler(b *Broker) {
+	for i := range b.services {
+		if b.services[i].name == "broker stats" {
+			b.services[i].start, b.services[i].stop = nil, nil
+			return
+		}
+	}
+	panic("no broker stats service")
+}
+
+func viewStats(c *remotingtest.Conn, name, key string) *codec.RemotingCommand {
+	return c.Call(codec.NewRequest(codec.RequestViewBrokerStatsData,
+		map[string]string{"statsName": name, "statsKey": key}, nil))
+}
+
+// requireBrokerStatsBody checks a BrokerStatsData body field by field against RocketMQ's classes:
+// BrokerStatsData {BrokerStatsItem statsMinute, statsHour, statsDay}, BrokerStatsItem {long sum,
+// double tps, double avgpt}, fastjson's field order, doubles written as Java writes them.
+func requireBrokerStatsBody(t *testing.T, body []byte) *codec.BrokerStatsData {
+	t.Helper()
+	var raw map[string]map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(body, &raw), string(body))
+	require.Len(t, raw, 3)
+	for _, window := range []string{"statsMinute", "statsHour", "statsDay"} {
+		item, ok := raw[window]
+		require.True(t, ok, window)
+		require.Len(t, item, 3, window)
+		require.NotContains(t, string(item["sum"]), ".", "%s.sum is a long", window)
+		for _, f := range []string{"tps", "avgpt"} {
+			text := string(item[f])
+			require.True(t, strings.ContainsAny(text, ".E"), "%s.%s is a double as Java writes it: %s", window, f, text)
+		}
+	}
+	require.True(t, strings.Index(string(body), `"statsDay"`) < strings.Index(string(body), `"statsHour"`) &&
+		strings.Index(string(body), `"statsHour"`) < strings.Index(string(body), `"statsMinute"`), "fastjson's order")
+	d, err := codec.DecodeBrokerStatsData(body)
+	require.NoError(t, err)
+	return d
+}
+
+// VIEW_BROKER_STATS_DATA, GET_CONSUME_STATS' and GET_BROKER_CONSUME_STATS' consumeTps over the
+// wire, after sends and pulls, with the windows sampled at chosen times.
+func TestViewBrokerStatsDataAndConsumeTps(t *testing.T) {
+	db := startDataBroker(t, dataBrokerOptions{beforeRun: withoutStatsSampler})
+	c := remotingtest.Dial(t, db.addr)
+	stats := db.b.metrics.stats
+
+	resp := viewStats(c, brokerstats.TopicPutNums, "TopicS")
+	require.Equal(t, int32(codec.ResponseSystemError), resp.Code)
+	require.Equal(t, "The stats <TOPIC_PUT_NUMS> <TopicS> not exist", resp.Remark)
+	resp = c.Call(codec.NewRequest(codec.RequestViewBrokerStatsData, map[string]string{"statsName": "TOPIC_PUT_NUMS"}, nil))
+	require.Equal(t, int32(codec.ResponseSystemError), resp.Code)
+	require.Equal(t, "the custom field <statsKey> is null", resp.Remark)
+
+	t0 := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	for range 3 {
+		sendOK(t, c, sendV1("TopicS", 0, []byte("abc"), ""))
+	}
+	requirePull(t, c.Call(remotingtest.PullRequest("GS", "TopicS", 0, 0, 32, subFlag, 0, "*")),
+		codec.ResponseSuccess, "FOUND", 3, 0, 3)
+	stats.Sample(t0)
+	for range 2 {
+		sendOK(t, c, sendV1("TopicS", 0, []byte("abc"), ""))
+	}
+	pull := remotingtest.PullRequest("GS", "TopicS", 0, 3, 32, subFlag|codec.PullSysFlagCommitOffset, 0, "*")
+	pull.ExtFields["commitOffset"] = "3"
+	requirePull(t, c.Call(pull), codec.ResponseSuccess, "FOUND", 5, 0, 5)
+	stats.Sample(t0.Add(10 * time.Second))
+
+	// Five puts of one message, three before the first sample; the minute window spans 20 s from
+	// the made-up sample at 0 ten seconds before the first; the hour and day windows sampled once.
+	resp = viewStats(c, brokerstats.TopicPutNums, "TopicS")
+	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
+	require.Equal(t, `{"statsDay":{"avgpt":1.0,"sum":3,"tps":8.333333333333334E-4},`+
+		`"statsHour":{"avgpt":1.0,"sum":3,"tps":0.005},"statsMinute":{"avgpt":1.0,"sum":5,"tps":0.25}}`, string(resp.Body))
+	requireBrokerStatsBody(t, resp.Body)
+
+	resp = viewStats(c, brokerstats.TopicPutSize, "TopicS")
+	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
+	size := requireBrokerStatsBody(t, resp.Body)
+	require.Positive(t, size.StatsMinute.Sum)
+	require.Equal(t, float64(size.StatsMinute.Sum)/5, size.StatsMinute.Avgpt, "bytes per put")
+
+	// Two pulls found 3 and 2 messages: the group's key is topic@group.
+	resp = viewStats(c, brokerstats.GroupGetNums, "TopicS@GS")
+	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
+	got := requireBrokerStatsBody(t, resp.Body)
+	require.Equal(t, codec.BrokerStatsItem{Sum: 5, Tps: 0.25, Avgpt: 2.5}, got.StatsMinute)
+	resp = viewStats(c, brokerstats.GroupGetSize, "TopicS@GS")
+	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
+	resp = viewStats(c, brokerstats.GroupGetNums, "GS@TopicS")
+	require.Equal(t, "The stats <GROUP_GET_NUMS> <GS@TopicS> not exist", resp.Remark)
+
+	// The broker's totals are keyed by the cluster name and count no calls.
+	resp = viewStats(c, brokerstats.BrokerPutNums, db.b.cfg.BrokerClusterName)
+	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
+	require.Equal(t, codec.BrokerStatsItem{Sum: 5, Tps: 0.25}, requireBrokerStatsBody(t, resp.Body).StatsMinute)
+	resp = viewStats(c, brokerstats.BrokerGetNums, db.b.cfg.BrokerClusterName)
+	require.Equal(t, codec.BrokerStatsItem{Sum: 5, Tps: 0.25}, requireBrokerStatsBody(t, resp.Body).StatsMinute)
+
+	// consumeTps is GROUP_GET_NUMS' minute rate.
+	resp = c.Call(codec.NewRequest(codec.RequestGetConsumeStats, map[string]string{"consumerGroup": "GS", "topic": "TopicS"}, nil))
+	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
+	require.True(t, strings.HasPrefix(string(resp.Body), `{"consumeTps":0.25,"offsetTable":{`), string(resp.Body))
+	cs, err := codec.DecodeConsumeStats(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, 0.25, cs.ConsumeTps)
+	resp = c.Call(codec.NewRequest(codec.RequestGetBrokerConsumeStats, map[string]string{"isOrder": "false"}, nil))
+	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
+	require.Contains(t, string(resp.Body), `"GS":[{"consumeTps":0.25,"offsetTable":{`)
+
+	// A deleted group's items are gone (RocketMQ's onGroupDeleted).
+	resp = c.Call(codec.NewRequest(codec.RequestDeleteSubscriptionGroup, map[string]string{"groupName": "GS"}, nil))
+	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
+	resp = viewStats(c, brokerstats.GroupGetNums, "TopicS@GS")
+	require.Equal(t, "The stats <GROUP_GET_NUMS> <TopicS@GS> not exist", resp.Remark)
+}

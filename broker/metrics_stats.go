@@ -1,0 +1,74 @@
+package broker
+
+import (
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ringmq/ringmq/broker/brokerstats"
+)
+
+// RocketMQ's broker stats windows (VIEW_BROKER_STATS_DATA, consumeTps) sample the counters the
+// Prometheus series count (flowStats): one source, no second count on the hot paths. Only the
+// label sets with series of their own have items; what shares <other> has none.
+
+// newBrokerStats builds the stats windows over flows; clusterName keys the BROKER_* items.
+func newBrokerStats(flows *flowStats, clusterName string) *brokerstats.Manager {
+	m := brokerstats.New()
+	topicSource := func(value func(*flowCounters) *atomic.Int64) brokerstats.Source {
+		return func(yield func(brokerstats.Key, brokerstats.Counter) bool) {
+			for topic, c := range *flows.puts.entries.Load() {
+				if !yield(brokerstats.Key{Name: topic}, brokerstats.Counter{Value: value(c), Times: &c.calls}) {
+					return
+				}
+			}
+		}
+	}
+	pairSource := func(value func(*flowCounters) *atomic.Int64) brokerstats.Source {
+		return func(yield func(brokerstats.Key, brokerstats.Counter) bool) {
+			for k, c := range *flows.pulls.entries.Load() {
+				key := brokerstats.Key{Kind: brokerstats.KeyTopicGroup, Name: k.topic, Group: k.group}
+				if !yield(key, brokerstats.Counter{Value: value(c), Times: &c.calls}) {
+					return
+				}
+			}
+		}
+	}
+	messages := func(c *flowCounters) *atomic.Int64 { return &c.messages }
+	bytes := func(c *flowCounters) *atomic.Int64 { return &c.bytes }
+	m.Add(brokerstats.TopicPutNums, topicSource(messages))
+	m.Add(brokerstats.TopicPutSize, topicSource(bytes))
+	m.Add(brokerstats.GroupGetNums, pairSource(messages))
+	m.Add(brokerstats.GroupGetSize, pairSource(bytes))
+	// BROKER_PUT_NUMS and BROKER_GET_NUMS: every topic's (and pair's) messages, <other> included,
+	// summed when sampled (RocketMQ counts them apart, without calls).
+	var putTotal, getTotal atomic.Int64
+	sum := func(t interface {
+		each(func(*flowCounters))
+	}, total *atomic.Int64) brokerstats.Source {
+		return func(yield func(brokerstats.Key, brokerstats.Counter) bool) {
+			var n int64
+			t.each(func(c *flowCounters) { n += c.messages.Load() })
+			total.Store(n)
+			yield(brokerstats.Key{Name: clusterName}, brokerstats.Counter{Value: total})
+		}
+	}
+	m.Add(brokerstats.BrokerPutNums, sum(allCounters[string]{flows.puts}, &putTotal))
+	m.Add(brokerstats.BrokerGetNums, sum(allCounters[groupTopic]{flows.pulls}, &getTotal))
+	return m
+}
+
+// allCounters visits a table's counters, <other>'s included.
+type allCounters[K comparable] struct{ t *cappedTable[K] }
+
+func (a allCounters[K]) each(f func(*flowCounters)) {
+	a.t.each(func(_ K, c *flowCounters) { f(c) })
+	f(&a.t.other)
+}
+
+// brokerStatsCollector is the size of the stats windows.
+func brokerStatsCollector(m *brokerstats.Manager) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ringmq_broker_stats_items",
+		Help: "Items of RocketMQ's broker stats windows (VIEW_BROKER_STATS_DATA) with samples: one per stats name and topic, or group and topic, with series of their own; an item idle for a day or of a deleted topic or group is dropped."},
+		func() float64 { return float64(m.Items()) })
+}
