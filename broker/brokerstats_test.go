@@ -2,6 +2,7 @@ package broker
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/ringmq/ringmq/broker/brokerstats"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // withoutStatsSampler keeps the "broker stats" service from sampling on its own: the test
@@ -131,4 +133,101 @@ func TestViewBrokerStatsDataAndConsumeTps(t *testing.T) {
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
 	resp = viewStats(c, brokerstats.GroupGetNums, "TopicS@GS")
 	require.Equal(t, "The stats <GROUP_GET_NUMS> <TopicS@GS> not exist", resp.Remark)
+}
+
+// javaRuntimeInfoKeys are the keys RocketMQ 4.9.8's broker answers GET_BROKER_RUNTIME_INFO with
+// (AdminBrokerProcessor.prepareRuntimeInfo, DefaultMessageStore.getRuntimeInfo,
+// StoreStatsService.getRuntimeInfo), but commitLogDiskRatio_<path>, remainHowManyDataToCommit
+// (transient pool only) and scheduleMessageOffset_<level> (per delay level in use).
+var javaRuntimeInfoKeys = []string{
+	"bootTimestamp", "runtime", "putMessageEntireTimeMax", "putMessageTimesTotal", "putMessageFailedTimes",
+	"putMessageSizeTotal", "putMessageDistributeTime", "putMessageAverageSize", "dispatchMaxBuffer",
+	"getMessageEntireTimeMax", "putTps", "getFoundTps", "getMissTps", "getTotalTps", "getTransferedTps",
+	"putLatency99", "putLatency999",
+	"commitLogDiskRatio", "consumeQueueDiskRatio", "commitLogMinOffset", "commitLogMaxOffset",
+	"brokerVersionDesc", "brokerVersion", "msgPutTotalYesterdayMorning", "msgPutTotalTodayMorning",
+	"msgPutTotalTodayNow", "msgGetTotalYesterdayMorning", "msgGetTotalTodayMorning", "msgGetTotalTodayNow",
+	"sendThreadPoolQueueSize", "sendThreadPoolQueueCapacity", "pullThreadPoolQueueSize", "pullThreadPoolQueueCapacity",
+	"queryThreadPoolQueueSize", "queryThreadPoolQueueCapacity", "EndTransactionQueueSize",
+	"EndTransactionThreadPoolQueueCapacity", "dispatchBehindBytes", "pageCacheLockTimeMills",
+	"sendThreadPoolQueueHeadWaitTimeMills", "pullThreadPoolQueueHeadWaitTimeMills",
+	"queryThreadPoolQueueHeadWaitTimeMills", "earliestMessageTimeStamp", "startAcceptSendRequestTimeStamp",
+	"remainTransientStoreBufferNumbs", "remainHowManyDataToFlush", "commitLogDirCapacity",
+}
+
+// Every key of RocketMQ's GET_BROKER_RUNTIME_INFO is answered, each value in the form Java's
+// tools parse, and the counters move with traffic.
+func TestBrokerRuntimeInfoHasEveryJavaKey(t *testing.T) {
+	for _, pool := range []bool{false, true} {
+		t.Run(map[bool]string{false: "mmap", true: "transientpool"}[pool], func(t *testing.T) {
+			db := startDataBroker(t, dataBrokerOptions{fileStore: true, mutate: func(c *Config) {
+				if pool {
+					withTransientPool(c)
+				}
+			}})
+			c := remotingtest.Dial(t, db.addr)
+			info := func() map[string]string {
+				resp := c.Call(codec.NewRequest(codec.RequestGetBrokerRuntimeInfo, nil, nil))
+				require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
+				kv, err := codec.DecodeKVTable(resp.Body)
+				require.NoError(t, err)
+				return kv.Table
+			}
+			before := info()
+			keys := append([]string{"commitLogDiskRatio_" + db.b.cfg.Config.CommitLogDir()}, javaRuntimeInfoKeys...)
+			if pool {
+				keys = append(keys, "remainHowManyDataToCommit")
+			}
+			for _, key := range keys {
+				require.Contains(t, before, key)
+			}
+			for _, key := range []string{"commitLogDiskRatio", "consumeQueueDiskRatio", "putLatency99", "putLatency999",
+				"putMessageAverageSize"} {
+				v, err := strconv.ParseFloat(before[key], 64)
+				require.NoError(t, err, key)
+				require.GreaterOrEqual(t, v, 0.0, key)
+			}
+			ratio, _ := strconv.ParseFloat(before["commitLogDiskRatio"], 64)
+			require.True(t, ratio > 0 && ratio <= 1, "a real file system's used share: %v", ratio)
+			for _, key := range []string{"putMessageEntireTimeMax", "getMessageEntireTimeMax", "dispatchMaxBuffer",
+				"sendThreadPoolQueueHeadWaitTimeMills", "pullThreadPoolQueueHeadWaitTimeMills",
+				"queryThreadPoolQueueHeadWaitTimeMills", "adminBrokerThreadPoolQueueSize", "remainTransientStoreBufferNumbs"} {
+				v, err := strconv.ParseInt(before[key], 10, 64)
+				require.NoError(t, err, key)
+				require.GreaterOrEqual(t, v, int64(0), key)
+			}
+			for _, key := range []string{"putTps", "getFoundTps", "getMissTps", "getTotalTps", "getTransferedTps"} {
+				parts := strings.Split(before[key], " ")
+				require.Len(t, parts, 3, key)
+				for _, p := range parts {
+					_, err := strconv.ParseFloat(p, 64)
+					require.NoError(t, err, key)
+				}
+			}
+			require.Regexp(t, `^Total : [0-9.]+ [KMGTPE]iB, Free : [0-9.]+ [KMGTPE]?i?B\.$`, before["commitLogDirCapacity"])
+			require.Regexp(t, `^(\[[^]]+\]:\d+ ){13}$`, before["putMessageDistributeTime"])
+
+			for range 4 {
+				sendOK(t, c, sendV1("TopicR", 0, []byte("runtime"), ""))
+			}
+			testutil.Eventually(t, "dispatch of 4 messages",
+				func() bool { return db.b.store.GetMaxOffsetInQueue("TopicR", 0) == 4 })
+			requirePull(t, c.Call(remotingtest.PullRequest("GR", "TopicR", 0, 0, 32, subFlag, 0, "*")),
+				codec.ResponseSuccess, "FOUND", 4, 0, 4)
+			after := info()
+			delta := func(key string) int64 {
+				b, err := strconv.ParseInt(before[key], 10, 64)
+				require.NoError(t, err, key)
+				a, err := strconv.ParseInt(after[key], 10, 64)
+				require.NoError(t, err, key)
+				return a - b
+			}
+			require.EqualValues(t, 4, delta("putMessageTimesTotal"))
+			require.EqualValues(t, 4, delta("msgPutTotalTodayNow"))
+			require.EqualValues(t, 4, delta("getMessageTransferedMsgCount"))
+			require.Positive(t, delta("putMessageSizeTotal"))
+			require.Positive(t, delta("commitLogMaxOffset"))
+			require.Positive(t, delta("getMessageTimesTotal"))
+		})
+	}
 }

@@ -101,7 +101,7 @@ func (b *Broker) initControlPlane() error {
 		TotalMemoryBytes:              func() int64 { return b.ctl.totalMemoryBytes },
 		AccessMessageInMemoryMaxRatio: cfg.AccessMessageInMemoryMaxRatio,
 	})
-	b.ctl.runtime = admin.NewRuntimeStats(b.store.Stats, b.clock)
+	b.ctl.runtime = admin.NewRuntimeStats(b.store.Stats, b.clock).WithPutLatency(b.store.PutLatency)
 
 	// Services.
 	b.addGuardedService("config flusher", tables.StartWriter, tables.StopWriter)
@@ -144,10 +144,12 @@ func (b *Broker) initAdminPlane() {
 		Runtime:      b.ctl.runtime,
 		Stats:        b.metrics.stats,
 		Pools: admin.Pools{
-			Pull:  admin.Pool{Depth: b.pullPool.Depth, Capacity: cap(b.pullPool.queue)},
-			Query: admin.Pool{Depth: b.queryPool.Depth, Capacity: cap(b.queryPool.queue)},
-			Admin: admin.Pool{Depth: b.adminPool.Depth, Capacity: cap(b.adminPool.queue)},
+			Pull:  admin.Pool{Depth: b.pullPool.Depth, Capacity: cap(b.pullPool.queue), HeadWait: b.pullPool.HeadWait},
+			Query: admin.Pool{Depth: b.queryPool.Depth, Capacity: cap(b.queryPool.queue), HeadWait: b.queryPool.HeadWait},
+			Admin: admin.Pool{Depth: b.adminPool.Depth, Capacity: cap(b.adminPool.queue), HeadWait: b.adminPool.HeadWait},
 		},
+		StorePaths: admin.StorePaths{Root: b.cfg.StorePathRootDir, CommitLog: b.cfg.Config.CommitLogDir(),
+			ConsumeQueue: b.cfg.Config.ConsumeQueueDir()},
 		BrokerName: b.cfg.BrokerName,
 		BrokerAddr: b.brokerAddr,
 		IsSlave:    b.cfg.IsSlave(),

@@ -305,6 +305,14 @@ func (c *Config) maxRecordBytes() int {
 	return int(min(int64(c.MaxMessageSize)+RecordSizeReserveBytes, c.MappedFileSizeCommitLog-codec.BlankRecordBytes))
 }
 
+// CommitLogDir is where the CommitLog's files are: storePathCommitLog, else
+// <storePathRootDir>/commitlog.
+func (c *Config) CommitLogDir() string { return c.commitLogDir() }
+
+// ConsumeQueueDir is where the ConsumeQueues are: storePathConsumeQueue, else
+// <storePathRootDir>/consumequeue.
+func (c *Config) ConsumeQueueDir() string { return c.consumeQueueDir() }
+
 func (c *Config) commitLogDir() string {
 	return pathOr(c.StorePathCommitLog, c.StorePathRootDir, "commitlog")
 }

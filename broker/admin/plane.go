@@ -90,8 +90,30 @@ type DelayOffsets interface {
 
 // Pool is what GET_BROKER_RUNTIME_INFO reports of one of the broker's bounded pools.
 type Pool struct {
-	Depth    func() int64 // requests queued now
+	Depth    func() int64 // requests queued now; nil: 0
 	Capacity int          // how many may queue
+	// HeadWait is how long the oldest queued request has waited, 0 when none waits
+	// (RocketMQ's headSlowTimeMills); nil: 0.
+	HeadWait func() time.Duration
+}
+
+func (p Pool) depth() int64 {
+	if p.Depth == nil {
+		return 0
+	}
+	return p.Depth()
+}
+
+func (p Pool) headWait() time.Duration {
+	if p.HeadWait == nil {
+		return 0
+	}
+	return p.HeadWait()
+}
+
+// StorePaths are the store's directories, whose file systems GET_BROKER_RUNTIME_INFO reports.
+type StorePaths struct {
+	Root, CommitLog, ConsumeQueue string
 }
 
 // Pools are the broker's pools that GET_BROKER_RUNTIME_INFO reports.
@@ -116,6 +138,10 @@ type Deps struct {
 	// are kept (every item "not exist", every rate 0).
 	Stats *brokerstats.Manager
 	Pools Pools
+	// StorePaths and DiskUsage give the disk figures of GET_BROKER_RUNTIME_INFO (commitLogDiskRatio,
+	// consumeQueueDiskRatio, commitLogDirCapacity). DiskUsage nil: statfs (store.NewOSFS).
+	StorePaths StorePaths
+	DiskUsage  func(path string) (store.DiskUsage, error)
 
 	// BrokerName names the queues of GET_TOPIC_STATS_INFO and GET_CONSUME_STATS.
 	BrokerName string
@@ -166,6 +192,9 @@ func New(d Deps) *Plane {
 	}
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.DiskUsage == nil {
+		d.DiskUsage = store.NewOSFS(nil).DiskUsage
 	}
 	if d.Stats == nil {
 		d.Stats = brokerstats.New()
