@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"encoding/json"
 	"math"
 	"strconv"
 	"strings"
@@ -89,4 +90,76 @@ func AppendJavaDouble(b []byte, v float64) []byte {
 	b = append(b, mant...)
 	b = append(b, 'E')
 	return strconv.AppendInt(b, int64(n), 10)
+}
+
+// ViewBrokerStatsDataRequestHeader is the header of VIEW_BROKER_STATS_DATA (315).
+type ViewBrokerStatsDataRequestHeader struct {
+	StatsName string // statsName, required: TOPIC_PUT_NUMS, GROUP_GET_NUMS, ...
+	StatsKey  string // statsKey, required: a topic, topic@group, a cluster name
+}
+
+// Decode reads the keys.
+func (h *ViewBrokerStatsDataRequestHeader) Decode(ext map[string]string) error {
+	r := extReader{ext: ExtMap(ext), header: "ViewBrokerStatsDataRequestHeader"}
+	*h = ViewBrokerStatsDataRequestHeader{StatsName: r.str("statsName", true), StatsKey: r.str("statsKey", true)}
+	return r.err
+}
+
+// Encode writes the keys.
+func (h *ViewBrokerStatsDataRequestHeader) Encode(ext map[string]string) {
+	ext["statsName"] = h.StatsName
+	ext["statsKey"] = h.StatsKey
+}
+
+// GetConsumeStatsInBrokerHeader is the header of GET_BROKER_CONSUME_STATS (317).
+type GetConsumeStatsInBrokerHeader struct {
+	IsOrder bool // isOrder, required: only ordered topics
+}
+
+// Encode writes the keys.
+func (h *GetConsumeStatsInBrokerHeader) Encode(ext map[string]string) {
+	ext["isOrder"] = strconv.FormatBool(h.IsOrder)
+}
+
+// ConsumeStatsList is the body of a GET_BROKER_CONSUME_STATS (317) answer: per consumer group,
+// one ConsumeStats per topic it consumes, and the lag of them all.
+type ConsumeStatsList struct {
+	BrokerAddr       string
+	ConsumeStatsList []map[string][]ConsumeStats
+	TotalDiff        int64
+}
+
+// DecodeConsumeStatsList parses a ConsumeStatsList (fastjson's queue-object keys included). Safe
+// for concurrent use.
+func DecodeConsumeStatsList(body []byte) (*ConsumeStatsList, error) {
+	var in struct {
+		BrokerAddr       string                                  `json:"brokerAddr"`
+		ConsumeStatsList []map[string][]consumeStatsListEntryRaw `json:"consumeStatsList"`
+		TotalDiff        int64                                   `json:"totalDiff"`
+	}
+	if err := decodeBodyJSON(body, &in, "ConsumeStatsList"); err != nil {
+		return nil, err
+	}
+	out := &ConsumeStatsList{BrokerAddr: in.BrokerAddr, TotalDiff: in.TotalDiff}
+	for _, groups := range in.ConsumeStatsList {
+		m := make(map[string][]ConsumeStats, len(groups))
+		for group, list := range groups {
+			stats := make([]ConsumeStats, 0, len(list))
+			for _, raw := range list {
+				table, err := decodeQueueTable[OffsetWrapper](raw.OffsetTable, "ConsumeStatsList")
+				if err != nil {
+					return nil, err
+				}
+				stats = append(stats, ConsumeStats{ConsumeTps: raw.ConsumeTps, OffsetTable: table})
+			}
+			m[group] = stats
+		}
+		out.ConsumeStatsList = append(out.ConsumeStatsList, m)
+	}
+	return out, nil
+}
+
+type consumeStatsListEntryRaw struct {
+	ConsumeTps  float64         `json:"consumeTps"`
+	OffsetTable json.RawMessage `json:"offsetTable"`
 }

@@ -35,16 +35,36 @@ func TestBrokerStatsDataRoundTrip(t *testing.T) {
 	require.ErrorContains(t, err, "BrokerStatsData")
 }
 
-// FuzzBrokerStatsData: any body either fails with ErrBodyJSON or decodes to data that encodes
-// and decodes back to itself.
-func FuzzBrokerStatsData(f *testing.F) {
+const consumeStatsListFastjson = `{"brokerAddr":"10.0.0.1:10911","consumeStatsList":[{"G":[{"consumeTps":0.25,` +
+	`"offsetTable":{{"brokerName":"b","queueId":0,"topic":"T"}:{"brokerOffset":5,"consumerOffset":3,"lastTimestamp":17,"pullOffset":3}}}]},` +
+	`{"H":[]}],"totalDiff":2}`
+
+func TestDecodeConsumeStatsList(t *testing.T) {
+	l, err := DecodeConsumeStatsList([]byte(consumeStatsListFastjson))
+	require.NoError(t, err)
+	require.Equal(t, &ConsumeStatsList{BrokerAddr: "10.0.0.1:10911", TotalDiff: 2, ConsumeStatsList: []map[string][]ConsumeStats{
+		{"G": {{ConsumeTps: 0.25, OffsetTable: map[MessageQueue]OffsetWrapper{
+			{Topic: "T", BrokerName: "b", QueueID: 0}: {BrokerOffset: 5, ConsumerOffset: 3, LastTimestamp: 17, PullOffset: 3}}}}},
+		{"H": {}},
+	}}, l)
+	_, err = DecodeConsumeStatsList([]byte(`{"consumeStatsList":[{"G":[{"offsetTable":{"x":{}}}]}]}`))
+	require.ErrorContains(t, err, "ConsumeStatsList")
+}
+
+// FuzzBodyStats: any body either fails with ErrBodyJSON or decodes; a BrokerStatsData encodes and
+// decodes back to itself.
+func FuzzBodyStats(f *testing.F) {
 	for _, seed := range []string{
 		`{"statsDay":{"avgpt":0.0,"sum":0,"tps":0.0},"statsHour":{"avgpt":1.5,"sum":3,"tps":0.005},"statsMinute":{"avgpt":1.0,"sum":5,"tps":8.3E-4}}`,
-		`{}`, `{"statsMinute":null}`, `{"statsMinute":{"sum":1e3}}`, `{`, `[]`,
+		`{}`, `{"statsMinute":null}`, `{"statsMinute":{"sum":1e3}}`, `{`, `[]`, consumeStatsListFastjson,
+		`{"consumeStatsList":[{"G":null}]}`,
 	} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
+		if _, err := DecodeConsumeStatsList(body); err != nil {
+			require.ErrorIs(t, err, ErrBodyJSON)
+		}
 		d, err := DecodeBrokerStatsData(body)
 		if err != nil {
 			require.ErrorIs(t, err, ErrBodyJSON)

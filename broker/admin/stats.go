@@ -13,14 +13,12 @@ import (
 // AdminBrokerProcessor.ViewBrokerStatsData does: SYSTEM_ERROR "The stats <name> <key> not exist"
 // when the broker keeps no such item (a name it does not keep, a key nothing was counted for).
 func (p *Plane) ProcessViewBrokerStatsData(rc *remoting.Request) {
-	name, ok := adminExt(rc, "statsName")
-	if !ok {
+	var h codec.ViewBrokerStatsDataRequestHeader
+	if err := h.Decode(rc.Cmd.ExtFields); err != nil {
+		rc.Reply.Answer(codec.ResponseSystemError, remoting.HeaderErrorRemark(err))
 		return
 	}
-	key, ok := adminExt(rc, "statsKey")
-	if !ok {
-		return
-	}
+	name, key := h.StatsName, h.StatsKey
 	d, ok := p.d.Stats.Get(name, key)
 	if !ok {
 		rc.Reply.Answer(codec.ResponseSystemError, fmt.Sprintf("The stats <%s> <%s> not exist", name, key))
