@@ -150,19 +150,11 @@ func (b *Broker) initAdminPlane() {
 		},
 		StorePaths: admin.StorePaths{Root: b.cfg.StorePathRootDir, CommitLog: b.cfg.Config.CommitLogDir(),
 			ConsumeQueue: b.cfg.Config.ConsumeQueueDir()},
-		BrokerName: b.cfg.BrokerName,
-		BrokerAddr: b.brokerAddr,
-		IsSlave:    b.cfg.IsSlave(),
-		BootTime:   b.ctl.bootTime,
-		Properties: func(yield func(key, value string) bool) {
-			cfg := &b.runningConfig().cfg
-			for _, key := range PropertyNames() {
-				v, _ := cfg.Get(key)
-				if !yield(key, v) {
-					return
-				}
-			}
-		},
+		BrokerName:       b.cfg.BrokerName,
+		BrokerAddr:       b.brokerAddr,
+		IsSlave:          b.cfg.IsSlave(),
+		BootTime:         b.ctl.bootTime,
+		Properties:       func(yield func(key, value string) bool) { b.runningConfig().cfg.allProperties(yield) },
 		ConfigVersion:    func() codec.DataVersion { return b.runningConfig().version },
 		UpdateConfig:     b.updateConfig,
 		WaitRegistration: b.ctl.registrar.registerAndWait,
