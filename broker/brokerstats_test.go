@@ -231,3 +231,20 @@ func TestBrokerRuntimeInfoHasEveryJavaKey(t *testing.T) {
 		})
 	}
 }
+
+// A consumer's send-back counts in SNDBCK_PUT_NUMS under the topic it was first sent to and the
+// group, and in ringmq_broker_consumer_sent_back_messages_total.
+func TestSendBackStats(t *testing.T) {
+	db := startDataBroker(t, dataBrokerOptions{beforeRun: withoutStatsSampler})
+	c := remotingtest.Dial(t, db.addr)
+	h := sendOK(t, c, sendV1("TopicSB", 0, []byte("fails"), ""))
+	orig := offsetOf(t, h.MsgID)
+	requireResponse(t, c.Call(sendBackCmd(orig, "GSB", 0, nil)), codec.ResponseSuccess, "")
+	requireResponse(t, c.Call(sendBackCmd(orig, "GSB", 0, nil)), codec.ResponseSuccess, "")
+	db.b.metrics.stats.Sample(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC))
+
+	resp := viewStats(c, brokerstats.SendBackPutNums, "TopicSB@GSB")
+	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
+	require.Equal(t, codec.BrokerStatsItem{Sum: 2, Tps: 0.2, Avgpt: 1}, requireBrokerStatsBody(t, resp.Body).StatsMinute)
+	require.Equal(t, 2.0, scrapeOf(t, db.b.Registry())[`ringmq_broker_consumer_sent_back_messages_total{group="GSB",topic="TopicSB"}`])
+}

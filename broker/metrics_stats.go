@@ -24,9 +24,9 @@ func newBrokerStats(flows *flowStats, clusterName string) *brokerstats.Manager {
 			}
 		}
 	}
-	pairSource := func(value func(*flowCounters) *atomic.Int64) brokerstats.Source {
+	pairSource := func(t *cappedTable[groupTopic], value func(*flowCounters) *atomic.Int64) brokerstats.Source {
 		return func(yield func(brokerstats.Key, brokerstats.Counter) bool) {
-			for k, c := range *flows.pulls.entries.Load() {
+			for k, c := range *t.entries.Load() {
 				key := brokerstats.Key{Kind: brokerstats.KeyTopicGroup, Name: k.topic, Group: k.group}
 				if !yield(key, brokerstats.Counter{Value: value(c), Times: &c.calls}) {
 					return
@@ -38,8 +38,9 @@ func newBrokerStats(flows *flowStats, clusterName string) *brokerstats.Manager {
 	bytes := func(c *flowCounters) *atomic.Int64 { return &c.bytes }
 	m.Add(brokerstats.TopicPutNums, topicSource(messages))
 	m.Add(brokerstats.TopicPutSize, topicSource(bytes))
-	m.Add(brokerstats.GroupGetNums, pairSource(messages))
-	m.Add(brokerstats.GroupGetSize, pairSource(bytes))
+	m.Add(brokerstats.GroupGetNums, pairSource(flows.pulls, messages))
+	m.Add(brokerstats.GroupGetSize, pairSource(flows.pulls, bytes))
+	m.Add(brokerstats.SendBackPutNums, pairSource(flows.sentBacks, messages))
 	// BROKER_PUT_NUMS and BROKER_GET_NUMS: every topic's (and pair's) messages, <other> included,
 	// summed when sampled (RocketMQ counts them apart, without calls).
 	var putTotal, getTotal atomic.Int64
