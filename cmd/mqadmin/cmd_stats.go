@@ -109,26 +109,10 @@ func (a *app) topicStats(topic string, activeOnly bool) ([]statsRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	var groups []string
-	seen := map[string]bool{}
-	for _, m := range masters {
-		resp, err := a.askBroker(m.Addr, codec.RequestQueryTopicConsumeByWho, &codec.TopicRequestHeader{Topic: topic}, nil,
-			fmt.Sprintf("topic %q", topic))
-		if err != nil {
-			return nil, err
-		}
-		gl, err := codec.DecodeGroupList(resp.Body)
-		if err != nil {
-			return nil, fmt.Errorf("groups of topic %q from broker %s: %w", topic, m.Addr, err)
-		}
-		for _, g := range gl.GroupList {
-			if !seen[g] {
-				seen[g] = true
-				groups = append(groups, g)
-			}
-		}
+	groups, err := a.consumingGroups(masters, topic)
+	if err != nil {
+		return nil, err
 	}
-	slices.Sort(groups)
 	if len(groups) == 0 {
 		if activeOnly && inDay == 0 {
 			return nil, nil
