@@ -76,6 +76,9 @@ type Deps struct {
 	// 10 s per message): only tests set them.
 	logRepeatInterval time.Duration
 	logRepeatBurst    int
+	// clientCallTimeout replaces the timeouts of admin requests relayed to clients
+	// (admin.Deps.ClientCallTimeout): only tests set it.
+	clientCallTimeout time.Duration
 }
 
 // Broker is one running broker. Create with New, then Start; Shutdown once.
@@ -218,6 +221,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		controlled: deps.Controlled}
 	b.running.file = deps.ConfigFile
 	b.ctl.newNamesrv = deps.Namesrv
+	b.ctl.clientCallTimeout = deps.clientCallTimeout
 	if b.clock == nil {
 		b.clock = time.Now
 	}

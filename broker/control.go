@@ -51,8 +51,9 @@ type controlPlane struct {
 	embeddedDialAddr   string // how the broker itself reaches the embedded name server
 	embeddedAdvertised string // how clients reach it (brokerIP1:port)
 
-	bootTime         time.Time
-	totalMemoryBytes int64 // 0 = unknown: every offset counts as in memory (memory_linux.go)
+	bootTime          time.Time
+	totalMemoryBytes  int64         // 0 = unknown: every offset counts as in memory (memory_linux.go)
+	clientCallTimeout time.Duration // Deps.clientCallTimeout
 }
 
 // initControlPlane builds the managers (topics, subscriptions, offsets, consumers,
@@ -160,6 +161,8 @@ func (b *Broker) initAdminPlane() {
 		WaitRegistration: b.ctl.registrar.registerAndWait,
 		Clock:            b.clock,
 		Logger:           b.logger,
+
+		ClientCallTimeout: b.ctl.clientCallTimeout,
 	})
 }
 
@@ -189,6 +192,20 @@ func (c adminConsumers) Oneway(group string, newRequest func() *codec.RemotingCo
 		}
 	}
 	return sent
+}
+
+// Members lists a group's live members with their connections (the relayed requests).
+func (c adminConsumers) Members(group string) []admin.Member {
+	g, ok := c.Group(group)
+	if !ok {
+		return nil
+	}
+	clients := adminClients(g.Members)
+	out := make([]admin.Member, len(clients))
+	for i, m := range g.Members {
+		out[i] = admin.Member{Client: clients[i], Conn: m.Conn}
+	}
+	return out
 }
 
 // adminProducers shows the producer registry to the admin plane (admin.Producers).

@@ -149,6 +149,17 @@ var routes = []route{
 		handle: viaAdmin((*admin.Plane).ProcessViewBrokerStatsData)},
 	{code: codec.RequestDeleteExpiredCommitLog, where: onPool, pool: poolAdmin,
 		handle: viaAdmin((*admin.Plane).ProcessDeleteExpiredCommitLog)},
+	// Relayed to a consumer's connection (admin/relay.go): the pool's worker sends the call
+	// asynchronously and returns; the client's answer completes the request.
+	{code: codec.RequestGetConsumerRunningInfo, where: onPool, pool: poolAdmin,
+		handle: viaAdmin((*admin.Plane).ProcessGetConsumerRunningInfo)},
+	{code: codec.RequestConsumeMessageDirectly, where: onPool, pool: poolAdmin,
+		handle: viaAdmin((*admin.Plane).ProcessConsumeMessageDirectly)},
+	{code: codec.RequestInvokeBrokerToGetConsumerStatus, where: onPool, pool: poolAdmin,
+		handle: viaAdmin((*admin.Plane).ProcessInvokeBrokerToGetConsumerStatus)},
+	// Reads a record by offset and appends it to the half queue (sendplane/resume.go).
+	{code: codec.RequestResumeCheckHalfMessage, where: onPool, pool: poolAdmin,
+		handle: viaSend((*sendplane.Plane).ProcessResumeCheckHalfMessage)},
 
 	// Not served: answered REQUEST_CODE_NOT_SUPPORTED (" request type N not supported", as a
 	// RocketMQ server answers a code it has no processor for), counted under the code's name in
@@ -159,10 +170,6 @@ var routes = []route{
 	{code: codec.RequestDeleteACLConfig, reason: notServedACLEdit},
 	{code: codec.RequestGetBrokerClusterACLInfo, reason: notServedACLEdit},
 	{code: codec.RequestUpdateGlobalWhiteAddrsConfig, reason: notServedACLEdit},
-	{code: codec.RequestInvokeBrokerToGetConsumerStatus, reason: notServedRelay},
-	{code: codec.RequestGetConsumerRunningInfo, reason: notServedRelay},
-	{code: codec.RequestConsumeMessageDirectly, reason: notServedRelay},
-	{code: codec.RequestResumeCheckHalfMessage, reason: notServedYet},
 	// RocketMQ 5.x's static topics: an ACL-enabled broker refuses it to non-admin accounts
 	// first, as Java's Permission.ADMIN_CODE (plus 5.x's 513) does.
 	{code: requestUpdateAndCreateStaticTopic, acl: aclAdmin, reason: "RocketMQ 5.x static topics (logic queues) are not implemented"},
@@ -171,8 +178,6 @@ var routes = []route{
 // Reasons of the not-served rows, shared by several.
 const (
 	notServedACLEdit = "editing the ACL remotely is not implemented: accounts and white lists are read from aclFile at start"
-	notServedRelay   = "relaying an admin request to the client's connection is not implemented"
-	notServedYet     = "not implemented"
 )
 
 // The adapters below bind a plane's method expression to the table's handler types. The

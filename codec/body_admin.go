@@ -99,10 +99,15 @@ func DecodeConsumeStats(body []byte) (*ConsumeStats, error) {
 	return &ConsumeStats{ConsumeTps: in.ConsumeTps, OffsetTable: table}, nil
 }
 
-// decodeQueueTable decodes a Map<MessageQueue,V> that decodeBodyJSON has already made
-// standard JSON (each queue-object key is now a string holding the queue's JSON text). An
-// absent or null table is an empty map.
+// decodeQueueTable decodes a body's offsetTable (decodeQueueTableField).
 func decodeQueueTable[V any](raw json.RawMessage, body string) (map[MessageQueue]V, error) {
+	return decodeQueueTableField[V](raw, body, "offsetTable")
+}
+
+// decodeQueueTableField decodes the Map<MessageQueue,V> of a body's field that decodeBodyJSON
+// has already made standard JSON (each queue-object key is now a string holding the queue's
+// JSON text). An absent or null table is an empty map.
+func decodeQueueTableField[V any](raw json.RawMessage, body, field string) (map[MessageQueue]V, error) {
 	out := map[MessageQueue]V{}
 	bodyNormalizeRaw(&raw)
 	if len(raw) == 0 {
@@ -110,12 +115,12 @@ func decodeQueueTable[V any](raw json.RawMessage, body string) (map[MessageQueue
 	}
 	var table map[string]V
 	if err := json.Unmarshal(raw, &table); err != nil {
-		return nil, bodyJSONError(body+".offsetTable", err)
+		return nil, bodyJSONError(body+"."+field, err)
 	}
 	for key, v := range table {
 		var mq MessageQueue
 		if err := json.Unmarshal([]byte(key), &mq); err != nil {
-			return nil, fmt.Errorf("%w: %s: field \"offsetTable\": key %q is not a MessageQueue", ErrBodyJSON, body, key)
+			return nil, fmt.Errorf("%w: %s: field %q: key %q is not a MessageQueue", ErrBodyJSON, body, field, key)
 		}
 		out[mq] = v
 	}

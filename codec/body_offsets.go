@@ -1,7 +1,6 @@
 package codec
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -133,25 +132,10 @@ type ResetOffsetBody struct {
 // the Go client's hand parser needs it compact). Safe for concurrent use if b is not
 // modified meanwhile.
 func (b *ResetOffsetBody) Encode() []byte {
-	queues := slices.SortedFunc(maps.Keys(b.OffsetTable), func(x, y MessageQueue) int {
-		return cmp.Or(cmp.Compare(x.Topic, y.Topic), cmp.Compare(x.BrokerName, y.BrokerName), cmp.Compare(x.QueueID, y.QueueID))
-	})
-	dst := make([]byte, 0, 32+len(queues)*64)
-	dst = append(dst, `{"offsetTable":{`...)
-	for i, mq := range queues {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, `{"brokerName":`...)
-		dst = bodyAppendString(dst, mq.BrokerName)
-		dst = append(dst, `,"queueId":`...)
-		dst = strconv.AppendInt(dst, int64(mq.QueueID), 10)
-		dst = append(dst, `,"topic":`...)
-		dst = bodyAppendString(dst, mq.Topic)
-		dst = append(dst, '}', ':')
-		dst = strconv.AppendInt(dst, b.OffsetTable[mq], 10)
-	}
-	return append(dst, '}', '}')
+	dst := make([]byte, 0, 32+len(b.OffsetTable)*64)
+	dst = append(dst, `{"offsetTable":`...)
+	dst = bodyAppendQueueInt64Map(dst, b.OffsetTable)
+	return append(dst, '}')
 }
 
 // DecodeResetOffsetBody parses a ResetOffsetBody in fastjson form (queue objects as keys) or

@@ -26,7 +26,7 @@ type headerCase struct {
 }
 
 func headerCases() []headerCase {
-	return []headerCase{
+	return append([]headerCase{
 		{
 			name: "SendMessageRequestHeader",
 			new:  func() CustomHeader { return &SendMessageRequestHeader{} },
@@ -360,7 +360,7 @@ func headerCases() []headerCase {
 			want:     &PutKVConfigRequestHeader{Namespace: "N", Key: "K"},
 			required: []string{"namespace", "key", "value"},
 		},
-	}
+	}, relayHeaderCases()...)
 }
 
 func TestTypedHeaders(t *testing.T) {

@@ -13,6 +13,11 @@
 //	300 QUERY_TOPIC_CONSUME_BY_WHO          222 INVOKE_BROKER_TO_RESET_OFFSET
 //	25  UPDATE_BROKER_CONFIG
 //
+// and relays three to a consumer's connection (relay.go):
+//
+//	307 GET_CONSUMER_RUNNING_INFO           309 CONSUME_MESSAGE_DIRECTLY
+//	223 INVOKE_BROKER_TO_GET_CONSUMER_STATUS
+//
 // # Where it runs
 //
 // Every handler runs on the broker's admin pool (broker/routes.go): they write config files,

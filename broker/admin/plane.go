@@ -73,6 +73,9 @@ type Consumers interface {
 	// Oneway sends a request, built afresh by newRequest for each, oneway to every live
 	// member of group, and returns how many it was written to.
 	Oneway(group string, newRequest func() *codec.RemotingCommand) int
+	// Members lists a group's live members with their connections, sorted by client id
+	// (the relayed requests, relay.go).
+	Members(group string) []Member
 }
 
 // Producers is the registry of live producers.
@@ -161,6 +164,9 @@ type Deps struct {
 	// effect, a *ConfigRefused when they were refused, any other error when the broker could
 	// not keep them (nothing changed then either). nil: the request is not supported.
 	UpdateConfig func(props []conf.Property) error
+	// ClientCallTimeout replaces the timeouts of the calls relayed to clients (RocketMQ's
+	// 10 s, and 5 s per client for consumer status; relay.go) when > 0: only tests set it.
+	ClientCallTimeout time.Duration
 	// WaitRegistration asks for a registration round with the name servers and waits until
 	// one that started after the call has ended, or ctx is done.
 	WaitRegistration func(ctx context.Context) error

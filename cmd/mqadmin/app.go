@@ -126,7 +126,8 @@ func (a *app) rootCommand() *cobra.Command {
 		a.topicListCommand(), a.topicRouteCommand(), a.topicStatusCommand(), a.updateTopicCommand(), a.deleteTopicCommand(),
 		a.updateSubGroupCommand(), a.deleteSubGroupCommand(), a.consumerProgressCommand(),
 		a.consumerConnectionCommand(), a.producerConnectionCommand(), a.resetOffsetByTimeCommand(), a.cloneGroupOffsetCommand(),
-		a.queryCqCommand(), a.cleanExpiredCQCommand(), a.statsAllCommand(), a.brokerConsumeStatsCommand(),
+		a.queryCqCommand(), a.cleanExpiredCQCommand(), a.consumerStatusCommand(), a.statsAllCommand(),
+		a.brokerConsumeStatsCommand(),
 		a.queryMsgByIDCommand(), a.queryMsgByKeyCommand(), a.queryMsgByOffsetCommand(), a.queryMsgByUniqueKeyCommand(),
 		a.sendMessageCommand(), a.consumeMessageCommand(), a.printMsgCommand(),
 	)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -317,8 +318,7 @@ func (a *app) consumerProgressCommand() *cobra.Command {
 		Short: "Query consumer's progress, speed.",
 		Long: "Query consumer's progress, speed. With -g: per queue the broker offset, the group's offset and the\n" +
 			"lag between them (#Diff), and the totals; without -g: one line per consumer group.\n" +
-			"-s true (client IP per queue) needs the clients' running info, which mqadmin does not ask for: the\n" +
-			"column reads N/A.",
+			"-s true: the IP of the client holding each queue, from the clients' running info (N/A when none).",
 		RunE: func(*cobra.Command, []string) error {
 			if group == "" {
 				return a.allGroupsProgress(cluster)
@@ -333,6 +333,10 @@ func (a *app) consumerProgressCommand() *cobra.Command {
 			mqs := slices.Collect(maps.Keys(table))
 			sortQueues(mqs)
 			res := &progressResult{Group: group, Queues: []progressRow{}, ConsumeTPS: tps, showIP: showIP.value}
+			var holders map[codec.MessageQueue]string
+			if showIP.value {
+				holders = a.queueAllocation(group)
+			}
 			for _, mq := range mqs {
 				ow := table[mq]
 				row := progressRow{Topic: mq.Topic, BrokerName: mq.BrokerName, QueueID: mq.QueueID, BrokerOffset: ow.BrokerOffset,
@@ -341,7 +345,7 @@ func (a *app) consumerProgressCommand() *cobra.Command {
 					row.lastTime = time.UnixMilli(ow.LastTimestamp).In(a.loc).Format(time.DateTime)
 				}
 				if showIP.value {
-					row.ClientIP = "N/A"
+					row.ClientIP = cmp.Or(holders[mq], "N/A")
 				}
 				res.LagTotal += row.Lag
 				res.Queues = append(res.Queues, row)

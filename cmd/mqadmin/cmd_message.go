@@ -18,10 +18,10 @@ import (
 // Message commands: queryMsgById, queryMsgByKey, queryMsgByOffset, queryMsgByUniqueKey,
 // sendMessage, consumeMessage, printMsg.
 
-// errNotSupported refuses the RocketMQ options that act through live clients (push a message
-// to a consumer, resend it), which mqadmin does not do.
+// errNotSupported refuses queryMsgById's resend through a producer (-s, -u), which mqadmin does
+// not do.
 func errNotSupported(flags string) error {
-	return usageError("%s: pushing to or resending through live clients is not supported by this mqadmin", flags)
+	return usageError("%s: resending a message through a producer is not supported by this mqadmin", flags)
 }
 
 // checkCharset accepts the body formats mqadmin can print: UTF-8 only.
@@ -41,17 +41,23 @@ func (a *app) queryMsgByIDCommand() *cobra.Command {
 		Long: "Query Message by Id: an offset message id (the broker's address and CommitLog offset), else the\n" +
 			"producer's message id (UNIQ_KEY), looked up in the topic's index. -i takes a comma-separated list.",
 		RunE: func(*cobra.Command, []string) error {
-			if group != "" || clientID != "" || resend.set || unitName != "" {
-				return errNotSupported("-g/-d/-s/-u")
-			}
 			if err := checkCharset("f", format); err != nil {
 				return err
 			}
-			res := &messagesResult{Messages: []messageView{}, app: a}
+			var list []string
 			for _, id := range strings.Split(ids, ",") {
-				if id = strings.TrimSpace(id); id == "" {
-					continue
+				if id = strings.TrimSpace(id); id != "" {
+					list = append(list, id)
 				}
+			}
+			if group != "" && clientID != "" {
+				return a.pushMessages(group, clientID, topic, cluster, list)
+			}
+			if resend.set || unitName != "" {
+				return errNotSupported("-s/-u")
+			}
+			res := &messagesResult{Messages: []messageView{}, app: a}
+			for _, id := range list {
 				m, err := a.queryByID(topic, cluster, id)
 				if err != nil {
 					return err
@@ -64,8 +70,8 @@ func (a *app) queryMsgByIDCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVarP(&topic, "topic", "t", "", "topic name")
 	f.StringVarP(&ids, "msgId", "i", "", "Message Id")
-	f.StringVarP(&group, "consumerGroup", "g", "", "consumer group name (not supported)")
-	f.StringVarP(&clientID, "clientId", "d", "", "The consumer's client id (not supported)")
+	f.StringVarP(&group, "consumerGroup", "g", "", "consumer group name; with -d, the client consumes the messages once more")
+	f.StringVarP(&clientID, "clientId", "d", "", "The consumer's client id")
 	f.VarP(&resend, "sendMessage", "s", "resend message (not supported)")
 	f.StringVarP(&unitName, "unitName", "u", "", "unit name (not supported)")
 	f.StringVarP(&format, "bodyFormat", "f", "", "print message body by the specified format (UTF-8)")
@@ -208,8 +214,8 @@ func (a *app) queryMsgByUniqueKeyCommand() *cobra.Command {
 		Use:   "queryMsgByUniqueKey",
 		Short: "Query Message by Unique key.",
 		RunE: func(*cobra.Command, []string) error {
-			if group != "" || clientID != "" {
-				return errNotSupported("-g/-d")
+			if group != "" && clientID != "" {
+				return a.pushMessages(group, clientID, topic, cluster, []string{id})
 			}
 			msgs, err := a.queryIndex(topic, cluster, id, true, 32, 0, math.MaxInt64)
 			if err != nil {
@@ -226,8 +232,8 @@ func (a *app) queryMsgByUniqueKeyCommand() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVarP(&id, "msgId", "i", "", "Message Id")
-	f.StringVarP(&group, "consumerGroup", "g", "", "consumer group name (not supported)")
-	f.StringVarP(&clientID, "clientId", "d", "", "The consumer's client id (not supported)")
+	f.StringVarP(&group, "consumerGroup", "g", "", "consumer group name; with -d, the client consumes the message once more")
+	f.StringVarP(&clientID, "clientId", "d", "", "The consumer's client id")
 	f.StringVarP(&topic, "topic", "t", "", "The topic of msg")
 	f.BoolVarP(&showAll, "showAll", "a", false, "Print all message, the limit is 32")
 	f.StringVarP(&cluster, "cluster", "c", "", "Cluster name")

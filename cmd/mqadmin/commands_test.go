@@ -426,7 +426,7 @@ func TestErrors(t *testing.T) {
 		{"no_such_queue", nil, []string{"sendMessage", "-t", "ErrorsTopic", "-b", "broker-a", "-i", "7", "-p", "x"}, 1},
 		{"no_such_broker_name", nil, []string{"consumeMessage", "-t", "ErrorsTopic", "-b", "broker-z", "-i", "0"}, 1},
 		{"message_not_found", nil, []string{"queryMsgByUniqueKey", "-t", "ErrorsTopic", "-i", "0A0A0A0A00002A9F0000000000000000"}, 1},
-		{"client_options", nil, []string{"queryMsgById", "-t", "ErrorsTopic", "-i", "X", "-g", "G", "-d", "c"}, 2},
+		{"client_options", nil, []string{"queryMsgById", "-t", "ErrorsTopic", "-i", "X", "-s", "true"}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := make([]string, len(tc.args))
