@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/broker/brokerstats"
+	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/remotingtest"
 	"github.com/ringmq/ringmq/internal/testutil"
@@ -247,4 +248,32 @@ func TestSendBackStats(t *testing.T) {
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
 	require.Equal(t, codec.BrokerStatsItem{Sum: 2, Tps: 0.2, Avgpt: 1}, requireBrokerStatsBody(t, resp.Body).StatsMinute)
 	require.Equal(t, 2.0, scrapeOf(t, db.b.Registry())[`ringmq_broker_consumer_sent_back_messages_total{group="GSB",topic="TopicSB"}`])
+}
+
+// Delayed messages count per delay level's queue as RocketMQ 4.9.8 counts them: QUEUE_PUT_NUMS of
+// SCHEDULE_TOPIC_XXXX@<level−1>, and QUEUE_GET_NUMS of SCHEDULE_TOPIC_XXXX@<level−1>@SCHEDULE_CONSUMER
+// once the schedule service delivered them (level 1: after a second).
+func TestScheduleQueueStats(t *testing.T) {
+	db := startDataBroker(t, dataBrokerOptions{beforeRun: withoutStatsSampler})
+	c := remotingtest.Dial(t, db.addr)
+	stats := db.b.metrics.stats
+	for range 2 {
+		sendOK(t, c, sendV1("TopicD", 0, []byte("later"), props("DELAY", "1")))
+	}
+	waitQueue(t, db.b, metadata.ScheduleTopic, 0, 2)
+	t0 := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	stats.Sample(t0)
+	resp := viewStats(c, brokerstats.QueuePutNums, "SCHEDULE_TOPIC_XXXX@0")
+	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
+	require.Equal(t, codec.BrokerStatsItem{Sum: 2, Tps: 0.2}, requireBrokerStatsBody(t, resp.Body).StatsMinute)
+	resp = viewStats(c, brokerstats.QueuePutNums, "SCHEDULE_TOPIC_XXXX@2")
+	require.Equal(t, "The stats <QUEUE_PUT_NUMS> <SCHEDULE_TOPIC_XXXX@2> not exist", resp.Remark, "no message at level 3")
+
+	// Level 1 is 1 s: delivered to TopicD once due.
+	waitQueue(t, db.b, "TopicD", 0, 2)
+	testutil.Eventually(t, "level 1's cursor past both", func() bool { return db.b.schedule.Offsets()[1] == 2 })
+	stats.Sample(t0.Add(10 * time.Second))
+	resp = viewStats(c, brokerstats.QueueGetNums, "SCHEDULE_TOPIC_XXXX@0@SCHEDULE_CONSUMER")
+	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
+	require.Equal(t, int64(2), requireBrokerStatsBody(t, resp.Body).StatsMinute.Sum)
 }

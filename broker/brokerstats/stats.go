@@ -24,6 +24,7 @@
 package brokerstats
 
 import (
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,6 +39,11 @@ const (
 	SendBackPutNums = "SNDBCK_PUT_NUMS" // key topic@group: messages sent back by consumers
 	BrokerPutNums   = "BROKER_PUT_NUMS" // key cluster name: messages stored by the broker
 	BrokerGetNums   = "BROKER_GET_NUMS" // key cluster name: messages pulled from the broker
+	// RocketMQ 4.9.8 counts per queue only the delayed messages: stored in a delay level's queue
+	// of SCHEDULE_TOPIC_XXXX (key SCHEDULE_TOPIC_XXXX@<level−1>) and delivered from it (key
+	// SCHEDULE_TOPIC_XXXX@<level−1>@SCHEDULE_CONSUMER).
+	QueuePutNums = "QUEUE_PUT_NUMS"
+	QueueGetNums = "QUEUE_GET_NUMS"
 )
 
 // SampleInterval is how often Sample must be called (RocketMQ's samplingInSeconds).
@@ -90,6 +96,10 @@ const (
 	KeyName KeyKind = iota
 	// KeyTopicGroup is topic@group (GROUP_GET_*, SNDBCK_PUT_NUMS).
 	KeyTopicGroup
+	// KeyTopicQueue is topic@queueId (QUEUE_PUT_*).
+	KeyTopicQueue
+	// KeyTopicQueueGroup is topic@queueId@group (QUEUE_GET_*).
+	KeyTopicQueueGroup
 )
 
 // Key identifies an item without building its text: sources pass it by value at every sample,
@@ -97,13 +107,19 @@ const (
 type Key struct {
 	Kind  KeyKind
 	Name  string // the topic, or the cluster name
-	Group string // KeyTopicGroup's group
+	Group string // the group of KeyTopicGroup and KeyTopicQueueGroup
+	Queue int32  // the queue of KeyTopicQueue and KeyTopicQueueGroup
 }
 
 // String is RocketMQ's statsKey (BrokerStatsManager.buildStatsKey).
 func (k Key) String() string {
-	if k.Kind == KeyTopicGroup {
+	switch k.Kind {
+	case KeyTopicGroup:
 		return k.Name + "@" + k.Group
+	case KeyTopicQueue:
+		return k.Name + "@" + strconv.Itoa(int(k.Queue))
+	case KeyTopicQueueGroup:
+		return k.Name + "@" + strconv.Itoa(int(k.Queue)) + "@" + k.Group
 	}
 	return k.Name
 }
@@ -336,7 +352,7 @@ func (m *Manager) ForgetTopic(topic string) {
 
 // ForgetGroup forgets every item of a deleted consumer group.
 func (m *Manager) ForgetGroup(group string) {
-	m.Forget(func(k Key) bool { return k.Kind == KeyTopicGroup && k.Group == group })
+	m.Forget(func(k Key) bool { return (k.Kind == KeyTopicGroup || k.Kind == KeyTopicQueueGroup) && k.Group == group })
 }
 
 // Items is how many items have windows now.

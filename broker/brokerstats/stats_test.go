@@ -68,6 +68,8 @@ func TestWindowsSlide(t *testing.T) {
 	m.Add(GroupGetNums, c.source)
 	k := Key{Kind: KeyTopicGroup, Name: "T", Group: "G"}
 	require.Equal(t, "T@G", k.String())
+	require.Equal(t, "S@2", Key{Kind: KeyTopicQueue, Name: "S", Queue: 2}.String())
+	require.Equal(t, "S@2@C", Key{Kind: KeyTopicQueueGroup, Name: "S", Queue: 2, Group: "C"}.String())
 	c.add(k, 1, 1)
 	now := t0
 	m.Sample(now) // first sample of every window: fake at 0 one period before, then 1
