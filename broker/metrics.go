@@ -107,8 +107,8 @@ func (m *metrics) observeAutoCreate(kind string, created bool) {
 // lag, connections by role, replication. Called by New once the store, the tables and the servers
 // exist.
 func (b *Broker) registerLiveMetrics(reg prometheus.Registerer) {
-	if b.schedule != nil {
-		addScheduleStats(b.metrics.stats, b.store, b.schedule.Offsets, len(b.schedule.levels))
+	if levels, err := ParseDelayLevels(b.cfg.MessageDelayLevel); err == nil && b.schedule != nil {
+		addScheduleStats(b.metrics.stats, b.store, b.schedule.Offsets, len(levels))
 	}
 	b.metrics.lag = newTopicCollector(b.metrics.flows, b.store, b.offsets.All, b.clock)
 	reg.MustRegister(b.metrics.lag)
