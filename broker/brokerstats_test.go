@@ -129,11 +129,16 @@ func TestViewBrokerStatsDataAndConsumeTps(t *testing.T) {
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
 	require.Contains(t, string(resp.Body), `"GS":[{"consumeTps":0.25,"offsetTable":{`)
 
+	// TOPIC_PUT_NUMS, TOPIC_PUT_SIZE, GROUP_GET_NUMS, GROUP_GET_SIZE, BROKER_PUT_NUMS, BROKER_GET_NUMS.
+	items := func() float64 { return scrapeOf(t, db.b.Registry())["ringmq_broker_stats_items"] }
+	require.Equal(t, 6.0, items())
+
 	// A deleted group's items are gone (RocketMQ's onGroupDeleted).
 	resp = c.Call(codec.NewRequest(codec.RequestDeleteSubscriptionGroup, map[string]string{"groupName": "GS"}, nil))
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
 	resp = viewStats(c, brokerstats.GroupGetNums, "TopicS@GS")
 	require.Equal(t, "The stats <GROUP_GET_NUMS> <TopicS@GS> not exist", resp.Remark)
+	require.Equal(t, 4.0, items())
 }
 
 // javaRuntimeInfoKeys are the keys RocketMQ 4.9.8's broker answers GET_BROKER_RUNTIME_INFO with
