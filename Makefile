@@ -75,13 +75,16 @@ bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
 
 # Broker configurations side by side: starts bin/mqbroker once per configuration (ASYNC mmap,
-# ASYNC transient pool, SYNC per flush backend; gnet and std engines) and the NATS JetStream
+# ASYNC transient pool, SYNC per flush backend; gnet and std engines), the NATS JetStream
 # peer (nats-server with the default sync interval and with sync_interval: always, loaded by
-# `nats bench js pub` of the same shape; built by `make tools`) on loopback with a fresh store
+# `nats bench js pub` of the same shape; built by `make tools`) and the limit, `mqbench
+# null-server` (answers every send at once, stores nothing), on loopback with a fresh store
 # under results/tmp, runs the same load against each in interleaved rounds (3, medians),
-# and writes results/<stamp>/report.html, its BENCHMARKS.md tables and the raw runs.
+# and writes results/<stamp>/report.html, its BENCHMARKS.md tables (with ringmq / limit and
+# every server's and client's CPU per message) and the raw runs.
 # At most 10 minutes; QUICK=1 at most 2.5. POINTS=1x1,4x16,16x32 runs several load points
-# (over budget by default: pair it with fewer SETUPS=a,b). Only WRITE_BENCHMARKS=1 (never with
+# (over budget by default: pair it with fewer SETUPS=a,b); a point e2e@20000 is an open-loop
+# end-to-end run at 20000 msgs/s (mqbench e2e; the null server's open-loop send latency beside it). Only WRITE_BENCHMARKS=1 (never with
 # QUICK=1) replaces the marked section of ./BENCHMARKS.md; the rest of that file is curated.
 # HA=1 then runs the replication benchmark too (scripts/bench-ha.sh: a master and a slave, ASYNC_MASTER
 # vs SYNC_MASTER under both flush types at 1×1, 4×16 and 16×32, replication lag, a 2 GiB catch-up; 3

@@ -211,6 +211,8 @@ type preparedConsume struct {
 	c       *Consumer
 	targets []BrokerQueues
 	conns   []*consumerConn
+	// matches, if set, is told the sequence number of every message received (e2e runs).
+	matches *e2eMatcher
 }
 
 func (c *Consumer) prepare(ctx context.Context, targets []BrokerQueues) (*preparedConsume, error) {
@@ -356,8 +358,16 @@ type consumeRun struct {
 func (r *consumeRun) stopNow() { r.stopOnce.Do(func() { close(r.stop) }) }
 
 func (p *preparedConsume) run(ctx context.Context) (*ConsumeResult, error) {
+	return p.runWith(ctx, nil)
+}
+
+// runWith is run on the shared clock (nil: the run's own).
+func (p *preparedConsume) runWith(ctx context.Context, shared *clock) (*ConsumeResult, error) {
 	c := p.c
 	clk := newClock()
+	if shared != nil {
+		clk = *shared
+	}
 	measureStart := int64(c.cfg.Warmup)
 	c.series = NewSeries()
 	run := &consumeRun{c: c, clk: clk, measureStart: measureStart, stop: make(chan struct{}),
@@ -383,6 +393,7 @@ func (p *preparedConsume) run(ctx context.Context) (*ConsumeResult, error) {
 	var wg sync.WaitGroup
 	for _, cc := range p.conns {
 		cc.run = run
+		cc.matches = p.matches
 		cc.rec = NewRecorder(measureStart, c.series, false)
 		wg.Add(1)
 		go func() {
@@ -552,6 +563,8 @@ type consumerConn struct {
 	failMu     sync.Mutex
 	failErr    error
 	readerDone chan struct{}
+
+	matches *e2eMatcher // nil unless an e2e run
 
 	// reader-owned
 	pulls   int64
@@ -772,9 +785,12 @@ func (cc *consumerConn) consumeBody(q *queueState, body []byte, now int64) {
 		expect = rec.QueueOffset + 1
 		var lat int64
 		if ts, ok := BodyStamp(rec.Body); ok {
-			lat = nowWall - ts
+			lat = e2eLatencyNs(ts, nowWall)
 			if now >= run.measureStart {
 				cc.stamped++
+			}
+			if seq, ok := BodySeq(rec.Body); ok && cc.matches != nil {
+				cc.matches.mark(seq)
 			}
 		} else {
 			lat = nowWall - rec.BornTimestamp*int64(time.Millisecond)

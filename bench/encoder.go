@@ -22,6 +22,7 @@ type encoder struct {
 	uniq     *codec.UniqKeyGenerator
 	lastMs   int64
 	bodyOffs []int // offsets of message bodies in the frame buffer, for stamping
+	written  int64 // messages stamped so far: the next one's sequence number
 
 	// Single messages without tags or keys (the usual load) are sent from a frame
 	// encoded once per queue, with the opaque, bornTimestamp and UNIQ_KEY patched in
@@ -216,12 +217,24 @@ func (e *encoder) encodeRequest(buf []byte, opaque, queue int32, msgs int, now t
 	return buf, nil
 }
 
-// stamp writes the send time into every message body in buf.
+// stamp writes the send time into every message body in buf, and each its sequence
+// number (connection id and count) when the bodies have room.
 func (e *encoder) stamp(buf []byte, unixNanos int64) {
+	e.stampRange(buf, 0, len(e.bodyOffs), unixNanos)
+}
+
+// stampRange stamps the bodies from..to-1 of buf (in the order they were appended) with
+// one send time and the next sequence numbers.
+func (e *encoder) stampRange(buf []byte, from, to int, unixNanos int64) {
 	if e.cfg.MessageBytes < BodyStampBytes {
+		e.written += int64(to - from)
 		return
 	}
-	for _, o := range e.bodyOffs {
+	for _, o := range e.bodyOffs[from:to] {
 		stampBody(buf[o:o+BodyStampBytes], unixNanos)
+		if e.cfg.MessageBytes >= BodySeqBytes {
+			stampBodySeq(buf[o:o+BodySeqBytes], bodySeq(e.connID, e.written))
+		}
+		e.written++
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -289,7 +290,8 @@ func runNATS(ctx context.Context, cfg *SuiteConfig, pr PlannedRun, dir, storeDir
 	client := &http.Client{Timeout: 2 * time.Second}
 	deadline := time.Now().Add(cfg.BrokerStartTimeout)
 	for {
-		if _, err := jszMessages(ctx, client, httpBase); err == nil {
+		// The monitor can answer before the client port accepts (JetStream still starting).
+		if _, err := jszMessages(ctx, client, httpBase); err == nil && acceptsTCP(fmt.Sprintf("127.0.0.1:%d", ports[0])) {
 			break
 		}
 		select {
@@ -311,10 +313,53 @@ func runNATS(ctx context.Context, cfg *SuiteConfig, pr PlannedRun, dir, storeDir
 	size := cfg.Load.MessageBytes
 	maxBytes := natsStreamMaxBytes(absStore)
 	rec := NewRunRecord(pr.Name, "produce", started)
+	recordConfig := func() {
+		rec.Config["setup"] = pr.Setup.Name
+		rec.Config["round"] = strconv.Itoa(pr.Round)
+		rec.Config["peer"] = PeerNATS
+		rec.Config["size"] = strconv.Itoa(size)
+		rec.Config["nats_server_conf"] = strings.TrimSpace(strings.ReplaceAll(conf, absStore, "<store>"))
+		rec.Config["nats_server_version"] = toolVersion(ctx, cfg.NATSServerBin, "--version")
+		rec.Machine = DescribeMachine(ctx, storeDir)
+	}
+	if pr.Point.E2ERate > 0 {
+		// An e2e point: mqbench's own NATS client (RunNATSE2E), not nats bench.
+		ecfg := NATSE2EConfig{URL: url, Stream: "MQBENCH_E2E", Subject: natsSubject, Conns: cfg.Load.Conns, Inflight: cfg.Load.Inflight,
+			Rate: pr.Point.E2ERate, MessageBytes: size, Duration: cfg.Load.Duration, Warmup: cfg.Load.Warmup, Count: cfg.Load.Count,
+			ConsumeConns: max(cfg.ConsumeConns, 1), Tick: cfg.Load.Tick, DrainTimeout: cfg.Load.DrainTimeout, DialTimeout: cfg.Load.DialTimeout}
+		serverStart := markServerCPU(srv.Process.Pid)
+		res, runErr := RunNATSE2E(ctx, ecfg, logger)
+		var serverCPU *ClientCPU
+		if res != nil {
+			serverCPU = serverCPUSince(srv.Process.Pid, serverStart, res.Produce.Acked)
+		}
+		stopErr := stop()
+		rec.Finished = time.Now()
+		if runErr != nil || stopErr != nil {
+			return nil, errors.Join(runErr, stopErr)
+		}
+		recordConfig()
+		rec.Mode = "e2e"
+		rec.Config["conns"] = strconv.Itoa(ecfg.Conns)
+		rec.Config["inflight"] = strconv.Itoa(ecfg.Inflight)
+		rec.Config["rate"] = strconv.FormatFloat(ecfg.Rate, 'g', -1, 64)
+		rec.Config["nats_client"] = "mqbench e2e --nats-url (nats.go): async publish, durable pull consumer from the stream's end"
+		load := cfg.Load
+		load.Rate = ecfg.Rate
+		rec.SetProduce(&load, res.Produce)
+		rec.Results.Produce.ServerCPU = serverCPU
+		rec.SetConsume(res.Consume)
+		rec.SetE2E(res)
+		if err := WriteRun(dir, rec, res.Produce, res.Consume); err != nil {
+			return nil, err
+		}
+		return rec, nil
+	}
 	var samples []natsSample
 	var pts []ThroughputPoint
 	var measuredArgs []string
 	var measured natsBenchRun
+	var serverStart, serverEnd serverCPUMark
 	runErr := func() error {
 		// Warm-up and calibration.
 		warm := max(cfg.Load.Warmup, natsWarmupFloor)
@@ -353,7 +398,9 @@ func runNATS(ctx context.Context, cfg *SuiteConfig, pr PlannedRun, dir, storeDir
 			})
 		}()
 		var benchErr error
+		serverStart = markServerCPU(srv.Process.Pid)
 		measured, benchErr = runNATSBench(ctx, cfg, measuredArgs, out)
+		serverEnd = markServerCPU(srv.Process.Pid)
 		close(samplerStop)
 		<-samplerDone
 		if benchErr != nil {
@@ -369,17 +416,11 @@ func runNATS(ctx context.Context, cfg *SuiteConfig, pr PlannedRun, dir, storeDir
 	}
 	msgs, secs, rate, lat := natsTotals(samples)
 	rec.Command = append([]string{filepath.Base(cfg.NATSBin)}, measuredArgs...)
-	rec.Config["setup"] = pr.Setup.Name
-	rec.Config["round"] = strconv.Itoa(pr.Round)
-	rec.Config["peer"] = PeerNATS
+	recordConfig()
 	rec.Config["conns"] = strconv.Itoa(pr.Point.Conns)
 	rec.Config["inflight"] = strconv.Itoa(pr.Point.Inflight)
-	rec.Config["size"] = strconv.Itoa(size)
-	rec.Config["nats_server_conf"] = strings.TrimSpace(strings.ReplaceAll(conf, absStore, "<store>"))
 	rec.Config["nats_bench"] = strings.Join(rec.Command, " ")
-	rec.Config["nats_server_version"] = toolVersion(ctx, cfg.NATSServerBin, "--version")
 	rec.Config["natscli_version"] = toolVersion(ctx, cfg.NATSBin, "--version")
-	rec.Machine = DescribeMachine(ctx, storeDir)
 	ps := &ProduceSummary{Sent: msgs, Acked: msgs, Bytes: msgs * int64(size), Secs: secs, MsgsPerSec: rate}
 	if secs > 0 {
 		ps.MBPerSec = float64(ps.Bytes) / 1e6 / secs
@@ -388,6 +429,8 @@ func runNATS(ctx context.Context, cfg *SuiteConfig, pr PlannedRun, dir, storeDir
 	// milliseconds of a run of seconds).
 	c := newClientCPU(measured.cpu, measured.wall, msgs, runtime.NumCPU())
 	ps.ClientCPU = &c
+	// The server's: nats-server's CPU over the same run.
+	ps.ServerCPU = serverCPUBetween(serverStart, serverEnd, msgs)
 	if pr.Point.Inflight == 1 {
 		ps.Latency = lat // per message
 	} else if lat.Count > 0 {
@@ -406,6 +449,16 @@ func runNATS(ctx context.Context, cfg *SuiteConfig, pr PlannedRun, dir, storeDir
 	}
 	logger.Debug("nats run", "setup", pr.Setup.Name, "msgs", msgs, "secs", secs)
 	return rec, nil
+}
+
+// acceptsTCP reports whether addr accepts a connection now.
+func acceptsTCP(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	_ = c.Close()
+	return true
 }
 
 // natsBenchRun is what one `nats bench` process cost: its CPU (user + system, from its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -73,21 +74,32 @@ func TestDurablePairsSetupsWithTheirPeer(t *testing.T) {
 }
 
 func TestParsePointsAndPlanNames(t *testing.T) {
-	pts, err := ParsePoints("1x1, 4x16,16x32")
+	pts, err := ParsePoints("1x1, 4x16,16x32,e2e@20000")
 	require.NoError(t, err)
-	require.Equal(t, []Point{{1, 1}, {4, 16}, {16, 32}}, pts)
-	for _, bad := range []string{"", "4", "4x", "0x1", "1x0", "ax2", "1x1,"} {
+	require.Equal(t, []Point{{Conns: 1, Inflight: 1}, {Conns: 4, Inflight: 16}, {Conns: 16, Inflight: 32}, {E2ERate: 20000}}, pts)
+	require.Equal(t, "e2e@20000", pts[3].String())
+	for _, bad := range []string{"", "4", "4x", "0x1", "1x0", "ax2", "1x1,", "e2e@", "e2e@0", "e2e@-5", "e2e@x", "e2e@+Inf"} {
 		_, err := ParsePoints(bad)
 		require.ErrorIs(t, err, ErrConfig, bad)
 	}
-	plan := PlanPoints([]BrokerSetup{{Name: "a"}, {Name: "b"}}, []Point{{1, 1}, {4, 16}}, 2)
+	plan := PlanPoints([]BrokerSetup{{Name: "a"}, {Name: "b"}}, []Point{{Conns: 1, Inflight: 1}, {Conns: 4, Inflight: 16}}, 2)
 	var names []string
 	for _, p := range plan {
 		names = append(names, p.Name)
 	}
 	require.Equal(t, []string{"a@1x1", "b@1x1", "a@4x16", "b@4x16", "b@1x1", "a@1x1", "b@4x16", "a@4x16"}, names)
-	one := PlanPoints([]BrokerSetup{{Name: "a"}}, []Point{{4, 16}}, 1)
+	one := PlanPoints([]BrokerSetup{{Name: "a"}}, []Point{{Conns: 4, Inflight: 16}}, 1)
 	require.Equal(t, "a", one[0].Name, "one point: the setup's name alone")
+	// Every setup runs e2e points too.
+	names = nil
+	setups := append(append([]BrokerSetup{{Name: "a"}}, NATSSetups()[0]), NullSetups()...)
+	for _, p := range PlanPoints(setups, []Point{{Conns: 4, Inflight: 16}, {E2ERate: 20000}}, 1) {
+		names = append(names, p.Name)
+	}
+	require.Equal(t, []string{"a@4x16", "nats-js-async@4x16", "null-server@4x16", "a@e2e@20000", "nats-js-async@e2e@20000", "null-server@e2e@20000"}, names)
+	sorted := []Point{{E2ERate: 20000}, {Conns: 16, Inflight: 32}, {E2ERate: 5000}, {Conns: 4, Inflight: 16}, {Conns: 4, Inflight: 8}}
+	slices.SortFunc(sorted, ComparePoints)
+	require.Equal(t, []Point{{Conns: 4, Inflight: 8}, {Conns: 4, Inflight: 16}, {Conns: 16, Inflight: 32}, {E2ERate: 5000}, {E2ERate: 20000}}, sorted)
 }
 
 // The NATS peer end to end with the real nats-server and nats (built by `make tools`;
@@ -104,19 +116,26 @@ func TestRunSuiteWithNATSPeer(t *testing.T) {
 	cfg.ResultsDir = t.TempDir()
 	cfg.Setups = NATSSetups()
 	cfg.Rounds = 1
-	cfg.Points = []Point{{Conns: 2, Inflight: 4}, {Conns: 1, Inflight: 1}}
+	cfg.Points = []Point{{Conns: 2, Inflight: 4}, {Conns: 1, Inflight: 1}, {E2ERate: 4000}}
 	cfg.Load.MessageBytes = 64
 	cfg.Load.Duration, cfg.Load.Count, cfg.Load.Warmup = 0, 200, 0
 	cfg.Stamp = "stamp"
 	res, err := RunSuite(context.Background(), cfg, nil)
 	require.NoError(t, err)
-	require.Len(t, res.Runs, 4)
+	require.Len(t, res.Runs, 6)
 	for _, r := range res.Runs {
 		require.NoError(t, r.Err, r.Name)
 		rec, err := ReadRunRecord(r.Dir)
 		require.NoError(t, err)
 		require.Equal(t, r.Name, rec.Name)
 		p := rec.Results.Produce
+		require.NotNil(t, p.ServerCPU, "nats-server's CPU")
+		if r.Point.E2ERate > 0 {
+			require.Equal(t, "e2e", rec.Mode)
+			require.Equal(t, &E2ESummary{Written: 200, Matched: 200}, rec.Results.E2E, r.Name)
+			require.EqualValues(t, 200, rec.Results.Consume.Latency.Count)
+			continue
+		}
 		require.EqualValues(t, 200, p.Acked, r.Name)
 		require.Positive(t, p.MsgsPerSec)
 		require.Equal(t, PeerNATS, rec.Config["peer"])

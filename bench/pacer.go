@@ -146,40 +146,45 @@ const coarseSleepNs = int64(3 * time.Millisecond)
 // After a stop it makes one last pass, so messages that were due by then and have a slot
 // still go out.
 func (r *produceRun) pace(lanes []paceLane) {
-	tick := r.p.cfg.Tick
+	runPacer(r.clk, r.stop, r.p.cfg.Tick, lanes)
+}
+
+// runPacer paces lanes on clk (tick 0: DefaultTick) until every lane is done or stop is
+// closed, then makes one last pass.
+func runPacer(clk clock, stop <-chan struct{}, tick time.Duration, lanes []paceLane) {
 	if tick == 0 {
 		tick = DefaultTick
 	}
-	precise := newPreciseSleeper(r.clk)
+	precise := newPreciseSleeper(clk)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
 	sleepUntil := func(untilNs int64) bool {
 		for {
 			select {
-			case <-r.stop:
+			case <-stop:
 				return false
 			default:
 			}
-			wait := untilNs - r.clk.now()
+			wait := untilNs - clk.now()
 			if wait <= 0 {
 				return true
 			}
 			if wait <= coarseSleepNs {
-				precise.sleep(r.clk, untilNs)
+				precise.sleep(clk, untilNs)
 				continue // check stop once more
 			}
 			timer.Reset(time.Duration(wait - coarseSleepNs + int64(time.Millisecond)))
 			select {
 			case <-timer.C:
-			case <-r.stop:
+			case <-stop:
 				return false
 			}
 		}
 	}
-	p := newPacer(tick, lanes, r.clk.now, sleepUntil)
+	p := newPacer(tick, lanes, clk.now, sleepUntil)
 	p.run()
-	p.pass(r.clk.now())
+	p.pass(clk.now())
 }
 
 // sleepPortable sleeps until the run clock reaches untilNs with the Go runtime's timers.

@@ -150,10 +150,13 @@ type ProduceResult struct {
 	Errors       int64
 	ErrorsByCode map[string]int64
 	WarmupMsgs   int64
-	Bytes        int64         // body bytes acknowledged (written, for oneway)
-	Elapsed      time.Duration // measurement start to the last completion (or the last write, oneway)
-	Latency      LatencySummary
-	Service      *LatencySummary // open-loop runs: service time, from the actual write
+	// Written is every message written, warm-up included: each carries its own sequence
+	// number (BodySeq) when the body has room, so that consumers can match them.
+	Written int64
+	Bytes   int64         // body bytes acknowledged (written, for oneway)
+	Elapsed time.Duration // measurement start to the last completion (or the last write, oneway)
+	Latency LatencySummary
+	Service *LatencySummary // open-loop runs: service time, from the actual write
 	// LatencyHist (ns) is the send latency (from the intended time in open-loop runs);
 	// ServiceHist (ns) the service time of open-loop runs, else nil.
 	LatencyHist *hdrhistogram.Histogram
@@ -240,6 +243,12 @@ func (p *Producer) Run(ctx context.Context) (*ProduceResult, error) {
 }
 
 func (p *Producer) run(ctx context.Context, targets []BrokerQueues) (*ProduceResult, error) {
+	return p.runWith(ctx, targets, nil)
+}
+
+// runWith is run on the shared clock (nil: the run's own, started after dialing): a
+// producer and consumers in one process stamp and read on one monotonic clock.
+func (p *Producer) runWith(ctx context.Context, targets []BrokerQueues, shared *clock) (*ProduceResult, error) {
 	p.log.Info("produce", "targets", fmt.Sprint(targets), "conns", p.cfg.Conns, "inflight", p.cfg.Inflight,
 		"size", p.cfg.MessageBytes, "batch", p.cfg.Batch, "rate", p.cfg.Rate, "oneway", p.cfg.Oneway)
 	conns, err := p.dial(ctx, targets)
@@ -247,6 +256,9 @@ func (p *Producer) run(ctx context.Context, targets []BrokerQueues) (*ProduceRes
 		return nil, err
 	}
 	clk := newClock()
+	if shared != nil {
+		clk = *shared
+	}
 	measureStart := int64(p.cfg.Warmup)
 	p.series = NewSeries()
 	run := &produceRun{
@@ -338,6 +350,9 @@ func (p *Producer) run(ctx context.Context, targets []BrokerQueues) (*ProduceRes
 	<-samplerDone
 	res, err := p.result(targets, conns, clk, measureStart)
 	if res != nil {
+		for _, c := range conns {
+			res.Written += c.snd.enc.written
+		}
 		msgs := res.Acked
 		if p.cfg.Oneway {
 			msgs = res.Sent
@@ -699,7 +714,18 @@ func (c *producerConn) flush() bool {
 	s := &c.snd
 	run := c.run
 	sentNs := run.clk.now()
-	s.enc.stamp(s.buf, run.clk.wall(sentNs))
+	if run.p.cfg.Rate > 0 {
+		// Open loop: each body carries its request's intended send time, the origin of
+		// its send latency too, so that end-to-end latency counts the generator's own
+		// lateness the same way.
+		k := 0
+		for _, b := range s.pending {
+			s.enc.stampRange(s.buf, k, k+int(b.msgs), run.clk.wall(min(b.intended, sentNs)))
+			k += int(b.msgs)
+		}
+	} else {
+		s.enc.stamp(s.buf, run.clk.wall(sentNs))
+	}
 	var oneway int64
 	for _, b := range s.pending {
 		if b.intended >= run.measureStart {

@@ -49,7 +49,7 @@ const (
 type RunRecord struct {
 	Schema   int               `json:"schema"`
 	Name     string            `json:"name"` // label in reports (--name; default: mode and time)
-	Mode     string            `json:"mode"` // produce, consume or mixed
+	Mode     string            `json:"mode"` // produce, consume, mixed or e2e
 	Command  []string          `json:"command,omitempty"`
 	Started  time.Time         `json:"started"`
 	Finished time.Time         `json:"finished"`
@@ -65,7 +65,17 @@ type RunRecord struct {
 // Results holds a summary per role.
 type Results struct {
 	Produce *ProduceSummary `json:"produce,omitempty"`
-	Consume *ConsumeSummary `json:"consume,omitempty"`
+	Consume *ConsumeSummary `json:"consume,omitempty"` // in an e2e run its latency is end to end
+	E2E     *E2ESummary     `json:"e2e,omitempty"`
+}
+
+// E2ESummary is how an end-to-end run's messages matched (see E2EResult).
+type E2ESummary struct {
+	Written    int64 `json:"written"`
+	Matched    int64 `json:"matched"`
+	Missing    int64 `json:"missing"`
+	Duplicates int64 `json:"duplicates"`
+	Foreign    int64 `json:"foreign"`
 }
 
 // ProduceSummary is the produce part of a run record.
@@ -88,6 +98,9 @@ type ProduceSummary struct {
 	ServiceHgrm  string           `json:"service_hgrm_file,omitempty"`
 	ConnErrors   []string         `json:"conn_errors,omitempty"`
 	ClientCPU    *ClientCPU       `json:"client_cpu,omitempty"`
+	// ServerCPU is the server process's CPU over the measurement (the suite reads it from
+	// /proc/<pid>/stat; absent when mqbench did not start the server).
+	ServerCPU *ClientCPU `json:"server_cpu,omitempty"`
 }
 
 // ConsumeSummary is the consume part of a run record.
@@ -140,6 +153,12 @@ func (r *RunRecord) SetProduce(cfg *ProducerConfig, res *ProduceResult) {
 		s.ServiceHgrm = ProduceServiceHgrm
 	}
 	r.Results.Produce = s
+}
+
+// SetE2E records how an end-to-end run's messages matched.
+func (r *RunRecord) SetE2E(res *E2EResult) {
+	r.Results.E2E = &E2ESummary{Written: res.Written, Matched: res.Matched, Missing: res.Missing,
+		Duplicates: res.Duplicates, Foreign: res.Foreign}
 }
 
 // SetConsume fills the consume summary from a result (nil: none).

@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -12,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -21,7 +24,7 @@ import (
 type BrokerSetup struct {
 	Name  string
 	Flags []string
-	// Peer is "" for ringmq (bin/mqbroker with Flags) or PeerNATS.
+	// Peer is "" for ringmq (bin/mqbroker with Flags), PeerNATS or PeerNull.
 	Peer string
 	// SyncAlways (NATS) stores with sync_interval: always, the peer of SYNC_FLUSH.
 	SyncAlways bool
@@ -36,19 +39,60 @@ func (s BrokerSetup) Durable() bool {
 	return slices.Contains(s.Flags, "--flushDiskType=SYNC_FLUSH")
 }
 
-// Point is one load shape: connections × requests in flight per connection.
+// PeerNull names the null server in BrokerSetup.Peer: `mqbench null-server`, the limit
+// every other row is measured against.
+const PeerNull = "null"
+
+// NullSetups is the null server's setup: one, the same for ASYNC and SYNC points (it
+// acknowledges at once either way).
+func NullSetups() []BrokerSetup {
+	return []BrokerSetup{{Name: "null-server", Peer: PeerNull}}
+}
+
+// Point is one load shape: connections × requests in flight per connection, closed
+// loop; or, with E2ERate > 0, an end-to-end point: open loop at that many messages per
+// second (on the suite's connections and in-flight bound, Conns and Inflight 0) with
+// consumers pulling the same topic (RunE2E; RunNATSE2E for NATS). The null server runs
+// an e2e point as an open-loop produce at the same rate (its send latency is the floor).
 type Point struct {
 	Conns    int
 	Inflight int
+	E2ERate  float64
 }
 
-func (p Point) String() string { return fmt.Sprintf("%dx%d", p.Conns, p.Inflight) }
+func (p Point) String() string {
+	if p.E2ERate > 0 {
+		return "e2e@" + strconv.FormatFloat(p.E2ERate, 'f', -1, 64)
+	}
+	return fmt.Sprintf("%dx%d", p.Conns, p.Inflight)
+}
 
-// ParsePoints parses "1x1,4x16,16x32".
+// ComparePoints orders points for tables: closed-loop points by connections, then in
+// flight; e2e points after them, by rate.
+func ComparePoints(a, b Point) int {
+	e2e := func(p Point) int {
+		if p.E2ERate > 0 {
+			return 1
+		}
+		return 0
+	}
+	return cmp.Or(cmp.Compare(e2e(a), e2e(b)), cmp.Compare(a.Conns, b.Conns),
+		cmp.Compare(a.Inflight, b.Inflight), cmp.Compare(a.E2ERate, b.E2ERate))
+}
+
+// ParsePoints parses "1x1,4x16,16x32,e2e@20000".
 func ParsePoints(s string) ([]Point, error) {
 	var out []Point
 	for f := range strings.SplitSeq(s, ",") {
 		f = strings.TrimSpace(f)
+		if r, ok := strings.CutPrefix(f, "e2e@"); ok {
+			rate, err := strconv.ParseFloat(r, 64)
+			if err != nil || !(rate > 0) || math.IsInf(rate, 0) {
+				return nil, fmt.Errorf("%w: point %q is not e2e@RATE with RATE > 0 messages per second", ErrConfig, f)
+			}
+			out = append(out, Point{E2ERate: rate})
+			continue
+		}
 		c, w, ok := strings.Cut(f, "x")
 		conns, err1 := strconv.Atoi(c)
 		inflight, err2 := strconv.Atoi(w)
@@ -178,6 +222,9 @@ type SuiteConfig struct {
 	// NATSServerBin and NATSBin are nats-server and natscli's nats, for PeerNATS setups.
 	NATSServerBin string
 	NATSBin       string
+	// NullServerBin is the mqbench binary, started as `mqbench null-server` for PeerNull
+	// setups (its own process, so its CPU is its own).
+	NullServerBin string
 }
 
 // points is the plan's load shapes.
@@ -188,8 +235,9 @@ func (c *SuiteConfig) points() []Point {
 	return []Point{{Conns: c.Load.Conns, Inflight: c.Load.Inflight}}
 }
 
-// DefaultSuiteConfig is `make bench-report`: every setup of DefaultMatrix and the NATS
-// JetStream peer (NATSSetups, binaries from `make tools`), 3 rounds of 4 × 16 in flight,
+// DefaultSuiteConfig is `make bench-report`: every setup of DefaultMatrix, the NATS
+// JetStream peer (NATSSetups, binaries from `make tools`) and the null server (the
+// limit, NullSetups), 3 rounds of 4 × 16 in flight,
 // 1 KiB messages for 12 s after 2 s warm-up, 5 s of read-back, within 10 minutes. quick
 // (QUICK=1) shortens it to fit 2.5 minutes: 2 s after 0.5 s warm-up, no read-back.
 func DefaultSuiteConfig(quick bool) SuiteConfig {
@@ -203,7 +251,7 @@ func DefaultSuiteConfig(quick bool) SuiteConfig {
 	cfg := SuiteConfig{
 		BrokerBin:          "bin/mqbroker",
 		ResultsDir:         "results",
-		Setups:             append(DefaultMatrix(), NATSSetups()...),
+		Setups:             append(append(DefaultMatrix(), NATSSetups()...), NullSetups()...),
 		Rounds:             3,
 		Load:               load,
 		ConsumeDuration:    5 * time.Second,
@@ -214,6 +262,7 @@ func DefaultSuiteConfig(quick bool) SuiteConfig {
 		BrokerStopTimeout:  20 * time.Second,
 		NATSServerBin:      "bin/tools/nats-server",
 		NATSBin:            "bin/tools/nats",
+		NullServerBin:      "bin/mqbench",
 	}
 	if quick {
 		cfg.Load.Duration = 2 * time.Second
@@ -258,11 +307,21 @@ func (c *SuiteConfig) Validate() error {
 			if c.NATSServerBin == "" || c.NATSBin == "" {
 				return fmt.Errorf("%w: setup %s needs NATSServerBin and NATSBin (--nats-bin-dir)", ErrConfig, s.Name)
 			}
+		case PeerNull:
+			if c.NullServerBin == "" {
+				return fmt.Errorf("%w: setup %s needs NullServerBin (the mqbench binary)", ErrConfig, s.Name)
+			}
 		default:
 			return fmt.Errorf("%w: setup %s: unknown peer %q", ErrConfig, s.Name, s.Peer)
 		}
 	}
 	for _, p := range c.Points {
+		if p.E2ERate > 0 {
+			if c.Load.MessageBytes < BodySeqBytes || c.Load.Batch != 1 {
+				return fmt.Errorf("%w: point %v needs single messages of at least %d bytes", ErrConfig, p, BodySeqBytes)
+			}
+			continue
+		}
 		if p.Conns < 1 || p.Inflight < 1 {
 			return fmt.Errorf("%w: point %v: connections and in flight must be ≥ 1", ErrConfig, p)
 		}
@@ -330,7 +389,7 @@ func RunSuite(ctx context.Context, cfg SuiteConfig, logger *slog.Logger) (*Suite
 	defer func() { res.LoadAvgAfter = LoadAverage() }()
 	plan := PlanPoints(cfg.Setups, cfg.points(), cfg.Rounds)
 	// Until a run has been timed, assume start + warm-up + load + read-back + stop.
-	estimate := suiteRunOverhead + cfg.Load.Warmup + cfg.Load.Duration + cfg.ConsumeDuration
+	estimate := cfg.RunEstimate(BrokerSetup{})
 	timed := false
 	for i, pr := range plan {
 		if ctx.Err() != nil {
@@ -368,6 +427,17 @@ func RunSuite(ctx context.Context, cfg SuiteConfig, logger *slog.Logger) (*Suite
 	return res, nil
 }
 
+// RunEstimate is how long a run of setup is assumed to take before one has been timed:
+// start, warm-up, load, read-back (ringmq only: the peers keep nothing to read or are
+// read by their own tools) and stop.
+func (c *SuiteConfig) RunEstimate(setup BrokerSetup) time.Duration {
+	d := suiteRunOverhead + c.Load.Warmup + c.Load.Duration
+	if setup.Peer == "" {
+		d += c.ConsumeDuration
+	}
+	return d
+}
+
 // suiteRunOverhead is what a run costs besides its load: starting the broker until it
 // serves routes, draining the last responses, and the clean shutdown (final flush).
 const suiteRunOverhead = 2500 * time.Millisecond
@@ -392,7 +462,12 @@ func runOne(ctx context.Context, cfg *SuiteConfig, pr PlannedRun, dir, storeDir 
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	defer logFile.Close()
-	bp, err := startBroker(ctx, cfg, pr.Setup, storeDir, logFile)
+	var bp *brokerProcess
+	if pr.Setup.Peer == PeerNull {
+		bp, err = startNullServerProcess(ctx, cfg, pr.Setup, logFile)
+	} else {
+		bp, err = startBroker(ctx, cfg, pr.Setup, storeDir, logFile)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -403,37 +478,77 @@ func runOne(ctx context.Context, cfg *SuiteConfig, pr PlannedRun, dir, storeDir 
 	if pr.Point.Conns > 0 {
 		load.Conns, load.Inflight = pr.Point.Conns, pr.Point.Inflight
 	}
+	if pr.Point.E2ERate > 0 {
+		load.Rate = pr.Point.E2ERate
+	}
 	rec.Config["setup"] = pr.Setup.Name
 	rec.Config["round"] = strconv.Itoa(pr.Round)
 	rec.Config["broker_flags"] = strings.Join(bp.args, " ")
+	if pr.Setup.Peer != "" {
+		rec.Config["peer"] = pr.Setup.Peer
+	}
 	for k, v := range LoadConfigMap(&load) {
 		rec.Config[k] = v
 	}
 	rec.Machine = DescribeMachine(ctx, storeDir)
 
-	watcher := NewMetricsWatcher(bp.metricsAddr, "", "", "")
+	var watcher *MetricsWatcher
+	if bp.metricsAddr != "" {
+		watcher = NewMetricsWatcher(bp.metricsAddr, "", "", "")
+	}
+	pid := bp.cmd.Process.Pid
+	var serverStart serverCPUMark
+	var startOnce sync.Once // an e2e run's producer and consumer both start
 	hooks := Hooks{Started: func(string) {
-		if err := watcher.Start(ctx); err != nil {
-			logger.Warn("broker metrics unavailable", "err", err)
-		}
+		startOnce.Do(func() {
+			serverStart = markServerCPU(pid)
+			if watcher == nil {
+				return
+			}
+			if err := watcher.Start(ctx); err != nil {
+				logger.Warn("broker metrics unavailable", "err", err)
+			}
+		})
 	}}
 	var pres *ProduceResult
 	var cres *ConsumeResult
+	var e2e *E2EResult
+	var serverCPU *ClientCPU
 	runErr := func() error {
-		p, err := NewProducer(load, logger, hooks)
-		if err != nil {
-			return err
+		if pr.Point.E2ERate > 0 && pr.Setup.Peer == "" {
+			// Produce open loop and pull at once; server CPU covers both.
+			ccfg := DefaultConsumerConfig()
+			ccfg.Namesrv, ccfg.Topic, ccfg.Group = bp.namesrvAddr, load.Topic, "mqbench_e2e"
+			ccfg.Conns, ccfg.From = max(cfg.ConsumeConns, 1), FromLast
+			var err error
+			e2e, err = RunE2E(ctx, E2EConfig{Producer: load, Consumer: ccfg, DrainTimeout: load.DrainTimeout}, logger, hooks)
+			if e2e != nil {
+				pres, cres = e2e.Produce, e2e.Consume
+			}
+			if err != nil {
+				return err
+			}
+		} else {
+			// A closed-loop point, or the null server's open-loop send latency at an e2e
+			// point's rate (it keeps nothing to consume).
+			p, err := NewProducer(load, logger, hooks)
+			if err != nil {
+				return err
+			}
+			if pres, err = p.Run(ctx); err != nil {
+				return err
+			}
 		}
-		if pres, err = p.Run(ctx); err != nil {
-			return err
+		serverCPU = serverCPUSince(pid, serverStart, pres.Acked)
+		if watcher != nil {
+			bm, err := watcher.Finish(ctx)
+			if err != nil {
+				logger.Warn("broker metrics unavailable", "err", err)
+			}
+			rec.Broker = bm
 		}
-		bm, err := watcher.Finish(ctx)
-		if err != nil {
-			logger.Warn("broker metrics unavailable", "err", err)
-		}
-		rec.Broker = bm
-		if cfg.ConsumeDuration <= 0 {
-			return nil
+		if cfg.ConsumeDuration <= 0 || pr.Setup.Peer == PeerNull || pr.Point.E2ERate > 0 {
+			return nil // the null server keeps nothing to read back; an e2e run has read
 		}
 		ccfg := DefaultConsumerConfig()
 		ccfg.Namesrv, ccfg.Topic, ccfg.Group = bp.namesrvAddr, load.Topic, "mqbench_suite"
@@ -454,7 +569,13 @@ func runOne(ctx context.Context, cfg *SuiteConfig, pr PlannedRun, dir, storeDir 
 		return nil, errors.Join(runErr, stopErr)
 	}
 	rec.SetProduce(&load, pres)
-	if cres != nil {
+	rec.Results.Produce.ServerCPU = serverCPU
+	switch {
+	case e2e != nil:
+		rec.Mode = "e2e"
+		rec.SetConsume(cres)
+		rec.SetE2E(e2e)
+	case cres != nil:
 		rec.Mode = "produce+consume"
 		rec.SetConsume(cres)
 	}
@@ -516,6 +637,19 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
+// startNullServerProcess starts `mqbench null-server` on a free loopback port (it is its
+// own name server) and waits until it serves routes.
+func startNullServerProcess(ctx context.Context, cfg *SuiteConfig, setup BrokerSetup, log *os.File) (*brokerProcess, error) {
+	ports, err := freePorts(1)
+	if err != nil {
+		return nil, err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	bp := &brokerProcess{brokerAddr: addr, namesrvAddr: addr, exited: make(chan struct{}),
+		args: []string{"null-server", "--listen=" + addr, "--log-level=warn"}}
+	return bp, bp.start(ctx, cfg, setup, cfg.NullServerBin, nil, log)
+}
+
 // startBroker starts the broker with the setup's flags on free loopback ports and waits
 // until its embedded name server answers a route for TBW102 with a writable master.
 func startBroker(ctx context.Context, cfg *SuiteConfig, setup BrokerSetup, storeDir string, log *os.File) (*brokerProcess, error) {
@@ -539,11 +673,17 @@ func startBroker(ctx context.Context, cfg *SuiteConfig, setup BrokerSetup, store
 		"--metricsAddr=" + bp.metricsAddr,
 		"--mappedFileSizeCommitLog=" + strconv.FormatInt(cfg.CommitLogBytes, 10),
 	}, setup.Flags...)
-	bp.cmd = exec.Command(cfg.BrokerBin, bp.args...)
+	return bp, bp.start(ctx, cfg, setup, cfg.BrokerBin, cfg.BrokerEnv, log)
+}
+
+// start runs bin with bp.args (env added to the environment) and waits until bp's name
+// server answers a route for TBW102 with a writable master.
+func (bp *brokerProcess) start(ctx context.Context, cfg *SuiteConfig, setup BrokerSetup, bin string, env []string, log *os.File) error {
+	bp.cmd = exec.Command(bin, bp.args...)
 	bp.cmd.Stdout, bp.cmd.Stderr = log, log
-	bp.cmd.Env = append(os.Environ(), cfg.BrokerEnv...)
+	bp.cmd.Env = append(os.Environ(), env...)
 	if err := bp.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("%w: start %s: %w", ErrBroker, cfg.BrokerBin, err)
+		return fmt.Errorf("%w: start %s: %w", ErrBroker, bin, err)
 	}
 	go func() {
 		bp.waitErr = bp.cmd.Wait()
@@ -553,19 +693,19 @@ func startBroker(ctx context.Context, cfg *SuiteConfig, setup BrokerSetup, store
 	for {
 		rd, err := fetchRoute(ctx, bp.namesrvAddr, autoCreateTemplateTopic, time.Second)
 		if err == nil && len(routeQueues(rd, permWrite, 0)) > 0 {
-			return bp, nil
+			return nil
 		}
 		select {
 		case <-bp.exited:
-			return nil, fmt.Errorf("%w: %s exited during start (%v); see %s", ErrBroker, setup.Name, bp.waitErr, log.Name())
+			return fmt.Errorf("%w: %s exited during start (%v); see %s", ErrBroker, setup.Name, bp.waitErr, log.Name())
 		case <-ctx.Done():
 			_ = bp.stop(cfg.BrokerStopTimeout)
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			_ = bp.stop(cfg.BrokerStopTimeout)
-			return nil, fmt.Errorf("%w: %s did not serve routes within %v (last: %v); see %s", ErrBroker, setup.Name, cfg.BrokerStartTimeout, err, log.Name())
+			return fmt.Errorf("%w: %s did not serve routes within %v (last: %v); see %s", ErrBroker, setup.Name, cfg.BrokerStartTimeout, err, log.Name())
 		}
 	}
 }

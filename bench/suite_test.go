@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ringmq/ringmq/internal/testutil"
 )
 
 // fakeBrokerEnv makes the test binary act as mqbroker (fakeBrokerMain) so the suite's
@@ -111,14 +113,16 @@ func TestDefaultSuiteFitsBudget(t *testing.T) {
 	for _, quick := range []bool{false, true} {
 		cfg := DefaultSuiteConfig(quick)
 		require.NoError(t, cfg.Validate())
-		runs := len(Plan(cfg.Setups, cfg.Rounds))
 		require.GreaterOrEqual(t, cfg.Rounds, 3)
-		perRun := suiteRunOverhead + cfg.Load.Warmup + cfg.Load.Duration + cfg.ConsumeDuration
-		require.LessOrEqual(t, time.Duration(runs)*perRun, cfg.Budget, "quick=%v", quick)
+		var total time.Duration
+		for _, pr := range Plan(cfg.Setups, cfg.Rounds) {
+			total += cfg.RunEstimate(pr.Setup)
+		}
+		require.LessOrEqual(t, total, cfg.Budget, "quick=%v", quick)
 	}
 	require.Equal(t, 10*time.Minute, DefaultSuiteConfig(false).Budget)
 	require.Equal(t, 150*time.Second, DefaultSuiteConfig(true).Budget)
-	require.Len(t, DefaultSuiteConfig(false).Setups, len(DefaultMatrix())+len(NATSSetups()), "the peer runs in the same rounds")
+	require.Len(t, DefaultSuiteConfig(false).Setups, len(DefaultMatrix())+len(NATSSetups())+len(NullSetups()), "the peers run in the same rounds")
 }
 
 func testSuiteConfig(t *testing.T) SuiteConfig {
@@ -208,4 +212,77 @@ func TestRunSuiteBudgetSkips(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, res.Runs)
 	require.Len(t, res.Skipped, 4)
+}
+
+// nullServerEnv makes the test binary act as `mqbench null-server` (nullServerMain).
+const nullServerEnv = "MQBENCH_TEST_NULL_SERVER"
+
+// nullServerMain serves a null server on --listen until SIGTERM.
+func nullServerMain(args []string) int {
+	if len(args) == 0 || args[0] != "null-server" {
+		fmt.Fprintln(os.Stderr, "test null server: want null-server as the first argument")
+		return 2
+	}
+	cfg := DefaultNullServerConfig()
+	for _, a := range args[1:] {
+		if v, ok := strings.CutPrefix(a, "--listen="); ok {
+			cfg.Listen = v
+		}
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
+	s, err := StartNullServer(cfg, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	<-sigs
+	if err := s.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// An e2e point beside a closed-loop one: the broker's e2e run matches every message it
+// wrote; the null server runs the same rate open loop, and both servers' CPU is read.
+func TestRunSuiteWithNullServerAndE2EPoint(t *testing.T) {
+	testutil.SkipInSecondPass(t)
+	t.Setenv(nullServerEnv, "1")
+	cfg := testSuiteConfig(t)
+	bin, err := os.Executable()
+	require.NoError(t, err)
+	cfg.NullServerBin = bin
+	cfg.Setups = append([]BrokerSetup{{Name: "one", Flags: []string{"--flushDiskType=ASYNC_FLUSH"}}}, NullSetups()...)
+	cfg.Rounds = 1
+	cfg.Points = []Point{{Conns: 2, Inflight: 4}, {E2ERate: 4000}}
+	res, err := RunSuite(context.Background(), cfg, nil)
+	require.NoError(t, err)
+	var names []string
+	for _, run := range res.Runs {
+		require.NoError(t, run.Err, run.Name)
+		names = append(names, run.Name)
+		rec, err := ReadRunRecord(run.Dir)
+		require.NoError(t, err)
+		p := rec.Results.Produce
+		require.EqualValues(t, 200, p.Acked, run.Name)
+		require.NotNil(t, p.ServerCPU, run.Name)
+		switch run.Name {
+		case "one@e2e@4000":
+			require.Equal(t, "e2e", rec.Mode)
+			require.Equal(t, &E2ESummary{Written: 200, Matched: 200}, rec.Results.E2E)
+			require.EqualValues(t, 200, rec.Results.Consume.Latency.Count)
+			require.Equal(t, "4000", rec.Config["rate"])
+		case "null-server@e2e@4000":
+			require.Equal(t, "produce", rec.Mode)
+			require.Equal(t, "4000", rec.Config["rate"])
+			require.Nil(t, rec.Results.Consume)
+		case "null-server@2x4":
+			require.Nil(t, rec.Results.Consume, "nothing to read back")
+			require.Equal(t, PeerNull, rec.Config["peer"])
+		case "one@2x4":
+			require.EqualValues(t, 200, rec.Results.Consume.Received)
+		}
+	}
+	require.Equal(t, []string{"one@2x4", "null-server@2x4", "one@e2e@4000", "null-server@e2e@4000"}, names)
 }

@@ -2,16 +2,18 @@
 // (config.go, RocketMQ's keys; liveconfig.go, the keys UPDATE_BROKER_CONFIG changes while it
 // runs), the store and the remoting servers, the dispatch table
 // (routes.go: every request code, where it runs, its handler and its ACL rule) and the
-// dispatcher with its bounded pools (dispatch.go), ACL (acl.go), registration with name
-// servers (register.go), replication (ha.go, slavesync.go), delayed delivery (delay.go) and
-// the lifecycle (New, Start, Shutdown).
+// dispatcher with its bounded pools (dispatch.go), the ACL check (wiring.go, broker/acl),
+// registration with name servers (register.go), replication (ha.go, slavesync.go), delayed
+// delivery (data.go, broker/delay) and the lifecycle (New, Start, Shutdown).
 //
 // The request processors live in the plane packages, each built here with what it needs
 // passed in: broker/sendplane (sends, send-back, request-reply, transactions),
 // broker/readplane (pulls with long polling, query, queue offsets), broker/clients
 // (heartbeats, client registries, queue locks, consumer offsets), broker/admin (topics,
-// groups, stats). Their tables are broker/metadata's; they answer through
-// broker/remoting's Reply. DESIGN.md at the repository root draws the map.
+// groups, stats); the services beside them likewise: broker/acl (the plain ACL, its file
+// and the requests that edit it), broker/delay (delayed delivery). Their tables are
+// broker/metadata's; they answer through broker/remoting's Reply. DESIGN.md at the
+// repository root draws the map.
 //
 // # Files (under <storePathRootDir>/config, RocketMQ's names and JSON)
 //
@@ -36,8 +38,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ringmq/ringmq/broker/acl"
 	"github.com/ringmq/ringmq/broker/admin"
 	"github.com/ringmq/ringmq/broker/clients"
+	"github.com/ringmq/ringmq/broker/delay"
 	"github.com/ringmq/ringmq/broker/live"
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/broker/readplane"
@@ -110,13 +114,15 @@ type Broker struct {
 
 	// Admin plane (broker/admin): topic and group changes, tables, stats, runtime info.
 	admin *admin.Plane
+	// The ACL's admin requests (broker/acl): edits of aclFile, its version.
+	aclAdmin *acl.Plane
 
 	// Data plane (data.go): sends, send-backs, replies, END_TRANSACTION and the transaction
 	// check service are package sendplane; reads (pull with long polling, query, view, queue
-	// offsets and times) are package readplane; delayed delivery is delay.go.
+	// offsets and times) are package readplane; delayed delivery is package delay.
 	send     *sendplane.Plane
 	read     *readplane.Plane
-	schedule *ScheduleMessageService
+	schedule *delay.ScheduleMessageService
 
 	// Bounded pools for work that may block on disk (dispatch.go).
 	pullPool  *workerPool

@@ -21,6 +21,7 @@ import (
 
 	"github.com/ringmq/ringmq/broker/clients"
 	"github.com/ringmq/ringmq/broker/metadata"
+	"github.com/ringmq/ringmq/broker/sendplane"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/conf"
 	"github.com/ringmq/ringmq/internal/logtest"
@@ -576,12 +577,16 @@ func TestAdminRuntimeConfigAndConnections(t *testing.T) {
 
 	resp = c.adminOK(codec.RequestGetAllDelayOffset, nil, nil)
 	require.Equal(t, `{"offsetTable":{}}`, string(resp.Body))
-	// The schedule service's live cursors (delay.go), not the file: a level is listed once
-	// its cursor moved. No delayed message exists here, so no delivery touches the cursor.
-	b.schedule.levels[0].cursor.Store(3)
-	b.schedule.levels[0].known.Store(true)
-	resp = c.adminOK(codec.RequestGetAllDelayOffset, nil, nil)
-	require.Equal(t, `{"offsetTable":{1:3}}`, string(resp.Body))
+	// The schedule service's live cursors (broker/delay), not the file (written every 10 s and
+	// at shutdown): a level is listed once its cursor moved, here by one delivery at level 1 (1 s).
+	p, q := sendplane.AppendScheduleProperties(nil, 1, "DelayedRT", 0)
+	_, err = b.store.PutMessage(&codec.Message{Topic: metadata.ScheduleTopic, QueueID: q, Body: []byte("later"),
+		BornTimestamp: time.Now().UnixMilli(), BornHost: netip.MustParseAddrPort("127.0.0.1:5000"), Properties: p})
+	require.NoError(t, err)
+	testutil.Eventually(t, "level 1's cursor past the delivered message", func() bool {
+		return string(c.adminOK(codec.RequestGetAllDelayOffset, nil, nil).Body) == `{"offsetTable":{1:1}}`
+	})
+	testutil.Eventually(t, "the copy in its real topic", func() bool { return b.store.GetMaxOffsetInQueue("DelayedRT", 0) == 1 })
 
 	requireResponse(t, c.call(codec.RequestGetConsumerConnectionList, map[string]string{"consumerGroup": "CG"}, nil),
 		codec.ResponseConsumerNotOnline, "the consumer group[CG] not online")

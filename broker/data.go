@@ -4,9 +4,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ringmq/ringmq/broker/delay"
+	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/broker/readplane"
 	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/broker/sendplane"
@@ -17,11 +21,11 @@ import (
 
 // The data plane: the send plane (package sendplane: send, batch, retry and DLQ,
 // request-reply, END_TRANSACTION and the transaction check service), delayed delivery
-// (delay.go, the schedule service) and the read plane (package readplane: pull with long
+// (package delay, the schedule service) and the read plane (package readplane: pull with long
 // polling, query and view, queue offsets and times). The broker builds the planes here and
 // reaches them through b.send and b.read.
 //
-// Where each request runs is in routes.go. Delayed delivery (delay.go), the transaction
+// Where each request runs is in routes.go. Delayed delivery (package delay), the transaction
 // check service (sendplane) and the read plane's long-polling hold service run on their
 // own goroutines.
 //
@@ -151,7 +155,7 @@ func (b *Broker) initDataPlane(reg prometheus.Registerer) error {
 	}
 	b.read = read
 	b.addService("pull request hold", b.read.Start, b.read.Stop)
-	// Delayed delivery (delay.go), then the transaction check service (sendplane).
+	// Delayed delivery (package delay), then the transaction check service (sendplane).
 	if err := b.initSchedule(levels); err != nil {
 		return err
 	}
@@ -159,4 +163,35 @@ func (b *Broker) initDataPlane(reg prometheus.Registerer) error {
 	b.store.SetArrivingListener(b.onMessageArriving)
 
 	return nil
+}
+
+// initSchedule builds the schedule service and adds it to the services; it delivers only on
+// a master (a slave's copy of the queue is delivered by its master).
+func (b *Broker) initSchedule(delays []time.Duration) error {
+	s, err := delay.New(delay.Deps{
+		Store:     meteredStore{MessageStore: b.store, stats: b.metrics.flows}, // deliveries count as puts to their topics
+		Delays:    delays,
+		StoreHost: b.storeHost,
+		Clock:     b.clock,
+		Path:      filepath.Join(metadata.ConfigDir(b.cfg.StorePathRootDir), metadata.DelayOffsetFileName),
+		Logger:    b.logger,
+	})
+	if err != nil {
+		return err
+	}
+	b.schedule = s
+	if !b.cfg.IsSlave() {
+		b.addGuardedService("schedule message service", s.Start, s.Stop)
+	}
+	return nil
+}
+
+// onMessageArriving is the store's arriving listener: the long-polling hold service sees
+// every append, the schedule service the ones in its topic. Runs on the dispatcher goroutine.
+func (b *Broker) onMessageArriving(topic string, queueID int32, logicOffset, tagsCode, storeTimestamp int64,
+	properties []byte) {
+	b.read.OnMessageArriving(topic, queueID, logicOffset, tagsCode, storeTimestamp, properties)
+	if topic == metadata.ScheduleTopic && b.schedule != nil {
+		b.schedule.NotifyMessageArriving(queueID, tagsCode)
+	}
 }

@@ -13,8 +13,11 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringmq/ringmq/broker/acl"
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/adminclient"
+	"github.com/ringmq/ringmq/internal/fsutil"
 	"github.com/ringmq/ringmq/internal/goclient"
 	"github.com/ringmq/ringmq/internal/goclient/goclienttest"
 	"github.com/ringmq/ringmq/internal/testutil"
@@ -72,7 +75,7 @@ func aclRawBody(t *testing.T, addr string, code codec.RequestCode, ext map[strin
 	defer cl.Close()
 	cmd := codec.NewRequest(code, ext, body)
 	if accessKey != "" {
-		aclSign(cmd, accessKey, secretKey, "")
+		adminclient.Credentials{AccessKey: accessKey, SecretKey: secretKey}.Sign(cmd)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -255,7 +258,7 @@ func TestACLGoClientEndToEnd(t *testing.T) {
 	pull := aclPullExt(aclE2ETopic, aclE2EGroup)
 	resp = aclRaw(t, tb.BrokerAddr, codec.RequestLitePullMessage, pull, aclE2EKey, aclE2ESecret)
 	require.NotEqual(t, int32(codec.ResponseNoPermission), resp.Code, resp.Remark)
-	writeACLFile(t, aclFile, aclE2EFileV2)
+	require.NoError(t, fsutil.WriteFileAtomic(aclFile, []byte(aclE2EFileV2), nil))
 	testutil.Eventually(t, "the reloaded file refuses pulls", func() bool {
 		return aclRaw(t, tb.BrokerAddr, codec.RequestLitePullMessage, pull, aclE2EKey, aclE2ESecret).Code == int32(codec.ResponseNoPermission)
 	})
@@ -278,9 +281,26 @@ func TestACLGoClientEndToEnd(t *testing.T) {
 		func() bool { return !goroutinesIn(t, e.client, "consumer.(*pushConsumer).pullMessage") })
 
 	// Hot reload: the loopback range is white-listed globally; unsigned clients get in.
-	writeACLFile(t, aclFile, aclE2EFileV3)
+	require.NoError(t, fsutil.WriteFileAtomic(aclFile, []byte(aclE2EFileV3), nil))
 	testutil.Eventually(t, "the reloaded white list lets unsigned pulls in", func() bool {
 		return aclRaw(t, tb.BrokerAddr, codec.RequestLitePullMessage, pull, "", "").Code != int32(codec.ResponseNoPermission)
 	})
 	sendSync(t, anon, primitive.NewMessage(aclE2ETopic, []byte("anonymous")))
+}
+
+// TestBrokerWithACLNeedsTheFile: aclEnable=true without a readable, valid aclFile does not
+// start (the default path is conf/plain_acl.yml when aclFile is empty).
+func TestBrokerWithACLNeedsTheFile(t *testing.T) {
+	cfg := testBrokerConfig(t)
+	cfg.AclEnable = true
+	cfg.AclFile = filepath.Join(t.TempDir(), "absent.yml")
+	_, err := New(cfg, Deps{Logger: testLogger(t), Namesrv: testNamesrv})
+	require.ErrorIs(t, err, acl.ErrFile)
+	require.ErrorContains(t, err, "absent.yml")
+
+	cfg.StorePathRootDir = t.TempDir()
+	cfg.AclFile = ""
+	_, err = New(cfg, Deps{Logger: testLogger(t), Namesrv: testNamesrv})
+	require.ErrorIs(t, err, acl.ErrFile)
+	require.ErrorContains(t, err, DefaultAclFile)
 }

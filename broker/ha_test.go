@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringmq/ringmq/broker/acl"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/remotingtest"
 	"github.com/ringmq/ringmq/internal/testutil"
@@ -156,7 +157,7 @@ func TestNewThatFailsReleasesReplication(t *testing.T) {
 	cfg.AclFile = t.TempDir() + "/absent.yml"
 	for range 2 {
 		_, err := New(cfg, Deps{Logger: testLogger(t), Namesrv: testNamesrv})
-		require.ErrorIs(t, err, ErrACL, "not: address already in use on haListenPort")
+		require.ErrorIs(t, err, acl.ErrFile, "not: address already in use on haListenPort")
 		cfg.StorePathRootDir = t.TempDir()
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.HAListenPort)))

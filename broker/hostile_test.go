@@ -584,7 +584,7 @@ func TestHostileHeartbeatsStopAtTheGroupLimit(t *testing.T) {
 	for range 200 {
 		group := fmt.Sprintf("Junk-%08x", rng.Uint32())
 		made = append(made, group)
-		resp := c.Call(codec.NewRequest(codec.RequestHeartBeat, nil, heartbeatBody(t, map[string][]string{group: {hostileTopic}})))
+		resp := c.Call(codec.NewRequest(codec.RequestHeartBeat, nil, remotingtest.HeartbeatBody(t, map[string][]string{group: {hostileTopic}})))
 		if resp.Code == int32(codec.ResponseSuccess) {
 			accepted = append(accepted, group)
 			continue
@@ -665,7 +665,7 @@ func TestHostileHeartbeatsStopAtTheRetryTopicLimit(t *testing.T) {
 	c := remotingtest.Dial(t, rb.addr)
 	for i := range 8 {
 		group := "RetryJunk" + strconv.Itoa(i)
-		resp := c.Call(codec.NewRequest(codec.RequestHeartBeat, nil, heartbeatBody(t, map[string][]string{group: {hostileTopic}})))
+		resp := c.Call(codec.NewRequest(codec.RequestHeartBeat, nil, remotingtest.HeartbeatBody(t, map[string][]string{group: {hostileTopic}})))
 		if i < 5 {
 			require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
 			continue
@@ -768,7 +768,7 @@ func TestHostileFloodsLogBoundedLines(t *testing.T) {
 	c := remotingtest.Dial(t, rb.addr)
 	for i := range 40 {
 		c.Call(codec.NewRequest(codec.RequestHeartBeat, nil,
-			heartbeatBody(t, map[string][]string{"LogJunk" + strconv.Itoa(i): {hostileTopic}})))
+			remotingtest.HeartbeatBody(t, map[string][]string{"LogJunk" + strconv.Itoa(i): {hostileTopic}})))
 	}
 	require.NoError(t, rb.close())
 

@@ -522,7 +522,7 @@ func TestMetricsDocListsEveryRegisteredSeries(t *testing.T) {
 // collectors describe (by family name), their registries, and the master.
 func startEverySeriesBrokers(t *testing.T) (map[string][]string, prometheus.Gatherers, *Broker) {
 	aclPath := t.TempDir() + "/plain_acl.yml"
-	require.NoError(t, os.WriteFile(aclPath, []byte(aclReloadV1), 0o644))
+	require.NoError(t, os.WriteFile(aclPath, []byte(aclE2EFileV1), 0o644))
 	registered := map[string][]string{}
 	var gatherers prometheus.Gatherers
 	start := func(mutate func(*Config)) *Broker {

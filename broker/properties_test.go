@@ -1,15 +1,14 @@
 package broker
 
 import (
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/broker/metadata"
-	"github.com/ringmq/ringmq/broker/sendplane"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/remotingtest"
 	"github.com/ringmq/ringmq/store"
@@ -178,11 +177,14 @@ func (s *legacyStore) LookMessageByOffset(off int64) ([]byte, func(), error) {
 	return s.MessageStore.LookMessageByOffset(off)
 }
 
+// scheduleBornHost is the born host of the records the tests serve as stored ones.
+var scheduleBornHost = netip.MustParseAddrPort("10.0.0.7:5555")
+
 // legacyProperties has every defect, between two good pairs and a DELAY the re-encoding drops.
 const legacyProperties = "\x02KEYS\x01k\x02\x01noname\x02EMPTY\x01\x02junk\x02\x02TAGS\x01t\x01u\x02DELAY\x013\x02UNIQ_KEY\x01U1"
 
-// The re-encoding paths (send-back, transaction commit, delay delivery) start from a stored
-// record: what they store must be well formed even when that record is not.
+// The re-encoding paths (send-back, transaction commit, delay delivery: broker/delay) start
+// from a stored record: what they store must be well formed even when that record is not.
 func TestSendBackOfALegacyRecordIsCanonical(t *testing.T) {
 	var legacy *legacyStore
 	db := startDataBroker(t, dataBrokerOptions{wrap: func(s store.MessageStore) store.MessageStore {
@@ -211,21 +213,4 @@ func TestSendBackOfALegacyRecordIsCanonical(t *testing.T) {
 	requireResponse(t, c.Call(sendBackCmd(off, "GL", 0, nil)), codec.ResponseMessageIllegal,
 		`the properties are malformed: codec: properties: piece 1 at byte 0 (name "RETRY_TOPIC") has a 0x01 in its value at byte 17`)
 	require.Equal(t, before, db.b.store.MaxPhyOffset())
-}
-
-func TestScheduleDeliveryOfALegacyRecordIsCanonical(t *testing.T) {
-	e := newScheduleEnv(t, []time.Duration{time.Second}, nil)
-	p, q := sendplane.AppendScheduleProperties([]byte(legacyProperties+"\x02"), 1, "TopicS", 0)
-	m := codec.Message{Topic: metadata.ScheduleTopic, QueueID: q, BornHost: scheduleBornHost, StoreHost: netipLoopback(),
-		Body: []byte("later"), Properties: p}
-	rec, err := m.AppendRecord(nil)
-	require.NoError(t, err)
-	_, err = e.svc.deliver(rec)
-	require.NoError(t, err)
-	got := e.delivered(t, "TopicS", 0)
-	require.Len(t, got, 1)
-	require.Equal(t, "later", string(got[0].Body))
-	require.NoError(t, codec.ValidateProperties(got[0].Properties))
-	require.Equal(t, map[string]string{"KEYS": "k", "UNIQ_KEY": "U1", "DELAY": "1", "REAL_TOPIC": "TopicS", "REAL_QID": "0"},
-		codec.DecodeProperties(got[0].Properties))
 }

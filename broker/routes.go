@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 
+	"github.com/ringmq/ringmq/broker/acl"
 	"github.com/ringmq/ringmq/broker/admin"
 	"github.com/ringmq/ringmq/broker/clients"
 	"github.com/ringmq/ringmq/broker/readplane"
@@ -70,7 +71,7 @@ var routes = []route{
 
 	// Clients and consumer offsets (broker/clients): memory only; a
 	// topic or group they create is written by the metadata writer.
-	{code: codec.RequestHeartBeat, where: onLoop, handle: viaClients((*clients.Plane).ProcessHeartbeat), acl: aclRule{heartbeat: true}},
+	{code: codec.RequestHeartBeat, where: onLoop, handle: viaClients((*clients.Plane).ProcessHeartbeat), acl: aclHeartbeat},
 	{code: codec.RequestUnregisterClient, where: onLoop, handle: viaClients((*clients.Plane).ProcessUnregisterClient),
 		acl: aclGroupOnly("consumerGroup")},
 	{code: codec.RequestGetConsumerListByGroup, where: onLoop, handle: viaClients((*clients.Plane).ProcessGetConsumerListByGroup),
@@ -161,24 +162,25 @@ var routes = []route{
 	{code: codec.RequestResumeCheckHalfMessage, where: onPool, pool: poolAdmin,
 		handle: viaSend((*sendplane.Plane).ProcessResumeCheckHalfMessage)},
 
+	// The ACL's own admin requests (broker/acl): they rewrite aclFile; admin accounts only.
+	{code: codec.RequestUpdateAndCreateACLConfig, where: onPool, pool: poolAdmin,
+		handle: viaACL((*acl.Plane).ProcessUpdateAndCreateAccessConfig), acl: aclAdmin},
+	{code: codec.RequestDeleteACLConfig, where: onPool, pool: poolAdmin,
+		handle: viaACL((*acl.Plane).ProcessDeleteAccessConfig), acl: aclAdmin},
+	{code: codec.RequestGetBrokerClusterACLInfo, where: onPool, pool: poolAdmin,
+		handle: viaACL((*acl.Plane).ProcessGetBrokerClusterAclInfo), acl: aclAdmin},
+	{code: codec.RequestUpdateGlobalWhiteAddrsConfig, where: onPool, pool: poolAdmin,
+		handle: viaACL((*acl.Plane).ProcessUpdateGlobalWhiteAddrsConfig), acl: aclAdmin},
+
 	// Not served: answered REQUEST_CODE_NOT_SUPPORTED (" request type N not supported", as a
 	// RocketMQ server answers a code it has no processor for), counted under the code's name in
 	// ringmq_broker_requests_total and logged at DEBUG with the reason. Together with the rows
 	// above, these are every code RocketMQ 4.9.8's broker serves (BrokerController.registerProcessor
 	// and AdminBrokerProcessor, its default processor); TestRouteTableCoversJavaBroker checks it.
-	{code: codec.RequestUpdateAndCreateACLConfig, reason: notServedACLEdit},
-	{code: codec.RequestDeleteACLConfig, reason: notServedACLEdit},
-	{code: codec.RequestGetBrokerClusterACLInfo, reason: notServedACLEdit},
-	{code: codec.RequestUpdateGlobalWhiteAddrsConfig, reason: notServedACLEdit},
 	// RocketMQ 5.x's static topics: an ACL-enabled broker refuses it to non-admin accounts
 	// first, as Java's Permission.ADMIN_CODE (plus 5.x's 513) does.
 	{code: requestUpdateAndCreateStaticTopic, acl: aclAdmin, reason: "RocketMQ 5.x static topics (logic queues) are not implemented"},
 }
-
-// Reasons of the not-served rows, shared by several.
-const (
-	notServedACLEdit = "editing the ACL remotely is not implemented: accounts and white lists are read from aclFile at start"
-)
 
 // The adapters below bind a plane's method expression to the table's handler types. The
 // table is built once at package initialisation, so each row's closure is made once and a
@@ -209,9 +211,33 @@ func viaAdmin(h func(*admin.Plane, *remoting.Request)) func(*Broker, *remoting.R
 	return func(b *Broker, rc *remoting.Request) { h(b.admin, rc) }
 }
 
+// viaACL routes a request to the ACL's admin plane (broker/acl).
+func viaACL(h func(*acl.Plane, *remoting.Request)) func(*Broker, *remoting.Request) {
+	return func(b *Broker, rc *remoting.Request) { h(b.aclAdmin, rc) }
+}
+
 // viaClients routes a request to the client plane (broker/clients).
 func viaClients(h func(*clients.Plane, *remoting.Request)) func(*Broker, *remoting.Request) {
 	return func(b *Broker, rc *remoting.Request) { h(b.clients, rc) }
+}
+
+// The ACL rules the rows name (broker/acl).
+var (
+	aclAdmin          = acl.Admin
+	aclHeartbeat      = acl.Heartbeat
+	aclTopicThenGroup = acl.TopicThenGroup
+	aclGroupThenTopic = acl.GroupThenTopic
+	aclSendTo         = acl.SendTo
+	aclTopicOnly      = acl.TopicOnly
+	aclGroupOnly      = acl.GroupOnly
+)
+
+// aclRuleOf is the ACL rule of a request code (its row's); unknown codes get the zero rule.
+func aclRuleOf(code int32) acl.Rule {
+	if r := routeByCode[code]; r != nil {
+		return r.acl
+	}
+	return acl.Rule{}
 }
 
 // requestUpdateAndCreateStaticTopic is RocketMQ 5.x's UPDATE_AND_CREATE_STATIC_TOPIC.
@@ -260,7 +286,7 @@ type route struct {
 	// split serves onLoopThenPool routes: it runs on the event loop and returns nil when it
 	// has answered, else the rest of the work for the route's pool.
 	split func(b *Broker, rc *remoting.Request) (rest func())
-	acl   aclRule
+	acl   acl.Rule
 	// reason says why a notServed route is not served (logged with the refusal).
 	reason string
 }

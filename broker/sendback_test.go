@@ -167,5 +167,5 @@ func TestSendBackColdRecordRunsOnThePool(t *testing.T) {
 	requireResponse(t, c.Call(endTxCmd("PG", sh.QueueOffset, offsetOf(t, sh.MsgID), "UH",
 		codec.SysFlagTransactionCommit, false)), codec.ResponseSuccess, "")
 	waitQueue(t, db.b, "TopicCold", 0, 2)
-	require.Equal(t, []string{"cold", "half"}, bodies(queueRecords(t, db.b.store, "TopicCold", 0)))
+	require.Equal(t, []string{"cold", "half"}, remotingtest.Bodies(queueRecords(t, db.b.store, "TopicCold", 0)))
 }

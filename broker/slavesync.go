@@ -65,6 +65,14 @@ type slaveSync struct {
 	round sync.Mutex // one round at a time (the loop, tests calling syncAll)
 }
 
+// durationOr is v, or def when v is not positive.
+func durationOr(v, def time.Duration) time.Duration {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
 func newSlaveSync(b *Broker) (*slaveSync, error) {
 	client, err := netio.NewClient(netio.DefaultClientConfig(), b.logger)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
-	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringmq/ringmq/internal/logtest"
 	"github.com/ringmq/ringmq/namesrv"
 	"github.com/ringmq/ringmq/store"
 )
@@ -115,16 +115,7 @@ func withTransientPool(c *Config) {
 }
 
 // testLogger writes to the test's output at the level RINGMQ_TEST_LOG names.
-func testLogger(t testing.TB) *slog.Logger {
-	level := slog.LevelWarn
-	switch os.Getenv("RINGMQ_TEST_LOG") {
-	case "debug":
-		level = slog.LevelDebug
-	case "info":
-		level = slog.LevelInfo
-	}
-	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: level}))
-}
+func testLogger(t testing.TB) *slog.Logger { return logtest.ForTest(t) }
 
 // startTestBroker starts a broker with testBrokerConfig, changed by mutate (may be nil).
 // It fails the test if the broker does not start.

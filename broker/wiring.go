@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ringmq/ringmq/broker/acl"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/netio"
 	"github.com/ringmq/ringmq/store"
@@ -88,18 +89,21 @@ func serverConfig(cfg *Config, bindHost string, reg prometheus.Registerer) (neti
 // before the server and stops after it.
 func (b *Broker) initServer(reg prometheus.Registerer) error {
 	h := &brokerHandler{b: b}
+	aclDeps := acl.PlaneDeps{BrokerName: b.cfg.BrokerName, ClusterName: b.cfg.BrokerClusterName,
+		BrokerAddr: b.brokerAddr, Logger: b.logger}
 	if b.cfg.AclEnable {
 		path := b.cfg.AclFile
 		if path == "" {
 			path = DefaultAclFile
 		}
-		acl, err := newACLValidator(path, aclWatchInterval, b.logger, reg)
+		v, err := acl.New(acl.Deps{File: path, RuleOf: aclRuleOf, Logger: b.logger, Registerer: reg, Clock: b.clock})
 		if err != nil {
 			return err
 		}
-		h.acl = acl
-		b.addService("acl file watcher", acl.start, acl.stop)
+		h.acl, aclDeps.Validator = v, v
+		b.addService("acl file watcher", v.Start, v.Stop)
 	}
+	b.aclAdmin = acl.NewPlane(aclDeps)
 	nc, err := serverConfig(&b.cfg, b.bindHost(), reg) // bindHost: register.go
 	if err != nil {
 		return err
@@ -171,10 +175,10 @@ func (b *Broker) watchServers() {
 }
 
 // brokerHandler adapts the Broker to netio.Handler; with aclEnable every request passes
-// the ACL check (acl.go) before its processor runs.
+// the ACL check (broker/acl) before its processor runs.
 type brokerHandler struct {
 	b   *Broker
-	acl *aclValidator // nil: aclEnable=false
+	acl *acl.Validator // nil: aclEnable=false
 }
 
 func (h *brokerHandler) OnOpen(c netio.Conn) {}
@@ -182,8 +186,8 @@ func (h *brokerHandler) OnOpen(c netio.Conn) {}
 func (h *brokerHandler) OnRequest(c netio.Conn, cmd *codec.RemotingCommand) {
 	h.b.metrics.reqs.received(cmd.Code)
 	if h.acl != nil {
-		if remark := h.acl.check(c.RemoteAddr().Addr(), cmd); remark != "" {
-			// NO_PERMISSION, where Apache RocketMQ answers SYSTEM_ERROR (acl.go).
+		if remark := h.acl.Check(c.RemoteAddr().Addr(), cmd); remark != "" {
+			// NO_PERMISSION, where Apache RocketMQ answers SYSTEM_ERROR (broker/acl).
 			h.b.replies.To(c, cmd).Answer(codec.ResponseNoPermission, remark)
 			return
 		}

@@ -356,9 +356,9 @@ const (
 	ResponseConsumerNotOnline                    ResponseCode = 206   // CONSUMER_NOT_ONLINE
 	ResponseConsumeMsgTimeout                    ResponseCode = 207   // CONSUME_MSG_TIMEOUT
 	ResponseNoMessage                            ResponseCode = 208   // NO_MESSAGE
-	ResponsePollingFull                          ResponseCode = 209   // POLLING_FULL
-	ResponsePollingTimeout                       ResponseCode = 210   // POLLING_TIMEOUT
-	ResponseBrokerNotExist                       ResponseCode = 211   // BROKER_NOT_EXIST
+	ResponseUpdateAndCreateACLConfigFailed       ResponseCode = 209   // UPDATE_AND_CREATE_ACL_CONFIG_FAILED (5.x's pop reuses it: POLLING_FULL)
+	ResponseDeleteACLConfigFailed                ResponseCode = 210   // DELETE_ACL_CONFIG_FAILED (5.x: POLLING_TIMEOUT)
+	ResponseUpdateGlobalWhiteAddrsConfigFailed   ResponseCode = 211   // UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED (5.x: BROKER_NOT_EXIST)
 	ResponseBrokerDispatchNotComplete            ResponseCode = 212   // BROKER_DISPATCH_NOT_COMPLETE
 	ResponseBroadcastConsumption                 ResponseCode = 213   // BROADCAST_CONSUMPTION
 	ResponseFlowControl                          ResponseCode = 215   // FLOW_CONTROL
@@ -425,9 +425,9 @@ var responseCodeNames = map[ResponseCode]string{
 	ResponseConsumerNotOnline:                    "CONSUMER_NOT_ONLINE",
 	ResponseConsumeMsgTimeout:                    "CONSUME_MSG_TIMEOUT",
 	ResponseNoMessage:                            "NO_MESSAGE",
-	ResponsePollingFull:                          "POLLING_FULL",
-	ResponsePollingTimeout:                       "POLLING_TIMEOUT",
-	ResponseBrokerNotExist:                       "BROKER_NOT_EXIST",
+	ResponseUpdateAndCreateACLConfigFailed:       "UPDATE_AND_CREATE_ACL_CONFIG_FAILED",
+	ResponseDeleteACLConfigFailed:                "DELETE_ACL_CONFIG_FAILED",
+	ResponseUpdateGlobalWhiteAddrsConfigFailed:   "UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED",
 	ResponseBrokerDispatchNotComplete:            "BROKER_DISPATCH_NOT_COMPLETE",
 	ResponseBroadcastConsumption:                 "BROADCAST_CONSUMPTION",
 	ResponseFlowControl:                          "FLOW_CONTROL",

@@ -92,6 +92,12 @@ func (r *extReader) str(key string, required bool) string {
 	return v
 }
 
+// optStr reads a string whose absence means something other than "" (Java's null).
+func (r *extReader) optStr(key string) Optional[string] {
+	v, ok := r.lookup(key, false)
+	return Optional[string]{Value: v, Set: ok}
+}
+
 func (r *extReader) int64Bits(key string, required bool, bits int) (int64, bool) {
 	v, ok := r.lookup(key, required)
 	if !ok {
@@ -175,6 +181,12 @@ func extPutOptInt32(ext map[string]string, key string, v Optional[int32]) {
 func extPutOptInt64(ext map[string]string, key string, v Optional[int64]) {
 	if v.Set {
 		extPutInt64(ext, key, v.Value)
+	}
+}
+
+func extPutOptString(ext map[string]string, key string, v Optional[string]) {
+	if v.Set {
+		ext[key] = v.Value
 	}
 }
 

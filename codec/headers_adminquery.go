@@ -144,9 +144,7 @@ func (h *QueryConsumeQueueRequestHeader) Decode(ext map[string]string) error {
 		Index:   r.i64("index", true),
 		Count:   r.i32("count", true),
 	}
-	if g, ok := r.lookup("consumerGroup", false); ok {
-		h.ConsumerGroup = Some(g)
-	}
+	h.ConsumerGroup = r.optStr("consumerGroup")
 	return r.err
 }
 

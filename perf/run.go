@@ -94,6 +94,8 @@ type Role struct {
 	Hgrm         string           `json:"hgrm_file"`
 	// ClientCPU is the load generator's own CPU over the measurement, if it recorded it.
 	ClientCPU *ClientCPU `json:"client_cpu"`
+	// ServerCPU is the server process's CPU over the measurement, if the suite read it.
+	ServerCPU *ClientCPU `json:"server_cpu"`
 
 	// Curve is the percentile distribution read from Hgrm (nil without one).
 	Curve []Percentile `json:"-"`
@@ -107,8 +109,8 @@ func (r *Role) Lat() Latency {
 	return r.Latency
 }
 
-// ClientCPU is the load generator's CPU: the share of the machine (CPU seconds / wall /
-// nproc) and µs per message.
+// ClientCPU is a process's CPU (the load generator's, or the server's): the share of the
+// machine (CPU seconds / wall / nproc) and µs per message.
 type ClientCPU struct {
 	Share    float64 `json:"cpu_share"`
 	UsPerMsg float64 `json:"cpu_us_per_msg"`

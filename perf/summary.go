@@ -28,6 +28,8 @@ type Summary struct {
 	// per message of the primary role.
 	ClientCPUShare    float64
 	ClientCPUUsPerMsg float64
+	// The server process's CPU per message of the primary role (0 when not recorded).
+	ServerCPUUsPerMsg float64
 }
 
 // Primary is the role a run is summarized by: produce when it has one, else consume.
@@ -49,6 +51,9 @@ func (r *Run) Summarize() Summary {
 		if p.ClientCPU != nil {
 			s.ClientCPUShare, s.ClientCPUUsPerMsg = p.ClientCPU.Share, p.ClientCPU.UsPerMsg
 		}
+		if p.ServerCPU != nil {
+			s.ServerCPUUsPerMsg = p.ServerCPU.UsPerMsg
+		}
 	}
 	s.MinMsgsPerSec, s.MaxMsgsPerSec = s.MsgsPerSec, s.MsgsPerSec
 	if h, ok := r.Broker.PutLatency(); ok {
@@ -65,7 +70,7 @@ func (r *Run) Summarize() Summary {
 		// End-to-end latency means something only when consumers ran beside the
 		// producers (mixed). After a produce run the suite reads the backlog back, and
 		// born-to-receipt time is then the backlog's age, not a latency.
-		if r.Mode == "mixed" {
+		if r.Mode == "mixed" || r.Mode == "e2e" {
 			s.ConsumeP99Us = c.Lat().P99Us
 		}
 	}
@@ -127,6 +132,7 @@ func (g Group) Median() Summary {
 	s.ConsumeP99Us = med(func(x Summary) float64 { return x.ConsumeP99Us })
 	s.ClientCPUShare = med(func(x Summary) float64 { return x.ClientCPUShare })
 	s.ClientCPUUsPerMsg = med(func(x Summary) float64 { return x.ClientCPUUsPerMsg })
+	s.ServerCPUUsPerMsg = med(func(x Summary) float64 { return x.ServerCPUUsPerMsg })
 	s.MinMsgsPerSec, s.MaxMsgsPerSec = sums[0].MsgsPerSec, sums[0].MsgsPerSec
 	for _, x := range sums[1:] {
 		s.MinMsgsPerSec = min(s.MinMsgsPerSec, x.MsgsPerSec)

@@ -33,7 +33,10 @@ duration=${DURATION:-5s}
 warmup=${WARMUP:-1s}
 catchup=${CATCHUP_BYTES:-2147483648}
 out=${OUT:-results/ha-$(date +%Y%m%dT%H%M%S)}
-store_root=${STORE_DIR:-results/tmp}
+# Every scratch directory (the stores, the controller's ns.conf and raft store) lives under one mktemp
+# directory, removed on exit: on STORE_DIR's disk (the stores are what is measured, so not on a tmpfs /tmp),
+# never loose in the repository.
+store_parent=${STORE_DIR:-results/tmp}
 IFS=, read -r -a configs <<<"${CONFIGS-ASYNC_MASTER ASYNC_FLUSH,SYNC_MASTER ASYNC_FLUSH,ASYNC_MASTER SYNC_FLUSH,SYNC_MASTER SYNC_FLUSH}"
 IFS=, read -r -a points <<<"${POINTS:-1 1,4 16,16 32}"
 read -r -a builds <<<"${BINS:-=$bin}" # tag=dir; the default has no tag
@@ -110,14 +113,15 @@ print(o1 - o0, f"{t1 - t0:.3f}", f"{0.8 * (o1 - o0) / max(b - a, 1e-9) / 1e9:.2f
 PY
 }
 
-mkdir -p "$out" "$store_root"
+mkdir -p "$out" "$store_parent"
+store_root=$(mktemp -d -p "$store_parent" bench-ha.XXXXXX)
 pids=()
 stop_all() {
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   pids=()
 }
-trap stop_all EXIT
+trap 'stop_all; rm -rf "$store_root"' EXIT
 
 # start_master ROLE FLUSH STORE [BINDIR] → sets mport mmetrics mha mlog master_pid
 start_master() {

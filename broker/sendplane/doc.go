@@ -21,7 +21,7 @@
 // DelayLevels, the size of the messageDelayLevel table (a delay level is clamped to it), and
 // HotMaxBehindBytes, the hot part of the CommitLog, which the read plane gets too. The plane
 // writes SCHEDULE_TOPIC_XXXX records (AppendScheduleProperties); the broker's schedule service
-// (broker/delay.go) delivers them. It registers no collectors of its own: it counts its
+// (broker/delay) delivers them. It registers no collectors of its own: it counts its
 // SYSTEM_BUSY answers in the broker's ringmq_broker_system_busy_total{reason="pc_synchronized"}
 // and {reason="flush_queue_full"} (Deps.PCBusy, Deps.FlushQueueFull). It does not import
 // package broker.

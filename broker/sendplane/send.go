@@ -63,7 +63,7 @@ import (
 //     (transaction.go, this package) turn halves into deliveries.
 //   - DELAY > 0 (transaction type NOT or COMMIT): stored in SCHEDULE_TOPIC_XXXX queue
 //     level−1 (level clamped to messageDelayLevel's size) with REAL_TOPIC/REAL_QID; the
-//     schedule service (broker/delay.go) delivers it to the real topic when due.
+//     schedule service (broker/delay) delivers it to the real topic when due.
 //
 // The response header is the Java broker's: msgId (offsetMsgId; a batch's ids joined
 // with ','), queueId (the queue the producer addressed or was given), queueOffset (first
@@ -356,7 +356,7 @@ func (p *Plane) prepareMessage(r *sendRequest, rc *remoting.Request, tc *codec.T
 	// then UNIQ_KEY if missing, CLUSTER, and the redirection's keys. A delayed message keeps
 	// WAIT: RocketMQ 4.9.8 leaves it out of a stored message to save bytes, but rebuilds a
 	// delayed one's properties from the whole map (CommitLog.asyncPutMessage), WAIT included,
-	// and the delivered copy keeps them (delay.go).
+	// and the delivered copy keeps them (broker/delay).
 	prop := copyProperties(r.props[:0], clientProps, !delayed, toDLQ || delayed)
 	if v, ok := codec.LookupProperty(clientProps, codec.PropertyUniqClientMessageIDKey); ok && len(v) > 0 {
 		r.uniqKey = append(r.uniqKey[:0], v...)

@@ -23,7 +23,7 @@ import (
 //	                                            delayed at the requested level, or at
 //	                                            3 + reconsumeTimes when the request says 0
 //	                                            (clamped to the table: the schedule
-//	                                            service delivers it, broker/delay.go)
+//	                                            service delivers it, broker/delay)
 //
 // maxReconsumeTimes is the group's retryMaxTimes (16 by default), or the request's when it
 // carries one (clients from V3_4_9 on). The new record keeps body, flag, sysFlag, born time

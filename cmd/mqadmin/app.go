@@ -130,6 +130,8 @@ func (a *app) rootCommand() *cobra.Command {
 		a.brokerConsumeStatsCommand(),
 		a.queryMsgByIDCommand(), a.queryMsgByKeyCommand(), a.queryMsgByOffsetCommand(), a.queryMsgByUniqueKeyCommand(),
 		a.sendMessageCommand(), a.consumeMessageCommand(), a.printMsgCommand(),
+		a.updateAclConfigCommand(), a.deleteAclConfigCommand(), a.updateGlobalWhiteAddrCommand(),
+		a.clusterAclConfigVersionCommand(),
 	)
 	for _, c := range root.Commands() {
 		c.Args = cobra.NoArgs

@@ -42,6 +42,8 @@ type loadOptions struct {
 	noLongPolling bool
 	// tail attribution (issue 17 item 1)
 	slowLog, hiccupLog string
+	// e2e against NATS JetStream
+	natsURL, natsStream string
 }
 
 func newLoadOptions(mode string, stderr io.Writer) *loadOptions {
@@ -90,6 +92,10 @@ func newLoadOptions(mode string, stderr io.Writer) *loadOptions {
 		fs.BoolVar(&o.c.Commit, "commit", true, "commit offsets with the pulls (COMMIT_OFFSET) and at the end; --commit=false: never")
 		fs.StringVar(&o.c.Subscription, "subscription", o.c.Subscription, "TAG expression, e.g. '*' or 'TagA || TagB'")
 	}
+	if mode == "e2e" {
+		fs.StringVar(&o.natsURL, "nats-url", "", "run against NATS JetStream at this URL (nats://host:port) instead of a RocketMQ broker: --topic is the subject, published with the NATS Go client, pulled by a durable pull consumer")
+		fs.StringVar(&o.natsStream, "nats-stream", "MQBENCH_E2E", "with --nats-url: the stream capturing --topic (created with file storage, one replica, if missing)")
+	}
 	fs.DurationVar(&o.dial, "dial-timeout", o.p.DialTimeout, "connect and control-request timeout")
 	fs.StringVar(&o.out, "out", "", "write the run directory here (run.json, .hgrm, series.csv)")
 	fs.StringVar(&o.name, "name", "", "name of the run in reports (default: mode and start time)")
@@ -125,11 +131,22 @@ func (o *loadOptions) parse(args []string) error {
 		return fmt.Errorf("%w: --progress %q is not auto, always or never", errUsage, o.progress)
 	}
 	p, c := &o.p, &o.c
+	if o.natsURL != "" && o.namesrv == "" && o.broker == "" {
+		o.broker = "nats" // not dialled: keeps the RocketMQ checks below quiet
+	}
 	p.Namesrv, p.Broker, p.Topic, p.Queues = o.namesrv, o.broker, o.topic, o.queues
 	c.Namesrv, c.Broker, c.Topic, c.Queues = o.namesrv, o.broker, o.topic, o.queues
 	p.Duration, p.Warmup, p.DialTimeout = o.duration, o.warmup, o.dial
 	c.Duration, c.Warmup, c.DialTimeout = o.duration, o.warmup, o.dial
 	c.LongPolling = !o.noLongPolling
+	if o.mode == "e2e" {
+		// The run drives the consumer (bench.E2EConfig): it ends when everything written
+		// has been received; a placeholder duration passes the check below.
+		c.Count, c.Duration = 0, time.Hour
+		if p.Rate <= 0 {
+			return fmt.Errorf("%w: e2e is open loop: --rate must be > 0", errUsage)
+		}
+	}
 	if o.mode == "mixed" {
 		// The consumer measures the same window and stops on the producer's count; a
 		// duration run gives it a moment to read the last messages (its throughput is
@@ -152,6 +169,13 @@ func (o *loadOptions) parse(args []string) error {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 	return nil
+}
+
+// natsE2EConfig is the e2e run's shape for NATS JetStream.
+func (o *loadOptions) natsE2EConfig() bench.NATSE2EConfig {
+	return bench.NATSE2EConfig{URL: o.natsURL, Stream: o.natsStream, Subject: o.topic, Conns: o.p.Conns, Inflight: o.p.Inflight,
+		Rate: o.p.Rate, MessageBytes: o.p.MessageBytes, Duration: o.p.Duration, Warmup: o.p.Warmup, Count: o.p.Count,
+		ConsumeConns: o.c.Conns, Tick: o.p.Tick, DrainTimeout: o.p.DrainTimeout, DialTimeout: o.dial}
 }
 
 // progressPrinter prints one line per measured second (to a terminal).
@@ -223,6 +247,7 @@ func runLoad(ctx context.Context, mode string, args []string, stdout, stderr io.
 	started := time.Now()
 	var pres *bench.ProduceResult
 	var cres *bench.ConsumeResult
+	var e2e *bench.E2EResult
 	var runErr error
 	switch mode {
 	case "produce":
@@ -237,6 +262,18 @@ func runLoad(ctx context.Context, mode string, args []string, stdout, stderr io.
 		}
 	case "mixed":
 		pres, cres, runErr = bench.RunMixed(ctx, o.p, o.c, logger, hooks)
+	case "e2e":
+		if o.natsURL != "" {
+			e2e, runErr = bench.RunNATSE2E(ctx, o.natsE2EConfig(), logger)
+		} else {
+			e2e, runErr = bench.RunE2E(ctx, bench.E2EConfig{Producer: o.p, Consumer: o.c, DrainTimeout: o.p.DrainTimeout}, logger, hooks)
+		}
+		if errors.Is(runErr, bench.ErrConfig) {
+			return fmt.Errorf("%w: %w", errUsage, runErr)
+		}
+		if e2e != nil {
+			pres, cres = e2e.Produce, e2e.Consume
+		}
 	}
 	if pres == nil && cres == nil {
 		return runErr
@@ -265,6 +302,9 @@ func runLoad(ctx context.Context, mode string, args []string, stdout, stderr io.
 			logger.Warn("consumer connection failed", "err", e)
 		}
 	}
+	if e2e != nil {
+		rec.SetE2E(e2e)
+	}
 	var writeErr error
 	if o.out != "" {
 		writeErr = bench.WriteRun(o.out, rec, pres, cres)
@@ -283,6 +323,12 @@ func runLoad(ctx context.Context, mode string, args []string, stdout, stderr io.
 			fmt.Fprintf(stdout, "mqbench: consume errors by code: %s\n", formatCodes(cres.ErrorsByCode))
 		}
 		fmt.Fprintln(stdout, bench.ConsumeSummaryLine("consume", cres))
+	}
+	if e2e != nil {
+		fmt.Fprintln(stdout, bench.E2ESummaryLine(o.p.Rate, e2e))
+		if runErr == nil && e2e.Missing > 0 {
+			runErr = fmt.Errorf("%d of %d messages written were not received within --drain-timeout %v", e2e.Missing, e2e.Written, o.p.DrainTimeout)
+		}
 	}
 	return errors.Join(runErr, writeErr)
 }

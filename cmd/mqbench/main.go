@@ -28,11 +28,14 @@ Usage:
   mqbench consume --namesrv ADDR --topic T --group G --conns C --duration D --out DIR [flags]
   mqbench mixed   --namesrv ADDR --topic T --group G --conns C --inflight W --size S --duration D
                   --out DIR [flags]        (produce and consume at once)
+  mqbench e2e     --namesrv ADDR|--broker ADDR --topic T --rate R --conns C --inflight W --size S
+                  --duration D --out DIR [flags]   (open-loop produce and pull consume: end-to-end latency)
   mqbench lean    --namesrv ADDR|--broker ADDR --topic T --queues Q --conns C --inflight W --size S
                   --duration D     (the lean yardstick generator: throughput and client CPU only)
+  mqbench null-server --listen ADDR     (a server that answers every send SEND_OK and stores nothing)
   mqbench report  DIR... --html FILE --md FILE [--title T]
   mqbench suite   [--quick] [--broker-bin bin/mqbroker] [--results results] [--rounds 3]
-                  [--points 1x1,4x16,16x32] [--peers nats|none] [--write-benchmarks]
+                  [--points 1x1,4x16,16x32,e2e@20000] [--peers nats,null|none] [--write-benchmarks]
   mqbench --version
 
 produce sends SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE with --batch > 1) over C connections
@@ -40,11 +43,15 @@ with W requests in flight each (pipelined by opaque), closed loop, or open loop 
 messages/s with latency measured from each message's intended send time (coordinated
 omission corrected; one pacer wakes at most once per --tick and sends what is due, so a
 message may wait up to a tick, counted in its latency). consume pulls with long polling (--no-long-polling to poll) and measures
-end-to-end latency and lag. report compares run directories (ringmq vs another broker, or two
+end-to-end latency and lag. e2e produces open loop at --rate and pulls the same topic in one
+process on one monotonic clock: send latency and produce-to-consume latency (p50/p90/p99/p99.9/
+max of both), every message matched by its sequence number (written, matched, missing,
+duplicates); it waits up to --drain-timeout after the last send for the last receipts and
+fails if any message is missing. report compares run directories (ringmq vs another broker, or two
 configurations): an HTML page (inline SVG) and a Markdown table with ratios against the
 first run; runs sharing a --name are summarized by their medians. suite starts bin/mqbroker
 once per configuration (ASYNC mmap, ASYNC transient pool, SYNC per flush backend; gnet and std
-engines) and NATS JetStream as a peer, runs the same load against each, interleaved over
+engines), NATS JetStream and the null server (the limit) as peers, runs the same load against each, interleaved over
 rounds, and writes the report. lean is the yardstick for mqbench's own cost: the least a client
 can do at the same load (frames encoded once, batched writes, responses counted).
 
@@ -91,16 +98,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "--version", "version":
 		version.Print(stdout, "mqbench")
 		return 0
-	case "produce", "consume", "mixed":
+	case "produce", "consume", "mixed", "e2e":
 		err = runLoad(ctx, args[0], args[1:], stdout, stderr)
 	case "lean":
 		err = runLean(ctx, args[1:], stdout, stderr)
 	case "report":
 		err = runReport(args[1:], stdout, stderr)
+	case "null-server":
+		err = runNullServer(ctx, args[1:], stdout, stderr)
 	case "suite":
 		err = runSuite(ctx, args[1:], stdout, stderr)
 	default:
-		err = fmt.Errorf("%w: unknown command %q (produce, consume, mixed, lean, report, suite)", errUsage, args[0])
+		err = fmt.Errorf("%w: unknown command %q (produce, consume, mixed, e2e, lean, null-server, report, suite)", errUsage, args[0])
 	}
 	switch {
 	case err == nil, errors.Is(err, errHelp):

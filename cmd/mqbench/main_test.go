@@ -27,6 +27,13 @@ const testBrokerEnv = "MQBENCH_TEST_BROKER"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(testBrokerEnv) == "1" {
+		if len(os.Args) > 1 && os.Args[1] == "null-server" {
+			// The suite starts this binary (os.Executable) as `mqbench null-server`.
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+			stop()
+			os.Exit(code)
+		}
 		os.Exit(brokerMain(os.Args[1:]))
 	}
 	goleak.VerifyTestMain(m,

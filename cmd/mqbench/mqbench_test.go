@@ -54,7 +54,7 @@ func TestHelpDocumentsCommandShapes(t *testing.T) {
 	} {
 		require.Contains(t, out, shape)
 	}
-	for _, cmd := range []string{"produce", "consume", "mixed", "report", "suite"} {
+	for _, cmd := range []string{"produce", "consume", "mixed", "null-server", "report", "suite"} {
 		code, _, errOut := mqbench(t, cmd, "--help")
 		require.Equal(t, 0, code, cmd)
 		require.Contains(t, errOut, "Usage", cmd)
@@ -220,12 +220,15 @@ func TestSuiteCommandAgainstRealBroker(t *testing.T) {
 	original := "# Benchmarks\n\nprose\n\n" + benchmarksBegin + "\ncurated\n" + benchmarksEnd + "\n\nmore prose\n"
 	require.NoError(t, os.WriteFile(benchmarksMD, []byte(original), 0o644))
 	code, out, errOut := mqbench(t, "suite", "--quick", "--broker-bin", bin, "--results", results,
-		"--setups", "async-mmap-gnet,sync-fdatasync-gnet", "--rounds", "1", "--duration", "1s", "--warmup", "0",
+		"--setups", "async-mmap-gnet,sync-fdatasync-gnet,null-server", "--rounds", "1", "--duration", "1s", "--warmup", "0",
 		"--consume-duration", "5s", "--commitlog-bytes", strconv.Itoa(8<<20), "--benchmarks-md", benchmarksMD,
 		"--log-level", "warn")
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "| async-mmap-gnet |")
 	require.Contains(t, out, "| sync-fdatasync-gnet |")
+	require.Contains(t, out, "| null-server |")
+	require.Contains(t, out, "ringmq / the null server (the limit)")
+	require.Contains(t, out, "| 4x16 | async-mmap-gnet |")
 	require.Contains(t, out, "left alone")
 	entries, err := os.ReadDir(results)
 	require.NoError(t, err)
@@ -249,7 +252,17 @@ func TestSuiteCommandAgainstRealBroker(t *testing.T) {
 		require.NotNil(t, r.Results.Consume, "read back")
 		require.Contains(t, r.Config["broker_flags"], "--flushDiskType=")
 		require.NotEmpty(t, r.Throughput, "250 ms throughput file")
+		require.NotNil(t, p.ServerCPU, "the broker process's CPU")
+		require.Positive(t, p.ServerCPU.UsPerMsg)
 	}
+	nullRuns, err := perf.LoadAll([]string{filepath.Join(results, stamp, "null-server", "round-1")})
+	require.NoError(t, err)
+	np := nullRuns[0].Results.Produce
+	require.Positive(t, np.Acked)
+	require.Zero(t, np.Errors)
+	require.Nil(t, nullRuns[0].Results.Consume, "nothing to read back")
+	require.NotNil(t, np.ServerCPU, "the null server process's CPU")
+	require.Equal(t, bench.PeerNull, nullRuns[0].Config["peer"])
 	requireWellFormed(t, filepath.Join(results, stamp, "report.html"))
 	html, err := os.ReadFile(filepath.Join(results, stamp, "report.html"))
 	require.NoError(t, err)
@@ -321,12 +334,58 @@ func TestPeerRatiosPairByDurabilityAndPoint(t *testing.T) {
 	require.Nil(t, peerRatios(&bench.SuiteResult{Runs: []bench.SuiteRun{run(async, p2)}}, med), "no peer, no table")
 }
 
+func TestLimitRatiosPairEverySetupWithTheNullServerAtItsPoint(t *testing.T) {
+	run := func(s bench.BrokerSetup, p bench.Point) bench.SuiteRun {
+		return bench.SuiteRun{PlannedRun: bench.PlannedRun{Setup: s, Point: p, Name: s.Name + "@" + p.String()}}
+	}
+	async := bench.BrokerSetup{Name: "async-mmap-gnet", Flags: []string{"--flushDiskType=ASYNC_FLUSH"}}
+	sync := bench.BrokerSetup{Name: "sync-iouring-gnet", Flags: []string{"--flushDiskType=SYNC_FLUSH"}}
+	null := bench.NullSetups()[0]
+	p1, p2 := bench.Point{Conns: 1, Inflight: 1}, bench.Point{Conns: 4, Inflight: 16}
+	res := &bench.SuiteResult{Runs: []bench.SuiteRun{
+		run(async, p2), run(null, p2), run(sync, p2), run(bench.NATSSetups()[0], p2), run(async, p1),
+	}}
+	med := []perf.Summary{
+		{Name: "async-mmap-gnet@4x16", MsgsPerSec: 120_000, P99Us: 2000, ServerCPUUsPerMsg: 10, ClientCPUUsPerMsg: 2.5},
+		{Name: "null-server@4x16", MsgsPerSec: 400_000, P99Us: 500, ServerCPUUsPerMsg: 1.5, ClientCPUUsPerMsg: 2},
+		{Name: "sync-iouring-gnet@4x16", MsgsPerSec: 30_000, P99Us: 4000},
+		{Name: "nats-js-async@4x16", MsgsPerSec: 80_000},
+		{Name: "async-mmap-gnet@1x1", MsgsPerSec: 12_000}, // no null server at 1x1: no row
+	}
+	tab := limitRatios(res, med)
+	require.NotNil(t, tab)
+	require.Equal(t, [][]string{
+		{"4x16", "async-mmap-gnet", "120000", "400000", "0.30×", "2000", "500", "4.00×", "10.00", "1.50", "2.50", "2.00"},
+		{"4x16", "sync-iouring-gnet", "30000", "400000", "0.07×", "4000", "500", "8.00×", "–", "1.50", "–", "2.00"},
+	}, tab.Rows)
+	require.Len(t, tab.Header, len(tab.Rows[0]))
+	require.Nil(t, limitRatios(&bench.SuiteResult{Runs: []bench.SuiteRun{run(async, p2)}}, med), "no null server, no table")
+}
+
+func TestWithPeers(t *testing.T) {
+	names := func(peers string) []string {
+		setups, err := withPeers(peers)
+		require.NoError(t, err, peers)
+		var out []string
+		for _, s := range setups[len(bench.DefaultMatrix()):] {
+			out = append(out, s.Name)
+		}
+		return out
+	}
+	require.Empty(t, names("none"))
+	require.Equal(t, []string{"nats-js-async", "nats-js-sync"}, names("nats"))
+	require.Equal(t, []string{"null-server"}, names("null"))
+	require.Equal(t, []string{"nats-js-async", "nats-js-sync", "null-server"}, names("nats,null"))
+	_, err := withPeers("nats,rocketmq")
+	require.ErrorContains(t, err, `"rocketmq" is not nats or null`)
+}
+
 func TestBenchmarksSectionCarriesTheRatios(t *testing.T) {
 	r := &perf.Run{Name: "async-mmap-gnet"}
 	r.Results.Produce = &perf.Role{MsgsPerSec: 1000, Acked: 1000, Secs: 1}
-	tab := &perf.Table{Caption: "ringmq / NATS", Header: []string{"point", "ringmq setup", "ratio"},
+	tab := perf.Table{Caption: "ringmq / NATS", Header: []string{"point", "ringmq setup", "ratio"},
 		Rows: [][]string{{"4x16", "async-mmap-gnet", "1.50×"}}}
-	sec, err := benchmarksSection([]*perf.Run{r}, []string{"Machine: m."}, tab, "r.html")
+	sec, err := benchmarksSection([]*perf.Run{r}, []string{"Machine: m."}, []perf.Table{tab}, "r.html")
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(sec, benchmarksBegin+"\n## Broker configurations (mqbench suite)\n\nMachine: m.\n\n| run |"))
 	require.Contains(t, sec, "\nringmq / NATS:\n\n| point | ringmq setup | ratio |\n| ---: | --- | ---: |\n| 4x16 | async-mmap-gnet | 1.50× |\n")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -45,8 +44,8 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	warmup := fset.Duration("warmup", 2*time.Second, "warm-up per run (quick: 500ms)")
 	consume := fset.Duration("consume-duration", 5*time.Second, "read back for at most this long after each run (0: no read-back; quick: 0)")
 	commitLog := fset.Int64("commitlog-bytes", 128<<20, "--mappedFileSizeCommitLog of the brokers (quick: 64 MiB)")
-	points := fset.String("points", "", "load points CONNSxINFLIGHT, comma-separated (e.g. 1x1,4x16,16x32); default --conns x --inflight")
-	peers := fset.String("peers", bench.PeerNATS, "peers run in the same rounds: nats (NATS JetStream, binaries from `make tools`) or none")
+	points := fset.String("points", "", "load points CONNSxINFLIGHT or e2e@RATE (open loop at RATE msgs/s with consumers: end-to-end latency), comma-separated (e.g. 1x1,4x16,16x32,e2e@20000); default --conns x --inflight")
+	peers := fset.String("peers", bench.PeerNATS+","+bench.PeerNull, "peers run in the same rounds, comma-separated: nats (NATS JetStream, binaries from `make tools`), null (mqbench null-server, the limit), or none")
 	natsBinDir := fset.String("nats-bin-dir", "bin/tools", "directory holding nats-server and nats (make tools)")
 	writeBenchmarks := fset.Bool("write-benchmarks", false, "replace the "+benchmarksBegin+" … "+benchmarksEnd+" section of --benchmarks-md with the tables (WRITE_BENCHMARKS=1; never with --quick). Without it BENCHMARKS.md is left alone")
 	benchmarksMD := fset.String("benchmarks-md", "BENCHMARKS.md", "file whose marked section --write-benchmarks replaces (skipped if it has no markers)")
@@ -76,12 +75,11 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg.BrokerBin, cfg.ResultsDir, cfg.StoreDir, cfg.Rounds = *brokerBin, *results, *storeDir, *rounds
 	cfg.NATSServerBin = filepath.Join(*natsBinDir, "nats-server")
 	cfg.NATSBin = filepath.Join(*natsBinDir, "nats")
-	switch *peers {
-	case bench.PeerNATS:
-	case "none":
-		cfg.Setups = bench.DefaultMatrix()
-	default:
-		return fmt.Errorf("%w: --peers %q is not nats or none", errUsage, *peers)
+	if cfg.Setups, err = withPeers(*peers); err != nil {
+		return err
+	}
+	if cfg.NullServerBin, err = os.Executable(); err != nil {
+		return fmt.Errorf("mqbench: the null server is this binary: %w", err)
 	}
 	if cfg.Setups, err = bench.SelectSetups(cfg.Setups, *setups); err != nil {
 		return fmt.Errorf("%w: --setups: %w", errUsage, err)
@@ -141,17 +139,19 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	machine := bench.DescribeMachine(ctx, storeRoot(&cfg))
 	notes := suiteNotes(&cfg, res, failed, *quick, machine)
-	ratios := peerRatios(res, perf.Medians(perf.GroupByName(runs)))
+	medians := perf.Medians(perf.GroupByName(runs))
 	htmlPath := filepath.Join(res.Dir, "report.html")
 	mdPath := filepath.Join(res.Dir, "BENCHMARKS.md")
 	var tables []perf.Table
-	if ratios != nil {
-		tables = append(tables, *ratios)
+	for _, t := range []*perf.Table{peerRatios(res, medians), limitRatios(res, medians)} {
+		if t != nil && len(t.Rows) > 0 {
+			tables = append(tables, *t)
+		}
 	}
 	if err := writeSuiteReport(runs, "ringmq broker configurations", htmlPath, notes, tables); err != nil {
 		return err
 	}
-	section, err := benchmarksSection(runs, notes, ratios, htmlPath)
+	section, err := benchmarksSection(runs, notes, tables, htmlPath)
 	if err != nil {
 		return err
 	}
@@ -179,9 +179,34 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
+// withPeers is the default matrix and the peers named ("none": no peer).
+func withPeers(peers string) ([]bench.BrokerSetup, error) {
+	setups := bench.DefaultMatrix()
+	if peers == "none" {
+		return setups, nil
+	}
+	seen := map[string]bool{}
+	for p := range strings.SplitSeq(peers, ",") {
+		p = strings.TrimSpace(p)
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		switch p {
+		case bench.PeerNATS:
+			setups = append(setups, bench.NATSSetups()...)
+		case bench.PeerNull:
+			setups = append(setups, bench.NullSetups()...)
+		default:
+			return nil, fmt.Errorf("%w: --peers %q: %q is not nats or null (or use none alone)", errUsage, peers, p)
+		}
+	}
+	return setups, nil
+}
+
 func setupNames() string {
 	var names []string
-	for _, s := range append(bench.DefaultMatrix(), bench.NATSSetups()...) {
+	for _, s := range append(append(bench.DefaultMatrix(), bench.NATSSetups()...), bench.NullSetups()...) {
 		names = append(names, s.Name)
 	}
 	return strings.Join(names, ", ")
@@ -221,6 +246,12 @@ func suiteNotes(cfg *bench.SuiteConfig, res *bench.SuiteResult, failed []string,
 	l := cfg.Load
 	var pts []string
 	for _, p := range suitePoints(cfg) {
+		if p.E2ERate > 0 {
+			pts = append(pts, fmt.Sprintf("end to end (%v) at %.0f msgs/s open loop on %d connections × %d in flight, consumers pulling the topic "+
+				"from its end (mqbench e2e: send and produce-to-consume latency on one clock, every message matched; NATS by mqbench e2e --nats-url, the NATS Go client; the null server runs the same rate as an open-loop produce)",
+				p, p.E2ERate, cfg.Load.Conns, cfg.Load.Inflight))
+			continue
+		}
 		pts = append(pts, fmt.Sprintf("%d connections × %d in flight", p.Conns, p.Inflight))
 	}
 	notes = append(notes, fmt.Sprintf("Command: %s (mqbench suite). Load: %s, %d-byte messages, %v measured after %v warm-up, against each broker setup on loopback with a fresh store; %d rounds, interleaved; figures are medians.",
@@ -249,6 +280,9 @@ func suitePoints(cfg *bench.SuiteConfig) []bench.Point {
 
 // describeSetup says how a setup is configured and loaded.
 func describeSetup(cfg *bench.SuiteConfig, s bench.BrokerSetup) string {
+	if s.Peer == bench.PeerNull {
+		return "mqbench null-server (the limit): answers every send SEND_OK at once and stores nothing, one read and one write per batch of frames; the same load by mqbench produce. Server CPU: its process's, from /proc/<pid>/stat."
+	}
 	if s.Peer == bench.PeerNATS {
 		sync := "default sync_interval (2 min: acknowledged once in the page cache), the peer of ASYNC_FLUSH"
 		if s.SyncAlways {
@@ -268,40 +302,53 @@ func orDash(s string) string {
 	return s
 }
 
-// peerRatios is the table of ringmq / NATS throughput per point: each ringmq setup
-// against the NATS setup of the same durability (ASYNC_FLUSH against the default sync
-// interval, SYNC_FLUSH against sync_interval: always). nil without NATS runs.
-func peerRatios(res *bench.SuiteResult, medians []perf.Summary) *perf.Table {
-	byName := map[string]perf.Summary{}
-	for _, m := range medians {
-		byName[m.Name] = m
-	}
-	type key struct {
-		point   bench.Point
-		durable bool
-	}
-	peer := map[key]string{}
-	var order []bench.PlannedRun
+// ringmqAndPeerRuns lists each run name once: the ringmq setups' runs in point order, and
+// the given peer's.
+func ringmqAndPeerRuns(res *bench.SuiteResult, peer string) (ringmq, peers []bench.PlannedRun) {
 	seen := map[string]bool{}
 	for _, r := range res.Runs {
 		if seen[r.Name] {
 			continue
 		}
 		seen[r.Name] = true
-		if r.Setup.Peer == bench.PeerNATS {
-			peer[key{r.Point, r.Setup.Durable()}] = r.Name
-		} else {
-			order = append(order, r.PlannedRun)
+		switch r.Setup.Peer {
+		case peer:
+			peers = append(peers, r.PlannedRun)
+		case "":
+			ringmq = append(ringmq, r.PlannedRun)
 		}
+	}
+	slices.SortStableFunc(ringmq, func(a, b bench.PlannedRun) int { return bench.ComparePoints(a.Point, b.Point) })
+	return ringmq, peers
+}
+
+func mediansByName(medians []perf.Summary) map[string]perf.Summary {
+	byName := make(map[string]perf.Summary, len(medians))
+	for _, m := range medians {
+		byName[m.Name] = m
+	}
+	return byName
+}
+
+// peerRatios is the table of ringmq / NATS throughput per point: each ringmq setup
+// against the NATS setup of the same durability (ASYNC_FLUSH against the default sync
+// interval, SYNC_FLUSH against sync_interval: always). nil without NATS runs.
+func peerRatios(res *bench.SuiteResult, medians []perf.Summary) *perf.Table {
+	byName := mediansByName(medians)
+	type key struct {
+		point   bench.Point
+		durable bool
+	}
+	peer := map[key]string{}
+	order, peers := ringmqAndPeerRuns(res, bench.PeerNATS)
+	for _, r := range peers {
+		peer[key{r.Point, r.Setup.Durable()}] = r.Name
 	}
 	if len(peer) == 0 {
 		return nil
 	}
 	t := &perf.Table{ID: "peer-ratios", Caption: "ringmq / NATS JetStream throughput, per point (medians)",
 		Header: []string{"point", "ringmq setup", "ringmq msgs/s", "NATS setup", "NATS msgs/s", "ringmq / NATS"}}
-	slices.SortStableFunc(order, func(a, b bench.PlannedRun) int {
-		return cmp.Or(cmp.Compare(a.Point.Conns, b.Point.Conns), cmp.Compare(a.Point.Inflight, b.Point.Inflight))
-	})
 	for _, r := range order {
 		p, ok := peer[key{r.Point, r.Setup.Durable()}]
 		mine, ok1 := byName[r.Name]
@@ -311,6 +358,50 @@ func peerRatios(res *bench.SuiteResult, medians []perf.Summary) *perf.Table {
 		}
 		t.Rows = append(t.Rows, []string{r.Point.String(), r.Setup.Name, fmt.Sprintf("%.0f", mine.MsgsPerSec), p,
 			fmt.Sprintf("%.0f", theirs.MsgsPerSec), fmt.Sprintf("%.2f×", mine.MsgsPerSec/theirs.MsgsPerSec)})
+	}
+	return t
+}
+
+// limitRatios is the table of ringmq against the null server (the limit) per point:
+// throughput and p99 as ratios, and the CPU per message of both servers and clients.
+// nil without null-server runs.
+func limitRatios(res *bench.SuiteResult, medians []perf.Summary) *perf.Table {
+	byName := mediansByName(medians)
+	limit := map[bench.Point]string{}
+	order, peers := ringmqAndPeerRuns(res, bench.PeerNull)
+	for _, r := range peers {
+		limit[r.Point] = r.Name
+	}
+	if len(limit) == 0 {
+		return nil
+	}
+	t := &perf.Table{ID: "limit-ratios", Caption: "ringmq / the null server (the limit), per point (medians; CPU in µs per message)",
+		Header: []string{"point", "ringmq setup", "ringmq msgs/s", "limit msgs/s", "msgs/s ÷ limit", "ringmq p99 µs", "limit p99 µs", "p99 ÷ limit",
+			"ringmq server µs/msg", "limit server µs/msg", "ringmq client µs/msg", "limit client µs/msg"}}
+	num := func(v float64, format string) string {
+		if v <= 0 {
+			return "–"
+		}
+		return fmt.Sprintf(format, v)
+	}
+	ratio := func(a, b float64) string {
+		if a <= 0 || b <= 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.2f×", a/b)
+	}
+	for _, r := range order {
+		l, ok := limit[r.Point]
+		mine, ok1 := byName[r.Name]
+		theirs, ok2 := byName[l]
+		if !ok || !ok1 || !ok2 {
+			continue
+		}
+		t.Rows = append(t.Rows, []string{r.Point.String(), r.Setup.Name,
+			num(mine.MsgsPerSec, "%.0f"), num(theirs.MsgsPerSec, "%.0f"), ratio(mine.MsgsPerSec, theirs.MsgsPerSec),
+			num(mine.P99Us, "%.0f"), num(theirs.P99Us, "%.0f"), ratio(mine.P99Us, theirs.P99Us),
+			num(mine.ServerCPUUsPerMsg, "%.2f"), num(theirs.ServerCPUUsPerMsg, "%.2f"),
+			num(mine.ClientCPUUsPerMsg, "%.2f"), num(theirs.ClientCPUUsPerMsg, "%.2f")})
 	}
 	return t
 }
@@ -330,7 +421,7 @@ func writeSuiteReport(runs []*perf.Run, title, htmlPath string, notes []string, 
 
 // benchmarksSection is the Markdown of the suite's tables (BENCHMARKS.md's marked section
 // with --write-benchmarks, and <stamp>/BENCHMARKS.md always).
-func benchmarksSection(runs []*perf.Run, notes []string, ratios *perf.Table, htmlPath string) (string, error) {
+func benchmarksSection(runs []*perf.Run, notes []string, tables []perf.Table, htmlPath string) (string, error) {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "%s\n## Broker configurations (mqbench suite)\n\n", benchmarksBegin)
 	for _, n := range notes {
@@ -341,18 +432,21 @@ func benchmarksSection(runs []*perf.Run, notes []string, ratios *perf.Table, htm
 	}
 	fmt.Fprintf(&b, "\nLatencies in µs (client send latency; \"broker put\" is the broker's own put latency from its /metrics; – where not measured). "+
 		"Client CPU is mqbench's own (CPU seconds / wall / nproc, and per message): when it nears what the broker could use, the client is the limit. Ratios against the first row.\n")
-	if ratios != nil && len(ratios.Rows) > 0 {
+	for _, t := range tables {
+		if len(t.Rows) == 0 {
+			continue
+		}
 		// Names left, figures right.
 		sep := "|"
-		for i := range ratios.Header {
-			if r := ratios.Rows[0][i]; r != "" && (r[0] < '0' || r[0] > '9') {
+		for i := range t.Header {
+			if r := t.Rows[0][i]; r != "" && r != "–" && (r[0] < '0' || r[0] > '9') {
 				sep += " --- |"
 			} else {
 				sep += " ---: |"
 			}
 		}
-		fmt.Fprintf(&b, "\n%s:\n\n| %s |\n%s\n", ratios.Caption, strings.Join(ratios.Header, " | "), sep)
-		for _, row := range ratios.Rows {
+		fmt.Fprintf(&b, "\n%s:\n\n| %s |\n%s\n", t.Caption, strings.Join(t.Header, " | "), sep)
+		for _, row := range t.Rows {
 			fmt.Fprintf(&b, "| %s |\n", strings.Join(row, " | "))
 		}
 	}

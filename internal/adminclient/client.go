@@ -157,7 +157,7 @@ func (cn *conn) call(req *codec.RemotingCommand, creds Credentials, timeout time
 	cn.opaque++
 	req.Opaque = cn.opaque
 	req.Flag &^= codec.FlagResponse
-	creds.sign(req)
+	creds.Sign(req)
 	var err error
 	cn.buf, err = req.AppendFrame(cn.buf[:0])
 	if err != nil {
@@ -213,7 +213,11 @@ func (e *ResponseError) Error() string {
 	if e.What != "" {
 		what = " for " + e.What
 	}
-	return fmt.Sprintf("%s answered %s (%d)%s: %s", e.Addr, e.Code, int32(e.Code), what, strings.TrimSpace(e.Remark))
+	remark := strings.TrimSpace(e.Remark)
+	if remark == "" {
+		remark = "(no remark)"
+	}
+	return fmt.Sprintf("%s answered %s (%d)%s: %s", e.Addr, e.Code, int32(e.Code), what, remark)
 }
 
 // Check returns a *ResponseError unless resp's code is one of ok (SUCCESS when none given).

@@ -144,10 +144,10 @@ func TestCallDialErrorAndClosed(t *testing.T) {
 }
 
 // A signed request carries AccessKey and a Signature over the other header values in key
-// order and the body (the rule broker/acl.go verifies), computed here independently.
+// order and the body (the rule broker/acl verifies), computed here independently.
 func TestCredentialsSign(t *testing.T) {
 	req := codec.NewRequest(codec.RequestUpdateAndCreateTopic, map[string]string{"topic": "T", "perm": "6"}, []byte("body"))
-	Credentials{AccessKey: "rocketmq2", SecretKey: "12345678"}.sign(req)
+	Credentials{AccessKey: "rocketmq2", SecretKey: "12345678"}.Sign(req)
 	require.Equal(t, "rocketmq2", req.ExtFields["AccessKey"])
 	// Key order: AccessKey, perm, topic.
 	mac := hmac.New(sha1.New, []byte("12345678"))
@@ -155,6 +155,6 @@ func TestCredentialsSign(t *testing.T) {
 	require.Equal(t, base64.StdEncoding.EncodeToString(mac.Sum(nil)), req.ExtFields["Signature"])
 
 	unsigned := codec.NewRequest(codec.RequestGetBrokerClusterInfo, nil, nil)
-	Credentials{}.sign(unsigned)
+	Credentials{}.Sign(unsigned)
 	require.Nil(t, unsigned.ExtFields)
 }

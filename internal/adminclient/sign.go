@@ -27,8 +27,8 @@ const (
 	securityTokenField = "SecurityToken"
 )
 
-// sign adds the credentials and the signature to req. A zero Credentials signs nothing.
-func (c Credentials) sign(req *codec.RemotingCommand) {
+// Sign adds the credentials and the signature to req. A zero Credentials signs nothing.
+func (c Credentials) Sign(req *codec.RemotingCommand) {
 	if c.AccessKey == "" {
 		return
 	}

@@ -5,7 +5,9 @@ package logtest
 import (
 	"context"
 	"log/slog"
+	"os"
 	"sync"
+	"testing"
 )
 
 // Recorder is a slog.Handler that keeps every record. Safe for concurrent use.
@@ -66,3 +68,16 @@ func Attr(r slog.Record, key string) string {
 
 // Discard is a logger that drops everything.
 func Discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// ForTest writes to the test's output at the level RINGMQ_TEST_LOG names (debug, info;
+// otherwise warnings and errors only).
+func ForTest(t testing.TB) *slog.Logger {
+	level := slog.LevelWarn
+	switch os.Getenv("RINGMQ_TEST_LOG") {
+	case "debug":
+		level = slog.LevelDebug
+	case "info":
+		level = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: level}))
+}

@@ -26,6 +26,25 @@ func Subscription(topic string, version int64, tags ...string) codec.Subscriptio
 	return s
 }
 
+// HeartbeatBody is a HEART_BEAT body with a consumer group per key of groups, each
+// subscribed ("*") to the topics listed.
+func HeartbeatBody(t testing.TB, groups map[string][]string) []byte {
+	t.Helper()
+	hb := &codec.HeartbeatData{ClientID: "127.0.0.1@test"}
+	for g, topics := range groups {
+		cd := codec.ConsumerData{GroupName: g}
+		for _, topic := range topics {
+			cd.SubscriptionDataSet = append(cd.SubscriptionDataSet, codec.SubscriptionData{Topic: topic, SubString: "*"})
+		}
+		hb.ConsumerDataSet = append(hb.ConsumerDataSet, cd)
+	}
+	body, err := hb.Encode()
+	if err != nil {
+		t.Fatalf("remotingtest: heartbeat body: %v", err)
+	}
+	return body
+}
+
 // PullRequest is a PULL_MESSAGE (11) request: maxNums messages of a queue from offset, with
 // the given sys flags, long-polling suspend time and TAG subscription; no commit offset.
 func PullRequest(group, topic string, queueID int32, offset int64, maxNums int32, sysFlag int32,
@@ -49,6 +68,15 @@ func Records(t testing.TB, body []byte) []codec.Record {
 		}
 		out = append(out, r)
 		at += int(r.TotalSize)
+	}
+	return out
+}
+
+// Bodies lists the records' bodies, in order.
+func Bodies(recs []codec.Record) []string {
+	var out []string
+	for _, r := range recs {
+		out = append(out, string(r.Body))
 	}
 	return out
 }

@@ -1,7 +1,6 @@
-package broker
+package delay
 
 import (
-	"errors"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -16,6 +15,9 @@ import (
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/broker/sendplane"
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/logtest"
+	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/store"
 	"github.com/ringmq/ringmq/store/storetest"
 )
@@ -26,13 +28,41 @@ import (
 
 var scheduleBornHost = netip.MustParseAddrPort("10.0.0.7:5555")
 
+func netipLoopback() netip.AddrPort { return netip.MustParseAddrPort("127.0.0.1:10911") }
+
+// props encodes key/value pairs as a client does (each pair ends with 0x02).
+func props(kv ...string) string {
+	var b []byte
+	for i := 0; i+1 < len(kv); i += 2 {
+		b = codec.AppendProperty(b, kv[i], kv[i+1])
+	}
+	return string(b)
+}
+
+// openFileStore opens a started file store on a temporary directory, its CommitLog files
+// commitLogBytes each, with the delay level table set.
+func openFileStore(t testing.TB, delays []time.Duration, commitLogBytes int64) *store.Store {
+	t.Helper()
+	sc := store.DefaultConfig(t.TempDir())
+	sc.StoreHost = netipLoopback()
+	sc.MappedFileSizeCommitLog = commitLogBytes
+	sc.MaxMessageSize = 1 << 20
+	require.NoError(t, sc.Validate())
+	st, err := store.Open(sc, store.Deps{})
+	require.NoError(t, err)
+	st.SetDelayLevelTable(delays)
+	require.NoError(t, st.Start())
+	t.Cleanup(func() { _ = st.Shutdown() })
+	return st
+}
+
 // scheduleEnv is a MemStore with a schedule service reading it.
 type scheduleEnv struct {
 	st   store.MessageStore
 	mem  *storetest.MemStore
 	svc  *ScheduleMessageService
 	path string
-	deps scheduleDeps
+	deps Deps
 }
 
 func newScheduleEnv(t *testing.T, delays []time.Duration, wrap func(store.MessageStore) store.MessageStore) *scheduleEnv {
@@ -45,8 +75,8 @@ func newScheduleEnv(t *testing.T, delays []time.Duration, wrap func(store.Messag
 	if wrap != nil {
 		e.st = wrap(mem)
 	}
-	e.deps = scheduleDeps{store: e.st, delays: delays, storeHost: netipLoopback(), path: e.path,
-		logger: testLogger(t), persistInterval: time.Second}
+	e.deps = Deps{Store: e.st, Delays: delays, StoreHost: netipLoopback(), Path: e.path,
+		Logger: logtest.ForTest(t), PersistInterval: time.Second}
 	e.svc = e.newService(t)
 	// The MemStore calls the listener synchronously: for SCHEDULE_TOPIC_XXXX entries that is
 	// the test's goroutine (the one that replaces e.svc), for delivered copies the service's.
@@ -60,7 +90,7 @@ func newScheduleEnv(t *testing.T, delays []time.Duration, wrap func(store.Messag
 
 func (e *scheduleEnv) newService(t *testing.T) *ScheduleMessageService {
 	t.Helper()
-	s, err := newScheduleMessageService(e.deps)
+	s, err := New(e.deps)
 	require.NoError(t, err)
 	return s
 }
@@ -94,14 +124,6 @@ func (e *scheduleEnv) delivered(t *testing.T, topic string, queueID int32) []cod
 	return out
 }
 
-func bodies(recs []codec.Record) []string {
-	var out []string
-	for _, r := range recs {
-		out = append(out, string(r.Body))
-	}
-	return out
-}
-
 func readDelayOffsets(t *testing.T, path string) map[int32]int64 {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -126,7 +148,7 @@ func TestScheduleDeliversEachLevelWhenDue(t *testing.T) {
 		require.Empty(t, e.delivered(t, "TopicR", 1), "1 ms before the first due time")
 		time.Sleep(time.Millisecond)
 		synctest.Wait()
-		require.Equal(t, []string{"one"}, bodies(e.delivered(t, "TopicR", 1)))
+		require.Equal(t, []string{"one"}, remotingtest.Bodies(e.delivered(t, "TopicR", 1)))
 
 		time.Sleep(4*time.Second - time.Millisecond)
 		synctest.Wait()
@@ -134,7 +156,7 @@ func TestScheduleDeliversEachLevelWhenDue(t *testing.T) {
 		time.Sleep(time.Millisecond)
 		synctest.Wait()
 		recs := e.delivered(t, "TopicR", 1)
-		require.Equal(t, []string{"one", "five"}, bodies(recs))
+		require.Equal(t, []string{"one", "five"}, remotingtest.Bodies(recs))
 		require.Equal(t, int64(2), e.svc.Delivered())
 
 		// The copy is the scheduled record in its real topic and queue, with the scheduled
@@ -173,7 +195,7 @@ func TestScheduleArrivalWakesAnIdleService(t *testing.T) {
 		require.Empty(t, e.delivered(t, "TopicW", 0))
 		time.Sleep(time.Millisecond)
 		synctest.Wait()
-		require.Equal(t, []string{"late"}, bodies(e.delivered(t, "TopicW", 0)))
+		require.Equal(t, []string{"late"}, remotingtest.Bodies(e.delivered(t, "TopicW", 0)))
 		require.NoError(t, e.svc.Stop(t.Context()))
 	})
 }
@@ -188,7 +210,7 @@ func TestScheduleRestartNeitherLosesNorRepeats(t *testing.T) {
 		require.NoError(t, e.svc.Start())
 		time.Sleep(time.Second)
 		synctest.Wait()
-		require.Equal(t, []string{"a0", "a1", "a2"}, bodies(e.delivered(t, "TopicS", 0)))
+		require.Equal(t, []string{"a0", "a1", "a2"}, remotingtest.Bodies(e.delivered(t, "TopicS", 0)))
 		require.NoError(t, e.svc.Stop(t.Context()))
 		require.Equal(t, map[int32]int64{1: 3}, readDelayOffsets(t, e.path), "level 2 has not moved yet")
 
@@ -200,10 +222,10 @@ func TestScheduleRestartNeitherLosesNorRepeats(t *testing.T) {
 		require.NoError(t, e.svc.Start())
 		synctest.Wait()
 		// b0 was due during the downtime: delivered at once. a3 waits its second.
-		require.Equal(t, []string{"a0", "a1", "a2", "b0"}, bodies(e.delivered(t, "TopicS", 0)))
+		require.Equal(t, []string{"a0", "a1", "a2", "b0"}, remotingtest.Bodies(e.delivered(t, "TopicS", 0)))
 		time.Sleep(time.Second)
 		synctest.Wait()
-		require.Equal(t, []string{"a0", "a1", "a2", "b0", "a3"}, bodies(e.delivered(t, "TopicS", 0)))
+		require.Equal(t, []string{"a0", "a1", "a2", "b0", "a3"}, remotingtest.Bodies(e.delivered(t, "TopicS", 0)))
 		require.NoError(t, e.svc.Stop(t.Context()))
 		require.Equal(t, map[int32]int64{1: 4, 2: 1}, readDelayOffsets(t, e.path))
 	})
@@ -276,7 +298,7 @@ func TestScheduleRetriesAFailedPut(t *testing.T) {
 		gate.failPuts.Store(false)
 		time.Sleep(delayRetryInterval)
 		synctest.Wait()
-		require.Equal(t, []string{"x"}, bodies(e.delivered(t, "TopicF", 0)))
+		require.Equal(t, []string{"x"}, remotingtest.Bodies(e.delivered(t, "TopicF", 0)))
 		require.NoError(t, e.svc.Stop(t.Context()))
 	})
 }
@@ -294,7 +316,7 @@ func TestScheduleCursorPastTheQueueEndIsSetBack(t *testing.T) {
 		e.schedule(t, 1, "TopicE", 0, "new")
 		time.Sleep(time.Second)
 		synctest.Wait()
-		require.Equal(t, []string{"new"}, bodies(e.delivered(t, "TopicE", 0)),
+		require.Equal(t, []string{"new"}, remotingtest.Bodies(e.delivered(t, "TopicE", 0)),
 			"set back to the end, not to 0: nothing is delivered twice")
 		require.NoError(t, e.svc.Stop(t.Context()))
 		require.Equal(t, map[int32]int64{1: 2, 7: 5}, readDelayOffsets(t, e.path))
@@ -312,7 +334,7 @@ func TestScheduleSkipsRecordsWithoutRealTopic(t *testing.T) {
 		require.NoError(t, e.svc.Start())
 		time.Sleep(time.Second)
 		synctest.Wait()
-		require.Equal(t, []string{"kept"}, bodies(e.delivered(t, "TopicK", 0)))
+		require.Equal(t, []string{"kept"}, remotingtest.Bodies(e.delivered(t, "TopicK", 0)))
 		require.Equal(t, map[int32]int64{1: 2}, e.svc.Offsets())
 		require.NoError(t, e.svc.Stop(t.Context()))
 	})
@@ -335,7 +357,7 @@ func TestScheduleNotifyIsCheapForABusyLevel(t *testing.T) {
 	require.True(t, l.dirty.Load())
 	e.svc.NotifyMessageArriving(5, 1) // not a level: ignored
 	e.svc.NotifyMessageArriving(-1, 1)
-	if !raceEnabled {
+	if !testutil.RaceEnabled {
 		l.nextDue.Store(1000)
 		require.Zero(t, testing.AllocsPerRun(100, func() { e.svc.NotifyMessageArriving(0, 2000) }))
 	}
@@ -354,18 +376,12 @@ func TestDueFilter(t *testing.T) {
 }
 
 func TestScheduleDeliverDoesNotAllocate(t *testing.T) {
-	if raceEnabled {
+	if testutil.RaceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	cfg := testBrokerConfig(t)
-	sc, err := storeConfig(&cfg, netipLoopback())
-	require.NoError(t, err)
-	fs, err := store.Open(sc, store.Deps{})
-	require.NoError(t, err)
-	require.NoError(t, fs.Start())
-	t.Cleanup(func() { _ = fs.Shutdown() })
-	s, err := newScheduleMessageService(scheduleDeps{store: fs, delays: []time.Duration{time.Second},
-		storeHost: netipLoopback(), path: filepath.Join(t.TempDir(), "d.json")})
+	fs := openFileStore(t, []time.Duration{time.Second}, 4<<20)
+	s, err := New(Deps{Store: fs, Delays: []time.Duration{time.Second},
+		StoreHost: netipLoopback(), Path: filepath.Join(t.TempDir(), "d.json")})
 	require.NoError(t, err)
 	p, q := sendplane.AppendScheduleProperties([]byte(props("UNIQ_KEY", "U1", "TAGS", "t")), 1, "TopicA", 0)
 	m := codec.Message{Topic: metadata.ScheduleTopic, QueueID: q, BornHost: scheduleBornHost, StoreHost: netipLoopback(),
@@ -382,6 +398,28 @@ func TestScheduleDeliverDoesNotAllocate(t *testing.T) {
 }
 
 func TestScheduleServiceRejectsAnEmptyTable(t *testing.T) {
-	_, err := newScheduleMessageService(scheduleDeps{})
-	require.True(t, errors.Is(err, ErrConfig), "%v", err)
+	_, err := New(Deps{})
+	require.ErrorIs(t, err, ErrNoLevels)
+}
+
+// legacyProperties has every defect, between two good pairs and a DELAY the re-encoding drops
+// (as broker's properties_test.go serves it to the send-back path).
+const legacyProperties = "\x02KEYS\x01k\x02\x01noname\x02EMPTY\x01\x02junk\x02\x02TAGS\x01t\x01u\x02DELAY\x013\x02UNIQ_KEY\x01U1"
+
+// A record stored before properties were checked is delivered well formed.
+func TestScheduleDeliveryOfALegacyRecordIsCanonical(t *testing.T) {
+	e := newScheduleEnv(t, []time.Duration{time.Second}, nil)
+	p, q := sendplane.AppendScheduleProperties([]byte(legacyProperties+"\x02"), 1, "TopicS", 0)
+	m := codec.Message{Topic: metadata.ScheduleTopic, QueueID: q, BornHost: scheduleBornHost, StoreHost: netipLoopback(),
+		Body: []byte("later"), Properties: p}
+	rec, err := m.AppendRecord(nil)
+	require.NoError(t, err)
+	_, err = e.svc.deliver(rec)
+	require.NoError(t, err)
+	got := e.delivered(t, "TopicS", 0)
+	require.Len(t, got, 1)
+	require.Equal(t, "later", string(got[0].Body))
+	require.NoError(t, codec.ValidateProperties(got[0].Properties))
+	require.Equal(t, map[string]string{"KEYS": "k", "UNIQ_KEY": "U1", "DELAY": "1", "REAL_TOPIC": "TopicS", "REAL_QID": "0"},
+		codec.DecodeProperties(got[0].Properties))
 }

@@ -1,4 +1,64 @@
-package broker
+// Package acl is the broker's plain ACL (aclEnable=true), compatible with RocketMQ 4.x "plain
+// access" (PROTOCOL.md §12).
+//
+// The accounts come from a plain_acl.yml (aclFile): accessKey/secretKey pairs, each with an
+// admin flag, default topic and group permissions, per-topic and per-group permissions
+// (PUB, SUB, PUB|SUB, DENY) and an optional whiteRemoteAddress; plus globalWhiteRemoteAddresses.
+// The file is re-read when it changes (Deps.WatchInterval); a file that does not parse or
+// validate keeps the configuration in use and is reported once.
+//
+// Every request to the broker is checked before its processor runs, in Java's order
+// (PlainPermissionManager.validate):
+//
+//  1. a remote address matching globalWhiteRemoteAddresses is allowed, unsigned;
+//  2. the request must carry AccessKey, naming a configured account;
+//  3. a remote address matching that account's whiteRemoteAddress is allowed (signature
+//     and permissions are not checked, as in 4.x);
+//  4. Signature must be Base64(HmacSHA1(secretKey, content)), content being the values of
+//     every extFields entry but Signature, ordered by key, followed by the body;
+//  5. admin-only request codes need admin: true;
+//  6. the resources the request touches need the permissions its route names (the Rule of its
+//     row in broker/routes.go).
+//
+// A refusal is answered NO_PERMISSION (16) with a remark saying what failed. Apache
+// RocketMQ answers SYSTEM_ERROR (1) with the exception text instead (PROTOCOL.md
+// appendix A); ringmq answers 16, the code that says what happened. The clients treat both as a
+// failed call (the Go client retries a send on either).
+//
+// Signature variants accepted, all verified with a constant-time compare: the pinned Go
+// client sends SecurityToken but leaves it out of the signed content (the Java client signs
+// it), and Java brokers leave _UNIQUE_KEY_QUERY out of the content (4.9.x for requests of
+// version ≤ 399, 5.x always) although a client may have signed it. So the content is tried
+// with every extFields entry, then without SecurityToken and/or _UNIQUE_KEY_QUERY when they are
+// present (the Go form first for Go clients). Leaving a field out of the signed content only
+// lets a man in the middle change that field; ringmq authorizes nothing by either.
+//
+// Resources checked (4.x PlainAccessResource.parse; the acl field of each route, broker/routes.go):
+//
+//	code                          resource (permission)
+//	10, 324  send                 topic (PUB); a %RETRY% topic needs SUB on that group
+//	310, 320, 325  send V2/batch  b (PUB); likewise for %RETRY% topics
+//	36   send back                group (SUB)
+//	11, 361  pull                 topic (SUB), consumerGroup (SUB)
+//	12   query message            topic (SUB)
+//	34   heartbeat                every consumer group (SUB) and subscribed topic (SUB)
+//	35, 38  unregister, consumers consumerGroup (SUB)
+//	15   update offset            consumerGroup (SUB), topic (SUB)
+//	17, 25, 200, 207, 215, 513    admin only
+//	50, 51, 52, 53                admin only (the ACL's own admin requests: plane.go)
+//
+// A group's permission is its groupPerms entry, else defaultGroupPerm; a topic's is its
+// topicPerms entry, else defaultTopicPerm (a %RETRY%<group> topic is the group). An admin
+// account without any topicPerms or groupPerms may do everything (Java's rule). Unknown keys
+// in the file are ignored, as Java does; 5.x-only keys (resourcePerms, namespacePerms) have
+// no effect.
+//
+// Hot path: one account lookup, one sort of the extFields keys and one HMAC-SHA1 over the
+// header values and body, with pooled buffers and HMAC states: no heap allocation per
+// request (TestACLSendCheckAllocs); 0.9 µs for a send with a 128-byte body, 2.8 µs with
+// 4 KiB (BenchmarkACLCheckSend), about 1 µs more per KiB. It runs inline on the event loop,
+// so a 4 MiB batch costs that loop about 3 ms.
+package acl
 
 import (
 	"context"
@@ -26,66 +86,8 @@ import (
 	"github.com/ringmq/ringmq/codec"
 )
 
-// Plain ACL (aclEnable=true), compatible with RocketMQ 4.x "plain access" (PROTOCOL.md §12).
-//
-// The accounts come from a plain_acl.yml (aclFile): accessKey/secretKey pairs, each with an
-// admin flag, default topic and group permissions, per-topic and per-group permissions
-// (PUB, SUB, PUB|SUB, DENY) and an optional whiteRemoteAddress; plus globalWhiteRemoteAddresses.
-// The file is re-read when it changes (aclWatchInterval); a file that does not parse or
-// validate keeps the configuration in use and is reported once.
-//
-// Every request to the broker is checked before its processor runs, in Java's order
-// (PlainPermissionManager.validate):
-//
-//  1. a remote address matching globalWhiteRemoteAddresses is allowed, unsigned;
-//  2. the request must carry AccessKey, naming a configured account;
-//  3. a remote address matching that account's whiteRemoteAddress is allowed (signature
-//     and permissions are not checked, as in 4.x);
-//  4. Signature must be Base64(HmacSHA1(secretKey, content)), content being the values of
-//     every extFields entry but Signature, ordered by key, followed by the body;
-//  5. admin-only request codes need admin: true;
-//  6. the resources the request touches need the permissions its route names (routes.go).
-//
-// A refusal is answered NO_PERMISSION (16) with a remark saying what failed. Apache
-// RocketMQ answers SYSTEM_ERROR (1) with the exception text instead (PROTOCOL.md
-// appendix A); ringmq follows issue 8, which asks for 16. The clients treat both as a failed
-// call (the Go client retries a send on either).
-//
-// Signature variants accepted, all verified with a constant-time compare: the pinned Go
-// client sends SecurityToken but leaves it out of the signed content (the Java client signs
-// it), and Java brokers leave _UNIQUE_KEY_QUERY out of the content (4.9.x for requests of
-// version ≤ 399, 5.x always) although a client may have signed it. So the content is tried
-// with every extFields entry, then without SecurityToken and/or _UNIQUE_KEY_QUERY when they are
-// present (the Go form first for Go clients). Leaving a field out of the signed content only
-// lets a man in the middle change that field; ringmq authorizes nothing by either.
-//
-// Resources checked (4.x PlainAccessResource.parse; the acl field of each route, routes.go):
-//
-//	code                          resource (permission)
-//	10, 324  send                 topic (PUB); a %RETRY% topic needs SUB on that group
-//	310, 320, 325  send V2/batch  b (PUB); likewise for %RETRY% topics
-//	36   send back                group (SUB)
-//	11, 361  pull                 topic (SUB), consumerGroup (SUB)
-//	12   query message            topic (SUB)
-//	34   heartbeat                every consumer group (SUB) and subscribed topic (SUB)
-//	35, 38  unregister, consumers consumerGroup (SUB)
-//	15   update offset            consumerGroup (SUB), topic (SUB)
-//	17, 25, 200, 207, 215, 513    admin only
-//
-// A group's permission is its groupPerms entry, else defaultGroupPerm; a topic's is its
-// topicPerms entry, else defaultTopicPerm (a %RETRY%<group> topic is the group). An admin
-// account without any topicPerms or groupPerms may do everything (Java's rule). Unknown keys
-// in the file are ignored, as Java does; 5.x-only keys (resourcePerms, namespacePerms) have
-// no effect.
-//
-// Hot path: one account lookup, one sort of the extFields keys and one HMAC-SHA1 over the
-// header values and body, with pooled buffers and HMAC states: no heap allocation per
-// request (TestACLSendCheckAllocs); 0.9 µs for a send with a 128-byte body, 2.8 µs with
-// 4 KiB (BenchmarkACLCheckSend), about 1 µs more per KiB. It runs inline on the event loop,
-// so a 4 MiB batch costs that loop about 3 ms.
-
-// ErrACL wraps every problem with the ACL file.
-var ErrACL = errors.New("broker: acl file")
+// ErrFile wraps every problem with the ACL file.
+var ErrFile = errors.New("broker: acl file")
 
 // Fields the clients add to a signed request (Java SessionCredentials).
 const (
@@ -99,9 +101,9 @@ const (
 // (AclConstants.ACCESS_KEY_MIN_LENGTH = 6, checked with <=).
 const aclKeyMinLength = 6
 
-// aclWatchInterval is how often the ACL file is looked at: one stat, and a read only when
-// its size or modification time changed (or it changed within aclRacyWindow).
-const aclWatchInterval = time.Second
+// DefaultWatchInterval is how often the ACL file is looked at: one stat, and a read only
+// when its size or modification time changed (or it changed within aclRacyWindow).
+const DefaultWatchInterval = time.Second
 
 // aclRacyWindow: a file modified this recently is re-read even with an unchanged stamp,
 // because a second write within the file system's timestamp granularity, keeping the
@@ -163,10 +165,12 @@ func parseACLPerm(s string) (aclPerm, error) {
 	return 0, fmt.Errorf("permission %q: want DENY, PUB, SUB or PUB|SUB", s)
 }
 
-// plainACLFile is plain_acl.yml as RocketMQ 4.x reads it.
+// plainACLFile is plain_acl.yml as RocketMQ 4.x reads it. dataVersion is what its admin
+// requests write there (a list holding one version).
 type plainACLFile struct {
 	GlobalWhiteRemoteAddresses []string          `yaml:"globalWhiteRemoteAddresses"`
 	Accounts                   []plainACLAccount `yaml:"accounts"`
+	DataVersion                []DataVersion     `yaml:"dataVersion"`
 }
 
 type plainACLAccount struct {
@@ -181,10 +185,15 @@ type plainACLAccount struct {
 }
 
 // aclConfig is one parsed, validated ACL file. Immutable once built; shared by all event
-// loops through aclValidator.current.
+// loops through Validator.current.
 type aclConfig struct {
 	globalWhite []addrPattern
 	accounts    map[string]*aclAccount
+	// version is the file's dataVersion; without one (versioned false) its counter is 0 and
+	// its timestamp the time it was loaded, as Java's new DataVersion() at each load.
+	version   DataVersion
+	versioned bool
+	empty     bool // the file holds nothing: Java lists no version for it
 }
 
 // aclAccount is one account with its permissions precomputed for lookups.
@@ -205,26 +214,31 @@ type aclAccount struct {
 func parseACL(data []byte) (*aclConfig, error) {
 	var f plainACLFile
 	if err := yaml.Unmarshal(data, &f); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrACL, err)
+		return nil, fmt.Errorf("%w: %w", ErrFile, err)
 	}
 	cfg := &aclConfig{accounts: make(map[string]*aclAccount, len(f.Accounts))}
+	if len(f.DataVersion) > 0 {
+		cfg.version, cfg.versioned = f.DataVersion[0], true
+	}
+	var probe any
+	cfg.empty = yaml.Unmarshal(data, &probe) == nil && probe == nil
 	for i, s := range f.GlobalWhiteRemoteAddresses {
 		if s = strings.TrimSpace(s); s == "" {
 			continue // Java: a blank pattern matches nothing
 		}
 		p, err := parseAddrPattern(s)
 		if err != nil {
-			return nil, fmt.Errorf("%w: globalWhiteRemoteAddresses[%d]: %w", ErrACL, i, err)
+			return nil, fmt.Errorf("%w: globalWhiteRemoteAddresses[%d]: %w", ErrFile, i, err)
 		}
 		cfg.globalWhite = append(cfg.globalWhite, p)
 	}
 	for i, a := range f.Accounts {
 		acct, err := buildACLAccount(&a)
 		if err != nil {
-			return nil, fmt.Errorf("%w: accounts[%d] (accessKey %q): %w", ErrACL, i, a.AccessKey, err)
+			return nil, fmt.Errorf("%w: accounts[%d] (accessKey %q): %w", ErrFile, i, a.AccessKey, err)
 		}
 		if _, dup := cfg.accounts[acct.accessKey]; dup {
-			return nil, fmt.Errorf("%w: accounts[%d]: accessKey %q is configured twice", ErrACL, i, a.AccessKey)
+			return nil, fmt.Errorf("%w: accounts[%d]: accessKey %q is configured twice", ErrFile, i, a.AccessKey)
 		}
 		cfg.accounts[acct.accessKey] = acct
 	}
@@ -377,10 +391,10 @@ func (a *aclAccount) verifySignature(cmd *codec.RemotingCommand, s *aclScratch) 
 	return false
 }
 
-// aclRule is what the ACL requires of one request code (its route's acl field): an admin
+// Rule is what the ACL requires of one request code (its route's acl field): an admin
 // account (Java Permission.ADMIN_CODE), and the resources named by header fields or, for
-// HEART_BEAT, by the body. The zero rule requires a valid signature only.
-type aclRule struct {
+// HEART_BEAT, by the body. The zero Rule requires a valid signature only.
+type Rule struct {
 	admin      bool
 	send       bool   // topic is sent to: PUB, or SUB on the group of a %RETRY% topic
 	topic      string // header field naming a topic needing SUB (PUB when send)
@@ -389,22 +403,48 @@ type aclRule struct {
 	heartbeat  bool   // the body's consumer groups and their subscribed topics need SUB
 }
 
+// The rules the broker's routes name.
 var (
-	aclAdmin          = aclRule{admin: true}
-	aclTopicThenGroup = aclRule{topic: "topic", group: "consumerGroup"}
-	aclGroupThenTopic = aclRule{topic: "topic", group: "consumerGroup", groupFirst: true}
+	// Admin: an admin account only.
+	Admin = Rule{admin: true}
+	// Heartbeat: SUB on every consumer group of the body and on every topic they subscribe.
+	Heartbeat = Rule{heartbeat: true}
+	// TopicThenGroup: SUB on the "topic" field's topic, then on the "consumerGroup" field's group.
+	TopicThenGroup = Rule{topic: "topic", group: "consumerGroup"}
+	// GroupThenTopic: as TopicThenGroup, the group checked first (UPDATE_CONSUMER_OFFSET).
+	GroupThenTopic = Rule{topic: "topic", group: "consumerGroup", groupFirst: true}
 )
 
-func aclSendTo(topicField string) aclRule    { return aclRule{send: true, topic: topicField} }
-func aclTopicOnly(topicField string) aclRule { return aclRule{topic: topicField} }
-func aclGroupOnly(groupField string) aclRule { return aclRule{group: groupField} }
+// SendTo: PUB on the topic the header field names (SUB on the group for a %RETRY% topic).
+func SendTo(topicField string) Rule { return Rule{send: true, topic: topicField} }
 
-// aclRuleOf is the rule of a request code; unknown codes get the zero rule.
-func aclRuleOf(code int32) aclRule {
-	if r := routeByCode[code]; r != nil {
-		return r.acl
+// TopicOnly: SUB on the topic the header field names.
+func TopicOnly(topicField string) Rule { return Rule{topic: topicField} }
+
+// GroupOnly: SUB on the group the header field names.
+func GroupOnly(groupField string) Rule { return Rule{group: groupField} }
+
+// String describes the rule for the route table's review: "admin", "heartbeat body",
+// "send <field>", "topic <field>, group <field>" (in the order checked), or "" for the zero
+// rule.
+func (r Rule) String() string {
+	switch {
+	case r.admin:
+		return "admin"
+	case r.heartbeat:
+		return "heartbeat body"
+	case r.send:
+		return "send " + r.topic
+	case r.topic != "" && r.group != "" && r.groupFirst:
+		return "group " + r.group + ", topic " + r.topic
+	case r.topic != "" && r.group != "":
+		return "topic " + r.topic + ", group " + r.group
+	case r.topic != "":
+		return "topic " + r.topic
+	case r.group != "":
+		return "group " + r.group
 	}
-	return aclRule{}
+	return ""
 }
 
 // Reasons a request is refused (label of ringmq_broker_acl_denied_total).
@@ -417,18 +457,37 @@ const (
 	aclDeniedBadRequest       = "bad_request"
 )
 
-// aclValidator holds the ACL configuration in use and checks requests against it. check is
+// Deps is what the validator needs.
+type Deps struct {
+	// File is the plain_acl.yml (aclFile).
+	File string
+	// WatchInterval is how often the file is looked at; 0: DefaultWatchInterval.
+	WatchInterval time.Duration
+	// RuleOf is the rule of a request code (its route's); nil or an unknown code: the zero
+	// Rule.
+	RuleOf func(code int32) Rule
+	Logger *slog.Logger     // nil: discard
+	Clock  func() time.Time // nil: time.Now; the timestamps of the file's dataVersion
+	// Registerer takes ringmq_broker_acl_denied_total; nil: not registered.
+	Registerer prometheus.Registerer
+}
+
+// Validator holds the ACL configuration in use and checks requests against it. Check is
 // safe for concurrent use from every event loop; the configuration is swapped atomically by
 // the watcher goroutine.
-type aclValidator struct {
+type Validator struct {
 	path     string
 	logger   *slog.Logger
 	interval time.Duration
+	ruleOf   func(code int32) Rule
 	current  atomic.Pointer[aclConfig]
 	denied   *prometheus.CounterVec
 	scratch  sync.Pool // *aclScratch
 
-	// Watcher state, owned by the goroutine calling reloadIfChanged.
+	// mu serializes the file's readers and writers here: the watcher (reloadIfChanged) and the
+	// admin requests' edits (edit.go). It guards the state below.
+	mu        sync.Mutex
+	clock     func() time.Time
 	seen      aclFileStamp
 	loadedSum [sha256.Size]byte
 	lastErr   string // the problem reported last; the same one is not reported again
@@ -448,13 +507,28 @@ func (s aclFileStamp) same(o aclFileStamp) bool {
 	return s.modTime.Equal(o.modTime) && s.size == o.size
 }
 
-// newACLValidator loads path; the broker does not start with a missing or invalid ACL file
-// (once running, a bad edit keeps the previous configuration instead).
-func newACLValidator(path string, interval time.Duration, logger *slog.Logger, reg prometheus.Registerer) (*aclValidator, error) {
-	v := &aclValidator{
+// New loads d.File; the broker does not start with a missing or invalid ACL file (once
+// running, a bad edit keeps the previous configuration instead).
+func New(d Deps) (*Validator, error) {
+	path, logger, reg := d.File, d.Logger, d.Registerer
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if d.WatchInterval <= 0 {
+		d.WatchInterval = DefaultWatchInterval
+	}
+	if d.Clock == nil {
+		d.Clock = time.Now
+	}
+	if d.RuleOf == nil {
+		d.RuleOf = func(int32) Rule { return Rule{} }
+	}
+	v := &Validator{
 		path:     path,
 		logger:   logger.With("component", "acl"),
-		interval: interval,
+		interval: d.WatchInterval,
+		ruleOf:   d.RuleOf,
+		clock:    d.Clock,
 		stopCh:   make(chan struct{}),
 		done:     make(chan struct{}),
 		denied: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -465,16 +539,17 @@ func newACLValidator(path string, interval time.Duration, logger *slog.Logger, r
 	v.scratch.New = func() any { return &aclScratch{keys: make([]string, 0, 32), content: make([]byte, 0, 1024)} }
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: aclEnable=true but aclFile %s: %w", ErrACL, path, err)
+		return nil, fmt.Errorf("%w: aclEnable=true but aclFile %s: %w", ErrFile, path, err)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: aclFile %s: %w", ErrACL, path, err)
+		return nil, fmt.Errorf("%w: aclFile %s: %w", ErrFile, path, err)
 	}
 	cfg, err := parseACL(data)
 	if err != nil {
 		return nil, fmt.Errorf("aclFile %s: %w", path, err)
 	}
+	cfg.stampVersion(v.clock())
 	v.current.Store(cfg)
 	v.seen = aclFileStamp{modTime: st.ModTime(), size: st.Size()}
 	v.loadedSum = sha256.Sum256(data)
@@ -488,9 +563,9 @@ func newACLValidator(path string, interval time.Duration, logger *slog.Logger, r
 	return v, nil
 }
 
-// check decides one request from remote. It returns "" when the request may proceed,
+// Check decides one request from remote. It returns "" when the request may proceed,
 // else the remark for the NO_PERMISSION answer. It reads only memory and does not block.
-func (v *aclValidator) check(remote netip.Addr, cmd *codec.RemotingCommand) string {
+func (v *Validator) Check(remote netip.Addr, cmd *codec.RemotingCommand) string {
 	cfg := v.current.Load()
 	remote = remote.Unmap().WithZone("")
 	for i := range cfg.globalWhite {
@@ -521,7 +596,7 @@ func (v *aclValidator) check(remote netip.Addr, cmd *codec.RemotingCommand) stri
 		}
 		return v.deny(cmd, aclDeniedSignature, fmt.Sprintf("Check signature failed for accessKey=%s: %s", accessKey, why))
 	}
-	rule := aclRuleOf(cmd.Code)
+	rule := v.ruleOf(cmd.Code)
 	if rule.admin && !acct.admin {
 		return v.deny(cmd, aclDeniedAdmin, fmt.Sprintf("Need admin permission for request code=%d, but accessKey=%s is not", cmd.Code, accessKey))
 	}
@@ -532,7 +607,7 @@ func (v *aclValidator) check(remote netip.Addr, cmd *codec.RemotingCommand) stri
 }
 
 // checkResources applies the request's rule to the resources it names.
-func (v *aclValidator) checkResources(acct *aclAccount, cmd *codec.RemotingCommand, rule *aclRule) string {
+func (v *Validator) checkResources(acct *aclAccount, cmd *codec.RemotingCommand, rule *Rule) string {
 	ext := func(key string) string { v, _ := cmd.Ext(key); return v }
 	if rule.heartbeat {
 		return v.checkHeartbeat(acct, cmd)
@@ -560,7 +635,7 @@ func (v *aclValidator) checkResources(acct *aclAccount, cmd *codec.RemotingComma
 }
 
 // checkHeartbeat: SUB on every consumer group of the body and on every topic they subscribe.
-func (v *aclValidator) checkHeartbeat(acct *aclAccount, cmd *codec.RemotingCommand) string {
+func (v *Validator) checkHeartbeat(acct *aclAccount, cmd *codec.RemotingCommand) string {
 	hb, err := codec.DecodeHeartbeatData(cmd.Body)
 	if err != nil {
 		// Java's check fails the same way: without the body, the groups are unknown.
@@ -582,7 +657,7 @@ func (v *aclValidator) checkHeartbeat(acct *aclAccount, cmd *codec.RemotingComma
 
 // needSend: PUB on the topic, or SUB on the group for a %RETRY% topic (a consumer sending a
 // message back by itself).
-func (v *aclValidator) needSend(cmd *codec.RemotingCommand, acct *aclAccount, topic string) string {
+func (v *Validator) needSend(cmd *codec.RemotingCommand, acct *aclAccount, topic string) string {
 	if strings.HasPrefix(topic, metadata.RetryGroupTopicPrefix) {
 		return v.needTopic(cmd, acct, topic, aclSub)
 	}
@@ -590,7 +665,7 @@ func (v *aclValidator) needSend(cmd *codec.RemotingCommand, acct *aclAccount, to
 }
 
 // needTopic: an empty name is left for the processor to refuse as a missing field.
-func (v *aclValidator) needTopic(cmd *codec.RemotingCommand, acct *aclAccount, topic string, need aclPerm) string {
+func (v *Validator) needTopic(cmd *codec.RemotingCommand, acct *aclAccount, topic string, need aclPerm) string {
 	if topic == "" {
 		return ""
 	}
@@ -605,7 +680,7 @@ func (v *aclValidator) needTopic(cmd *codec.RemotingCommand, acct *aclAccount, t
 	return v.denyResource(cmd, acct, kind, name, need, owned)
 }
 
-func (v *aclValidator) needGroup(cmd *codec.RemotingCommand, acct *aclAccount, group string, need aclPerm) string {
+func (v *Validator) needGroup(cmd *codec.RemotingCommand, acct *aclAccount, group string, need aclPerm) string {
 	if group == "" {
 		return ""
 	}
@@ -616,12 +691,12 @@ func (v *aclValidator) needGroup(cmd *codec.RemotingCommand, acct *aclAccount, g
 	return v.denyResource(cmd, acct, "group", group, need, owned)
 }
 
-func (v *aclValidator) denyResource(cmd *codec.RemotingCommand, acct *aclAccount, kind, name string, need, owned aclPerm) string {
+func (v *Validator) denyResource(cmd *codec.RemotingCommand, acct *aclAccount, kind, name string, need, owned aclPerm) string {
 	return v.deny(cmd, aclDeniedPermission, fmt.Sprintf("No permission for %s:%s: needs %s, accessKey=%s has %s",
 		kind, name, need, acct.accessKey, owned))
 }
 
-func (v *aclValidator) deny(cmd *codec.RemotingCommand, reason, remark string) string {
+func (v *Validator) deny(cmd *codec.RemotingCommand, reason, remark string) string {
 	v.denied.WithLabelValues(reason, aclCodeLabel(cmd.Code)).Inc()
 	return remark
 }
@@ -636,15 +711,15 @@ func aclCodeLabel(code int32) string {
 	return name
 }
 
-// start runs the watcher: the file is looked at every interval until stop.
-func (v *aclValidator) start() error {
+// Start runs the watcher: the file is looked at every interval until Stop.
+func (v *Validator) Start() error {
 	v.started.Store(true)
 	go v.watch()
 	return nil
 }
 
-// stop ends the watcher and waits for it (or ctx). Idempotent; a no-op before start.
-func (v *aclValidator) stop(ctx context.Context) error {
+// Stop ends the watcher and waits for it (or ctx). Idempotent; a no-op before Start.
+func (v *Validator) Stop(ctx context.Context) error {
 	v.stopOnce.Do(func() { close(v.stopCh) })
 	if !v.started.Load() {
 		return nil
@@ -657,7 +732,7 @@ func (v *aclValidator) stop(ctx context.Context) error {
 	}
 }
 
-func (v *aclValidator) watch() {
+func (v *Validator) watch() {
 	defer close(v.done)
 	t := time.NewTicker(v.interval)
 	defer t.Stop()
@@ -673,9 +748,11 @@ func (v *aclValidator) watch() {
 
 // reloadIfChanged re-reads the file if its stamp changed (or it changed very recently),
 // and swaps the configuration in when the content differs and is valid. A problem (missing
-// file, parse or validation error) keeps the configuration in use and is logged once. Not
-// safe for concurrent use: the watcher goroutine (or a test) calls it.
-func (v *aclValidator) reloadIfChanged() {
+// file, parse or validation error) keeps the configuration in use and is logged once. Safe
+// for concurrent use with the edits.
+func (v *Validator) reloadIfChanged() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	st, err := os.Stat(v.path)
 	if err != nil {
 		v.problem(fmt.Sprintf("cannot stat the ACL file: %v", err))
@@ -701,6 +778,7 @@ func (v *aclValidator) reloadIfChanged() {
 		v.problem(err.Error())
 		return
 	}
+	cfg.stampVersion(v.clock())
 	v.current.Store(cfg)
 	v.loadedSum = sum
 	v.lastErr = ""
@@ -708,7 +786,7 @@ func (v *aclValidator) reloadIfChanged() {
 		"globalWhiteRemoteAddresses", len(cfg.globalWhite))
 }
 
-func (v *aclValidator) problem(msg string) {
+func (v *Validator) problem(msg string) {
 	if msg == v.lastErr {
 		return
 	}

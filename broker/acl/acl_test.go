@@ -1,4 +1,4 @@
-package broker
+package acl
 
 import (
 	"bytes"
@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/remotingtest"
 	"github.com/ringmq/ringmq/internal/testutil"
 )
 
@@ -75,11 +76,34 @@ func aclRequest(code codec.RequestCode, ext map[string]string, body []byte) *cod
 	return codec.NewRequest(code, ext, body)
 }
 
-func testACLValidator(t testing.TB, yaml string) (*aclValidator, string) {
+// testRules are the rules the broker's route table gives these codes (broker/routes.go,
+// pinned there by TestRouteTable).
+var testRules = map[codec.RequestCode]Rule{
+	codec.RequestSendMessage:            SendTo("topic"),
+	codec.RequestSendMessageV2:          SendTo("b"),
+	codec.RequestSendBatchMessage:       SendTo("b"),
+	codec.RequestSendReplyMessage:       SendTo("topic"),
+	codec.RequestSendReplyMessageV2:     SendTo("b"),
+	codec.RequestConsumerSendMsgBack:    GroupOnly("group"),
+	codec.RequestPullMessage:            TopicThenGroup,
+	codec.RequestLitePullMessage:        TopicThenGroup,
+	codec.RequestQueryMessage:           TopicOnly("topic"),
+	codec.RequestHeartBeat:              Heartbeat,
+	codec.RequestUnregisterClient:       GroupOnly("consumerGroup"),
+	codec.RequestGetConsumerListByGroup: GroupOnly("consumerGroup"),
+	codec.RequestUpdateConsumerOffset:   GroupThenTopic,
+	codec.RequestUpdateAndCreateTopic:   Admin,
+	codec.RequestDeleteTopicInBroker:    Admin,
+	513:                                 Admin, // RocketMQ 5.x's UPDATE_AND_CREATE_STATIC_TOPIC
+}
+
+func testRuleOf(code int32) Rule { return testRules[codec.RequestCode(code)] }
+
+func testACLValidator(t testing.TB, yaml string) (*Validator, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "plain_acl.yml")
 	require.NoError(t, os.WriteFile(path, []byte(yaml), 0o644))
-	v, err := newACLValidator(path, time.Hour, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	v, err := New(Deps{File: path, WatchInterval: time.Hour, RuleOf: testRuleOf, Registerer: prometheus.NewRegistry()})
 	require.NoError(t, err)
 	return v, path
 }
@@ -220,7 +244,7 @@ func TestParseACLErrorsNameTheField(t *testing.T) {
 		{"globalWhiteRemoteAddresses: [\"10.1.*\"]\n", "globalWhiteRemoteAddresses[0]"},
 	} {
 		_, err := parseACL([]byte(tc.yaml))
-		require.ErrorIs(t, err, ErrACL, tc.yaml)
+		require.ErrorIs(t, err, ErrFile, tc.yaml)
 		require.ErrorContains(t, err, tc.want, tc.yaml)
 	}
 	// Seven characters is enough (Java: longer than 6).
@@ -299,21 +323,6 @@ func signedAs(ak, sk string, code codec.RequestCode, ext map[string]string, body
 	return c
 }
 
-func heartbeatBody(t *testing.T, groups map[string][]string) []byte {
-	t.Helper()
-	hb := &codec.HeartbeatData{ClientID: "127.0.0.1@test"}
-	for g, topics := range groups {
-		cd := codec.ConsumerData{GroupName: g}
-		for _, topic := range topics {
-			cd.SubscriptionDataSet = append(cd.SubscriptionDataSet, codec.SubscriptionData{Topic: topic, SubString: "*"})
-		}
-		hb.ConsumerDataSet = append(hb.ConsumerDataSet, cd)
-	}
-	body, err := hb.Encode()
-	require.NoError(t, err)
-	return body
-}
-
 func TestACLCheck(t *testing.T) {
 	v, _ := testACLValidator(t, aclSampleYAML+`  - accessKey: adminWithPerms
     secretKey: adminsecret
@@ -358,9 +367,9 @@ func TestACLCheck(t *testing.T) {
 		{"consumer list", aclOutside, rmq(codec.RequestGetConsumerListByGroup, map[string]string{"consumerGroup": "groupA"}, nil), "group:groupA"},
 		{"update offset", aclOutside, rmq(codec.RequestUpdateConsumerOffset, map[string]string{"consumerGroup": "groupC", "topic": "topicA"}, nil), "topic:topicA"},
 		{"query offset: signature only", aclOutside, rmq(codec.RequestQueryConsumerOffset, map[string]string{"consumerGroup": "groupA", "topic": "topicA"}, nil), ""},
-		{"heartbeat", aclOutside, rmq(codec.RequestHeartBeat, nil, heartbeatBody(t, map[string][]string{"groupB": {"topicB", "%RETRY%groupB"}})), ""},
-		{"heartbeat denied topic", aclOutside, rmq(codec.RequestHeartBeat, nil, heartbeatBody(t, map[string][]string{"groupB": {"topicA"}})), "topic:topicA: needs SUB"},
-		{"heartbeat denied group", aclOutside, rmq(codec.RequestHeartBeat, nil, heartbeatBody(t, map[string][]string{"groupA": nil})), "group:groupA"},
+		{"heartbeat", aclOutside, rmq(codec.RequestHeartBeat, nil, remotingtest.HeartbeatBody(t, map[string][]string{"groupB": {"topicB", "%RETRY%groupB"}})), ""},
+		{"heartbeat denied topic", aclOutside, rmq(codec.RequestHeartBeat, nil, remotingtest.HeartbeatBody(t, map[string][]string{"groupB": {"topicA"}})), "topic:topicA: needs SUB"},
+		{"heartbeat denied group", aclOutside, rmq(codec.RequestHeartBeat, nil, remotingtest.HeartbeatBody(t, map[string][]string{"groupA": nil})), "group:groupA"},
 		{"heartbeat bad body", aclOutside, rmq(codec.RequestHeartBeat, nil, []byte("{")), "HEART_BEAT: body"},
 		{"producer heartbeat", aclOutside, rmq(codec.RequestHeartBeat, nil, []byte(`{"clientID":"c","producerDataSet":[{"groupName":"PG"}]}`)), ""},
 
@@ -373,7 +382,7 @@ func TestACLCheck(t *testing.T) {
 		{"missing topic is the processor's business", aclOutside, rmq(codec.RequestSendMessageV2, map[string]string{"a": "PG"}, nil), ""},
 	}
 	for _, tc := range cases {
-		got := v.check(tc.remote, tc.cmd)
+		got := v.Check(tc.remote, tc.cmd)
 		if tc.want == "" {
 			require.Empty(t, got, tc.name)
 		} else {
@@ -388,7 +397,7 @@ func TestACLCheck(t *testing.T) {
 }
 
 // deniedCount sums ringmq_broker_acl_denied_total over the codes for one reason.
-func deniedCount(t *testing.T, v *aclValidator, reason string) float64 {
+func deniedCount(t *testing.T, v *Validator, reason string) float64 {
 	t.Helper()
 	ch := make(chan prometheus.Metric, 64)
 	v.denied.Collect(ch)
@@ -443,10 +452,10 @@ func TestACLReload(t *testing.T) {
 	var logs aclLogBuffer
 	path := filepath.Join(t.TempDir(), "plain_acl.yml")
 	require.NoError(t, os.WriteFile(path, []byte(aclReloadV1), 0o644))
-	v, err := newACLValidator(path, time.Hour, slog.New(slog.NewTextHandler(&logs, nil)), nil)
+	v, err := New(Deps{File: path, WatchInterval: time.Hour, RuleOf: testRuleOf, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	require.NoError(t, err)
 	sendTo := func(topic string) string {
-		return v.check(aclOutside, signedAs("reloader", "reloader-secret", codec.RequestSendMessageV2,
+		return v.Check(aclOutside, signedAs("reloader", "reloader-secret", codec.RequestSendMessageV2,
 			map[string]string{"b": topic}, nil))
 	}
 	require.Empty(t, sendTo("T"))
@@ -496,30 +505,30 @@ func TestACLReload(t *testing.T) {
 func TestACLWatcher(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "plain_acl.yml")
 	require.NoError(t, os.WriteFile(path, []byte(aclReloadV1), 0o644))
-	v, err := newACLValidator(path, 5*time.Millisecond, slog.New(slog.DiscardHandler), nil)
+	v, err := New(Deps{File: path, WatchInterval: 5 * time.Millisecond, RuleOf: testRuleOf})
 	require.NoError(t, err)
-	require.NoError(t, v.start())
-	t.Cleanup(func() { require.NoError(t, v.stop(context.Background())) })
+	require.NoError(t, v.Start())
+	t.Cleanup(func() { require.NoError(t, v.Stop(context.Background())) })
 	req := func() *codec.RemotingCommand {
 		return signedAs("reloader", "reloader-secret", codec.RequestSendMessageV2, map[string]string{"b": "T"}, nil)
 	}
-	require.Empty(t, v.check(aclOutside, req()))
+	require.Empty(t, v.Check(aclOutside, req()))
 	writeACLFile(t, path, "globalWhiteRemoteAddresses: [\"172.16.*.*\"]\naccounts: []\n")
 	testutil.Eventually(t, "unsigned requests from the newly white-listed range pass", func() bool {
-		return v.check(aclOutside, aclRequest(codec.RequestSendMessageV2, map[string]string{"b": "T"}, nil)) == ""
+		return v.Check(aclOutside, aclRequest(codec.RequestSendMessageV2, map[string]string{"b": "T"}, nil)) == ""
 	})
-	require.Contains(t, v.check(netip.MustParseAddr("10.0.0.1"), req()), "No acl config for reloader")
+	require.Contains(t, v.Check(netip.MustParseAddr("10.0.0.1"), req()), "No acl config for reloader")
 }
 
 func TestNewACLValidatorRefusesMissingOrBadFile(t *testing.T) {
 	dir := t.TempDir()
-	_, err := newACLValidator(filepath.Join(dir, "absent.yml"), time.Hour, slog.New(slog.DiscardHandler), nil)
-	require.ErrorIs(t, err, ErrACL)
+	_, err := New(Deps{File: filepath.Join(dir, "absent.yml")})
+	require.ErrorIs(t, err, ErrFile)
 	require.ErrorContains(t, err, "absent.yml")
 	bad := filepath.Join(dir, "bad.yml")
 	require.NoError(t, os.WriteFile(bad, []byte("accounts:\n  - accessKey: x\n"), 0o644))
-	_, err = newACLValidator(bad, time.Hour, slog.New(slog.DiscardHandler), nil)
-	require.ErrorIs(t, err, ErrACL)
+	_, err = New(Deps{File: bad})
+	require.ErrorIs(t, err, ErrFile)
 	require.ErrorContains(t, err, "bad.yml")
 	require.ErrorContains(t, err, "accessKey must be longer than 6")
 }
@@ -547,17 +556,17 @@ func TestACLChecksAServerDecodedSend(t *testing.T) {
 		return &c
 	}
 	cmd := sendV2Request(make([]byte, 1024))
-	require.Empty(t, v.check(aclOutside, decoded(cmd)))
-	if !raceEnabled {
+	require.Empty(t, v.Check(aclOutside, decoded(cmd)))
+	if !testutil.RaceEnabled {
 		c := decoded(cmd)
 		require.Zero(t, testing.AllocsPerRun(200, func() {
-			if v.check(aclOutside, c) != "" {
+			if v.Check(aclOutside, c) != "" {
 				t.Fatal("denied")
 			}
 		}))
 	}
 	cmd.ExtFields["e"] = "3"
-	require.Contains(t, v.check(aclOutside, decoded(cmd)), "Check signature failed")
+	require.Contains(t, v.Check(aclOutside, decoded(cmd)), "Check signature failed")
 
 	// The JSON header names "b" twice: the last value is the topic, and the signature must
 	// cover that one.
@@ -574,19 +583,19 @@ func TestACLChecksAServerDecodedSend(t *testing.T) {
 	require.NoError(t, codec.DecodeRequestInto(&c, payload))
 	topic, _ := c.Ext("b")
 	require.Equal(t, "topicX", topic)
-	require.Contains(t, v.check(aclOutside, &c), "Check signature failed")
+	require.Contains(t, v.Check(aclOutside, &c), "Check signature failed")
 }
 
 // TestACLSendCheckAllocs: the check of a signed send allocates nothing.
 func TestACLSendCheckAllocs(t *testing.T) {
-	if raceEnabled {
+	if testutil.RaceEnabled {
 		t.Skip("sync.Pool drops items under -race")
 	}
 	v, _ := testACLValidator(t, aclSampleYAML)
 	cmd := sendV2Request(make([]byte, 1024))
-	require.Empty(t, v.check(aclOutside, cmd))
+	require.Empty(t, v.Check(aclOutside, cmd))
 	allocs := testing.AllocsPerRun(1000, func() {
-		if v.check(aclOutside, cmd) != "" {
+		if v.Check(aclOutside, cmd) != "" {
 			t.Fatal("denied")
 		}
 	})
@@ -601,29 +610,12 @@ func BenchmarkACLCheckSend(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(size))
 			for b.Loop() {
-				if v.check(aclOutside, cmd) != "" {
+				if v.Check(aclOutside, cmd) != "" {
 					b.Fatal("denied")
 				}
 			}
 		})
 	}
-}
-
-// TestBrokerWithACLNeedsTheFile: aclEnable=true without a readable, valid aclFile does not
-// start (the default path is conf/plain_acl.yml when aclFile is empty).
-func TestBrokerWithACLNeedsTheFile(t *testing.T) {
-	cfg := testBrokerConfig(t)
-	cfg.AclEnable = true
-	cfg.AclFile = filepath.Join(t.TempDir(), "absent.yml")
-	_, err := New(cfg, Deps{Logger: testLogger(t), Namesrv: testNamesrv})
-	require.ErrorIs(t, err, ErrACL)
-	require.ErrorContains(t, err, "absent.yml")
-
-	cfg.StorePathRootDir = t.TempDir()
-	cfg.AclFile = ""
-	_, err = New(cfg, Deps{Logger: testLogger(t), Namesrv: testNamesrv})
-	require.ErrorIs(t, err, ErrACL)
-	require.ErrorContains(t, err, DefaultAclFile)
 }
 
 func TestACLCodeLabelIsBounded(t *testing.T) {

@@ -1,26 +1,7 @@
-package broker
-
-import (
-	"context"
-	"encoding/binary"
-	"errors"
-	"fmt"
-	"log/slog"
-	"math"
-	"net/netip"
-	"path/filepath"
-	"slices"
-	"sync/atomic"
-	"time"
-
-	"github.com/ringmq/ringmq/broker/metadata"
-	"github.com/ringmq/ringmq/codec"
-	"github.com/ringmq/ringmq/store"
-)
-
-// Delayed delivery: the schedule service (PROTOCOL.md §8.1).
+// Package delay is delayed delivery: the schedule service (RocketMQ's ScheduleMessageService,
+// PROTOCOL.md §8.1).
 //
-// A send with DELAY=n (n > 0, transaction type NOT or COMMIT) is stored by the send plane (sendplane/send.go) in
+// A send with DELAY=n (n > 0, transaction type NOT or COMMIT) is stored by the send plane (broker/sendplane/send.go) in
 // SCHEDULE_TOPIC_XXXX queue n−1, n clamped to the messageDelayLevel table, with REAL_TOPIC
 // and REAL_QID saying where it belongs. The store's dispatcher writes each such entry's
 // delivery time — store time + the level's delay — into its ConsumeQueue tag field. Every
@@ -35,7 +16,7 @@ import (
 //
 // One goroutine serves every level. It delivers what is due, then sleeps on one timer until
 // the earliest head of any level is due. New entries wake it through the store's arriving
-// listener (onMessageArriving, which also feeds the long-polling hold service) only when they
+// listener (the broker's onMessageArriving, which also feeds the long-polling hold service) only when they
 // can change that plan: when their level was idle or is being scanned. A busy level's new
 // entries are due after its head, so they cost the dispatcher two atomic loads. No goroutine or
 // timer exists per message.
@@ -62,6 +43,24 @@ import (
 //
 // A cursor below the queue's first offset (files deleted) jumps to it; one above the
 // queue's end (the queue was lost) is set back to the end.
+package delay
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/netip"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/ringmq/ringmq/broker/metadata"
+	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/store"
+)
 
 // Schedule service tuning.
 const (
@@ -90,6 +89,9 @@ const (
 // errSkipRecord marks a scheduled record that can never be delivered (undecodable, no
 // REAL_TOPIC, refused as illegal): the cursor moves past it.
 var errSkipRecord = errors.New("broker: scheduled record skipped")
+
+// ErrNoLevels: the service was given no delay levels (messageDelayLevel).
+var ErrNoLevels = errors.New("broker: key messageDelayLevel: no levels")
 
 // delayLevel is one level's state.
 type delayLevel struct {
@@ -123,24 +125,24 @@ func (f *dueFilter) IsMatchedByConsumeQueue(tag int64) bool {
 	return false
 }
 
-// scheduleDeps are what the schedule service needs; tests build it without a broker.
-type scheduleDeps struct {
-	store     store.MessageStore
-	delays    []time.Duration // messageDelayLevel; index 0 = level 1
-	storeHost netip.AddrPort
-	clock     func() time.Time
-	path      string // delayOffset.json
-	logger    *slog.Logger
-	// persistInterval and retryInterval: 0 = the defaults above.
-	persistInterval time.Duration
-	retryInterval   time.Duration
+// Deps are what the schedule service needs.
+type Deps struct {
+	Store     store.MessageStore
+	Delays    []time.Duration // messageDelayLevel; index 0 = level 1
+	StoreHost netip.AddrPort  // written into every delivered copy
+	Clock     func() time.Time
+	Path      string // delayOffset.json
+	Logger    *slog.Logger
+	// PersistInterval and RetryInterval: 0 = the defaults above.
+	PersistInterval time.Duration
+	RetryInterval   time.Duration
 }
 
 // ScheduleMessageService delivers delayed messages from SCHEDULE_TOPIC_XXXX to their real
 // topics when due (see the file comment). NotifyMessageArriving, Offsets and Delivered are
 // safe for concurrent use; Start and Stop are called once each by the broker's lifecycle.
 type ScheduleMessageService struct {
-	deps   scheduleDeps
+	deps   Deps
 	levels []delayLevel
 	// extra holds delayOffset.json's entries for levels the table lacks, kept as read. The map
 	// is never modified once stored: a slave's sync (ReplaceFromMaster) stores a new one.
@@ -170,42 +172,48 @@ type delaySnapshot struct {
 	end     int64
 }
 
-// newScheduleMessageService builds the service and loads delayOffset.json (or its .bak).
-func newScheduleMessageService(deps scheduleDeps) (*ScheduleMessageService, error) {
-	if len(deps.delays) == 0 {
-		return nil, fmt.Errorf("%w: key messageDelayLevel: no levels", ErrConfig)
+// New builds the service and loads delayOffset.json (or its .bak).
+func New(deps Deps) (*ScheduleMessageService, error) {
+	if len(deps.Delays) == 0 {
+		return nil, ErrNoLevels
 	}
-	if deps.clock == nil {
-		deps.clock = time.Now
+	if deps.Clock == nil {
+		deps.Clock = time.Now
 	}
-	if deps.logger == nil {
-		deps.logger = slog.New(slog.DiscardHandler)
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
+	}
+	if deps.PersistInterval <= 0 {
+		deps.PersistInterval = delayOffsetPersistInterval
+	}
+	if deps.RetryInterval <= 0 {
+		deps.RetryInterval = delayRetryInterval
 	}
 	s := &ScheduleMessageService{
 		deps:            deps,
-		levels:          make([]delayLevel, len(deps.delays)),
-		persistInterval: durationOr(deps.persistInterval, delayOffsetPersistInterval),
-		retryInterval:   durationOr(deps.retryInterval, delayRetryInterval),
+		levels:          make([]delayLevel, len(deps.Delays)),
+		persistInterval: deps.PersistInterval,
+		retryInterval:   deps.RetryInterval,
 		wake:            make(chan struct{}, 1),
 		stop:            make(chan struct{}),
 		done:            make(chan struct{}),
 		topics:          map[string]string{},
 	}
-	for i, d := range deps.delays {
+	for i, d := range deps.Delays {
 		l := &s.levels[i]
 		l.level = int32(i + 1)
 		l.delayMs = d.Milliseconds()
 		l.nextDue.Store(0) // unknown: read at the first pass
 	}
 	s.extra.Store(&map[int32]int64{})
-	if _, err := metadata.LoadConfigFile(deps.path, func(data []byte) error {
+	if _, err := metadata.LoadConfigFile(deps.Path, func(data []byte) error {
 		w, err := codec.DecodeDelayOffsetSerializeWrapper(data)
 		if err != nil {
 			return err
 		}
 		s.loadTable(w.OffsetTable)
 		return nil
-	}, deps.logger); err != nil {
+	}, deps.Logger); err != nil {
 		return nil, err
 	}
 	s.written = s.cursors()
@@ -234,7 +242,7 @@ func (s *ScheduleMessageService) loadTable(offsets map[int32]int64) {
 	}
 	s.extra.Store(&extra)
 	if len(extra) > 0 {
-		s.deps.logger.Warn("broker: delayOffset.json names levels messageDelayLevel does not have; their messages stay scheduled",
+		s.deps.Logger.Warn("broker: delayOffset.json names levels messageDelayLevel does not have; their messages stay scheduled",
 			"levels", len(s.levels), "extra", extra)
 	}
 }
@@ -251,20 +259,12 @@ func (s *ScheduleMessageService) ReplaceFromMaster(body []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := metadata.WriteConfigFile(s.deps.path, body); err != nil {
+	if err := metadata.WriteConfigFile(s.deps.Path, body); err != nil {
 		return err
 	}
 	s.loadTable(w.OffsetTable)
 	s.written = s.cursors() // nothing else touches it on a service that never started
 	return nil
-}
-
-// durationOr is v, or def when v is not positive.
-func durationOr(v, def time.Duration) time.Duration {
-	if v <= 0 {
-		return def
-	}
-	return v
 }
 
 // Start starts the delivery goroutine.
@@ -351,7 +351,7 @@ func (s *ScheduleMessageService) cursors() []int64 {
 // write replaces delayOffset.json with these cursors (and the kept extra levels).
 func (s *ScheduleMessageService) write(offsets []int64) error {
 	w := codec.DelayOffsetSerializeWrapper{OffsetTable: s.table(offsets)}
-	if err := metadata.WriteConfigFile(s.deps.path, w.Encode(true)); err != nil {
+	if err := metadata.WriteConfigFile(s.deps.Path, w.Encode(true)); err != nil {
 		return err
 	}
 	s.written = offsets
@@ -364,8 +364,8 @@ func (s *ScheduleMessageService) write(offsets []int64) error {
 // delivery goroutine.
 func (s *ScheduleMessageService) persistDurable() {
 	cur := s.cursors()
-	end := s.deps.store.MaxPhyOffset() // after the cursors: covers every copy they account for
-	flushed := s.deps.store.Stats().CommitLogFlushedOffset
+	end := s.deps.Store.MaxPhyOffset() // after the cursors: covers every copy they account for
+	flushed := s.deps.Store.Stats().CommitLogFlushedOffset
 	var err error
 	if s.pending != nil && flushed >= s.pending.end {
 		err = s.write(s.pending.offsets)
@@ -382,7 +382,7 @@ func (s *ScheduleMessageService) persistDurable() {
 		s.pending = &delaySnapshot{offsets: cur, end: end}
 	}
 	if err != nil {
-		s.deps.logger.Error("broker: writing delayOffset.json failed; will retry", "err", err)
+		s.deps.Logger.Error("broker: writing delayOffset.json failed; will retry", "err", err)
 	}
 }
 
@@ -398,7 +398,7 @@ func (s *ScheduleMessageService) run() {
 		next := s.deliverDue()
 		wait := time.Duration(0)
 		if next != noPendingDue {
-			wait = time.Duration(next-s.deps.clock().UnixMilli()) * time.Millisecond
+			wait = time.Duration(next-s.deps.Clock().UnixMilli()) * time.Millisecond
 		} else {
 			wait = maxDelayWait
 		}
@@ -427,7 +427,7 @@ func (s *ScheduleMessageService) run() {
 // deliverDue reads every level that is due or was told about an arrival, and returns the
 // earliest next delivery time (noPendingDue when nothing waits).
 func (s *ScheduleMessageService) deliverDue() int64 {
-	nowMs := s.deps.clock().UnixMilli()
+	nowMs := s.deps.Clock().UnixMilli()
 	next := noPendingDue
 	for i := range s.levels {
 		l := &s.levels[i]
@@ -456,7 +456,7 @@ func (s *ScheduleMessageService) deliverLevel(l *delayLevel, nowMs int64) int64 
 	}()
 	for range maxBatchesPerScan {
 		s.filter = dueFilter{nowMs: nowMs, delayMs: l.delayMs}
-		res, err := s.deps.store.GetMessage("", metadata.ScheduleTopic, queueID, cursor, deliverBatch, 0, &s.filter)
+		res, err := s.deps.Store.GetMessage("", metadata.ScheduleTopic, queueID, cursor, deliverBatch, 0, &s.filter)
 		if err != nil {
 			s.logFailure("reading the schedule queue", l.level, err)
 			return nowMs + s.retryInterval.Milliseconds()
@@ -470,7 +470,7 @@ func (s *ScheduleMessageService) deliverLevel(l *delayLevel, nowMs int64) int64 
 			res.Release()
 			continue
 		case store.OffsetOverflowBadly:
-			s.deps.logger.Warn("broker: delay cursor past the schedule queue's end; set back to the end",
+			s.deps.Logger.Warn("broker: delay cursor past the schedule queue's end; set back to the end",
 				"level", l.level, "cursor", cursor, "maxOffset", res.MaxOffset)
 			cursor = res.MaxOffset
 			res.Release()
@@ -483,7 +483,7 @@ func (s *ScheduleMessageService) deliverLevel(l *delayLevel, nowMs int64) int64 
 			case err == nil:
 				cursor = queueOffset + 1
 			case errors.Is(err, errSkipRecord):
-				s.deps.logger.Warn("broker: scheduled message dropped", "level", l.level,
+				s.deps.Logger.Warn("broker: scheduled message dropped", "level", l.level,
 					"queueOffset", queueOffset, "err", err)
 				if queueOffset < 0 { // not even a record header: step over one entry
 					queueOffset = cursor
@@ -544,12 +544,12 @@ func (s *ScheduleMessageService) deliver(rec []byte) (int64, error) {
 		SysFlag:        r.SysFlag,
 		BornTimestamp:  r.BornTimestamp,
 		BornHost:       r.BornHost,
-		StoreHost:      s.deps.storeHost,
+		StoreHost:      s.deps.StoreHost,
 		ReconsumeTimes: r.ReconsumeTimes,
 		Body:           r.Body,
 		Properties:     p,
 	}
-	res, err := s.deps.store.PutMessage(&s.msg)
+	res, err := s.deps.Store.PutMessage(&s.msg)
 	s.msg.Body = nil // a view of mapped memory
 	if err != nil {
 		if res.Status == store.MessageIllegal || res.Status == store.PropertiesSizeExceeded {
@@ -577,41 +577,10 @@ func (s *ScheduleMessageService) topicName(b []byte) string {
 // logFailure logs a read or put failure at most once per retry interval's worth of
 // failures, so a full disk does not flood the log.
 func (s *ScheduleMessageService) logFailure(what string, level int32, err error) {
-	now := s.deps.clock()
+	now := s.deps.Clock()
 	if now.Sub(s.failLog) < 10*s.retryInterval {
 		return
 	}
 	s.failLog = now
-	s.deps.logger.Error("broker: schedule service: "+what+" failed; will retry", "level", level, "err", err)
-}
-
-// initSchedule builds the schedule service and adds it to the services; it delivers only on
-// a master (a slave's copy of the queue is delivered by its master).
-func (b *Broker) initSchedule(delays []time.Duration) error {
-	s, err := newScheduleMessageService(scheduleDeps{
-		store:     meteredStore{MessageStore: b.store, stats: b.metrics.flows}, // deliveries count as puts to their topics
-		delays:    delays,
-		storeHost: b.storeHost,
-		clock:     b.clock,
-		path:      filepath.Join(metadata.ConfigDir(b.cfg.StorePathRootDir), metadata.DelayOffsetFileName),
-		logger:    b.logger,
-	})
-	if err != nil {
-		return err
-	}
-	b.schedule = s
-	if !b.cfg.IsSlave() {
-		b.addGuardedService("schedule message service", s.Start, s.Stop)
-	}
-	return nil
-}
-
-// onMessageArriving is the store's arriving listener: the long-polling hold service sees
-// every append, the schedule service the ones in its topic. Runs on the dispatcher goroutine.
-func (b *Broker) onMessageArriving(topic string, queueID int32, logicOffset, tagsCode, storeTimestamp int64,
-	properties []byte) {
-	b.read.OnMessageArriving(topic, queueID, logicOffset, tagsCode, storeTimestamp, properties)
-	if topic == metadata.ScheduleTopic && b.schedule != nil {
-		b.schedule.NotifyMessageArriving(queueID, tagsCode)
-	}
+	s.deps.Logger.Error("broker: schedule service: "+what+" failed; will retry", "level", level, "err", err)
 }
