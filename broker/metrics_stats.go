@@ -73,7 +73,7 @@ func (a allCounters[K]) each(f func(*flowCounters)) {
 // brokerStatsCollector is the size of the stats windows.
 func brokerStatsCollector(m *brokerstats.Manager) prometheus.Collector {
 	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ringmq_broker_stats_items",
-		Help: "Items of RocketMQ's broker stats windows (VIEW_BROKER_STATS_DATA) with samples: one per stats name and topic, or group and topic, with series of their own; an item idle for a day or of a deleted topic or group is dropped."},
+		Help: "Items of RocketMQ's broker stats windows (VIEW_BROKER_STATS_DATA) with samples, about 1.2 KiB each: one per stats name and topic, or group and topic, with series of their own; an item idle for a day or of a deleted topic or group is dropped."},
 		func() float64 { return float64(m.Items()) })
 }
 
