@@ -18,9 +18,9 @@
 // at the counts the item started from, so a new item reports what it counted since it appeared.
 //
 // Memory is bounded: items exist only for counters that have their own Prometheus labels (the
-// metricsMaxTopics and metricsMaxGroupTopics caps), an item that did not move for a day, or
-// whose topic or group was deleted, drops its rings (Forget; RocketMQ deletes the item) and
-// answers "not exist" until it moves again, starting afresh from the counts it had.
+// metricsMaxTopics and metricsMaxGroupTopics caps), an item of a topic or group that did not move
+// for a day, or whose topic or group was deleted, drops its rings (Forget; RocketMQ deletes the
+// item) and answers "not exist" until it moves again, starting afresh from the counts it had.
 package brokerstats
 
 import (
@@ -209,6 +209,9 @@ type set struct {
 	source Source
 	byID   map[*atomic.Int64]*item
 	byKey  map[string]*item
+	// idleExpires: an item idle for a day drops its rings. Not for the broker's and the delay
+	// levels' items, a fixed few that tools ask for whether or not there is traffic.
+	idleExpires bool
 }
 
 // Manager holds every stats name's items. Safe for concurrent use: Sample runs on one
@@ -231,7 +234,9 @@ func New() *Manager {
 func (m *Manager) Add(name string, src Source) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.sets[name] = &set{name: name, source: src, byID: map[*atomic.Int64]*item{}, byKey: map[string]*item{}}
+	fixed := name == BrokerPutNums || name == BrokerGetNums || name == QueuePutNums || name == QueueGetNums
+	m.sets[name] = &set{name: name, source: src, byID: map[*atomic.Int64]*item{}, byKey: map[string]*item{},
+		idleExpires: !fixed}
 }
 
 // Sample takes the 10-second samples of every item, and the 10-minute and hourly ones when they
@@ -293,7 +298,7 @@ func (m *Manager) sampleOne(s *set, key Key, c Counter, nowMs int64, hourDue, da
 	if dayDue {
 		it.day.add(cur, daySampleInterval, it.base)
 	}
-	if nowMs-it.lastMovedMs > idleExpiry.Milliseconds() {
+	if s.idleExpires && nowMs-it.lastMovedMs > idleExpiry.Milliseconds() {
 		m.sleepLocked(s, it)
 	}
 }

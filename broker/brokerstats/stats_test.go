@@ -154,6 +154,22 @@ func TestIdleItemsExpire(t *testing.T) {
 	require.EqualValues(t, 0, m.Items())
 }
 
+// The broker's items stay, traffic or not: tools ask for them at any time.
+func TestBrokerItemsDoNotExpire(t *testing.T) {
+	var total atomic.Int64
+	m := New()
+	m.Add(BrokerGetNums, func(yield func(Key, Counter) bool) { yield(Key{Name: "C"}, Counter{Value: &total}) })
+	total.Store(1)
+	now := t0
+	for now.Sub(t0) <= 2*idleExpiry {
+		m.Sample(now)
+		now = now.Add(SampleInterval)
+	}
+	d, ok := m.Get(BrokerGetNums, "C")
+	require.True(t, ok)
+	require.Equal(t, Snapshot{}, d.Minute, "nothing moved in the last minute")
+}
+
 func TestBrokerItemsWithoutTimes(t *testing.T) {
 	var total atomic.Int64
 	m := New()
