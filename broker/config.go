@@ -135,6 +135,10 @@ type Config struct {
 	// The logging keys (logFormat, logLevel, logFile and its rotation); mqbroker builds the
 	// logger from them.
 	LogSettings
+
+	// rocketMQValues are the values given to RocketMQ keys ringmq has no setting for (shown by
+	// GET_BROKER_CONFIG, config_rocketmq.go); copied on write, never changed in place.
+	rocketMQValues map[string]string
 }
 
 // LogSettings are the logging keys (internal/logging), embedded in Config under this name
@@ -283,13 +287,16 @@ func (c *Config) Set(key, value string, line int) (*ConfigWarning, error) {
 				return nil, fmt.Errorf("%w: %w", ErrConfig, &conf.ValueError{Key: key, Value: value,
 					Problem: "ringmq does not implement " + r.Feature, Allowed: strconv.Quote(r.Off) + " or no such line"})
 			}
+			c.keepRocketMQValue(key, value)
 			return nil, nil
 		}
 		if why, ok := NotNeededKeys[key]; ok {
+			c.keepRocketMQValue(key, value)
 			return &ConfigWarning{Key: key, Line: line, Message: why}, nil
 		}
 		kind, err := brokerVocabulary().Check(key)
 		if kind == conf.KeyRocketMQOnly {
+			c.keepRocketMQValue(key, value)
 			return &ConfigWarning{Key: key, Line: line, Ignored: true, Message: ignoredMessage}, nil
 		}
 		if err == nil { // a key of the vocabulary Set has no field for: a programmer error

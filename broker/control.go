@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ringmq/ringmq/broker/admin"
+	"github.com/ringmq/ringmq/broker/brokerstats"
 	"github.com/ringmq/ringmq/broker/clients"
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
@@ -31,6 +32,7 @@ import (
 //	                     them once more at shutdown
 //	client housekeeping  drops clients silent for channelExpiredTimeout, every 10 s
 //	runtime stats        samples store counters every second (putTps, getTotalTps ...)
+//	broker stats         samples the per-topic and per-group counters every 10 s (statsAll's windows)
 //	embedded name server (namesrvEmbedded=true)
 //	registration         REGISTER_BROKER now, every period, and after topic changes
 
@@ -100,7 +102,7 @@ func (b *Broker) initControlPlane() error {
 		TotalMemoryBytes:              func() int64 { return b.ctl.totalMemoryBytes },
 		AccessMessageInMemoryMaxRatio: cfg.AccessMessageInMemoryMaxRatio,
 	})
-	b.ctl.runtime = admin.NewRuntimeStats(b.store.Stats, b.clock)
+	b.ctl.runtime = admin.NewRuntimeStats(b.store.Stats, b.clock).WithPutLatency(b.store.PutLatency)
 
 	// Services.
 	b.addGuardedService("config flusher", tables.StartWriter, tables.StopWriter)
@@ -108,6 +110,8 @@ func (b *Broker) initControlPlane() error {
 	b.addGuardedService("client housekeeping", housekeeping.start, housekeeping.shutdown)
 	sampler := newTicking(time.Second, b.ctl.runtime.Sample)
 	b.addGuardedService("runtime stats", sampler.start, sampler.shutdown)
+	statsSampler := newTicking(brokerstats.SampleInterval, func() { b.metrics.stats.Sample(b.clock()) })
+	b.addGuardedService("broker stats", statsSampler.start, statsSampler.shutdown)
 	if cfg.NamesrvEmbedded {
 		ns, err := b.newEmbeddedNamesrv()
 		if err != nil {
@@ -139,24 +143,19 @@ func (b *Broker) initAdminPlane() {
 		Producers:    adminProducers{b.producers},
 		DelayOffsets: b.schedule,
 		Runtime:      b.ctl.runtime,
+		Stats:        b.metrics.stats,
 		Pools: admin.Pools{
-			Pull:  admin.Pool{Depth: b.pullPool.Depth, Capacity: cap(b.pullPool.queue)},
-			Query: admin.Pool{Depth: b.queryPool.Depth, Capacity: cap(b.queryPool.queue)},
-			Admin: admin.Pool{Depth: b.adminPool.Depth, Capacity: cap(b.adminPool.queue)},
+			Pull:  admin.Pool{Depth: b.pullPool.Depth, Capacity: cap(b.pullPool.queue), HeadWait: b.pullPool.HeadWait},
+			Query: admin.Pool{Depth: b.queryPool.Depth, Capacity: cap(b.queryPool.queue), HeadWait: b.queryPool.HeadWait},
+			Admin: admin.Pool{Depth: b.adminPool.Depth, Capacity: cap(b.adminPool.queue), HeadWait: b.adminPool.HeadWait},
 		},
-		BrokerName: b.cfg.BrokerName,
-		BrokerAddr: b.brokerAddr,
-		IsSlave:    b.cfg.IsSlave(),
-		BootTime:   b.ctl.bootTime,
-		Properties: func(yield func(key, value string) bool) {
-			cfg := &b.runningConfig().cfg
-			for _, key := range PropertyNames() {
-				v, _ := cfg.Get(key)
-				if !yield(key, v) {
-					return
-				}
-			}
-		},
+		StorePaths: admin.StorePaths{Root: b.cfg.StorePathRootDir, CommitLog: b.cfg.Config.CommitLogDir(),
+			ConsumeQueue: b.cfg.Config.ConsumeQueueDir()},
+		BrokerName:       b.cfg.BrokerName,
+		BrokerAddr:       b.brokerAddr,
+		IsSlave:          b.cfg.IsSlave(),
+		BootTime:         b.ctl.bootTime,
+		Properties:       func(yield func(key, value string) bool) { b.runningConfig().cfg.allProperties(yield) },
 		ConfigVersion:    func() codec.DataVersion { return b.runningConfig().version },
 		UpdateConfig:     b.updateConfig,
 		WaitRegistration: b.ctl.registrar.registerAndWait,

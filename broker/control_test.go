@@ -23,6 +23,7 @@ import (
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/broker/sendplane"
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/conf"
 	"github.com/ringmq/ringmq/internal/logtest"
 	"github.com/ringmq/ringmq/internal/remotingtest"
 	"github.com/ringmq/ringmq/internal/testutil"
@@ -551,7 +552,26 @@ func TestAdminRuntimeConfigAndConnections(t *testing.T) {
 	require.Contains(t, string(resp.Body), "brokerName=broker-test\n")
 	require.Contains(t, string(resp.Body), "listenPort="+strconv.Itoa(b.cfg.ListenPort)+"\n")
 	require.Contains(t, string(resp.Body), "flushConsumerOffsetInterval=5000\n")
-	require.Len(t, strings.Split(strings.TrimSpace(string(resp.Body)), "\n"), len(PropertyNames()))
+	// Every key the broker reads: its own, and every RocketMQ 4.9.8 broker key (by the field name
+	// Java lists it under), each once.
+	lines := strings.Split(strings.TrimSpace(string(resp.Body)), "\n")
+	listed := map[string]bool{}
+	for _, l := range lines {
+		key, _, ok := strings.Cut(l, "=")
+		require.True(t, ok, l)
+		require.False(t, listed[key], "listed twice: %s", key)
+		listed[key] = true
+	}
+	for _, key := range append(PropertyNames(), conf.RocketMQBrokerKeys()...) {
+		if n, ok := javaFieldNames[key]; ok {
+			key = n
+		}
+		if key == "rocketmqHome" || strings.HasPrefix(key, "dLeger") || key == "preferredLeaderId" ||
+			key == "readOnlyCommitLogStorePaths" || key == "storePathDLedgerCommitLog" {
+			continue // null in Java unless set (ROCKETMQ_HOME for rocketmqHome): not listed
+		}
+		require.True(t, listed[key], key)
+	}
 	var version codec.DataVersion
 	require.NoError(t, json.Unmarshal([]byte(resp.ExtFields["version"]), &version))
 

@@ -108,6 +108,7 @@ func (b *Broker) newSendPlane(delayLevels int) (*sendplane.Plane, error) {
 			TransactionCheckMax:      b.cfg.TransactionCheckMax,
 			FileReservedTime:         b.cfg.FileReservedTime,
 		},
+		SentBack:       b.metrics.flows.sentBack,
 		PCBusy:         b.metrics.busy.WithLabelValues("pc_synchronized"),
 		FlushQueueFull: b.metrics.busy.WithLabelValues("flush_queue_full"),
 		Clock:          b.clock,

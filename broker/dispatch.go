@@ -132,6 +132,12 @@ type workerPool struct {
 	wg        sync.WaitGroup
 	depth     atomic.Int64
 	logger    *slog.Logger
+	// arrivals[n % cap] is the arrival (ns since the epoch) of the n-th task queued; taken counts
+	// the tasks workers took and queued those submitted, so the oldest waiting is arrivals[taken]
+	// (HeadWait). Concurrent submitters may queue in another order than they counted: the figure is
+	// a report, off by a submission at most.
+	arrivals      []atomic.Int64
+	taken, queued atomic.Int64
 	// held is the broker's count of bytes pooled requests hold (Broker.pooledBytes): a task's
 	// cost is given back when it has run.
 	held *atomic.Int64
@@ -153,7 +159,7 @@ type poolTask struct {
 func newWorkerPool(name string, workers, queue int, maxWait time.Duration, clock func() time.Time,
 	onExpired func(p *workerPool, rc *remoting.Request, waited time.Duration), logger *slog.Logger) *workerPool {
 	p := &workerPool{name: name, queue: make(chan poolTask, queue), maxWait: maxWait, clock: clock,
-		onExpired: onExpired, logger: logger}
+		onExpired: onExpired, logger: logger, arrivals: make([]atomic.Int64, max(queue, 1))}
 	p.wg.Add(workers)
 	for range workers {
 		go p.run()
@@ -173,11 +179,20 @@ func (p *workerPool) submitTask(t poolTask) error {
 	if p.closed {
 		return fmt.Errorf("[OVERLOAD]broker is shutting down, %s pool closed", p.name)
 	}
+	// Counted before the send: a worker may take the task before this goroutine runs again, and
+	// the depth must not read -1 meanwhile.
+	p.depth.Add(1)
 	select {
 	case p.queue <- t:
-		p.depth.Add(1)
+		arrived := t.rc.Received
+		if arrived.IsZero() {
+			arrived = p.clock()
+		}
+		n := p.queued.Add(1) - 1
+		p.arrivals[n%int64(len(p.arrivals))].Store(arrived.UnixNano())
 		return nil
 	default:
+		p.depth.Add(-1)
 		return fmt.Errorf("%w (%s queue full: %d waiting)", errPoolFull, p.name, cap(p.queue))
 	}
 }
@@ -186,6 +201,7 @@ func (p *workerPool) run() {
 	defer p.wg.Done()
 	for t := range p.queue {
 		p.depth.Add(-1)
+		p.taken.Add(1)
 		p.runTask(t)
 	}
 }
@@ -209,6 +225,20 @@ func (p *workerPool) runTask(t poolTask) {
 
 // Depth is the number of queued, not yet started requests.
 func (p *workerPool) Depth() int64 { return p.depth.Load() }
+
+// HeadWait is how long the oldest queued request has waited since it arrived, 0 when none waits
+// (RocketMQ's headSlowTimeMills4*ThreadPoolQueue). Safe for concurrent use.
+func (p *workerPool) HeadWait() time.Duration {
+	head := p.taken.Load()
+	if head >= p.queued.Load() {
+		return 0
+	}
+	arrived := p.arrivals[head%int64(len(p.arrivals))].Load()
+	if arrived == 0 {
+		return 0
+	}
+	return max(p.clock().Sub(time.Unix(0, arrived)), 0)
+}
 
 // close stops taking work, lets the queued requests run, and waits for the workers.
 func (p *workerPool) close() {

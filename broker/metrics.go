@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ringmq/ringmq/broker/brokerstats"
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/internal/opsserver"
 	"github.com/ringmq/ringmq/netio"
@@ -32,6 +33,8 @@ type metrics struct {
 	reqs  *requestMetrics
 	flows *flowStats
 	lag   *topicCollector // set by registerLiveMetrics
+	// stats are RocketMQ's broker stats windows over flows (metrics_stats.go).
+	stats *brokerstats.Manager
 }
 
 func newMetrics(reg prometheus.Registerer, cfg *Config, clock func() time.Time) *metrics {
@@ -79,9 +82,11 @@ func newMetrics(reg prometheus.Registerer, cfg *Config, clock func() time.Time) 
 	}
 	m.reqs = newRequestMetrics(m.requests, clock)
 	m.flows = newFlowStats(cfg.MetricsMaxTopics, cfg.MetricsMaxGroupTopics)
+	m.stats = newBrokerStats(m.flows, cfg.BrokerClusterName)
 	reg.MustRegister(m.replyErrors, m.requests, m.busy,
 		m.registrations, m.consumerNotifies, m.configWrites, m.autoCreated, m.clientRefusals)
 	reg.MustRegister(m.reqs.collectors()...)
+	reg.MustRegister(brokerStatsCollector(m.stats))
 	return m
 }
 
@@ -102,6 +107,9 @@ func (m *metrics) observeAutoCreate(kind string, created bool) {
 // lag, connections by role, replication. Called by New once the store, the tables and the servers
 // exist.
 func (b *Broker) registerLiveMetrics(reg prometheus.Registerer) {
+	if levels, err := ParseDelayLevels(b.cfg.MessageDelayLevel); err == nil && b.schedule != nil {
+		addScheduleStats(b.metrics.stats, b.store, b.schedule.Offsets, len(levels))
+	}
 	b.metrics.lag = newTopicCollector(b.metrics.flows, b.store, b.offsets.All, b.clock)
 	reg.MustRegister(b.metrics.lag)
 	reg.MustRegister(&connectionCollector{b: b, desc: prometheus.NewDesc("ringmq_broker_connections",

@@ -136,6 +136,7 @@ var notMovingHere = map[string]string{
 	"ringmq_store_sync_rolls_total":                                 "store TestRollCreatesTheFileWhenTheAllocatorFailed: a CommitLog roll before the allocator prepared the next file",
 	"ringmq_store_commitlog_min_offset_bytes":                       "store TestForcedDeletionIsAnExplicitChoice: retention deleting the oldest CommitLog file",
 	"ringmq_namesrv_brokers_expired_total":                          "namesrv TestExpiryOverTheWire: a broker silent for 120 s",
+	"ringmq_broker_stats_items":                                     "broker TestViewBrokerStatsDataAndConsumeTps: the stats windows sampled (every 10 s here, at chosen times there)",
 	// Under SYNC_FLUSH the ASYNC_FLUSH flusher exists but never runs.
 	`ringmq_flush_bytes_total{service="commitlog_async"}`:           "store TestCommittedBytesWakeOnlyTheirFlusher: the ASYNC_FLUSH flusher, idle under SYNC_FLUSH",
 	`ringmq_flush_durable_writes_total{service="commitlog_async"}`:  "store TestCommittedBytesWakeOnlyTheirFlusher: the ASYNC_FLUSH flusher, idle under SYNC_FLUSH",

@@ -20,10 +20,13 @@ import (
 // go backwards); the ones after them share the series labelled <other>, so a topic storm costs a
 // bounded amount of memory and series.
 
-// flowCounters are one label set's message and byte counts.
+// flowCounters are one label set's message and byte counts, and the calls (puts, pulls that
+// found messages) that added them: RocketMQ's broker stats windows sample the same counters
+// (brokerstats, metrics_stats.go).
 type flowCounters struct {
 	messages atomic.Int64
 	bytes    atomic.Int64
+	calls    atomic.Int64
 }
 
 // groupTopic is a consumer group × topic label pair.
@@ -91,14 +94,24 @@ func (t *cappedTable[K]) each(f func(k K, c *flowCounters)) {
 	}
 }
 
-// flowStats are the broker's per-topic put and per-pair pull counters.
+// flowStats are the broker's per-topic put and per-pair pull and send-back counters.
 type flowStats struct {
-	puts  *cappedTable[string]
-	pulls *cappedTable[groupTopic]
+	puts      *cappedTable[string]
+	pulls     *cappedTable[groupTopic]
+	sentBacks *cappedTable[groupTopic] // by the topic the message was first sent to
 }
 
 func newFlowStats(maxTopics, maxPairs int) *flowStats {
-	return &flowStats{puts: newCappedTable[string](maxTopics), pulls: newCappedTable[groupTopic](maxPairs)}
+	return &flowStats{puts: newCappedTable[string](maxTopics), pulls: newCappedTable[groupTopic](maxPairs),
+		sentBacks: newCappedTable[groupTopic](maxPairs)}
+}
+
+// sentBack counts a message a group sent back for another try (or to its dead-letter queue),
+// by the topic it was first sent to.
+func (s *flowStats) sentBack(group, topic string) {
+	c := s.sentBacks.get(groupTopic{group, topic})
+	c.messages.Add(1)
+	c.calls.Add(1)
 }
 
 // put counts a stored put of messages records and bytes bytes to topic.
@@ -106,6 +119,7 @@ func (s *flowStats) put(topic string, messages, bytes int64) {
 	c := s.puts.get(topic)
 	c.messages.Add(messages)
 	c.bytes.Add(bytes)
+	c.calls.Add(1)
 }
 
 // pulled counts messages returned to a group's pull from topic.
@@ -113,6 +127,7 @@ func (s *flowStats) pulled(group, topic string, messages, bytes int64) {
 	c := s.pulls.get(groupTopic{group, topic})
 	c.messages.Add(messages)
 	c.bytes.Add(bytes)
+	c.calls.Add(1)
 }
 
 // meteredStore counts what passes through the store for the planes: puts per topic (every plane's,
@@ -163,6 +178,7 @@ type topicCollector struct {
 	clock   func() time.Time
 
 	putMessages, putBytes, pulledMessages, pulledBytes *prometheus.Desc
+	sentBack                                           *prometheus.Desc
 	committed, lagMessages, lagSeconds                 *prometheus.Desc
 
 	mu      sync.Mutex // one scrape at a time owns dated
@@ -194,6 +210,8 @@ func newTopicCollector(stats *flowStats, st store.MessageStore, offsets func() [
 			"Messages returned to a consumer group's pulls, per group and topic.", pair, nil),
 		pulledBytes: prometheus.NewDesc("ringmq_broker_consumer_pulled_bytes_total",
 			"CommitLog bytes returned to a consumer group's pulls, per group and topic.", pair, nil),
+		sentBack: prometheus.NewDesc("ringmq_broker_consumer_sent_back_messages_total",
+			"Messages a consumer group sent back for another try or to its dead-letter queue, per group and the topic they were first sent to.", pair, nil),
 		committed: prometheus.NewDesc("ringmq_broker_consumer_offset",
 			"A group's committed offsets in a topic, summed over the topic's queues.", pair, nil),
 		lagMessages: prometheus.NewDesc("ringmq_broker_consumer_lag_messages",
@@ -204,7 +222,7 @@ func newTopicCollector(stats *flowStats, st store.MessageStore, offsets func() [
 }
 
 func (c *topicCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.putMessages, c.putBytes, c.pulledMessages, c.pulledBytes,
+	for _, d := range []*prometheus.Desc{c.putMessages, c.putBytes, c.pulledMessages, c.pulledBytes, c.sentBack,
 		c.committed, c.lagMessages, c.lagSeconds} {
 		ch <- d
 	}
@@ -232,6 +250,13 @@ func (c *topicCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.pulledMessages, f.messages.Load(), k.group, k.topic)
 		counter(c.pulledBytes, f.bytes.Load(), k.group, k.topic)
 	})
+
+	c.stats.sentBacks.each(func(k groupTopic, f *flowCounters) {
+		counter(c.sentBack, f.messages.Load(), k.group, k.topic)
+	})
+	if c.stats.sentBacks.full.Load() {
+		counter(c.sentBack, c.stats.sentBacks.other.messages.Load(), otherLabel, otherLabel)
+	}
 
 	lags := c.scrapeLag()
 	if c.stats.pulls.full.Load() {

@@ -146,6 +146,8 @@ var routes = []route{
 		handle: viaAdmin((*admin.Plane).ProcessQueryCorrectionOffset)},
 	{code: codec.RequestGetBrokerConsumeStats, where: onPool, pool: poolAdmin,
 		handle: viaAdmin((*admin.Plane).ProcessGetBrokerConsumeStats)},
+	{code: codec.RequestViewBrokerStatsData, where: onPool, pool: poolAdmin,
+		handle: viaAdmin((*admin.Plane).ProcessViewBrokerStatsData)},
 	{code: codec.RequestDeleteExpiredCommitLog, where: onPool, pool: poolAdmin,
 		handle: viaAdmin((*admin.Plane).ProcessDeleteExpiredCommitLog)},
 	// Relayed to a consumer's connection (admin/relay.go): the pool's worker sends the call
@@ -175,7 +177,6 @@ var routes = []route{
 	// ringmq_broker_requests_total and logged at DEBUG with the reason. Together with the rows
 	// above, these are every code RocketMQ 4.9.8's broker serves (BrokerController.registerProcessor
 	// and AdminBrokerProcessor, its default processor); TestRouteTableCoversJavaBroker checks it.
-	{code: codec.RequestViewBrokerStatsData, reason: "RocketMQ's per-topic and per-group statistics windows (BrokerStatsManager) are not kept; the Prometheus series (METRICS.md) count the same traffic"},
 	// RocketMQ 5.x's static topics: an ACL-enabled broker refuses it to non-admin accounts
 	// first, as Java's Permission.ADMIN_CODE (plus 5.x's 513) does.
 	{code: requestUpdateAndCreateStaticTopic, acl: aclAdmin, reason: "RocketMQ 5.x static topics (logic queues) are not implemented"},

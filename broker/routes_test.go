@@ -71,7 +71,7 @@ func TestRouteTable(t *testing.T) {
 		"50 pool admin | admin", "51 pool admin | admin", "52 pool admin | admin", "53 pool admin | admin",
 		"223 pool admin | ", "303 pool admin | ", "305 pool admin | ", "306 pool admin | ",
 		"307 pool admin | ", "308 pool admin | ", "309 pool admin | ", "314 pool admin | ",
-		"315 not served  | ", "316 pool admin | ", "317 pool admin | ", "321 pool admin | ",
+		"315 pool admin | ", "316 pool admin | ", "317 pool admin | ", "321 pool admin | ",
 		"323 pool admin | ", "328 pool admin | ", "329 pool admin | ",
 		"513 not served  | admin",
 	}

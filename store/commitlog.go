@@ -131,7 +131,7 @@ type encodeBuffer struct{ b []byte }
 
 // putLatencyBuckets: 100 ns doubling to ~1.7 s, so both the ~200 ns lock time of a
 // healthy put and RocketMQ's 500 ms warning fall inside the range.
-var putLatencyBuckets = prometheus.ExponentialBuckets(100e-9, 2, 25)
+var putLatencyBuckets = prometheus.ExponentialBuckets(100e-9, 2, PutLatencyBuckets) // PutLatencyBounds in seconds
 
 func newCommitLog(cfg *Config, fsys FS, logger *slog.Logger, clock func() time.Time, pool bufferPool) *commitLog {
 	cl := &commitLog{

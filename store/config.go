@@ -340,6 +340,14 @@ func (c *Config) poolIdentity() string {
 	return dir
 }
 
+// CommitLogDir is where the CommitLog's files are: storePathCommitLog, else
+// <storePathRootDir>/commitlog.
+func (c *Config) CommitLogDir() string { return c.commitLogDir() }
+
+// ConsumeQueueDir is where the ConsumeQueues are: storePathConsumeQueue, else
+// <storePathRootDir>/consumequeue.
+func (c *Config) ConsumeQueueDir() string { return c.consumeQueueDir() }
+
 func (c *Config) commitLogDir() string {
 	return pathOr(c.StorePathCommitLog, c.StorePathRootDir, "commitlog")
 }

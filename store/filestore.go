@@ -14,6 +14,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/flush"
@@ -68,6 +69,8 @@ type Store struct {
 	lastCheckpoint checkpointData
 
 	getTimes        atomic.Int64
+	getFound        atomic.Int64
+	getMaxNanos     atomic.Int64
 	transferredMsgs atomic.Int64
 	results         sync.Pool // *GetMessageResult
 }
@@ -902,14 +905,41 @@ func (s *Store) SyncRolls() int64 { return s.commitLog.syncRolls.Load() }
 // Stats returns the counters.
 func (s *Store) Stats() Stats {
 	cl := s.commitLog
-	return Stats{
+	st := Stats{
 		PutMessageTimesTotal: cl.putTimes.Load(), PutMessageSizeTotal: cl.putBytes.Load(),
 		PutMessageFailedTimes: cl.putFailTimes.Load(), GetMessageTimesTotal: s.getTimes.Load(),
 		GetMessageTransferredMsg: s.transferredMsgs.Load(), DispatchBehindBytes: s.DispatchBehindBytes(),
 		CommitLogMinOffset: s.MinPhyOffset(), CommitLogMaxOffset: s.MaxPhyOffset(),
 		CommitLogFlushedOffset: s.FlushedPhyOffset(), RunningFlags: s.RunningFlags(),
-		PutLockMax: time.Duration(cl.stats.maxNanos.Load()),
+		PutLockMax:           time.Duration(cl.stats.maxNanos.Load()),
+		GetMessageFoundTotal: s.getFound.Load(), GetMessageTimeMax: time.Duration(s.getMaxNanos.Load()),
+		CommitLogCommittedOffset: s.MaxPhyOffset(), TransientPoolAvailable: -1,
 	}
+	if s.pool != nil {
+		st.CommitLogCommittedOffset = cl.mfq.committedWhere.Load()
+		st.TransientPoolAvailable = s.pool.Available()
+	}
+	return st
+}
+
+// PutLatency reads the put-latency histogram (ringmq_store_put_latency_seconds): one count, no
+// second one on the put path. Safe for concurrent use.
+func (s *Store) PutLatency() (out PutLatencyCounts) {
+	var m dto.Metric
+	if s.commitLog.putSeconds.Write(&m) != nil || m.Histogram == nil {
+		return out
+	}
+	var below uint64
+	for i, b := range m.Histogram.GetBucket() {
+		if i >= PutLatencyBuckets {
+			break
+		}
+		c := b.GetCumulativeCount()
+		out[i] = c - below
+		below = c
+	}
+	out[PutLatencyBuckets] = m.Histogram.GetSampleCount() - below
+	return out
 }
 
 // DeleteTopics removes the topics' ConsumeQueues and forgets their queue offsets (DELETE_TOPIC_IN_BROKER).

@@ -57,7 +57,8 @@ func (o *osFS) DiskUsage(path string) (DiskUsage, error) {
 	}
 	bsize := uint64(st.Bsize)
 	// Bfree (not Bavail) counts the root-reserved blocks as free, as Java's File.getFreeSpace does.
-	return DiskUsage{TotalBytes: uint64(st.Blocks) * bsize, FreeBytes: uint64(st.Bfree) * bsize}, nil
+	return DiskUsage{TotalBytes: uint64(st.Blocks) * bsize, FreeBytes: uint64(st.Bfree) * bsize,
+		AvailableBytes: uint64(st.Bavail) * bsize}, nil
 }
 
 type lockFile struct{ f *os.File }

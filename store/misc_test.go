@@ -166,3 +166,46 @@ func gatheredHistogram(t *testing.T, reg *prometheus.Registry, name string) *dto
 	t.Fatalf("histogram %s not registered", name)
 	return nil
 }
+
+// The figures GET_BROKER_RUNTIME_INFO adds: reads found and missed and the longest read, the
+// put-latency counts (the histogram's), what the transient pool still holds and has free.
+func TestRuntimeInfoStats(t *testing.T) {
+	for _, transient := range []bool{false, true} {
+		t.Run(map[bool]string{false: "mmap", true: "transientpool"}[transient], func(t *testing.T) {
+			cfg := lazyCommitConfig(t.TempDir(), transient, AsyncFlush)
+			s := openStarted(t, cfg, Deps{Registerer: prometheus.NewRegistry()})
+			for range 3 {
+				mustPut(t, s, testMessage("T", 0, []byte("0123456789")))
+			}
+			var latency uint64
+			for _, n := range s.PutLatency() {
+				latency += n
+			}
+			require.EqualValues(t, 3, latency, "one count per put")
+			st := s.Stats()
+			if transient {
+				require.Less(t, st.CommitLogCommittedOffset, st.CommitLogMaxOffset, "acknowledged, still in the pool's buffer")
+				require.Positive(t, st.TransientPoolAvailable)
+			} else {
+				require.Equal(t, st.CommitLogMaxOffset, st.CommitLogCommittedOffset)
+				require.Equal(t, -1, st.TransientPoolAvailable)
+			}
+			if transient {
+				return // the records are not dispatched before they are committed
+			}
+			waitDispatched(t, s)
+			r, err := s.GetMessage("G", "T", 0, 0, 32, 0, nil)
+			require.NoError(t, err)
+			require.Equal(t, Found, r.Status)
+			r.Release()
+			r, err = s.GetMessage("G", "T", 0, 3, 32, 0, nil)
+			require.NoError(t, err)
+			require.NotEqual(t, Found, r.Status)
+			r.Release()
+			st = s.Stats()
+			require.EqualValues(t, 2, st.GetMessageTimesTotal)
+			require.EqualValues(t, 1, st.GetMessageFoundTotal)
+			require.Positive(t, st.GetMessageTimeMax)
+		})
+	}
+}

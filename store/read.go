@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	"github.com/ringmq/ringmq/codec"
 )
@@ -21,6 +22,22 @@ const defaultPullBatch = 32
 // The result's Buffers are slices of mapped CommitLog memory: no message is copied. Call Release when
 // the response is written. Safe for concurrent use; no allocation in steady state.
 func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, maxMsgNums, maxBytes int, filter MessageFilter) (*GetMessageResult, error) {
+	start := time.Now()
+	r, err := s.getMessage(topic, queueID, offset, maxMsgNums, maxBytes, filter)
+	if err == nil && r.Status == Found {
+		s.getFound.Add(1)
+	}
+	// getMessageEntireTimeMax: the longest read since start (a CAS only when a read is the longest).
+	for d := int64(time.Since(start)); ; {
+		cur := s.getMaxNanos.Load()
+		if d <= cur || s.getMaxNanos.CompareAndSwap(cur, d) {
+			break
+		}
+	}
+	return r, err
+}
+
+func (s *Store) getMessage(topic string, queueID int32, offset int64, maxMsgNums, maxBytes int, filter MessageFilter) (*GetMessageResult, error) {
 	r := s.results.Get().(*GetMessageResult)
 	r.reset()
 	s.getTimes.Add(1)

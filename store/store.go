@@ -329,7 +329,36 @@ type Stats struct {
 	CommitLogFlushedOffset   int64
 	RunningFlags             RunningFlags
 	PutLockMax               time.Duration
+
+	// GetMessageFoundTotal counts the GetMessage calls that found messages (RocketMQ's
+	// getMessageTimesTotalFound; the others of GetMessageTimesTotal are its misses).
+	GetMessageFoundTotal int64
+	// GetMessageTimeMax is the longest GetMessage call since start (getMessageEntireTimeMax).
+	GetMessageTimeMax time.Duration
+	// CommitLogCommittedOffset is where the transient pool's bytes reached the files; the end of
+	// the CommitLog without the pool (remainHowManyDataToCommit, remainHowManyDataToFlush).
+	CommitLogCommittedOffset int64
+	// TransientPoolAvailable is how many transient pool buffers are free, -1 without the pool
+	// (remainTransientStoreBufferNumbs).
+	TransientPoolAvailable int
 }
+
+// PutLatencyCounts counts the puts since start by whole-put time, as the histogram
+// ringmq_store_put_latency_seconds does: [i] took at most PutLatencyBounds[i], the last slot
+// counts the slower ones (RocketMQ's putLatency99, putMessageDistributeTime).
+type PutLatencyCounts [PutLatencyBuckets + 1]uint64
+
+// PutLatencyBuckets is how many bounded buckets PutLatencyCounts has.
+const PutLatencyBuckets = 25
+
+// PutLatencyBounds are the upper bounds of PutLatencyCounts' buckets: 100 ns doubling to ~1.7 s.
+var PutLatencyBounds = func() [PutLatencyBuckets]time.Duration {
+	var b [PutLatencyBuckets]time.Duration
+	for i := range b {
+		b[i] = 100 * time.Nanosecond << i
+	}
+	return b
+}()
 
 // MessageStore is what the broker needs from a store: every capability it uses, none reached by type
 // assertion. *Store implements it over files; storetest.MemStore is an in-memory fake for broker unit
@@ -400,6 +429,8 @@ type MessageStore interface {
 	RunningFlags() RunningFlags
 	// Stats returns counters for GET_BROKER_RUNTIME_INFO.
 	Stats() Stats
+	// PutLatency counts the puts since start by whole-put time (GET_BROKER_RUNTIME_INFO).
+	PutLatency() PutLatencyCounts
 
 	// Replication (package ha, which knows these methods as ha.MasterLog and ha.SlaveLog): a master's
 	// HA server reads the CommitLog, a slave's HA client appends the master's bytes at the same offsets.

@@ -173,6 +173,7 @@ func (p *Plane) ProcessDeleteTopicInBroker(rc *remoting.Request) {
 		err = errors.Join(err, p.d.Offsets.Persist())
 	}
 	err = errors.Join(err, p.d.Store.DeleteTopics(h.Topic))
+	p.d.Stats.ForgetTopic(h.Topic)
 	if err != nil {
 		rc.Reply.Answer(codec.ResponseSystemError, err.Error())
 		return
@@ -267,6 +268,7 @@ func (p *Plane) ProcessDeleteSubscriptionGroup(rc *remoting.Request) {
 		return
 	}
 	_, err := p.d.Groups.Delete(group)
+	p.d.Stats.ForgetGroup(group)
 	if clean, _ := strconv.ParseBool(rc.Cmd.ExtFields["cleanOffset"]); clean {
 		if n := p.d.Offsets.RemoveGroup(group); n > 0 {
 			err = errors.Join(err, p.d.Offsets.Persist())
@@ -501,6 +503,9 @@ func (p *Plane) ProcessGetTopicStatsInfo(rc *remoting.Request) {
 // the topic (or of every topic the group has offsets in), the broker's max offset, the
 // group's committed offset, and the store time of the last consumed message.
 //
+// consumeTps is the group's pull rate of the last minute summed over those topics
+// (GROUP_GET_NUMS, brokerstats).
+//
 //	{"consumeTps":0.0,"offsetTable":{{queue}:{"brokerOffset":..,"consumerOffset":..,"lastTimestamp":..,"pullOffset":..}}}
 func (p *Plane) ProcessGetConsumeStats(rc *remoting.Request) {
 	group, ok := adminExt(rc, "consumerGroup")
@@ -512,7 +517,10 @@ func (p *Plane) ProcessGetConsumeStats(rc *remoting.Request) {
 		topics = p.d.Offsets.TopicsByGroup(group)
 	}
 	live := p.d.Consumers.ConsumerIDs(group) != nil
-	body := []byte(`{"consumeTps":0.0,"offsetTable":{`)
+	// consumeTps comes first in the body and sums over the topics reported: the table is built
+	// apart and appended after it.
+	var table []byte
+	var tps float64
 	first := true
 	for _, topic := range topics {
 		tc, ok := p.d.Topics.Get(topic)
@@ -523,8 +531,11 @@ func (p *Plane) ProcessGetConsumeStats(rc *remoting.Request) {
 		if live && p.d.Consumers.FindSubscriptionData(group, topic) == nil {
 			continue
 		}
-		body, _ = p.appendOffsetTable(body, group, topic, tc, &first)
+		table, _ = p.appendOffsetTable(table, group, topic, tc, &first)
+		tps += p.consumeTps(group, topic)
 	}
+	body := appendConsumeStatsHead(make([]byte, 0, len(table)+64), tps)
+	body = append(body, table...)
 	body = append(body, '}', '}')
 	rc.Reply.Body(body)
 }

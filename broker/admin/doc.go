@@ -11,7 +11,8 @@
 //	203 GET_CONSUMER_CONNECTION_LIST        204 GET_PRODUCER_CONNECTION_LIST
 //	43  GET_ALL_CONSUMER_OFFSET             45  GET_ALL_DELAY_OFFSET
 //	300 QUERY_TOPIC_CONSUME_BY_WHO          222 INVOKE_BROKER_TO_RESET_OFFSET
-//	25  UPDATE_BROKER_CONFIG
+//	25  UPDATE_BROKER_CONFIG                315 VIEW_BROKER_STATS_DATA (stats.go)
+//	317 GET_BROKER_CONSUME_STATS
 //
 // and relays three to a consumer's connection (relay.go):
 //
@@ -30,8 +31,9 @@
 // Everything comes in through Deps, built once by the broker (package broker, which this
 // package does not import): the metadata tables (topics, subscription groups, consumer
 // offsets), a few store methods (Store), the live consumers and producers (Consumers,
-// Producers; Consumers also writes oneway requests to a group's members), the schedule service's cursors (DelayOffsets), the depths of the broker's
-// pools, the broker's settings as key=value pairs with their version and a way to change them
+// Producers; Consumers also writes oneway requests to a group's members), the schedule service's cursors (DelayOffsets), the depths and
+// head waits of the broker's pools, the statistics windows (Stats: VIEW_BROKER_STATS_DATA and
+// consumeTps), the store's directories for the disk figures (statfs), the broker's settings as key=value pairs with their version and a way to change them
 // (UpdateConfig: the broker checks, keeps and applies them), a way to wait for a registration round
 // with the name servers, whether the broker is a slave, its boot time, a clock and a logger.
 // RuntimeStats, the once-a-second sampler behind the TPS figures of GET_BROKER_RUNTIME_INFO,

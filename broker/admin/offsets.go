@@ -349,6 +349,8 @@ func (p *Plane) ProcessQueryCorrectionOffset(rc *remoting.Request) {
 // for every subscription group, one ConsumeStats per topic it has offsets in (only ordered topics
 // when isOrder; not the topics a live group does not subscribe), and the lag of them all.
 //
+// Each consumeTps is the group's pull rate from the topic over the last minute (GROUP_GET_NUMS).
+//
 //	{"brokerAddr":"..","consumeStatsList":[{"G":[{"consumeTps":0.0,"offsetTable":{..}}]}],"totalDiff":N}
 func (p *Plane) ProcessGetBrokerConsumeStats(rc *remoting.Request) {
 	isOrder, ok := adminExt(rc, "isOrder")
@@ -383,7 +385,7 @@ func (p *Plane) ProcessGetBrokerConsumeStats(rc *remoting.Request) {
 				body = append(body, ',')
 			}
 			firstStats = false
-			body = append(body, `{"consumeTps":0.0,"offsetTable":{`...)
+			body = appendConsumeStatsHead(body, p.consumeTps(group, topic))
 			first := true
 			var diff int64
 			body, diff = p.appendOffsetTable(body, group, topic, tc, &first)

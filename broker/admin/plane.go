@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/ringmq/ringmq/broker/brokerstats"
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/conf"
@@ -92,8 +93,30 @@ type DelayOffsets interface {
 
 // Pool is what GET_BROKER_RUNTIME_INFO reports of one of the broker's bounded pools.
 type Pool struct {
-	Depth    func() int64 // requests queued now
+	Depth    func() int64 // requests queued now; nil: 0
 	Capacity int          // how many may queue
+	// HeadWait is how long the oldest queued request has waited, 0 when none waits
+	// (RocketMQ's headSlowTimeMills); nil: 0.
+	HeadWait func() time.Duration
+}
+
+func (p Pool) depth() int64 {
+	if p.Depth == nil {
+		return 0
+	}
+	return p.Depth()
+}
+
+func (p Pool) headWait() time.Duration {
+	if p.HeadWait == nil {
+		return 0
+	}
+	return p.HeadWait()
+}
+
+// StorePaths are the store's directories, whose file systems GET_BROKER_RUNTIME_INFO reports.
+type StorePaths struct {
+	Root, CommitLog, ConsumeQueue string
 }
 
 // Pools are the broker's pools that GET_BROKER_RUNTIME_INFO reports.
@@ -114,7 +137,14 @@ type Deps struct {
 
 	// Runtime samples the store counters behind the TPS figures; nil: they read 0.
 	Runtime *RuntimeStats
-	Pools   Pools
+	// Stats are RocketMQ's broker stats windows (VIEW_BROKER_STATS_DATA, consumeTps); nil: none
+	// are kept (every item "not exist", every rate 0).
+	Stats *brokerstats.Manager
+	Pools Pools
+	// StorePaths and DiskUsage give the disk figures of GET_BROKER_RUNTIME_INFO (commitLogDiskRatio,
+	// consumeQueueDiskRatio, commitLogDirCapacity). DiskUsage nil: statfs (store.NewOSFS).
+	StorePaths StorePaths
+	DiskUsage  func(path string) (store.DiskUsage, error)
 
 	// BrokerName names the queues of GET_TOPIC_STATS_INFO and GET_CONSUME_STATS.
 	BrokerName string
@@ -168,6 +198,12 @@ func New(d Deps) *Plane {
 	}
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.DiskUsage == nil {
+		d.DiskUsage = store.NewOSFS(nil).DiskUsage
+	}
+	if d.Stats == nil {
+		d.Stats = brokerstats.New()
 	}
 	if d.Runtime == nil {
 		d.Runtime = NewRuntimeStats(func() store.Stats { return d.Store.Stats() }, d.Clock)

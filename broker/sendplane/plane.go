@@ -125,6 +125,9 @@ type Deps struct {
 	// nil = not counted.
 	PCBusy         prometheus.Counter
 	FlushQueueFull prometheus.Counter
+	// SentBack counts a message a consumer group sent back, by the topic it was first sent to
+	// (RocketMQ's SNDBCK_PUT_NUMS, topic@group). nil = not counted.
+	SentBack func(group, topic string)
 	// Clock, nil = time.Now.
 	Clock func() time.Time
 	// Logger, nil = discard.
@@ -159,6 +162,7 @@ type Plane struct {
 	tx           *transactionService
 
 	pcBusy, flushQueueFull prometheus.Counter
+	sentBack               func(group, topic string)
 }
 
 // ErrDeps: New was given a nil required dependency.
@@ -186,6 +190,7 @@ func New(deps Deps) (*Plane, error) {
 		logger:         deps.Logger,
 		pcBusy:         deps.PCBusy,
 		flushQueueFull: deps.FlushQueueFull,
+		sentBack:       deps.SentBack,
 	}
 	if p.clock == nil {
 		p.clock = time.Now
@@ -195,6 +200,9 @@ func New(deps Deps) (*Plane, error) {
 	}
 	if p.pcBusy == nil {
 		p.pcBusy = prometheus.NewCounter(prometheus.CounterOpts{Name: "unregistered"})
+	}
+	if p.sentBack == nil {
+		p.sentBack = func(string, string) {}
 	}
 	if p.flushQueueFull == nil {
 		p.flushQueueFull = prometheus.NewCounter(prometheus.CounterOpts{Name: "unregistered"})

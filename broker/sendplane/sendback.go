@@ -183,6 +183,7 @@ func (p *Plane) sendMessageBack(to remoting.Reply, h *codec.ConsumerSendMsgBackR
 		to.Answer(code, remark)
 		return
 	}
+	p.sentBack(h.Group, string(retryTopic))
 	to.OK()
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -137,14 +138,26 @@ func (a *app) topicClusterAndGroups(ci *codec.ClusterInfo, topic string) (cluste
 			}
 		}
 	}
+	groups, _ = a.consumingGroups(masters, topic)
+	return cluster, groups
+}
+
+// consumingGroups asks masters which groups consume topic (QUERY_TOPIC_CONSUME_BY_WHO) and
+// returns them sorted, with the failures of the masters that did not say.
+func (a *app) consumingGroups(masters []brokerRef, topic string) ([]string, error) {
+	var groups []string
+	var errs []error
 	seen := map[string]bool{}
 	for _, m := range masters {
-		resp, err := a.askBroker(m.Addr, codec.RequestQueryTopicConsumeByWho, &codec.TopicRequestHeader{Topic: topic}, nil, "")
+		resp, err := a.askBroker(m.Addr, codec.RequestQueryTopicConsumeByWho, &codec.TopicRequestHeader{Topic: topic}, nil,
+			fmt.Sprintf("topic %q", topic))
 		if err != nil {
+			errs = append(errs, err)
 			continue
 		}
 		gl, err := codec.DecodeGroupList(resp.Body)
 		if err != nil {
+			errs = append(errs, fmt.Errorf("groups of topic %q from broker %s: %w", topic, m.Addr, err))
 			continue
 		}
 		for _, g := range gl.GroupList {
@@ -155,7 +168,7 @@ func (a *app) topicClusterAndGroups(ci *codec.ClusterInfo, topic string) (cluste
 		}
 	}
 	slices.Sort(groups)
-	return cluster, groups
+	return groups, errors.Join(errs...)
 }
 
 type topicRouteResult struct {

@@ -213,6 +213,43 @@ func TestCommands(t *testing.T) {
 		require.Contains(t, ok(t, "consumerProgress", "-g", clone, "-t", topic), "Diff Total: 0\n", "the clone consumed what the group did")
 	})
 
+	t.Run("statsAll", func(t *testing.T) {
+		committer := remotingtest.Dial(t, fixture.broker)
+		commitOffset(t, committer, group, topic, 0, 1)
+		commitOffset(t, committer, group, topic, 1, 0)
+		t.Cleanup(func() { // as the steps after expect it
+			commitOffset(t, committer, group, topic, 0, 2)
+			commitOffset(t, committer, group, topic, 1, 1)
+		})
+		// The rates and day counts come from the broker's windows, sampled every 10 s since it
+		// started: only the lag and the rows are the goldens'; the numbers are checked for form.
+		out := ok(t, "statsAll", "-t", topic)
+		golden(t, "statsAll", statsColumns(t, out, 3))
+		var res struct {
+			Rows []struct {
+				Topic        string  `json:"topic"`
+				Group        string  `json:"group"`
+				Accumulation int64   `json:"accumulation"`
+				InTPS        float64 `json:"inTps"`
+				InMsg24Hour  int64   `json:"inMsg24Hour"`
+			} `json:"rows"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(ok(t, "statsAll", "-t", topic, "--output", "json")), &res))
+		require.Len(t, res.Rows, 2)
+		require.Equal(t, group, res.Rows[0].Group)
+		require.EqualValues(t, 2, res.Rows[0].Accumulation)
+		require.EqualValues(t, 0, res.Rows[1].Accumulation, "the clone consumed all")
+		require.GreaterOrEqual(t, res.Rows[0].InMsg24Hour, int64(0))
+
+		out = ok(t, "brokerConsumeStats", "-b", fixture.broker)
+		dates := regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d:\d\d`)
+		golden(t, "brokerConsumeStats", rowsOf(dates.ReplaceAllString(out, "DATE"), topic))
+		require.Regexp(t, `\nDiff Total: \d+\n$`, out)
+		// -l: only the queues lagging by at least that much.
+		require.Equal(t, 1, strings.Count(ok(t, "brokerConsumeStats", "-b", fixture.broker, "-l", "1", "-o", "false"), topic+" "),
+			"queue 0 of the group lags by 1, queue 1 has consumed nothing yet")
+	})
+
 	t.Run("queryCq", func(t *testing.T) {
 		out := ok(t, "queryCq", "-t", topic, "-q", "0", "-i", "1", "-c", "5", "-g", group)
 		golden(t, "queryCq", positions.ReplaceAllString(physicOffsets.ReplaceAllString(out, "${1}N"), "${1}N"))
@@ -262,6 +299,25 @@ func rowsOf(table, prefix string) string {
 	return b.String()
 }
 
+// statsColumns checks that statsAll's last four columns (rates, day counts) are numbers and
+// writes them as N, cells separated by single spaces; keep is how many columns come first.
+func statsColumns(t *testing.T, table string, keep int) string {
+	t.Helper()
+	var b strings.Builder
+	for i, l := range strings.Split(strings.TrimSuffix(table, "\n"), "\n") {
+		cells := strings.Fields(l)
+		if i > 0 {
+			require.Len(t, cells, keep+4, l)
+			for j := keep; j < len(cells); j++ {
+				require.Regexp(t, `^\d+(\.\d\d)?$`, cells[j], l)
+				cells[j] = "N"
+			}
+		}
+		b.WriteString(strings.Join(cells, " ") + "\n")
+	}
+	return b.String()
+}
+
 // grepLines keeps the lines of s that contain one of words.
 func grepLines(s string, words ...string) string {
 	var b strings.Builder
@@ -282,6 +338,15 @@ func TestBrokerCommands(t *testing.T) {
 		// shape is checked.
 		out := regexp.MustCompile(`\d+\.\d+`).ReplaceAllString(normalise(ok(t, "clusterList")), "N.N")
 		golden(t, "clusterList", out)
+		// #SPACE is the used share of the CommitLog's file system, statfs'd by the broker.
+		var list struct {
+			Brokers []clusterBroker `json:"brokers"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(ok(t, "clusterList", "--output", "json")), &list))
+		require.Len(t, list.Brokers, 1)
+		require.True(t, list.Brokers[0].CommitLogDiskRatio > 0 && list.Brokers[0].CommitLogDiskRatio <= 1,
+			"commitLogDiskRatio %v", list.Brokers[0].CommitLogDiskRatio)
+		require.Regexp(t, `^\d+$`, list.Brokers[0].PullQueueWaitMs)
 		more := ok(t, "clusterList", "-m", "-c", fixture.cluster)
 		require.Regexp(t, `^#Cluster Name +#Broker Name +#InTotalYest +#OutTotalYest +#InTotalToday +#OutTotalToday\n`+
 			`DefaultCluster +broker-a +\d+ +\d+ +\d+ +\d+\n$`, more)

@@ -611,6 +611,9 @@ func (m *MemStore) QueueTopics() []string {
 // store.RunningFlags is always OK.
 func (m *MemStore) RunningFlags() store.RunningFlags { return 0 }
 
+// PutLatency is empty: the MemStore does not time its puts.
+func (m *MemStore) PutLatency() store.PutLatencyCounts { return store.PutLatencyCounts{} }
+
 // store.Stats returns the counters.
 func (m *MemStore) Stats() store.Stats {
 	m.mu.Lock()

@@ -42,6 +42,9 @@ type FS interface {
 type DiskUsage struct {
 	TotalBytes uint64
 	FreeBytes  uint64
+	// AvailableBytes is what an unprivileged writer may still use (FreeBytes less the blocks
+	// reserved for root: Java's File.getUsableSpace); 0 when unknown.
+	AvailableBytes uint64
 }
 
 // UsedRatio is the used share in percent (RocketMQ's getDiskPartitionSpaceUsedPercent × 100).
