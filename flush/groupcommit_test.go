@@ -534,6 +534,7 @@ func TestGroupCommitStartsSyncsWithoutTheLoop(t *testing.T) {
 		})))
 		d.answers <- syncAnswer{durable: 50}
 		require.Equal(t, int64(100), <-d.calls, "the syncer went on with what arrived meanwhile")
+		synctest.Wait() // the loop has taken 50's result and both waiters, so the syncer completes none
 		d.answers <- syncAnswer{durable: 100}
 		<-held
 
