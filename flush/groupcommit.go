@@ -39,7 +39,8 @@ type GroupCommitConfig struct {
 	// it completes with ErrFlushTimeout (FLUSH_DISK_TIMEOUT on the wire).
 	SyncFlushTimeout time.Duration
 	// WaiterQueueMax bounds the waiters queued or in flight; Submit beyond it returns ErrQueueFull at once
-	// (answer SYSTEM_BUSY). Both waiter slices are allocated at this capacity up front.
+	// (answer SYSTEM_BUSY). The three waiter slices (pending, the loop's, the syncer's) are allocated at
+	// this capacity up front.
 	WaiterQueueMax int
 	// TimeoutErr is what waiters past SyncFlushTimeout complete with; nil = ErrFlushTimeout. A user of the
 	// group commit sets its own error here (it should wrap ErrFlushTimeout), so that its callers need not
