@@ -25,6 +25,7 @@ package brokerstats
 
 import (
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,9 +42,11 @@ const (
 	BrokerGetNums   = "BROKER_GET_NUMS" // key cluster name: messages pulled from the broker
 	// RocketMQ 4.9.8 counts per queue only the delayed messages: stored in a delay level's queue
 	// of SCHEDULE_TOPIC_XXXX (key SCHEDULE_TOPIC_XXXX@<level−1>) and delivered from it (key
-	// SCHEDULE_TOPIC_XXXX@<level−1>@SCHEDULE_CONSUMER).
-	QueuePutNums = "QUEUE_PUT_NUMS"
-	QueueGetNums = "QUEUE_GET_NUMS"
+	// SCHEDULE_TOPIC_XXXX@<level−1>@SCHEDULE_CONSUMER); times: messages.
+	QueuePutNums = "QUEUE_PUT_NUMS" // messages stored
+	QueuePutSize = "QUEUE_PUT_SIZE" // bytes stored
+	QueueGetNums = "QUEUE_GET_NUMS" // messages delivered
+	QueueGetSize = "QUEUE_GET_SIZE" // bytes of their delivered copies
 )
 
 // SampleInterval is how often Sample must be called (RocketMQ's samplingInSeconds).
@@ -234,7 +237,7 @@ func New() *Manager {
 func (m *Manager) Add(name string, src Source) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	fixed := name == BrokerPutNums || name == BrokerGetNums || name == QueuePutNums || name == QueueGetNums
+	fixed := name == BrokerPutNums || name == BrokerGetNums || strings.HasPrefix(name, "QUEUE_")
 	m.sets[name] = &set{name: name, source: src, byID: map[*atomic.Int64]*item{}, byKey: map[string]*item{},
 		idleExpires: !fixed}
 }
