@@ -129,15 +129,27 @@ func TestViewBrokerStatsDataAndConsumeTps(t *testing.T) {
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
 	require.Contains(t, string(resp.Body), `"GS":[{"consumeTps":0.25,"offsetTable":{`)
 
-	// TOPIC_PUT_NUMS, TOPIC_PUT_SIZE, GROUP_GET_NUMS, GROUP_GET_SIZE, BROKER_PUT_NUMS, BROKER_GET_NUMS.
+	// The two pulls' milliseconds by queueId@topic@group: the sum is the machine's, but it is the
+	// minute's and the rate and the average follow from it (two pulls, 20 s).
+	resp = viewStats(c, brokerstats.GroupGetLatency, "0@TopicS@GS")
+	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
+	latency := requireBrokerStatsBody(t, resp.Body).StatsMinute
+	require.Equal(t, codec.BrokerStatsItem{Sum: latency.Sum, Tps: float64(latency.Sum) / 20, Avgpt: float64(latency.Sum) / 2}, latency)
+	resp = viewStats(c, brokerstats.GroupGetLatency, "TopicS@GS")
+	require.Equal(t, "The stats <GROUP_GET_LATENCY> <TopicS@GS> not exist", resp.Remark, "keyed by queue")
+
+	// TOPIC_PUT_NUMS, TOPIC_PUT_SIZE, GROUP_GET_NUMS, GROUP_GET_SIZE, GROUP_GET_LATENCY,
+	// BROKER_PUT_NUMS, BROKER_GET_NUMS.
 	items := func() float64 { return scrapeOf(t, db.b.Registry())["ringmq_broker_stats_items"] }
-	require.Equal(t, 6.0, items())
+	require.Equal(t, 7.0, items())
 
 	// A deleted group's items are gone (RocketMQ's onGroupDeleted).
 	resp = c.Call(codec.NewRequest(codec.RequestDeleteSubscriptionGroup, map[string]string{"groupName": "GS"}, nil))
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
 	resp = viewStats(c, brokerstats.GroupGetNums, "TopicS@GS")
 	require.Equal(t, "The stats <GROUP_GET_NUMS> <TopicS@GS> not exist", resp.Remark)
+	resp = viewStats(c, brokerstats.GroupGetLatency, "0@TopicS@GS")
+	require.Equal(t, "The stats <GROUP_GET_LATENCY> <0@TopicS@GS> not exist", resp.Remark)
 	require.Equal(t, 4.0, items())
 }
 

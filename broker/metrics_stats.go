@@ -44,6 +44,21 @@ func newBrokerStats(flows *flowStats, clusterName string) *brokerstats.Manager {
 	m.Add(brokerstats.GroupGetNums, pairSource(flows.pulls, messages))
 	m.Add(brokerstats.GroupGetSize, pairSource(flows.pulls, bytes))
 	m.Add(brokerstats.SendBackPutNums, pairSource(flows.sentBacks, messages))
+	// GROUP_GET_LATENCY: per queue of the pairs with series of their own.
+	m.Add(brokerstats.GroupGetLatency, func(yield func(brokerstats.Key, brokerstats.Counter) bool) {
+		for k, c := range *flows.pulls.entries.Load() {
+			more := true
+			c.eachQueue(func(queueID int32, q *queueLatency) {
+				if more {
+					key := brokerstats.Key{Kind: brokerstats.KeyQueueTopicGroup, Name: k.topic, Group: k.group, Queue: queueID}
+					more = yield(key, brokerstats.Counter{Value: &q.ms, Times: &q.calls})
+				}
+			})
+			if !more {
+				return
+			}
+		}
+	})
 	// BROKER_PUT_NUMS and BROKER_GET_NUMS: every topic's (and pair's) messages, <other> included,
 	// summed when sampled (RocketMQ counts them apart, without calls).
 	var putTotal, getTotal atomic.Int64
@@ -73,7 +88,7 @@ func (a allCounters[K]) each(f func(*flowCounters)) {
 // brokerStatsCollector is the size of the stats windows.
 func brokerStatsCollector(m *brokerstats.Manager) prometheus.Collector {
 	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ringmq_broker_stats_items",
-		Help: "Items of RocketMQ's broker stats windows (VIEW_BROKER_STATS_DATA) with samples, about 1.2 KiB each: one per stats name and topic, or group and topic, with series of their own; an item idle for a day or of a deleted topic or group is dropped."},
+		Help: "Items of RocketMQ's broker stats windows (VIEW_BROKER_STATS_DATA) with samples, about 1.2 KiB each: one per stats name and topic, group and topic, or queue of a group and topic, with series of their own (and per delay level); an item idle for a day or of a deleted topic or group is dropped."},
 		func() float64 { return float64(m.Items()) })
 }
 

@@ -47,6 +47,9 @@ const (
 	QueuePutSize = "QUEUE_PUT_SIZE" // bytes stored
 	QueueGetNums = "QUEUE_GET_NUMS" // messages delivered
 	QueueGetSize = "QUEUE_GET_SIZE" // bytes of their delivered copies
+	// GroupGetLatency is keyed queueId@topic@group (RocketMQ's default, enableDetailStat=true):
+	// milliseconds the pulls that found messages took; times: those pulls.
+	GroupGetLatency = "GROUP_GET_LATENCY"
 )
 
 // SampleInterval is how often Sample must be called (RocketMQ's samplingInSeconds).
@@ -103,6 +106,8 @@ const (
 	KeyTopicQueue
 	// KeyTopicQueueGroup is topic@queueId@group (QUEUE_GET_*).
 	KeyTopicQueueGroup
+	// KeyQueueTopicGroup is queueId@topic@group (GROUP_GET_LATENCY).
+	KeyQueueTopicGroup
 )
 
 // Key identifies an item without building its text: sources pass it by value at every sample,
@@ -110,8 +115,8 @@ const (
 type Key struct {
 	Kind  KeyKind
 	Name  string // the topic, or the cluster name
-	Group string // the group of KeyTopicGroup and KeyTopicQueueGroup
-	Queue int32  // the queue of KeyTopicQueue and KeyTopicQueueGroup
+	Group string // the group of KeyTopicGroup, KeyTopicQueueGroup and KeyQueueTopicGroup
+	Queue int32  // the queue of KeyTopicQueue, KeyTopicQueueGroup and KeyQueueTopicGroup
 }
 
 // String is RocketMQ's statsKey (BrokerStatsManager.buildStatsKey).
@@ -123,6 +128,8 @@ func (k Key) String() string {
 		return k.Name + "@" + strconv.Itoa(int(k.Queue))
 	case KeyTopicQueueGroup:
 		return k.Name + "@" + strconv.Itoa(int(k.Queue)) + "@" + k.Group
+	case KeyQueueTopicGroup:
+		return strconv.Itoa(int(k.Queue)) + "@" + k.Name + "@" + k.Group
 	}
 	return k.Name
 }
@@ -360,7 +367,9 @@ func (m *Manager) ForgetTopic(topic string) {
 
 // ForgetGroup forgets every item of a deleted consumer group.
 func (m *Manager) ForgetGroup(group string) {
-	m.Forget(func(k Key) bool { return (k.Kind == KeyTopicGroup || k.Kind == KeyTopicQueueGroup) && k.Group == group })
+	m.Forget(func(k Key) bool {
+		return (k.Kind == KeyTopicGroup || k.Kind == KeyTopicQueueGroup || k.Kind == KeyQueueTopicGroup) && k.Group == group
+	})
 }
 
 // Items is how many items have windows now.
