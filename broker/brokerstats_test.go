@@ -129,15 +129,27 @@ func TestViewBrokerStatsDataAndConsumeTps(t *testing.T) {
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
 	require.Contains(t, string(resp.Body), `"GS":[{"consumeTps":0.25,"offsetTable":{`)
 
-	// TOPIC_PUT_NUMS, TOPIC_PUT_SIZE, GROUP_GET_NUMS, GROUP_GET_SIZE, BROKER_PUT_NUMS, BROKER_GET_NUMS.
+	// The two pulls' milliseconds by queueId@topic@group: the sum is the machine's, but it is the
+	// minute's and the rate and the average follow from it (two pulls, 20 s).
+	resp = viewStats(c, brokerstats.GroupGetLatency, "0@TopicS@GS")
+	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
+	latency := requireBrokerStatsBody(t, resp.Body).StatsMinute
+	require.Equal(t, codec.BrokerStatsItem{Sum: latency.Sum, Tps: float64(latency.Sum) / 20, Avgpt: float64(latency.Sum) / 2}, latency)
+	resp = viewStats(c, brokerstats.GroupGetLatency, "TopicS@GS")
+	require.Equal(t, "The stats <GROUP_GET_LATENCY> <TopicS@GS> not exist", resp.Remark, "keyed by queue")
+
+	// TOPIC_PUT_NUMS, TOPIC_PUT_SIZE, GROUP_GET_NUMS, GROUP_GET_SIZE, GROUP_GET_LATENCY,
+	// BROKER_PUT_NUMS, BROKER_GET_NUMS.
 	items := func() float64 { return scrapeOf(t, db.b.Registry())["ringmq_broker_stats_items"] }
-	require.Equal(t, 6.0, items())
+	require.Equal(t, 7.0, items())
 
 	// A deleted group's items are gone (RocketMQ's onGroupDeleted).
 	resp = c.Call(codec.NewRequest(codec.RequestDeleteSubscriptionGroup, map[string]string{"groupName": "GS"}, nil))
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
 	resp = viewStats(c, brokerstats.GroupGetNums, "TopicS@GS")
 	require.Equal(t, "The stats <GROUP_GET_NUMS> <TopicS@GS> not exist", resp.Remark)
+	resp = viewStats(c, brokerstats.GroupGetLatency, "0@TopicS@GS")
+	require.Equal(t, "The stats <GROUP_GET_LATENCY> <0@TopicS@GS> not exist", resp.Remark)
 	require.Equal(t, 4.0, items())
 }
 
@@ -255,30 +267,78 @@ func TestSendBackStats(t *testing.T) {
 	require.Equal(t, 2.0, scrapeOf(t, db.b.Registry())[`ringmq_broker_consumer_sent_back_messages_total{group="GSB",topic="TopicSB"}`])
 }
 
-// Delayed messages count per delay level's queue as RocketMQ 4.9.8 counts them: QUEUE_PUT_NUMS of
-// SCHEDULE_TOPIC_XXXX@<level−1>, and QUEUE_GET_NUMS of SCHEDULE_TOPIC_XXXX@<level−1>@SCHEDULE_CONSUMER
-// once the schedule service delivered them (level 1: after a second).
+// Delayed messages count per delay level's queue as RocketMQ 4.9.8 counts them: QUEUE_PUT_NUMS and
+// QUEUE_PUT_SIZE of SCHEDULE_TOPIC_XXXX@<level−1> (the stored records' bytes), and QUEUE_GET_NUMS and
+// QUEUE_GET_SIZE of SCHEDULE_TOPIC_XXXX@<level−1>@SCHEDULE_CONSUMER once the schedule service
+// delivered them (level 1: after a second; the bytes of the copies written to the real topic).
+// Each message is one call. In the memory store and the file store.
 func TestScheduleQueueStats(t *testing.T) {
-	db := startDataBroker(t, dataBrokerOptions{beforeRun: withoutStatsSampler})
+	t.Run("MemStore", func(t *testing.T) { testScheduleQueueStats(t, false) })
+	t.Run("FileStore", func(t *testing.T) { testScheduleQueueStats(t, true) })
+}
+
+func testScheduleQueueStats(t *testing.T, fileStore bool) {
+	db := startDataBroker(t, dataBrokerOptions{beforeRun: withoutStatsSampler, fileStore: fileStore})
 	c := remotingtest.Dial(t, db.addr)
 	stats := db.b.metrics.stats
-	for range 2 {
-		sendOK(t, c, sendV1("TopicD", 0, []byte("later"), props("DELAY", "1")))
-	}
+	sendOK(t, c, sendV1("TopicD", 0, []byte("later"), props("DELAY", "1")))
+	sendOK(t, c, sendV1("TopicD", 0, []byte("much later, a longer body"), props("DELAY", "1", "KEYS", "k1")))
 	waitQueue(t, db.b, metadata.ScheduleTopic, 0, 2)
 	t0 := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 	stats.Sample(t0)
+	putBytes := recordBytes(t, db.b, metadata.ScheduleTopic, 0, 2)
+	require.Greater(t, putBytes, int64(2*(len("later")+60)), "whole records")
 	resp := viewStats(c, brokerstats.QueuePutNums, "SCHEDULE_TOPIC_XXXX@0")
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
-	require.Equal(t, codec.BrokerStatsItem{Sum: 2, Tps: 0.2}, requireBrokerStatsBody(t, resp.Body).StatsMinute)
+	require.Equal(t, codec.BrokerStatsItem{Sum: 2, Tps: 0.2, Avgpt: 1}, requireBrokerStatsBody(t, resp.Body).StatsMinute)
+	resp = viewStats(c, brokerstats.QueuePutSize, "SCHEDULE_TOPIC_XXXX@0")
+	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
+	require.Equal(t, codec.BrokerStatsItem{Sum: putBytes, Tps: float64(putBytes) / 10, Avgpt: float64(putBytes) / 2},
+		requireBrokerStatsBody(t, resp.Body).StatsMinute)
 	resp = viewStats(c, brokerstats.QueuePutNums, "SCHEDULE_TOPIC_XXXX@2")
 	require.Equal(t, "The stats <QUEUE_PUT_NUMS> <SCHEDULE_TOPIC_XXXX@2> not exist", resp.Remark, "no message at level 3")
+	resp = viewStats(c, brokerstats.QueuePutSize, "SCHEDULE_TOPIC_XXXX@2")
+	require.Equal(t, "The stats <QUEUE_PUT_SIZE> <SCHEDULE_TOPIC_XXXX@2> not exist", resp.Remark, "no message at level 3")
+	resp = viewStats(c, brokerstats.QueueGetSize, "SCHEDULE_TOPIC_XXXX@1@SCHEDULE_CONSUMER")
+	require.Equal(t, "The stats <QUEUE_GET_SIZE> <SCHEDULE_TOPIC_XXXX@1@SCHEDULE_CONSUMER> not exist", resp.Remark,
+		"nothing delivered from level 2")
+	// Level 1's item exists once a message was delivered; its first window then starts a sample
+	// period before that sample, so the rate depends on whether delivery preceded this sample.
+	getSpan := 10.0
+	if viewStats(c, brokerstats.QueueGetNums, "SCHEDULE_TOPIC_XXXX@0@SCHEDULE_CONSUMER").Code == int32(codec.ResponseSuccess) {
+		getSpan = 20
+	}
 
 	// Level 1 is 1 s: delivered to TopicD once due.
 	waitQueue(t, db.b, "TopicD", 0, 2)
-	testutil.Eventually(t, "level 1's cursor past both", func() bool { return db.b.schedule.Offsets()[1] == 2 })
+	testutil.Eventually(t, "both delivered", func() bool { return db.b.schedule.Delivered() == 2 })
+	getBytes := recordBytes(t, db.b, "TopicD", 0, 2)
 	stats.Sample(t0.Add(10 * time.Second))
 	resp = viewStats(c, brokerstats.QueueGetNums, "SCHEDULE_TOPIC_XXXX@0@SCHEDULE_CONSUMER")
 	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
-	require.Equal(t, int64(2), requireBrokerStatsBody(t, resp.Body).StatsMinute.Sum)
+	require.Equal(t, codec.BrokerStatsItem{Sum: 2, Tps: 2 / getSpan, Avgpt: 1}, requireBrokerStatsBody(t, resp.Body).StatsMinute)
+	resp = viewStats(c, brokerstats.QueueGetSize, "SCHEDULE_TOPIC_XXXX@0@SCHEDULE_CONSUMER")
+	require.Equal(t, int32(codec.ResponseSuccess), resp.Code, resp.Remark)
+	require.Equal(t, codec.BrokerStatsItem{Sum: getBytes, Tps: float64(getBytes) / getSpan, Avgpt: float64(getBytes) / 2},
+		requireBrokerStatsBody(t, resp.Body).StatsMinute)
+	// The put items did not move: the second sample adds nothing.
+	resp = viewStats(c, brokerstats.QueuePutSize, "SCHEDULE_TOPIC_XXXX@0")
+	require.Equal(t, putBytes, requireBrokerStatsBody(t, resp.Body).StatsMinute.Sum)
+}
+
+// recordBytes is the total length of a queue's first n stored records, read from the CommitLog.
+func recordBytes(t *testing.T, b *Broker, topic string, queueID int32, n int) int64 {
+	t.Helper()
+	res, err := b.store.GetMessage("", topic, queueID, 0, n, 1<<20, nil)
+	require.NoError(t, err)
+	defer res.Release()
+	require.Len(t, res.Buffers, n)
+	var total int64
+	for _, rec := range res.Buffers {
+		r, err := codec.DecodeRecord(rec, false)
+		require.NoError(t, err)
+		require.Equal(t, topic, string(r.Topic))
+		total += int64(len(rec))
+	}
+	return total
 }

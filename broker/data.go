@@ -46,7 +46,7 @@ func hotPullThreshold(totalRAMBytes int64, ratioPercent int) int64 {
 // tables, the consumers' subscriptions, the store and the pull pool.
 func (b *Broker) newReadPlane(reg prometheus.Registerer) (*readplane.Plane, error) {
 	return readplane.New(readplane.Deps{
-		Store:         meteredStore{MessageStore: b.store, stats: b.metrics.flows, pulls: true},
+		Store:         meteredStore{MessageStore: b.store, stats: b.metrics.flows, pulls: true, now: b.clock},
 		Topics:        b.topics,
 		Groups:        b.subscriptions,
 		Offsets:       b.offsets,

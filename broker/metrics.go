@@ -108,7 +108,7 @@ func (m *metrics) observeAutoCreate(kind string, created bool) {
 // exist.
 func (b *Broker) registerLiveMetrics(reg prometheus.Registerer) {
 	if levels, err := ParseDelayLevels(b.cfg.MessageDelayLevel); err == nil && b.schedule != nil {
-		addScheduleStats(b.metrics.stats, b.store, b.schedule.Offsets, len(levels))
+		addScheduleStats(b.metrics.stats, b.store, b.schedule, len(levels))
 	}
 	b.metrics.lag = newTopicCollector(b.metrics.flows, b.store, b.offsets.All, b.clock)
 	reg.MustRegister(b.metrics.lag)

@@ -44,6 +44,21 @@ func newBrokerStats(flows *flowStats, clusterName string) *brokerstats.Manager {
 	m.Add(brokerstats.GroupGetNums, pairSource(flows.pulls, messages))
 	m.Add(brokerstats.GroupGetSize, pairSource(flows.pulls, bytes))
 	m.Add(brokerstats.SendBackPutNums, pairSource(flows.sentBacks, messages))
+	// GROUP_GET_LATENCY: per queue of the pairs with series of their own.
+	m.Add(brokerstats.GroupGetLatency, func(yield func(brokerstats.Key, brokerstats.Counter) bool) {
+		for k, c := range *flows.pulls.entries.Load() {
+			more := true
+			c.eachQueue(func(queueID int32, q *queueLatency) {
+				if more {
+					key := brokerstats.Key{Kind: brokerstats.KeyQueueTopicGroup, Name: k.topic, Group: k.group, Queue: queueID}
+					more = yield(key, brokerstats.Counter{Value: &q.ms, Times: &q.calls})
+				}
+			})
+			if !more {
+				return
+			}
+		}
+	})
 	// BROKER_PUT_NUMS and BROKER_GET_NUMS: every topic's (and pair's) messages, <other> included,
 	// summed when sampled (RocketMQ counts them apart, without calls).
 	var putTotal, getTotal atomic.Int64
@@ -73,59 +88,91 @@ func (a allCounters[K]) each(f func(*flowCounters)) {
 // brokerStatsCollector is the size of the stats windows.
 func brokerStatsCollector(m *brokerstats.Manager) prometheus.Collector {
 	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ringmq_broker_stats_items",
-		Help: "Items of RocketMQ's broker stats windows (VIEW_BROKER_STATS_DATA) with samples, about 1.2 KiB each: one per stats name and topic, or group and topic, with series of their own; an item idle for a day or of a deleted topic or group is dropped."},
+		Help: "Items of RocketMQ's broker stats windows (VIEW_BROKER_STATS_DATA) with samples, about 1.2 KiB each: one per stats name and topic, group and topic, or queue of a group and topic, with series of their own (and per delay level); an item idle for a day or of a deleted topic or group is dropped."},
 		func() float64 { return float64(m.Items()) })
 }
 
 // scheduleConsumerGroup is the group RocketMQ counts delayed deliveries under (MixAll.SCHEDULE_CONSUMER_GROUP).
 const scheduleConsumerGroup = "SCHEDULE_CONSUMER"
 
-// addScheduleStats adds the per-queue items RocketMQ 4.9.8 keeps for delayed messages:
-// QUEUE_PUT_NUMS of each delay level's queue of SCHEDULE_TOPIC_XXXX (what its ConsumeQueue grew
-// by) and QUEUE_GET_NUMS of the same queue and SCHEDULE_CONSUMER (how far delivery moved), both
-// since the broker started. They read the store's queue offsets and the schedule service's
-// cursors when sampled: nothing is counted on the put path. RocketMQ's QUEUE_*_SIZE are not kept.
-func addScheduleStats(m *brokerstats.Manager, st store.MessageStore, cursors func() map[int32]int64, levels int) {
-	type queueCounts struct {
-		put, got         atomic.Int64 // since start
-		putBase, gotBase int64        // when the broker was built
+// scheduleDeliveries is what the schedule service counts per delay level (delay.ScheduleMessageService).
+type scheduleDeliveries interface {
+	LevelDeliveries(index int) (msgs, bytes *atomic.Int64)
+}
+
+// addScheduleStats adds the per-queue items RocketMQ 4.9.8 keeps for delayed messages, each
+// delay level's queue of SCHEDULE_TOPIC_XXXX since the broker started:
+//
+//	QUEUE_PUT_NUMS  topic@queue        messages stored in it (what its ConsumeQueue grew by)
+//	QUEUE_PUT_SIZE  topic@queue        their record bytes (the new ConsumeQueue entries' sizes)
+//	QUEUE_GET_NUMS  topic@queue@group  messages delivered from it, group SCHEDULE_CONSUMER
+//	QUEUE_GET_SIZE  topic@queue@group  the bytes their copies were written in
+//
+// Each stored or delivered message is one call, as in RocketMQ. The put items read the store's
+// queue offsets and the new ConsumeQueue entries when sampled, so nothing is counted on the send
+// path; the get items are the schedule service's per-level counters.
+func addScheduleStats(m *brokerstats.Manager, st store.MessageStore, sched scheduleDeliveries, levels int) {
+	type queuePuts struct {
+		put, bytes atomic.Int64 // since start
+		base       int64        // the queue's end when the broker was built
+		scanned    int64        // the queue's end when last sampled
 	}
-	queues := make([]queueCounts, levels)
-	read := func(i int, cur map[int32]int64) (stored, delivered int64) {
-		return max(st.GetMaxOffsetInQueue(metadata.ScheduleTopic, int32(i)), 0), cur[int32(i+1)] // level = queue + 1
-	}
-	start := cursors()
+	queues := make([]queuePuts, levels)
+	stored := func(i int) int64 { return max(st.GetMaxOffsetInQueue(metadata.ScheduleTopic, int32(i)), 0) }
 	for i := range queues {
-		queues[i].putBase, queues[i].gotBase = read(i, start)
+		queues[i].base = stored(i)
+		queues[i].scanned = queues[i].base
 	}
-	var mu sync.Mutex // the two sources take turns refreshing queues
+	var mu sync.Mutex // the two put sources take turns refreshing queues
 	refresh := func() {
-		cur := cursors()
 		for i := range queues {
 			q := &queues[i]
-			stored, delivered := read(i, cur)
-			q.put.Store(max(stored-q.putBase, 0))
-			q.got.Store(max(delivered-q.gotBase, 0))
+			end := stored(i)
+			q.put.Store(max(end-q.base, 0))
+			var n int64
+			for off := q.scanned; off < end; off++ {
+				if e, ok := st.ConsumeQueueEntry(metadata.ScheduleTopic, int32(i), off); ok {
+					n += int64(e.Size)
+				}
+			}
+			q.bytes.Add(n)
+			q.scanned = end
 		}
 	}
-	source := func(get bool) brokerstats.Source {
+	putSource := func(value func(*queuePuts) *atomic.Int64) brokerstats.Source {
 		return func(yield func(brokerstats.Key, brokerstats.Counter) bool) {
 			mu.Lock()
 			refresh()
 			mu.Unlock()
 			for i := range queues {
 				key := brokerstats.Key{Kind: brokerstats.KeyTopicQueue, Name: metadata.ScheduleTopic, Queue: int32(i)}
-				c := brokerstats.Counter{Value: &queues[i].put}
-				if get {
-					key.Kind, key.Group = brokerstats.KeyTopicQueueGroup, scheduleConsumerGroup
-					c.Value = &queues[i].got
+				if !yield(key, brokerstats.Counter{Value: value(&queues[i]), Times: &queues[i].put}) {
+					return
 				}
+			}
+		}
+	}
+	getSource := func(size bool) brokerstats.Source {
+		return func(yield func(brokerstats.Key, brokerstats.Counter) bool) {
+			for i := range levels {
+				msgs, bytes := sched.LevelDeliveries(i)
+				if msgs == nil {
+					return
+				}
+				c := brokerstats.Counter{Value: msgs, Times: msgs}
+				if size {
+					c.Value = bytes
+				}
+				key := brokerstats.Key{Kind: brokerstats.KeyTopicQueueGroup, Name: metadata.ScheduleTopic,
+					Queue: int32(i), Group: scheduleConsumerGroup}
 				if !yield(key, c) {
 					return
 				}
 			}
 		}
 	}
-	m.Add(brokerstats.QueuePutNums, source(false))
-	m.Add(brokerstats.QueueGetNums, source(true))
+	m.Add(brokerstats.QueuePutNums, putSource(func(q *queuePuts) *atomic.Int64 { return &q.put }))
+	m.Add(brokerstats.QueuePutSize, putSource(func(q *queuePuts) *atomic.Int64 { return &q.bytes }))
+	m.Add(brokerstats.QueueGetNums, getSource(false))
+	m.Add(brokerstats.QueueGetSize, getSource(true))
 }

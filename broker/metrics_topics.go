@@ -27,6 +27,68 @@ type flowCounters struct {
 	messages atomic.Int64
 	bytes    atomic.Int64
 	calls    atomic.Int64
+	// queues: a pair's pull latency by queue ID (RocketMQ's GROUP_GET_LATENCY), grown when a
+	// higher queue is first pulled; nil for puts and send-backs.
+	queues atomic.Pointer[[]*queueLatency]
+}
+
+// queueLatency is one queue's pulls that found messages and the milliseconds they took.
+type queueLatency struct {
+	ms, calls atomic.Int64
+}
+
+// latencyQueuesMax bounds the queues of a pair with GROUP_GET_LATENCY counters: pulls from a
+// queue ID at or past it are not timed.
+const latencyQueuesMax = 1024
+
+// latencyGrowMu serializes the growth of the queues slices (once per pair and higher queue).
+var latencyGrowMu sync.Mutex
+
+// addLatency counts a pull from queueID that found messages and took ms. It allocates only when
+// the pair's queue slice must grow.
+func (c *flowCounters) addLatency(queueID int32, ms int64) {
+	if queueID < 0 || queueID >= latencyQueuesMax {
+		return
+	}
+	qs := c.queues.Load()
+	if qs == nil || int(queueID) >= len(*qs) {
+		qs = c.growQueues(int(queueID) + 1)
+	}
+	q := (*qs)[queueID]
+	q.ms.Add(ms)
+	q.calls.Add(1)
+}
+
+// growQueues makes room for at least n queues: copy on write of the pointers, so the counters
+// there are stay where they are (the stats windows know them by address).
+func (c *flowCounters) growQueues(n int) *[]*queueLatency {
+	latencyGrowMu.Lock()
+	defer latencyGrowMu.Unlock()
+	var old []*queueLatency
+	if qs := c.queues.Load(); qs != nil {
+		if len(*qs) >= n {
+			return qs
+		}
+		old = *qs
+	}
+	next := make([]*queueLatency, n)
+	copy(next, old)
+	for i := len(old); i < n; i++ {
+		next[i] = &queueLatency{}
+	}
+	c.queues.Store(&next)
+	return &next
+}
+
+// eachQueue visits the queues with latency counters.
+func (c *flowCounters) eachQueue(f func(queueID int32, q *queueLatency)) {
+	qs := c.queues.Load()
+	if qs == nil {
+		return
+	}
+	for i, q := range *qs {
+		f(int32(i), q)
+	}
 }
 
 // groupTopic is a consumer group × topic label pair.
@@ -122,12 +184,16 @@ func (s *flowStats) put(topic string, messages, bytes int64) {
 	c.calls.Add(1)
 }
 
-// pulled counts messages returned to a group's pull from topic.
-func (s *flowStats) pulled(group, topic string, messages, bytes int64) {
+// pulled counts messages returned to a group's pull from a topic's queue, and the
+// milliseconds the pull took.
+func (s *flowStats) pulled(group, topic string, queueID int32, messages, bytes, ms int64) {
 	c := s.pulls.get(groupTopic{group, topic})
 	c.messages.Add(messages)
 	c.bytes.Add(bytes)
 	c.calls.Add(1)
+	if c != &s.pulls.other {
+		c.addLatency(queueID, ms)
+	}
 }
 
 // meteredStore counts what passes through the store for the planes: puts per topic (every plane's,
@@ -137,6 +203,9 @@ type meteredStore struct {
 	store.MessageStore
 	stats *flowStats
 	pulls bool // count GetMessage results with a group (the read plane's pulls)
+	// now times the pulls (GROUP_GET_LATENCY): from the call to the store to its answer, as
+	// RocketMQ times from the pull's start to its body read; nil: time.Now.
+	now func() time.Time
 }
 
 func (m meteredStore) PutMessage(msg *codec.Message) (store.PutResult, error) {
@@ -157,9 +226,18 @@ func (m meteredStore) PutMessages(batch *store.BatchPut) (store.PutResult, error
 
 func (m meteredStore) GetMessage(group, topic string, queueID int32, offset int64, maxMsgNums, maxBytes int,
 	filter store.MessageFilter) (*store.GetMessageResult, error) {
+	if !m.pulls || group == "" {
+		return m.MessageStore.GetMessage(group, topic, queueID, offset, maxMsgNums, maxBytes, filter)
+	}
+	now := m.now
+	if now == nil {
+		now = time.Now
+	}
+	start := now()
 	r, err := m.MessageStore.GetMessage(group, topic, queueID, offset, maxMsgNums, maxBytes, filter)
-	if m.pulls && err == nil && r != nil && r.MessageCount > 0 && group != "" {
-		m.stats.pulled(group, topic, int64(r.MessageCount), int64(r.BufferTotalSize))
+	if err == nil && r != nil && r.MessageCount > 0 {
+		m.stats.pulled(group, topic, queueID, int64(r.MessageCount), int64(r.BufferTotalSize),
+			now().Sub(start).Milliseconds())
 	}
 	return r, err
 }

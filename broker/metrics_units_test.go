@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ringmq/ringmq/broker/brokerstats"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/opsserver"
 	"github.com/ringmq/ringmq/internal/remotingtest"
@@ -85,7 +86,7 @@ func TestMetricsLabelCapSendsTheRestToOther(t *testing.T) {
 	flows := db.b.metrics.flows
 	for i := range 5000 {
 		flows.put("storm-"+strconv.Itoa(i), 1, 100)
-		flows.pulled("storm-group", "storm-"+strconv.Itoa(i), 1, 100)
+		flows.pulled("storm-group", "storm-"+strconv.Itoa(i), 0, 1, 100, 0)
 	}
 	require.Len(t, *flows.puts.entries.Load(), 3)
 	require.Len(t, *flows.pulls.entries.Load(), 2)
@@ -165,7 +166,7 @@ func TestMetricsHotPathsDoNotAllocate(t *testing.T) {
 		m.reqs.answered(code, codec.ResponseSystemBusy, received)
 		m.reqs.received(777)
 		m.flows.put("T", 1, 100)
-		m.flows.pulled("G", "T", 32, 3200)
+		m.flows.pulled("G", "T", 3, 32, 3200, 2)
 	}
 	warm()
 	require.Zero(t, testing.AllocsPerRun(1000, warm))
@@ -634,4 +635,56 @@ func TestMetricsKeys(t *testing.T) {
 	c = DefaultConfig()
 	c.MetricsAddr = "127.0.0.1:99999"
 	require.ErrorContains(t, c.Validate(), `key metricsAddr = "127.0.0.1:99999": "127.0.0.1:99999": the port must be 0..65535`)
+}
+
+// TestGroupGetLatencyStats: GROUP_GET_LATENCY of queueId@topic@group sums the milliseconds the
+// pulls that found messages took, one call each, as RocketMQ 4.9.8 counts them; a pull that finds
+// nothing is not counted, and a pair sharing <other> has no item.
+func TestGroupGetLatencyStats(t *testing.T) {
+	mem := storetest.NewMemStore(store.DefaultConfig(t.TempDir()), nil)
+	require.NoError(t, mem.Start())
+	t.Cleanup(func() { require.NoError(t, mem.Shutdown()) })
+	for _, q := range []int32{0, 0, 2} {
+		res, err := mem.PutMessage(&codec.Message{Topic: "TopicL", QueueID: q, Body: []byte("x"),
+			BornHost: netip.MustParseAddrPort("10.0.0.1:5000")})
+		require.NoError(t, err)
+		require.Equal(t, store.PutOK, res.Status)
+	}
+	// The clock moves by step at every reading: a pull takes step.
+	cur, step := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC), time.Duration(0)
+	clock := func() time.Time {
+		now := cur
+		cur = cur.Add(step)
+		return now
+	}
+	flows := newFlowStats(10, 1)
+	ms := meteredStore{MessageStore: mem, stats: flows, pulls: true, now: clock}
+	pull := func(group string, queueID int32, offset int64, took time.Duration) int {
+		step = took
+		res, err := ms.GetMessage(group, "TopicL", queueID, offset, 32, 1<<20, nil)
+		require.NoError(t, err)
+		defer res.Release()
+		return res.MessageCount
+	}
+	require.Equal(t, 2, pull("G", 0, 0, 7*time.Millisecond+900*time.Microsecond)) // 7 ms, as Java's (int) ms
+	require.Equal(t, 1, pull("G", 0, 1, 3*time.Millisecond))
+	require.Equal(t, 0, pull("G", 0, 2, 50*time.Millisecond), "found nothing: not counted")
+	require.Equal(t, 1, pull("G", 2, 0, 5*time.Millisecond))
+	require.Equal(t, 2, pull("G2", 0, 0, 9*time.Millisecond), "past metricsMaxGroupTopics: <other>")
+
+	stats := newBrokerStats(flows, "DefaultCluster")
+	stats.Sample(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC))
+	d, ok := stats.Get(brokerstats.GroupGetLatency, "0@TopicL@G")
+	require.True(t, ok)
+	require.Equal(t, brokerstats.Snapshot{Sum: 10, Tps: 1, Avgpt: 5, Times: 2}, d.Minute)
+	d, ok = stats.Get(brokerstats.GroupGetLatency, "2@TopicL@G")
+	require.True(t, ok)
+	require.Equal(t, brokerstats.Snapshot{Sum: 5, Tps: 0.5, Avgpt: 5, Times: 1}, d.Minute)
+	for _, key := range []string{"1@TopicL@G", "0@TopicL@G2", "TopicL@G"} {
+		_, ok = stats.Get(brokerstats.GroupGetLatency, key)
+		require.False(t, ok, key)
+	}
+	d, ok = stats.Get(brokerstats.GroupGetNums, "TopicL@G")
+	require.True(t, ok)
+	require.Equal(t, int64(4), d.Minute.Sum, "the same pulls")
 }

@@ -25,6 +25,7 @@ package brokerstats
 
 import (
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,9 +42,14 @@ const (
 	BrokerGetNums   = "BROKER_GET_NUMS" // key cluster name: messages pulled from the broker
 	// RocketMQ 4.9.8 counts per queue only the delayed messages: stored in a delay level's queue
 	// of SCHEDULE_TOPIC_XXXX (key SCHEDULE_TOPIC_XXXX@<level−1>) and delivered from it (key
-	// SCHEDULE_TOPIC_XXXX@<level−1>@SCHEDULE_CONSUMER).
-	QueuePutNums = "QUEUE_PUT_NUMS"
-	QueueGetNums = "QUEUE_GET_NUMS"
+	// SCHEDULE_TOPIC_XXXX@<level−1>@SCHEDULE_CONSUMER); times: messages.
+	QueuePutNums = "QUEUE_PUT_NUMS" // messages stored
+	QueuePutSize = "QUEUE_PUT_SIZE" // bytes stored
+	QueueGetNums = "QUEUE_GET_NUMS" // messages delivered
+	QueueGetSize = "QUEUE_GET_SIZE" // bytes of their delivered copies
+	// GroupGetLatency is keyed queueId@topic@group (RocketMQ's default, enableDetailStat=true):
+	// milliseconds the pulls that found messages took; times: those pulls.
+	GroupGetLatency = "GROUP_GET_LATENCY"
 )
 
 // SampleInterval is how often Sample must be called (RocketMQ's samplingInSeconds).
@@ -100,6 +106,8 @@ const (
 	KeyTopicQueue
 	// KeyTopicQueueGroup is topic@queueId@group (QUEUE_GET_*).
 	KeyTopicQueueGroup
+	// KeyQueueTopicGroup is queueId@topic@group (GROUP_GET_LATENCY).
+	KeyQueueTopicGroup
 )
 
 // Key identifies an item without building its text: sources pass it by value at every sample,
@@ -107,8 +115,8 @@ const (
 type Key struct {
 	Kind  KeyKind
 	Name  string // the topic, or the cluster name
-	Group string // the group of KeyTopicGroup and KeyTopicQueueGroup
-	Queue int32  // the queue of KeyTopicQueue and KeyTopicQueueGroup
+	Group string // the group of KeyTopicGroup, KeyTopicQueueGroup and KeyQueueTopicGroup
+	Queue int32  // the queue of KeyTopicQueue, KeyTopicQueueGroup and KeyQueueTopicGroup
 }
 
 // String is RocketMQ's statsKey (BrokerStatsManager.buildStatsKey).
@@ -120,6 +128,8 @@ func (k Key) String() string {
 		return k.Name + "@" + strconv.Itoa(int(k.Queue))
 	case KeyTopicQueueGroup:
 		return k.Name + "@" + strconv.Itoa(int(k.Queue)) + "@" + k.Group
+	case KeyQueueTopicGroup:
+		return strconv.Itoa(int(k.Queue)) + "@" + k.Name + "@" + k.Group
 	}
 	return k.Name
 }
@@ -234,7 +244,7 @@ func New() *Manager {
 func (m *Manager) Add(name string, src Source) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	fixed := name == BrokerPutNums || name == BrokerGetNums || name == QueuePutNums || name == QueueGetNums
+	fixed := name == BrokerPutNums || name == BrokerGetNums || strings.HasPrefix(name, "QUEUE_")
 	m.sets[name] = &set{name: name, source: src, byID: map[*atomic.Int64]*item{}, byKey: map[string]*item{},
 		idleExpires: !fixed}
 }
@@ -357,7 +367,9 @@ func (m *Manager) ForgetTopic(topic string) {
 
 // ForgetGroup forgets every item of a deleted consumer group.
 func (m *Manager) ForgetGroup(group string) {
-	m.Forget(func(k Key) bool { return (k.Kind == KeyTopicGroup || k.Kind == KeyTopicQueueGroup) && k.Group == group })
+	m.Forget(func(k Key) bool {
+		return (k.Kind == KeyTopicGroup || k.Kind == KeyTopicQueueGroup || k.Kind == KeyQueueTopicGroup) && k.Group == group
+	})
 }
 
 // Items is how many items have windows now.

@@ -70,6 +70,7 @@ func TestWindowsSlide(t *testing.T) {
 	require.Equal(t, "T@G", k.String())
 	require.Equal(t, "S@2", Key{Kind: KeyTopicQueue, Name: "S", Queue: 2}.String())
 	require.Equal(t, "S@2@C", Key{Kind: KeyTopicQueueGroup, Name: "S", Queue: 2, Group: "C"}.String())
+	require.Equal(t, "3@T@G", Key{Kind: KeyQueueTopicGroup, Name: "T", Queue: 3, Group: "G"}.String())
 	c.add(k, 1, 1)
 	now := t0
 	m.Sample(now) // first sample of every window: fake at 0 one period before, then 1
@@ -97,19 +98,27 @@ func TestWindowsSlide(t *testing.T) {
 }
 
 func TestForgetAndRestart(t *testing.T) {
-	var c counters
+	var c, latency counters
 	m := New()
 	m.Add(GroupGetNums, c.source)
 	m.Add(TopicPutNums, c.source)
+	m.Add(GroupGetLatency, latency.source)
 	tg := Key{Kind: KeyTopicGroup, Name: "T", Group: "G"}
 	other := Key{Kind: KeyTopicGroup, Name: "U", Group: "G2"}
 	c.add(tg, 100, 10)
 	c.add(other, 7, 7)
+	latency.add(Key{Kind: KeyQueueTopicGroup, Name: "T", Group: "G", Queue: 1}, 12, 3)
+	latency.add(Key{Kind: KeyQueueTopicGroup, Name: "U", Group: "G2", Queue: 0}, 5, 1)
 	m.Sample(t0)
+	d, ok := m.Get(GroupGetLatency, "1@T@G")
+	require.True(t, ok)
+	require.Equal(t, Snapshot{Sum: 12, Tps: 1.2, Avgpt: 4, Times: 3}, d.Minute)
 
 	m.ForgetGroup("G")
-	_, ok := m.Get(GroupGetNums, "T@G")
+	_, ok = m.Get(GroupGetNums, "T@G")
 	require.False(t, ok, "a deleted group's items are gone")
+	_, ok = m.Get(GroupGetLatency, "1@T@G")
+	require.False(t, ok, "its latency items too")
 	_, ok = m.Get(GroupGetNums, "U@G2")
 	require.True(t, ok)
 	m.Sample(t0.Add(SampleInterval))
@@ -118,13 +127,15 @@ func TestForgetAndRestart(t *testing.T) {
 
 	c.add(tg, 4, 1)
 	m.Sample(t0.Add(2 * SampleInterval))
-	d, ok := m.Get(GroupGetNums, "T@G")
+	d, ok = m.Get(GroupGetNums, "T@G")
 	require.True(t, ok)
 	require.Equal(t, Snapshot{Sum: 4, Tps: 0.4, Avgpt: 4, Times: 1}, d.Minute, "it restarts from the counts it had")
 
 	m.ForgetTopic("U")
 	_, ok = m.Get(GroupGetNums, "U@G2")
 	require.False(t, ok)
+	_, ok = m.Get(GroupGetLatency, "0@U@G2")
+	require.False(t, ok, "a deleted topic's latency items are gone")
 	_, ok = m.Get(TopicPutNums, "T@G")
 	require.True(t, ok, "the test source feeds both names")
 	m.ForgetTopic("T")

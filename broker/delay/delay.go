@@ -101,6 +101,9 @@ type delayLevel struct {
 	known   atomic.Bool  // in delayOffset.json or moved: listed in the offset table (as Java lists them)
 	nextDue atomic.Int64 // delivery time of the level's head entry, or a sentinel
 	dirty   atomic.Bool  // an entry arrived that the plan may not know about
+	// Messages delivered from the level since start, and the bytes their copies took in the
+	// CommitLog (RocketMQ's QUEUE_GET_NUMS and QUEUE_GET_SIZE of the level's queue).
+	deliveredMsgs, deliveredBytes atomic.Int64
 }
 
 // dueFilter accepts the ConsumeQueue entries that are due, up to the first one that is not
@@ -313,6 +316,17 @@ func (s *ScheduleMessageService) NotifyMessageArriving(queueID int32, deliverMs 
 // Delivered counts messages moved to their real topics since start.
 func (s *ScheduleMessageService) Delivered() int64 { return s.delivered.Load() }
 
+// LevelDeliveries returns the counters of the messages delivered from a level (index 0 =
+// level 1) since start and of the bytes their copies were written in: RocketMQ's QUEUE_GET_NUMS
+// and QUEUE_GET_SIZE of SCHEDULE_TOPIC_XXXX's queue index, group SCHEDULE_CONSUMER. Nil when
+// the table has no such level.
+func (s *ScheduleMessageService) LevelDeliveries(index int) (msgs, bytes *atomic.Int64) {
+	if index < 0 || index >= len(s.levels) {
+		return nil, nil
+	}
+	return &s.levels[index].deliveredMsgs, &s.levels[index].deliveredBytes
+}
+
 // Offsets returns the live cursors: level → next SCHEDULE_TOPIC_XXXX queue offset
 // (GET_ALL_DELAY_OFFSET). As in RocketMQ, a level is listed once it was in delayOffset.json
 // or its cursor moved; levels kept from the file that the table lacks are listed too.
@@ -478,7 +492,7 @@ func (s *ScheduleMessageService) deliverLevel(l *delayLevel, nowMs int64) int64 
 		}
 		// FOUND, NO_MATCHED_MESSAGE, MESSAGE_WAS_REMOVING: the due entries, in queue order.
 		for _, rec := range res.Buffers {
-			queueOffset, err := s.deliver(rec)
+			queueOffset, err := s.deliver(l, rec)
 			switch {
 			case err == nil:
 				cursor = queueOffset + 1
@@ -516,7 +530,7 @@ func (s *ScheduleMessageService) deliverLevel(l *delayLevel, nowMs int64) int64 
 // schedule queue offset. errSkipRecord: the record can never be delivered. The copy's
 // properties are the record's well-formed pairs only (codec.AppendPropertiesWithout), so a
 // record stored before properties were checked is delivered without its malformed pieces.
-func (s *ScheduleMessageService) deliver(rec []byte) (int64, error) {
+func (s *ScheduleMessageService) deliver(l *delayLevel, rec []byte) (int64, error) {
 	var queueOffset int64 = -1
 	if len(rec) >= 28 {
 		queueOffset = int64(binary.BigEndian.Uint64(rec[20:28]))
@@ -558,6 +572,8 @@ func (s *ScheduleMessageService) deliver(rec []byte) (int64, error) {
 		return r.QueueOffset, err
 	}
 	s.delivered.Add(1)
+	l.deliveredMsgs.Add(int64(res.MsgNum))
+	l.deliveredBytes.Add(int64(res.WroteBytes))
 	return r.QueueOffset, nil
 }
 

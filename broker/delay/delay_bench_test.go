@@ -55,7 +55,7 @@ func BenchmarkScheduleDeliver(b *testing.B) {
 	b.SetBytes(int64(len(rec)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := s.deliver(rec); err != nil {
+		if _, err := s.deliver(&s.levels[0], rec); err != nil {
 			b.Fatal(err)
 		}
 	}

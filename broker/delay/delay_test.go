@@ -388,10 +388,10 @@ func TestScheduleDeliverDoesNotAllocate(t *testing.T) {
 		Body: make([]byte, 256), Properties: p}
 	rec, err := m.AppendRecord(nil)
 	require.NoError(t, err)
-	_, err = s.deliver(rec) // warm the topic cache and buffers
+	_, err = s.deliver(&s.levels[0], rec) // warm the topic cache and buffers
 	require.NoError(t, err)
 	require.Zero(t, testing.AllocsPerRun(200, func() {
-		if _, err := s.deliver(rec); err != nil {
+		if _, err := s.deliver(&s.levels[0], rec); err != nil {
 			panic(err)
 		}
 	}))
@@ -414,7 +414,7 @@ func TestScheduleDeliveryOfALegacyRecordIsCanonical(t *testing.T) {
 		Body: []byte("later"), Properties: p}
 	rec, err := m.AppendRecord(nil)
 	require.NoError(t, err)
-	_, err = e.svc.deliver(rec)
+	_, err = e.svc.deliver(&e.svc.levels[0], rec)
 	require.NoError(t, err)
 	got := e.delivered(t, "TopicS", 0)
 	require.Len(t, got, 1)
@@ -422,4 +422,45 @@ func TestScheduleDeliveryOfALegacyRecordIsCanonical(t *testing.T) {
 	require.NoError(t, codec.ValidateProperties(got[0].Properties))
 	require.Equal(t, map[string]string{"KEYS": "k", "UNIQ_KEY": "U1", "DELAY": "1", "REAL_TOPIC": "TopicS", "REAL_QID": "0"},
 		codec.DecodeProperties(got[0].Properties))
+}
+
+// Each level counts the messages delivered from it and the bytes their copies took (RocketMQ's
+// QUEUE_GET_NUMS and QUEUE_GET_SIZE); a record that cannot be delivered counts nothing.
+func TestScheduleLevelDeliveries(t *testing.T) {
+	e := newScheduleEnv(t, []time.Duration{time.Second, 5 * time.Second}, nil)
+	for _, body := range []string{"a", "a longer body"} {
+		p, q := sendplane.AppendScheduleProperties([]byte(props("KEYS", "k")), 2, "TopicL", 1)
+		m := codec.Message{Topic: metadata.ScheduleTopic, QueueID: q, BornHost: scheduleBornHost, StoreHost: netipLoopback(),
+			Body: []byte(body), Properties: p}
+		rec, err := m.AppendRecord(nil)
+		require.NoError(t, err)
+		_, err = e.svc.deliver(&e.svc.levels[1], rec)
+		require.NoError(t, err)
+	}
+	bad := codec.Message{Topic: metadata.ScheduleTopic, QueueID: 1, BornHost: scheduleBornHost, StoreHost: netipLoopback(),
+		Body: []byte("x"), Properties: []byte(props("DELAY", "2"))}
+	rec, err := bad.AppendRecord(nil)
+	require.NoError(t, err)
+	_, err = e.svc.deliver(&e.svc.levels[1], rec)
+	require.ErrorIs(t, err, errSkipRecord)
+
+	res, err := e.mem.GetMessage("", "TopicL", 1, 0, 10, 1<<20, nil)
+	require.NoError(t, err)
+	var copies int64
+	for _, b := range res.Buffers {
+		copies += int64(len(b))
+	}
+	n := len(res.Buffers)
+	res.Release()
+	require.Equal(t, 2, n)
+
+	msgs, bytes := e.svc.LevelDeliveries(1)
+	require.Equal(t, int64(2), msgs.Load())
+	require.Equal(t, copies, bytes.Load())
+	msgs, bytes = e.svc.LevelDeliveries(0)
+	require.Zero(t, msgs.Load())
+	require.Zero(t, bytes.Load())
+	msgs, bytes = e.svc.LevelDeliveries(2)
+	require.Nil(t, msgs)
+	require.Nil(t, bytes)
 }
