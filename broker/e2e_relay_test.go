@@ -37,10 +37,26 @@ func TestGoClientRelayedAdminRequests(t *testing.T) {
 	t.Run("GetConsumerRunningInfo", func(t *testing.T) {
 		ext := map[string]string{}
 		(&codec.GetConsumerRunningInfoRequestHeader{ConsumerGroup: group, ClientID: clientID, JstackEnable: true}).Encode(ext)
-		resp := admin.Call(codec.NewRequest(codec.RequestGetConsumerRunningInfo, ext, nil))
-		requireResponse(t, resp, codec.ResponseSuccess, "")
-		info, err := codec.DecodeConsumerRunningInfo(resp.Body)
-		require.NoError(t, err)
+		heldOf := func(info *codec.ConsumerRunningInfo) int {
+			held := 0
+			for q := range info.MQTable {
+				if q.Topic == topic {
+					held++
+				}
+			}
+			return held
+		}
+		// The client takes its queues over in the rebalance after the first, so the running info may
+		// list fewer than four for a moment: ask until it lists them all (or the deadline fails it).
+		var info *codec.ConsumerRunningInfo
+		testutil.Eventually(t, "the running info listing the consumer's four queues", func() bool {
+			resp := admin.Call(codec.NewRequest(codec.RequestGetConsumerRunningInfo, ext, nil))
+			requireResponse(t, resp, codec.ResponseSuccess, "")
+			var err error
+			info, err = codec.DecodeConsumerRunningInfo(resp.Body)
+			require.NoError(t, err)
+			return heldOf(info) == 4
+		})
 		require.Equal(t, "CONSUME_PASSIVELY", info.Properties[codec.PropConsumeType])
 		require.NotEmpty(t, info.Properties[codec.PropClientVersion])
 		require.Contains(t, info.Properties[codec.PropNamesrvAddr], e.tb.NamesrvAddr)
@@ -50,13 +66,7 @@ func TestGoClientRelayedAdminRequests(t *testing.T) {
 		}
 		require.Equal(t, map[string]string{topic: "*", "%RETRY%" + group: "*"}, subs, "its topic and its retry topic")
 		require.Contains(t, info.MQTable, mq, "the consumer holds the message's queue")
-		held := 0
-		for q := range info.MQTable {
-			if q.Topic == topic {
-				held++
-			}
-		}
-		require.Equal(t, 4, held, "one consumer holds every queue")
+		require.Equal(t, 4, heldOf(info), "one consumer holds every queue")
 		require.Contains(t, info.StatusTable, topic)
 		require.Contains(t, info.Jstack, "goroutine", "jstackEnable: the Go client sends its goroutine dump")
 

@@ -132,6 +132,9 @@ func TestNoElectionInANewLeadersGracePeriod(t *testing.T) {
 	// This controller leads since "now" below (set first: the scan runs all along)...
 	c.leaderSince.Store(clock.Now().Add(11 * time.Second).UnixNano())
 	clock.Advance(11 * time.Second) // ...and broker 1's heartbeats stopped 11 s ago.
+	// Broker 2's last heartbeat is as old, so the scan may already have expired it and closed its
+	// connection (as Java does): it comes back on a new one.
+	b2 = dial(t, c)
 	b2.heartbeat(2, addr2, 1, 90)
 	c.scan()
 	g, _ := c.FSM().Group("broker-a")
