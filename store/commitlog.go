@@ -346,13 +346,8 @@ func (cl *commitLog) publishCopied() {
 }
 
 // drainLocked waits until every reserved put has published. Caller holds putLock (so no new
-// reservation can start); the puts in flight publish without it.
-func (cl *commitLog) drainLocked() {
-	waitUntil(func() bool {
-		cl.publishCopied()
-		return cl.maxOffset.Load() == cl.reservedEnd.Load()
-	})
-}
+// reservation can start, and reservedEnd stays put); the puts in flight publish without it.
+func (cl *commitLog) drainLocked() { cl.awaitPublished(cl.reservedEnd.Load()) }
 
 // awaitPublished returns once maxOffset reaches target: the puts before it finish their copies, and
 // whichever finishes last publishes them all. It spins briefly (the copy is most likely running on the

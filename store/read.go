@@ -27,13 +27,7 @@ func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, max
 	if err == nil && r.Status == Found {
 		s.getFound.Add(1)
 	}
-	// getMessageEntireTimeMax: the longest read since start (a CAS only when a read is the longest).
-	for d := int64(time.Since(start)); ; {
-		cur := s.getMaxNanos.Load()
-		if d <= cur || s.getMaxNanos.CompareAndSwap(cur, d) {
-			break
-		}
-	}
+	storeMax(&s.getMaxNanos, int64(time.Since(start))) // getMessageEntireTimeMax: the longest read since start
 	return r, err
 }
 
