@@ -23,6 +23,9 @@ func TestGoClientSQL92(t *testing.T) {
 	}
 	for _, mode := range storeModes {
 		t.Run(mode.name, func(t *testing.T) {
+			// The modes run side by side: each has its own broker, store and client driver, and
+			// most of the time goes to waiting for delay levels and rebalances, not to CPU.
+			t.Parallel()
 			tb := startTestBroker(t, func(c *Config) {
 				mode.apply(c)
 				c.EnablePropertyFilter = true
