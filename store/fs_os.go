@@ -94,6 +94,7 @@ func (f *osFile) Stat() (os.FileInfo, error)               { return f.f.Stat() }
 func (f *osFile) Close() error                             { return f.f.Close() }
 func (f *osFile) Allocate(size int64) error                { return allocate(f.f, f.fd, size) }
 func (f *osFile) Populate(b []byte) error                  { return populate(b) }
+func (f *osFile) Unpopulate(b []byte) error                { return unpopulate(b) }
 
 // DataExtents returns the stretches of [from, to) that may hold data (holes and never-written extents
 // left out).

@@ -37,6 +37,16 @@ func populate(b []byte) error {
 	return err
 }
 
+// unpopulate unmaps b's pages from the process. On a shared file mapping MADV_DONTNEED keeps the
+// pages and moves their dirty bits to the page cache (zap_pte_range), so nothing written is lost and
+// writeback still writes them; the whole range costs one TLB flush.
+func unpopulate(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	return unix.Madvise(b, unix.MADV_DONTNEED)
+}
+
 // dataExtents returns the stretches of [from, to) of fd that may hold data, skipping holes and
 // unwritten (fallocated, never written) extents, which read as zeros: lseek(SEEK_DATA/SEEK_HOLE).
 // On any error it returns the whole range.

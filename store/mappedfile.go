@@ -345,7 +345,16 @@ func (mf *mappedFile) commit(leastPages int) error {
 }
 
 // flush makes [flushed, readPosition) durable when ableTo says so. Caller serializes commits and flushes.
-func (mf *mappedFile) flush(leastPages int) error {
+func (mf *mappedFile) flush(leastPages int) error { return mf.flushPages(leastPages, false) }
+
+// flushPages is flush; with unpopulate (a file appended through its mapping) the whole pages it makes
+// durable are unmapped from the process first (File.Unpopulate). Writeback write-protects each dirty
+// page it writes, and a page still mapped writable costs a TLB flush on every CPU the process runs on,
+// page by page (ext4: mpage_map_and_submit_buffers → folio_mkclean); unmapped first, the whole range
+// costs one. The last page, while it is still being appended to, stays mapped. An access afterwards
+// maps the page again; its content never changes. Unpopulate's errors are ignored: an mlocked mapping
+// (warmMappedFileMlock) refuses, and only the sync below matters for durability.
+func (mf *mappedFile) flushPages(leastPages int, unpopulate bool) error {
 	target, flushed := mf.readPosition(), mf.flushed.Load()
 	if !mf.ableTo(flushed, target, leastPages) {
 		return nil
@@ -354,6 +363,15 @@ func (mf *mappedFile) flush(leastPages int) error {
 	if mf.transient {
 		err = mf.file.Sync()
 	} else {
+		if unpopulate {
+			start, end := flushed&^int64(pageSize-1), target
+			if end < mf.size {
+				end &^= int64(pageSize - 1)
+			}
+			if end > start {
+				_ = mf.file.Unpopulate(mf.data[start:end])
+			}
+		}
 		err = mf.file.SyncMapped(mf.data, flushed, target-flushed)
 	}
 	if err != nil {

@@ -74,6 +74,10 @@ type File interface {
 	// Populate pre-faults the pages of a mapping for writing (MADV_POPULATE_WRITE) without changing
 	// their content; errors.ErrUnsupported where the kernel lacks it.
 	Populate(b []byte) error
+	// Unpopulate drops the page-table entries of b, part of a mapping, and keeps its pages in the page
+	// cache with their contents, dirty ones still dirty (MADV_DONTNEED on a shared file mapping): the
+	// next access maps them again. errors.ErrUnsupported where the kernel cannot.
+	Unpopulate(b []byte) error
 	// SyncMapped makes [off, off+length) of the file durable; mapped is the file's mapping from offset 0.
 	SyncMapped(mapped []byte, off, length int64) error
 	// MsyncRange makes [off, off+length) of mapped, the file's mapping from offset 0, durable with

@@ -1,0 +1,125 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+// mappedPages reports, for each page of b (page-aligned), whether this process has it mapped: bit 63
+// of its /proc/self/pagemap entry, which an unprivileged process may read (the frame numbers read 0).
+func mappedPages(t *testing.T, b []byte) []bool {
+	t.Helper()
+	f, err := os.Open("/proc/self/pagemap")
+	require.NoError(t, err)
+	defer f.Close()
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	require.Zero(t, base%uintptr(pageSize), "b must start on a page")
+	n := (len(b) + pageSize - 1) / pageSize
+	entries := make([]byte, 8*n)
+	_, err = f.ReadAt(entries, int64(base/uintptr(pageSize))*8)
+	require.NoError(t, err)
+	out := make([]bool, n)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint64(entries[8*i:])&(1<<63) != 0
+	}
+	return out
+}
+
+// TestUnpopulateKeepsWhatWasWritten: bytes written through a shared mapping survive Unpopulate without
+// a sync in between. The pages leave the process's page tables, stay dirty in the page cache (a sync
+// afterwards writes them: once the file is unmapped and its clean pages dropped, a read from the disk
+// returns them), and the next access through the mapping sees them.
+func TestUnpopulateKeepsWhatWasWritten(t *testing.T) {
+	const pages = 16
+	path := filepath.Join(t.TempDir(), "f")
+	f, err := NewOSFS(nil).OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	require.NoError(t, err)
+	defer f.Close()
+	require.NoError(t, f.Allocate(int64(pages*pageSize)))
+	data, err := f.Map(pages * pageSize)
+	require.NoError(t, err)
+	want := make([]byte, pages*pageSize)
+	for i := range want {
+		want[i] = byte(i*7 + i/pageSize)
+	}
+	copy(data, want)
+	for i, m := range mappedPages(t, data) {
+		require.True(t, m, "page %d mapped after the write", i)
+	}
+
+	require.NoError(t, f.Unpopulate(data[:10*pageSize]))
+	for i, m := range mappedPages(t, data) {
+		require.Equal(t, i >= 10, m, "page %d", i)
+	}
+	got := make([]byte, len(want))
+	_, err = f.ReadAt(got, 0) // the page cache, not the mapping
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(want, got), "the page cache lost bytes")
+	require.True(t, bytes.Equal(want[:pageSize], data[:pageSize]), "the mapping reads other bytes")
+
+	// Durable: the sync writes the unmapped pages, which the page cache then drops as clean.
+	require.NoError(t, f.Unpopulate(data)) // page 0 again, read above
+	require.NoError(t, f.Sync())
+	require.NoError(t, f.Unmap(data))
+	require.NoError(t, unix.Fadvise(int(f.(*osFile).f.Fd()), 0, 0, unix.FADV_DONTNEED))
+	clear(got)
+	_, err = f.ReadAt(got, 0)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(want, got), "the sync did not write the unmapped pages")
+}
+
+// TestFlushUnmapsDurablePages: a flush of a file appended through its mapping leaves the pages it made
+// durable out of the process (so that writeback need not write-protect them one TLB flush at a time);
+// the page still being appended to, and the pages populated ahead, stay mapped. With writes through
+// pwrite (SYNC_FLUSH) or into the pool's buffers nothing is unmapped: the pages are not mapped writable.
+// The messages read back whole either way.
+func TestFlushUnmapsDurablePages(t *testing.T) {
+	for _, mode := range appendModes {
+		t.Run(mode.name, func(t *testing.T) {
+			cfg := testConfig(t.TempDir())
+			cfg.MappedFileSizeCommitLog = 1 << 20
+			cfg.FlushDiskType = mode.flush
+			cfg.TransientStorePoolEnable = mode.transient
+			s := openStarted(t, cfg, Deps{})
+			const n = 50
+			var last PutResult
+			for i := range n {
+				last = mustPut(t, s, testMessage("UnpopTopic", 0, bodyf("%03d-%s", i, body(900, "u"))))
+			}
+			waitDispatched(t, s)
+			end := last.WroteOffset + int64(last.WroteBytes)
+			_, err := s.flushCommitLog(0)
+			require.NoError(t, err)
+			mf := s.commitLog.mfq.first()
+			if mode.transient {
+				// Puts go to the pool's buffers; its files are synced with fdatasync, and whatever their
+				// mappings hold was mapped by readers.
+				require.True(t, s.commitLog.mfq.unpopulateFlushed)
+			} else {
+				require.Equal(t, end, mf.flushed.Load())
+				unmapped := mode.flush == AsyncFlush // SYNC_FLUSH writes through pwrite
+				require.Equal(t, unmapped, s.commitLog.mfq.unpopulateFlushed)
+				mapped := mappedPages(t, mf.data[:end+int64(pageSize)])
+				tail := int(end / int64(pageSize))
+				for i, m := range mapped[:tail] {
+					// Without unmapping, the dispatcher's reads left every page mapped.
+					require.Equal(t, !unmapped, m, "durable page %d", i)
+				}
+				require.True(t, mapped[tail], "the page being appended to (or read last) is mapped")
+			}
+			got := getAll(t, s, "UnpopTopic", 0)
+			require.Len(t, got, n)
+			for i, r := range got {
+				require.Equal(t, bodyf("%03d-%s", i, body(900, "u")), r.Body, fmt.Sprint(i))
+			}
+		})
+	}
+}
