@@ -576,7 +576,7 @@ func (s *Store) flushLogicsAndCheckpoint(leastPages int) (int64, error) {
 		logics = min(logics, cq.unflushedFrom())
 	}
 	if s.index != nil {
-		errs = append(errs, s.index.flush())
+		errs = append(errs, s.index.flush(leastPages <= 0))
 	}
 	if err := errors.Join(errs...); err != nil {
 		if isNoSpace(err) {

@@ -49,6 +49,10 @@ type indexFile struct {
 	endPhyOffset   atomic.Int64
 	hashSlotCount  atomic.Int32
 	indexCount     atomic.Int32
+
+	// syncedCount is the entry count the last flush made durable (indexService.flush, under the store's
+	// checkpointMu), 0 before any.
+	syncedCount int32
 }
 
 func indexFileBytes(slotNum, indexNum int) int64 {
@@ -539,17 +543,38 @@ func (s *indexService) query(topic, key string, maxNum int, begin, end int64) (o
 	return offsets, lastTs, lastPhy
 }
 
-// flush makes every file durable (dirty pages only are written).
-func (s *indexService) flush() error {
+// flush makes the files durable: with whole, every dirty page (the thorough flush, shutdown). Otherwise
+// the file being appended to gets only what recovery after a crash reads of it (recoverAbnormal rebuilds
+// the slot table from the entries the checkpoint counts, and takes beginTimestamp from the header): the
+// header's page and the entries added since the last flush. The slot table is written at random, so
+// each flush of it write-protected up to all its pages, and the next put of a key into each took a write
+// fault; it is left to the thorough flush and the kernel's writeback. The entries' whole pages, which
+// are not written again, are unmapped before their sync, as mappedFile.flushPages does. Caller holds the
+// store's checkpointMu.
+func (s *indexService) flush(whole bool) error {
 	s.mu.RLock()
 	files := append([]*indexFile(nil), s.files...)
 	s.mu.RUnlock()
 	var errs []error
-	for _, f := range files {
+	for i, f := range files {
 		if !f.mf.hold() {
 			continue
 		}
-		errs = append(errs, f.mf.file.SyncMapped(f.mf.data, 0, 0))
+		count := f.indexCount.Load()
+		if whole || i < len(files)-1 || f.isFull() {
+			errs = append(errs, f.mf.file.SyncMapped(f.mf.data, 0, 0))
+		} else if count > f.syncedCount {
+			page := int64(pageSize)
+			from := int64(f.entryPos(max(f.syncedCount, 1))) &^ (page - 1)
+			to := int64(f.entryPos(count))
+			if done := to &^ (page - 1); done > from {
+				_ = f.mf.file.Unpopulate(f.mf.data[from:done]) // see mappedFile.flushPages
+			}
+			errs = append(errs, f.mf.file.SyncMapped(f.mf.data, 0, page), f.mf.file.SyncMapped(f.mf.data, from, to-from))
+		}
+		if err := errors.Join(errs...); err == nil {
+			f.syncedCount = count
+		}
 		f.mf.release()
 	}
 	return errors.Join(errs...)

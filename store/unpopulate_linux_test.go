@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,6 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/store/vfs/faultfs"
 )
 
 // mappedPages reports, for each page of b (page-aligned), whether this process has it mapped: bit 63
@@ -119,6 +123,69 @@ func TestFlushUnmapsDurablePages(t *testing.T) {
 			require.Len(t, got, n)
 			for i, r := range got {
 				require.Equal(t, bodyf("%03d-%s", i, body(900, "u")), r.Body, fmt.Sprint(i))
+			}
+		})
+	}
+}
+
+// TestIndexPeriodicFlushSyncsEntriesNotSlots: the ConsumeQueue flusher's periodic run (leastPages > 0)
+// makes durable only what abnormal recovery reads of the IndexFile being appended to, the header's page
+// and the entries; the slot table, written at random, waits for the thorough run. A power cut after a
+// periodic run leaves a stale slot table on disk, and recovery, which rebuilds it from the entries, still
+// finds every record by every key. After a thorough run (leastPages 0) the slot table is durable too.
+func TestIndexPeriodicFlushSyncsEntriesNotSlots(t *testing.T) {
+	for _, thorough := range []bool{false, true} {
+		t.Run(fmt.Sprintf("thorough=%t", thorough), func(t *testing.T) {
+			root := t.TempDir()
+			cfg := testConfig(root)
+			cfg.MaxHashSlotNum = 4096 // 16 KiB of slots: pages 1-3 hold slots only
+			cfg.MaxIndexNum = 4096
+			ffs := faultfs.New(NewOSFS(nil))
+			s := openStarted(t, cfg, Deps{FS: ffs})
+			const n = 300
+			for i := range n {
+				mustPut(t, s, testMessage("T", 0, bodyf("m%04d", i),
+					codec.PropertyUniqClientMessageIDKey, fmt.Sprintf("u%d", i), codec.PropertyKeys, fmt.Sprintf("k%d", i)))
+			}
+			waitDispatched(t, s)
+			require.NoError(t, s.Flush(0))
+			least := 1
+			if thorough {
+				least = 0
+			}
+			_, err := s.flushLogicsAndCheckpoint(least)
+			require.NoError(t, err)
+			require.Equal(t, int32(1+2*n), s.lastCheckpoint.IndexCount)
+			idx := s.index.files[0]
+			live := bytes.Clone(idx.mf.data[pageSize : 4*pageSize])
+			require.NotEqual(t, make([]byte, len(live)), live, "the test needs slots beyond the first page")
+
+			crash := filepath.Join(t.TempDir(), "crash")
+			require.NoError(t, ffs.CrashClone(root, crash, faultfs.CrashOptions{}))
+			disk, err := os.ReadFile(filepath.Join(crash, "index", filepath.Base(idx.mf.path)))
+			require.NoError(t, err)
+			if thorough {
+				require.Equal(t, live, disk[pageSize:4*pageSize], "a thorough flush left slots out")
+			} else {
+				require.Equal(t, make([]byte, len(live)), disk[pageSize:4*pageSize], "a periodic flush wrote slot pages")
+			}
+			entries := idx.entryPos(1)
+			require.Equal(t, idx.mf.data[entries:idx.entryPos(1+2*n)], disk[entries:idx.entryPos(1+2*n)],
+				"the entries the checkpoint counts are not durable")
+
+			cfg.StorePathRootDir = crash
+			r := reopen(t, cfg, Deps{})
+			require.False(t, r.LastExitOK())
+			for i := range n {
+				for _, key := range []string{fmt.Sprintf("u%d", i), fmt.Sprintf("k%d", i)} {
+					q, err := r.QueryMessage("T", key, 8, 0, math.MaxInt64)
+					require.NoError(t, err)
+					require.Len(t, q.Buffers, 1, "key %s", key)
+					rec, err := codec.DecodeRecord(q.Buffers[0], false)
+					require.NoError(t, err)
+					require.Equal(t, fmt.Sprintf("m%04d", i), string(rec.Body))
+					q.Release()
+				}
 			}
 		})
 	}
