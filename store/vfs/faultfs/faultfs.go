@@ -520,7 +520,7 @@ func (ff *faultFile) Map(size int) ([]byte, error) {
 	return ff.inner.Map(size)
 }
 
-func (ff *faultFile) Unmap(b []byte) error    { return ff.inner.Unmap(b) }
+func (ff *faultFile) Unmap(b []byte) error      { return ff.inner.Unmap(b) }
 func (ff *faultFile) Populate(b []byte) error   { return ff.inner.Populate(b) }
 func (ff *faultFile) Unpopulate(b []byte) error { return ff.inner.Unpopulate(b) }
 
