@@ -881,17 +881,7 @@ func TestIndexCheckpointBetweenKeysOfARecord(t *testing.T) {
 	cfg.StorePathRootDir = crash
 	r := reopen(t, cfg, Deps{})
 	require.False(t, r.LastExitOK())
-	for i := 0; i < n; i++ {
-		for _, key := range []string{fmt.Sprintf("u%d", i), fmt.Sprintf("k%d", i)} {
-			q, err := r.QueryMessage("T", key, 8, 0, math.MaxInt64)
-			require.NoError(t, err)
-			require.Len(t, q.Buffers, 1, "key %s", key)
-			rec, err := codec.DecodeRecord(q.Buffers[0], false)
-			require.NoError(t, err)
-			require.Equal(t, fmt.Sprintf("m%04d", i), string(rec.Body))
-			q.Release()
-		}
-	}
+	requireKeyedRecords(t, r, "T", n)
 }
 
 // TestIndexCutPastEmptyNewestFile: the IndexFile rolled (the old file full, the new one created) just

@@ -5,6 +5,7 @@ import (
 	"hash/crc32"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -198,3 +199,20 @@ func body(n int, tag string) []byte {
 func bodyf(format string, a ...any) []byte { return []byte(fmt.Sprintf(format, a...)) }
 
 func crc32IEEE(b []byte) uint32 { return crc32.ChecksumIEEE(b) }
+
+// requireKeyedRecords checks that each of the first n records put to topic with body m%04d, UNIQ_KEY u<i>
+// and KEYS k<i> is found by each key, once, whole.
+func requireKeyedRecords(t testing.TB, s MessageStore, topic string, n int) {
+	t.Helper()
+	for i := range n {
+		for _, key := range []string{fmt.Sprintf("u%d", i), fmt.Sprintf("k%d", i)} {
+			q, err := s.QueryMessage(topic, key, 8, 0, math.MaxInt64)
+			require.NoError(t, err)
+			require.Len(t, q.Buffers, 1, "key %s", key)
+			rec, err := codec.DecodeRecord(q.Buffers[0], false)
+			require.NoError(t, err)
+			require.Equal(t, fmt.Sprintf("m%04d", i), string(rec.Body))
+			q.Release()
+		}
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -176,17 +175,7 @@ func TestIndexPeriodicFlushSyncsEntriesNotSlots(t *testing.T) {
 			cfg.StorePathRootDir = crash
 			r := reopen(t, cfg, Deps{})
 			require.False(t, r.LastExitOK())
-			for i := range n {
-				for _, key := range []string{fmt.Sprintf("u%d", i), fmt.Sprintf("k%d", i)} {
-					q, err := r.QueryMessage("T", key, 8, 0, math.MaxInt64)
-					require.NoError(t, err)
-					require.Len(t, q.Buffers, 1, "key %s", key)
-					rec, err := codec.DecodeRecord(q.Buffers[0], false)
-					require.NoError(t, err)
-					require.Equal(t, fmt.Sprintf("m%04d", i), string(rec.Body))
-					q.Release()
-				}
-			}
+			requireKeyedRecords(t, r, "T", n)
 		})
 	}
 }
