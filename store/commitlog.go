@@ -160,7 +160,7 @@ func newCommitLog(cfg *Config, fsys FS, logger *slog.Logger, clock func() time.T
 	cl.writeThrough = cfg.FlushDiskType == SyncFlush && pool == nil
 	// Puts append through the mapping unless they write through or go to the slave's pwrite
 	// (replica.go); files with pool buffers are synced with fdatasync, which flushPages leaves alone.
-	cl.mfq.unpopulateFlushed = !cl.writeThrough && !cfg.Slave
+	cl.mfq.unpopulateFlushed.Store(!cl.writeThrough && !cfg.Slave)
 	cl.onAllocResult = func(error) {}
 	cl.pin, cl.unpin = pinMemory, unpinMemory
 	cl.stallOffset.Store(-1) // no sighting yet
@@ -682,7 +682,7 @@ func (cl *commitLog) durable(target int64) (int64, error) {
 			if w := mf.wrote.Load(); w > mf.committed.Load() {
 				mf.committed.Store(w)
 			}
-			err = mf.flushPages(0, q.unpopulateFlushed) // the pool had no buffer for it: appended in the mapping
+			err = mf.flushPages(0, &q.unpopulateFlushed) // the pool had no buffer for it: appended in the mapping
 		}
 		flushed := mf.fromOffset + mf.flushed.Load()
 		full := mf.flushed.Load() == q.fileSize

@@ -41,7 +41,7 @@ type consumeQueue struct {
 func newConsumeQueue(fsys FS, root, topic string, queueID int32, fileSize int64, logger *slog.Logger) *consumeQueue {
 	dir := filepath.Join(root, topic, strconv.Itoa(int(queueID)))
 	cq := &consumeQueue{topic: topic, queueID: queueID, mfq: newMappedFileQueue(fsys, dir, fileSize, logger)}
-	cq.mfq.unpopulateFlushed = true // the dispatcher appends entries through the mapping
+	cq.mfq.unpopulateFlushed.Store(true) // the dispatcher appends entries through the mapping
 	cq.maxPhysicOffset.Store(-1)
 	return cq
 }

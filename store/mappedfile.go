@@ -345,16 +345,17 @@ func (mf *mappedFile) commit(leastPages int) error {
 }
 
 // flush makes [flushed, readPosition) durable when ableTo says so. Caller serializes commits and flushes.
-func (mf *mappedFile) flush(leastPages int) error { return mf.flushPages(leastPages, false) }
+func (mf *mappedFile) flush(leastPages int) error { return mf.flushPages(leastPages, nil) }
 
-// flushPages is flush; with unpopulate (a file appended through its mapping) the whole pages it makes
-// durable are unmapped from the process first (File.Unpopulate). Writeback write-protects each dirty
-// page it writes, and a page still mapped writable costs a TLB flush on every CPU the process runs on,
-// page by page (ext4: mpage_map_and_submit_buffers → folio_mkclean); unmapped first, the whole range
-// costs one. The last page, while it is still being appended to, stays mapped. An access afterwards
-// maps the page again; its content never changes. Unpopulate's errors are ignored: an mlocked mapping
-// (warmMappedFileMlock) refuses, and only the sync below matters for durability.
-func (mf *mappedFile) flushPages(leastPages int, unpopulate bool) error {
+// flushPages is flush; while unpopulate is set (a file appended through its mapping) the whole pages it
+// makes durable are unmapped from the process first (File.Unpopulate). Writeback write-protects each
+// dirty page it writes, and a page still mapped writable costs a TLB flush on every CPU the process
+// runs on, page by page (ext4: mpage_map_and_submit_buffers → folio_mkclean); unmapped first, the whole
+// range costs one. The last page, while it is still being appended to, stays mapped. An access
+// afterwards maps the page again; its content never changes. A refusal (an mlocked mapping,
+// warmMappedFileMlock; a kernel or platform without it) clears unpopulate for good: only the sync below
+// matters for durability.
+func (mf *mappedFile) flushPages(leastPages int, unpopulate *atomic.Bool) error {
 	target, flushed := mf.readPosition(), mf.flushed.Load()
 	if !mf.ableTo(flushed, target, leastPages) {
 		return nil
@@ -363,13 +364,13 @@ func (mf *mappedFile) flushPages(leastPages int, unpopulate bool) error {
 	if mf.transient {
 		err = mf.file.Sync()
 	} else {
-		if unpopulate {
+		if unpopulate != nil && unpopulate.Load() {
 			start, end := flushed&^int64(pageSize-1), target
 			if end < mf.size {
 				end &^= int64(pageSize - 1)
 			}
-			if end > start {
-				_ = mf.file.Unpopulate(mf.data[start:end])
+			if end > start && mf.file.Unpopulate(mf.data[start:end]) != nil {
+				unpopulate.Store(false)
 			}
 		}
 		err = mf.file.SyncMapped(mf.data, flushed, target-flushed)

@@ -30,8 +30,9 @@ type mappedFileQueue struct {
 	flushedWhere   atomic.Int64 // queue offset up to which bytes are durable
 	committedWhere atomic.Int64 // queue offset up to which transient bytes reached the file
 	// unpopulateFlushed: the files are appended through their mappings, and flush unmaps the pages it
-	// makes durable (mappedFile.flushPages). Set by the owner before the queue is used.
-	unpopulateFlushed bool
+	// makes durable (mappedFile.flushPages), until the kernel refuses once. Set by the owner before the
+	// queue is used.
+	unpopulateFlushed atomic.Bool
 }
 
 func newMappedFileQueue(fsys FS, dir string, fileSize int64, logger *slog.Logger) *mappedFileQueue {
@@ -262,7 +263,7 @@ func (q *mappedFileQueue) flushLocked(leastPages int) (int64, error) {
 			}
 			return where, nil
 		}
-		err := mf.flushPages(leastPages, q.unpopulateFlushed)
+		err := mf.flushPages(leastPages, &q.unpopulateFlushed)
 		flushed := mf.fromOffset + mf.flushed.Load()
 		full := mf.flushed.Load() == q.fileSize
 		mf.release()

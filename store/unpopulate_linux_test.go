@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"unsafe"
 
@@ -105,11 +106,11 @@ func TestFlushUnmapsDurablePages(t *testing.T) {
 			if mode.transient {
 				// Puts go to the pool's buffers; its files are synced with fdatasync, and whatever their
 				// mappings hold was mapped by readers.
-				require.True(t, s.commitLog.mfq.unpopulateFlushed)
+				require.True(t, s.commitLog.mfq.unpopulateFlushed.Load())
 			} else {
 				require.Equal(t, end, mf.flushed.Load())
 				unmapped := mode.flush == AsyncFlush // SYNC_FLUSH writes through pwrite
-				require.Equal(t, unmapped, s.commitLog.mfq.unpopulateFlushed)
+				require.Equal(t, unmapped, s.commitLog.mfq.unpopulateFlushed.Load())
 				mapped := mappedPages(t, mf.data[:end+int64(pageSize)])
 				tail := int(end / int64(pageSize))
 				for i, m := range mapped[:tail] {
@@ -178,4 +179,50 @@ func TestIndexPeriodicFlushSyncsEntriesNotSlots(t *testing.T) {
 			requireKeyedRecords(t, r, "T", n)
 		})
 	}
+}
+
+// refuseUnpopulateFS is the OS file system where the kernel refuses MADV_DONTNEED (an mlocked mapping).
+type refuseUnpopulateFS struct {
+	FS
+	calls *atomic.Int32
+}
+
+type refuseUnpopulateFile struct {
+	File
+	calls *atomic.Int32
+}
+
+func (fs refuseUnpopulateFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	f, err := fs.FS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return refuseUnpopulateFile{f, fs.calls}, nil
+}
+
+func (f refuseUnpopulateFile) Unpopulate([]byte) error {
+	f.calls.Add(1)
+	return unix.EINVAL
+}
+
+// TestFlushStopsUnmappingAfterARefusal: where the kernel refuses to unmap (warmMappedFileMlock's locked
+// mappings), the first refusal ends the attempts, and every flush still makes its bytes durable.
+func TestFlushStopsUnmappingAfterARefusal(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	cfg.MappedFileSizeCommitLog = 1 << 20
+	var calls atomic.Int32
+	s := openStarted(t, cfg, Deps{FS: refuseUnpopulateFS{NewOSFS(nil), &calls}})
+	var last PutResult
+	for round := range 3 {
+		for i := range 20 {
+			last = mustPut(t, s, testMessage("UnpopTopic", 0, bodyf("%d-%03d-%s", round, i, body(900, "r"))))
+		}
+		_, err := s.flushCommitLog(0)
+		require.NoError(t, err)
+		require.Equal(t, last.WroteOffset+int64(last.WroteBytes), s.commitLog.mfq.flushedWhere.Load())
+	}
+	require.Equal(t, int32(1), calls.Load(), "unmapping was tried again after a refusal")
+	require.False(t, s.commitLog.mfq.unpopulateFlushed.Load())
+	waitDispatched(t, s)
+	require.Len(t, getAll(t, s, "UnpopTopic", 0), 60)
 }
