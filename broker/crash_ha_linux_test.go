@@ -96,6 +96,8 @@ type haProber struct {
 	c      *remotingtest.Conn
 	prefix string
 	n      int
+	// logs, when set, gives what a failure prints besides its message: the brokers' stderr.
+	logs func() string
 }
 
 // probeUntil sends a probe every few milliseconds until one is answered want, and returns
@@ -129,6 +131,9 @@ func (p *haProber) probeUntil(t *testing.T, want codec.ResponseCode, allowed ...
 		require.Contains(t, allowed, code, "probe %s answered %d (%s), waiting for %d", key, code, resp.Remark, want)
 		return false
 	})
+	if !answered && p.logs != nil {
+		t.Log(p.logs())
+	}
 	require.True(t, answered, "no probe answered %d within 90 s", want)
 	return ack
 }
@@ -309,7 +314,9 @@ func crashSyncMasterSlave(t *testing.T, transientIn func(round int) bool) {
 			}
 		}
 		slave := startCrashChild(t, haCrashSlaveConf(slaveDir, ports, flushDiskType, transient))
-		probe := &haProber{c: mc, prefix: fmt.Sprintf("probe-r%03d", round)}
+		probe := &haProber{c: mc, prefix: fmt.Sprintf("probe-r%03d", round), logs: func() string {
+			return fmt.Sprintf("master stderr:\n%s\nslave stderr:\n%s", master.Stderr(), slave.Stderr())
+		}}
 		history = append(history, probe.probeUntil(t, codec.ResponseSuccess, codec.ResponseSlaveNotAvailable))
 
 		cfg := crashLoadConfig(master.Addr, round, seed)

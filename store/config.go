@@ -83,7 +83,7 @@ type Config struct {
 	// TrimPartialRecord (set by the broker in controller mode when a replica opens its store as the
 	// new master): recovery cuts a record the CommitLog holds only the first bytes of — what a slave
 	// keeps when its master died mid-frame, never acknowledged — so that the master's first put starts
-	// at a record boundary.
+	// at a record boundary. A slave's store (Slave) always cuts it.
 	TrimPartialRecord bool
 	// TransientStorePoolSize: buffers in the pool.
 	TransientStorePoolSize int `prop:"transientStorePoolSize" group:"store" allowed:"1 or more" default:"5" help:"buffers in the transient store pool, each mappedFileSizeCommitLog bytes"`

@@ -39,7 +39,11 @@ func (s *Store) recover(lastExitOK bool, ck checkpointData) error {
 		return err
 	}
 	truncated := false
-	if s.cfg.TrimPartialRecord {
+	// A slave's partial last record (its master died or went away mid-frame) goes at every start, as a
+	// Java slave's recovery cuts it: the slave then asks for the record from its start, and a master
+	// that restarted meanwhile, which cannot know it sent those bytes, finds the slave at a record
+	// boundary instead of refusing it as diverged (ha.Server).
+	if s.cfg.TrimPartialRecord || s.cfg.Slave {
 		if whole := s.wholeRecordsEnd(max(replayFrom, cl.minOffset()), end); whole < end {
 			s.logger.Warn("store: cutting the partial record at the CommitLog's end (a replica's, never acknowledged)",
 				"from", end, "to", whole, "bytes", end-whole)
@@ -333,7 +337,12 @@ func (s *Store) scanCommitLog(start int64, checkCRC bool, durableBelow int64) (i
 			}
 			if bad != nil {
 				at := mf.fromOffset + pos
-				if at < durableBelow {
+				// A slave appends its master's bytes as they come and syncs them, so its durable offset
+				// may lie inside its last record when the master died mid-frame: a record that reaches
+				// past the durable offset (or whose header does) is that partial record, never
+				// acknowledged, not corruption. A master's durable offset is always a record's end.
+				partial := s.cfg.Slave && (durableBelow-at < 8 || int64(size) > durableBelow-at) // 8: TOTALSIZE and MAGICCODE
+				if at < durableBelow && !partial {
 					return 0, fmt.Errorf("%w: %s at offset %d (CommitLog offset %d, below the checkpoint's durable offset %d): %w",
 						ErrCorruption, mf.path, pos, at, durableBelow, bad)
 				}

@@ -147,7 +147,9 @@ func TestSlaveRestartResumesFromItsEnd(t *testing.T) {
 
 // TestSlaveShutdownWithAPartialRecord: a master that dies mid-frame leaves its slave with the first bytes
 // of a record only. The slave dispatches the whole records before it, waits for the rest without spinning,
-// and shuts down; reopened, it takes the rest of the record from where its bytes end.
+// and shuts down; reopened, it has cut the partial record, as a Java slave's recovery does, and takes the
+// record again from its start: a restarted master, which cannot know it sent those bytes, would refuse a
+// slave whose offset is inside a record.
 func TestSlaveShutdownWithAPartialRecord(t *testing.T) {
 	master := openStarted(t, testConfig(t.TempDir()), Deps{})
 	for i := range 3 {
@@ -172,15 +174,15 @@ func TestSlaveShutdownWithAPartialRecord(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the slave's Shutdown did not return with a partial record at its CommitLog's end")
 	}
-	// Reopened after the clean stop, it resumes at the end of its bytes: the master's next frame completes
-	// the record.
+	// Reopened after the clean stop, it ends where its last whole record ends: the master's next frame
+	// sends the record whole.
 	slave = reopen(t, scfg, Deps{})
-	require.Equal(t, end+10, slave.MaxPhyOffset())
+	require.Equal(t, end, slave.MaxPhyOffset())
 	require.Equal(t, whole, readLog(t, slave, 0, end))
 	require.Equal(t, int64(3), slave.GetMaxOffsetInQueue("TopicP", 0))
 	all := master.MaxPhyOffset()
-	rest := readLog(t, master, end+10, all)
-	require.NoError(t, slave.AppendReplica(end+10, len(rest), bytes.NewReader(rest)))
+	rest := readLog(t, master, end, all)
+	require.NoError(t, slave.AppendReplica(end, len(rest), bytes.NewReader(rest)))
 	testutil.Eventually(t, "the completed record dispatched", func() bool { return slave.GetMaxOffsetInQueue("TopicP", 0) == 4 })
 	require.Equal(t, readLog(t, master, 0, all), readLog(t, slave, 0, all))
 }
@@ -416,4 +418,42 @@ func TestIsRecordStart(t *testing.T) {
 			require.False(t, s.IsRecordStart(blank+8), "inside the blank padding")
 		})
 	}
+}
+
+// TestSlaveCrashWithADurablePartialRecord: a slave syncs its master's bytes as they come, so when the
+// master dies mid-frame the slave's checkpoint can call the first bytes of a record durable. A crash of
+// the slave then must not read that record as corruption below the durable offset: recovery cuts it, and
+// the slave takes the record again from its start.
+func TestSlaveCrashWithADurablePartialRecord(t *testing.T) {
+	master := openStarted(t, testConfig(t.TempDir()), Deps{})
+	for i := range 3 {
+		mustPut(t, master, testMessage("TopicP", 0, bodyf("partial-%d", i)))
+	}
+	end := master.MaxPhyOffset()
+	mustPut(t, master, testMessage("TopicP", 0, bodyf("partial-%d", 3)))
+
+	root := t.TempDir()
+	scfg := testConfig(root)
+	scfg.Slave = true
+	slave := openStarted(t, scfg, Deps{})
+	torn := readLog(t, master, 0, end+10) // the last record's first 10 bytes
+	require.NoError(t, slave.AppendReplica(0, len(torn), bytes.NewReader(torn)))
+	testutil.Eventually(t, "whole records dispatched", func() bool { return slave.GetMaxOffsetInQueue("TopicP", 0) == 3 })
+	require.NoError(t, slave.Flush(0))
+	_, err := slave.flushLogicsAndCheckpoint(0)
+	require.NoError(t, err)
+	require.Equal(t, end+10, slave.lastCheckpoint.PhysicFlushedOffset, "the partial record's bytes are durable")
+	crash := t.TempDir()
+	copyDir(t, root, crash) // the files and checkpoint as a killed process leaves them
+	require.NoError(t, slave.Shutdown())
+
+	scfg.StorePathRootDir = crash
+	r := reopen(t, scfg, Deps{})
+	require.False(t, r.LastExitOK())
+	require.Equal(t, end, r.MaxPhyOffset(), "the partial record is cut, not taken for corruption")
+	all := master.MaxPhyOffset()
+	rest := readLog(t, master, end, all)
+	require.NoError(t, r.AppendReplica(end, len(rest), bytes.NewReader(rest)))
+	testutil.Eventually(t, "the record dispatched", func() bool { return r.GetMaxOffsetInQueue("TopicP", 0) == 4 })
+	require.Equal(t, readLog(t, master, 0, all), readLog(t, r, 0, all))
 }
