@@ -855,23 +855,15 @@ func parseAddrPattern(s string) (addrPattern, error) {
 func (p *addrPattern) parseRange() error {
 	s := p.text
 	p.ranged = true
-	if !strings.Contains(s, ":") {
-		p.v4 = true
-		segs := strings.Split(s, ".")
-		if len(segs) != 4 {
+	var segs []string
+	base, maxSeg := 16, uint64(0xffff)
+	switch left, right, ok := strings.Cut(s, "::"); {
+	case !strings.Contains(s, ":"):
+		p.v4, base, maxSeg = true, 10, 255
+		if segs = strings.Split(s, "."); len(segs) != 4 {
 			return fmt.Errorf("address pattern %q: an IPv4 pattern has 4 segments", s)
 		}
-		for i, seg := range segs {
-			lo, hi, err := parseSegment(seg, 10, 255)
-			if err != nil {
-				return fmt.Errorf("address pattern %q: segment %d: %w", s, i+1, err)
-			}
-			p.lo[i], p.hi[i] = lo, hi
-		}
-		return nil
-	}
-	var segs []string
-	if left, right, ok := strings.Cut(s, "::"); ok {
+	case ok:
 		var l, r []string
 		if left != "" {
 			l = strings.Split(left, ":")
@@ -884,14 +876,14 @@ func (p *addrPattern) parseRange() error {
 			return fmt.Errorf("address pattern %q: too many segments", s)
 		}
 		segs = append(append(append(segs, l...), slices.Repeat([]string{"0"}, missing)...), r...)
-	} else {
+	default:
 		segs = strings.Split(s, ":")
 	}
-	if len(segs) != 8 {
+	if !p.v4 && len(segs) != 8 {
 		return fmt.Errorf("address pattern %q: an IPv6 pattern has 8 segments", s)
 	}
 	for i, seg := range segs {
-		lo, hi, err := parseSegment(seg, 16, 0xffff)
+		lo, hi, err := parseSegment(seg, base, maxSeg)
 		if err != nil {
 			return fmt.Errorf("address pattern %q: segment %d: %w", s, i+1, err)
 		}
