@@ -560,24 +560,29 @@ func (s *indexService) flush(whole bool) error {
 		if !f.mf.hold() {
 			continue
 		}
-		count := f.indexCount.Load()
-		if whole || i < len(files)-1 || f.isFull() {
-			errs = append(errs, f.mf.file.SyncMapped(f.mf.data, 0, 0))
-		} else if count > f.syncedCount {
-			page := int64(pageSize)
-			from := int64(f.entryPos(max(f.syncedCount, 1))) &^ (page - 1)
-			to := int64(f.entryPos(count))
-			if done := to &^ (page - 1); done > from {
-				_ = f.mf.file.Unpopulate(f.mf.data[from:done]) // see mappedFile.flushPages
-			}
-			errs = append(errs, f.mf.file.SyncMapped(f.mf.data, 0, page), f.mf.file.SyncMapped(f.mf.data, from, to-from))
-		}
-		if err := errors.Join(errs...); err == nil {
-			f.syncedCount = count
-		}
+		errs = append(errs, f.flush(whole || i < len(files)-1 || f.isFull()))
 		f.mf.release()
 	}
 	return errors.Join(errs...)
+}
+
+// flush syncs the file whole, or its header page and the entries added since the last flush (see
+// indexService.flush). Caller holds a reference and the store's checkpointMu.
+func (f *indexFile) flush(whole bool) error {
+	count := f.indexCount.Load()
+	var err error
+	switch {
+	case whole:
+		err = f.mf.file.SyncMapped(f.mf.data, 0, 0)
+	case count > f.syncedCount:
+		from, to := int64(f.entryPos(max(f.syncedCount, 1))), int64(f.entryPos(count))
+		_ = f.mf.unpopulateWritten(from, to) // its refusal only costs the TLB flushes
+		err = errors.Join(f.mf.file.SyncMapped(f.mf.data, 0, int64(pageSize)), f.mf.file.SyncMapped(f.mf.data, from, to-from))
+	}
+	if err == nil {
+		f.syncedCount = count
+	}
+	return err
 }
 
 // deleteExpired removes the oldest files whose last record lies below commitLogMin, never the last.

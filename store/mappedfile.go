@@ -364,14 +364,8 @@ func (mf *mappedFile) flushPages(leastPages int, unpopulate *atomic.Bool) error 
 	if mf.transient {
 		err = mf.file.Sync()
 	} else {
-		if unpopulate != nil && unpopulate.Load() {
-			start, end := flushed&^int64(pageSize-1), target
-			if end < mf.size {
-				end &^= int64(pageSize - 1)
-			}
-			if end > start && mf.file.Unpopulate(mf.data[start:end]) != nil {
-				unpopulate.Store(false)
-			}
+		if unpopulate != nil && unpopulate.Load() && mf.unpopulateWritten(flushed, target) != nil {
+			unpopulate.Store(false)
 		}
 		err = mf.file.SyncMapped(mf.data, flushed, target-flushed)
 	}
@@ -380,6 +374,20 @@ func (mf *mappedFile) flushPages(leastPages int, unpopulate *atomic.Bool) error 
 	}
 	mf.flushed.Store(target)
 	return nil
+}
+
+// unpopulateWritten unmaps the whole pages of [from, to), to being where appends go on (the page it lies in
+// stays mapped unless to is the file's end): the part of a file flushPages (or the IndexFile's flush) is
+// about to sync and that is not written again.
+func (mf *mappedFile) unpopulateWritten(from, to int64) error {
+	start := from &^ int64(pageSize-1)
+	if to < mf.size {
+		to &^= int64(pageSize - 1)
+	}
+	if to <= start {
+		return nil
+	}
+	return mf.file.Unpopulate(mf.data[start:to])
 }
 
 // commitAndSync moves and syncs everything appended in one durable write (io_uring: WRITE_FIXED linked to
