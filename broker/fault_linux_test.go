@@ -69,19 +69,22 @@ func TestFaultDiskFullTmpfs(t *testing.T) {
 		defer f.Close()
 		require.NoError(t, unix.Fallocate(int(f.Fd()), 0, 0, bytes))
 	}
-	// commitLogFiles waits until the CommitLog directory holds n files: the fillers below are sized
-	// for the files the allocator makes in the background (the current one and up to two
-	// prepared ones, as many as fit).
+	// commitLogFiles waits until the CommitLog directory holds n files with all their blocks: the
+	// fillers below are sized for the files the allocator makes in the background (the current one
+	// and up to two prepared ones, as many as fit). A file has its name before its fallocate has
+	// run, so its name alone says nothing about the space it takes.
 	commitLogFiles := func(n int) {
 		t.Helper()
-		testutil.Eventually(t, fmt.Sprintf("%d CommitLog files", n), func() bool {
+		testutil.Eventually(t, fmt.Sprintf("%d allocated CommitLog files", n), func() bool {
 			entries, err := os.ReadDir(filepath.Join(dir, "commitlog"))
 			if err != nil {
 				return false
 			}
 			files := 0
 			for _, e := range entries {
-				if len(e.Name()) == 20 {
+				var st unix.Stat_t
+				if len(e.Name()) == 20 && unix.Stat(filepath.Join(dir, "commitlog", e.Name()), &st) == nil &&
+					st.Blocks*512 >= 8<<20 {
 					files++
 				}
 			}
