@@ -211,6 +211,13 @@ func (c *Client) session(addr string) error {
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
+	if t, ok := c.log.(TailTrimmer); ok {
+		// What the last connection left of a record: the master resends it whole from its start.
+		if _, _, err := t.TrimPartialRecord(); err != nil {
+			_ = nc.Close()
+			return fmt.Errorf("cut the partial record at the CommitLog's end: %w", err)
+		}
+	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}

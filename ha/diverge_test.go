@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -146,4 +147,45 @@ func TestSlaveReportingUnsentBytesIsRefused(t *testing.T) {
 	testutil.Eventually(t, "disconnected", func() bool { return srv.SlaveCount() == 0 })
 	require.Equal(t, int64(100), srv.AckedOffset(), "the unsent bytes' report is no acknowledgement")
 	require.Equal(t, int64(1), srv.SlavesRefused())
+}
+
+// trimmingLog is a slave's memLog that, like the file store, cuts a partial record at its end when asked
+// (TailTrimmer); whole is where its last whole record ends.
+type trimmingLog struct {
+	*memLog
+	whole int64
+	trims atomic.Int32
+}
+
+func (l *trimmingLog) TrimPartialRecord() (from, to int64, err error) {
+	l.trims.Add(1)
+	from = l.MaxPhyOffset()
+	if from > l.whole {
+		l.truncate(l.whole)
+	}
+	return from, l.MaxPhyOffset(), nil
+}
+
+// A running slave holds the first bytes of a record: its master died mid-frame. The master restarts
+// without that record (it never reached its disk) and writes another there. The slave, still running,
+// cuts its partial record before it reports (TailTrimmer), so the restarted master, which cannot know it
+// sent those bytes, finds it at a record's start and serves it rather than refusing it as diverged.
+func TestRunningSlaveResumesAfterItsMasterRestarted(t *testing.T) {
+	first := newMemLog(testFileSize)
+	first.Append(record(0, 300))
+	first.Append(record(1, 300))
+	slave := &trimmingLog{memLog: newMemLog(testFileSize), whole: 300}
+	torn := first.Bytes(0, 400)
+	require.NoError(t, slave.AppendReplica(0, len(torn), bytes.NewReader(torn)))
+
+	restarted := newMemLog(testFileSize)
+	restarted.Append(record(0, 300))
+	end := restarted.Append(record(2, 200)) + 200
+	srv := startServer(t, restarted)
+	startClient(t, srv.Addr().String(), slave)
+	testutil.Eventually(t, "the slave caught up", func() bool { return srv.AckedOffset() == end })
+	require.Equal(t, restarted.Bytes(0, end), slave.Bytes(0, end))
+	require.Equal(t, make([]byte, 100), slave.Bytes(end, 600), "nothing of the lost record behind the new one")
+	require.Zero(t, srv.SlavesRefused())
+	require.GreaterOrEqual(t, slave.trims.Load(), int32(1))
 }

@@ -485,8 +485,8 @@ type refusal struct {
 // offset is 0 (a new slave: it starts at the master's last file), lies in files this master deleted
 // (writeLoop tells the operator), or is at or below the furthest byte this server has sent (its bytes
 // came from here, even when a frame cut a record), or else is where one of the master's records starts
-// (bytes from this master before a restart: a slave following closely holds whole records, and a slave
-// that restarted has cut a torn last record) — in each case unless the slave was found ahead of the
+// (bytes from this master before a restart: a slave following closely holds whole records, and a ringmq
+// slave cuts a torn last record before it reports, a Java slave when it restarts) — in each case unless the slave was found ahead of the
 // master at that offset before. A slave ahead of the master, or past what this server sent and inside a
 // record, holds bytes the master does not (a master that lost a tail its slave kept, then wrote past it):
 // served from there, it would get the master's bytes spliced into the middle of its own.
@@ -520,8 +520,8 @@ func (s *Server) admit(remote string, off int64) error {
 				"written past it since (offset %d), so the bytes before it may differ", ErrSlaveDiverged, off, then, max)
 		case off > s.sentMax.Load() && !s.log.IsRecordStart(off):
 			err = fmt.Errorf("%w: slave offset %d is not where a record of this master's CommitLog starts "+
-				"(master offset %d), and this master did not send it that far: if its store is intact, restarting "+
-				"the slave cuts a torn last record", ErrSlaveDiverged, off, max)
+				"(master offset %d), and this master did not send it that far. A ringmq slave cuts a torn last "+
+				"record before it reports; a Java slave cuts it when it restarts", ErrSlaveDiverged, off, max)
 		}
 	}
 	if err != nil {

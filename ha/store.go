@@ -45,3 +45,13 @@ type SlaveLog interface {
 	// not end on a record boundary; they must not cross a file.
 	AppendReplica(offset int64, n int, r io.Reader) error
 }
+
+// TailTrimmer is a SlaveLog that can cut a partial record at its end (a master died, or a connection
+// broke, in the middle of a frame). Optional: the client calls it before each connection reports its
+// offset, so that a master that restarted meanwhile, which cannot know it sent those bytes, finds the
+// slave at a record's start instead of refusing it as diverged.
+type TailTrimmer interface {
+	// TrimPartialRecord cuts the CommitLog back to the end of its last whole record and returns the end
+	// before and after (equal when nothing was cut).
+	TrimPartialRecord() (from, to int64, err error)
+}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,6 +20,9 @@ import (
 type dispatcher struct {
 	s *Store
 
+	// mu is held for each reput pass, and by TrimPartialRecord while it cuts a slave's CommitLog tail, so
+	// that no pass reads the cut bytes half zeroed (they would read as a corrupt record).
+	mu          sync.Mutex
 	reputFrom   atomic.Int64 // next CommitLog offset to dispatch
 	lastStoreTs atomic.Int64 // store time of the last dispatched record (logicsMsgTimestamp)
 	wake        chan struct{}
@@ -68,6 +72,8 @@ func (d *dispatcher) loop(stop <-chan struct{}) {
 
 // reput dispatches every record from reputFrom to the CommitLog's readable end.
 func (d *dispatcher) reput() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	cl := d.s.commitLog
 	for {
 		from := d.reputFrom.Load()

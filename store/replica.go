@@ -3,7 +3,10 @@ package store
 import (
 	"fmt"
 	"io"
+	"sync/atomic"
 	"syscall"
+
+	"github.com/ringmq/ringmq/codec"
 )
 
 // The store's side of master-slave replication (package ha): a master reads its CommitLog for the
@@ -222,4 +225,78 @@ func (cl *commitLog) publishReplica(mf *mappedFile, wrote int64) {
 	cl.maxOffset.Store(mf.fromOffset + wrote)
 	cl.putBytes.Add(added)
 	cl.onAppend()
+}
+
+// TrimPartialRecord cuts a slave's CommitLog back to the end of its last whole record when it ends inside
+// one (its master died, or the connection broke, mid-frame), and returns the end before and after. The
+// HA client calls it before each connection reports its offset, as recovery does at every start: a master
+// that restarted meanwhile cannot know it sent those bytes and refuses a slave reporting an offset inside
+// a record as diverged (ha.Server), while from the record's start it resumes the slave. Without this a
+// running slave needed a restart.
+//
+// The cut bytes were never dispatched (the dispatcher waits for a record's last byte). They are zeroed and
+// the zeros synced, so that a crash cannot bring them back behind the records the master sends next; the
+// dispatcher is held off meanwhile, so that it never reads them half zeroed. Not concurrent with
+// AppendReplica (the HA client is the only caller of both).
+func (s *Store) TrimPartialRecord() (from, to int64, err error) {
+	if !s.cfg.Slave {
+		return 0, 0, fmt.Errorf("%w: TrimPartialRecord on a master's store", ErrServiceNotAvailable)
+	}
+	if s.state.Load() != stateStarted {
+		return 0, 0, ErrServiceNotAvailable
+	}
+	cl, d := s.commitLog, s.dispatcher
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	cl.putLock.Lock()
+	defer cl.putLock.Unlock()
+	end := cl.maxOffset.Load()
+	mf := cl.cur
+	if mf == nil || end <= mf.fromOffset || end > mf.fromOffset+mf.size {
+		return end, end, nil // no byte in the current file, and a record never crosses into it
+	}
+	// Records before the current file are whole, and so are those before the dispatcher's position: walk
+	// the current file's records from the later of the two.
+	pos, limit := max(d.reputFrom.Load()-mf.fromOffset, 0), end-mf.fromOffset
+	for pos < limit {
+		n, magic, ok := codec.PeekRecordHeader(mf.data[pos:limit])
+		if !ok || n <= 0 || int64(n) > limit-pos || (magic != codec.MagicCodeV1 && magic != codec.MagicCodeV2 &&
+			magic != codec.BlankMagicCode) {
+			break // cut short, or not a record (as recovery's wholeRecordsEnd reads it)
+		}
+		if magic == codec.BlankMagicCode {
+			return end, end, nil // the file's END_OF_FILE padding, whole
+		}
+		pos += int64(n)
+	}
+	if pos >= limit {
+		return end, end, nil
+	}
+	whole := mf.fromOffset + pos
+	q := cl.mfq
+	q.flushMu.Lock()
+	defer q.flushMu.Unlock()
+	// Unpublish first (no reader reads past maxOffset), then clear and sync what was cut.
+	cl.maxOffset.Store(whole)
+	cl.reservedEnd.Store(whole)
+	cl.putBytes.Add(whole - end)
+	mf.wrote.Store(pos)
+	for _, p := range []*atomic.Int64{&mf.committed, &mf.flushed} {
+		if p.Load() > pos {
+			p.Store(pos)
+		}
+	}
+	for _, p := range []*atomic.Int64{&q.committedWhere, &q.flushedWhere} {
+		if p.Load() > whole {
+			p.Store(whole)
+		}
+	}
+	s.logger.Warn("store: cutting the partial record at the CommitLog's end before reporting to the master "+
+		"(a replica's, never acknowledged)", "from", end, "to", whole, "bytes", end-whole)
+	if clearNonZero(mf.data[pos:limit]) {
+		if err := mf.file.SyncMapped(mf.data, pos, limit-pos); err != nil {
+			return end, whole, fmt.Errorf("store: sync the cut tail of %s: %w", mf.path, err)
+		}
+	}
+	return end, whole, nil
 }

@@ -2,7 +2,10 @@ package store
 
 import (
 	"bytes"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -456,4 +459,75 @@ func TestSlaveCrashWithADurablePartialRecord(t *testing.T) {
 	require.NoError(t, r.AppendReplica(end, len(rest), bytes.NewReader(rest)))
 	testutil.Eventually(t, "the record dispatched", func() bool { return r.GetMaxOffsetInQueue("TopicP", 0) == 4 })
 	require.Equal(t, readLog(t, master, 0, all), readLog(t, r, 0, all))
+}
+
+var _ ha.TailTrimmer = (*Store)(nil) // the HA client cuts a running slave's partial record through it
+
+// TestSlaveTrimsAPartialRecordWhileRunning: a running slave holding the first bytes of a record (its
+// master died mid-frame) cuts them before it reports to a master again, without a restart, under both
+// flush types. The master it comes back to restarted and lost that record: it writes a shorter one at
+// the same offset, which the slave takes from its start. The cut bytes are zeros on disk, so none of
+// the lost record stays behind the new one; a restart finds the new record as the last.
+func TestSlaveTrimsAPartialRecordWhileRunning(t *testing.T) {
+	for _, flushType := range []FlushDiskType{AsyncFlush, SyncFlush} {
+		t.Run(flushType.String(), func(t *testing.T) {
+			master := openStarted(t, testConfig(t.TempDir()), Deps{})
+			for i := range 3 {
+				mustPut(t, master, testMessage("TopicP", 0, bodyf("whole-%d", i)))
+			}
+			end := master.MaxPhyOffset()
+			mustPut(t, master, testMessage("TopicP", 0, body(600, "lost")))
+			_, _, err := master.TrimPartialRecord()
+			require.ErrorIs(t, err, ErrServiceNotAvailable, "a master's store is never cut")
+
+			scfg := testConfig(t.TempDir())
+			scfg.Slave, scfg.FlushDiskType = true, flushType
+			slave := openStarted(t, scfg, Deps{})
+			torn := readLog(t, master, 0, end+200) // the lost record's first 200 bytes
+			require.NoError(t, slave.AppendReplica(0, len(torn), bytes.NewReader(torn)))
+			testutil.Eventually(t, "whole records dispatched", func() bool { return slave.GetMaxOffsetInQueue("TopicP", 0) == 3 })
+
+			from, to, err := slave.TrimPartialRecord()
+			require.NoError(t, err)
+			require.Equal(t, [2]int64{end + 200, end}, [2]int64{from, to})
+			require.Equal(t, end, slave.MaxPhyOffset())
+			onDisk := func(from, to int64) []byte {
+				f, err := os.Open(filepath.Join(scfg.commitLogDir(), fmt.Sprintf("%020d", 0)))
+				require.NoError(t, err)
+				defer f.Close()
+				b := make([]byte, to-from)
+				_, err = f.ReadAt(b, from)
+				require.NoError(t, err)
+				return b
+			}
+			require.Equal(t, make([]byte, 200), onDisk(end, end+200), "the cut bytes are zeros in the file")
+			from, to, err = slave.TrimPartialRecord()
+			require.NoError(t, err)
+			require.Equal(t, [2]int64{end, end}, [2]int64{from, to}, "nothing more to cut")
+
+			// The restarted master: the same three records, then a shorter fourth.
+			restarted := openStarted(t, testConfig(t.TempDir()), Deps{})
+			for i := range 3 {
+				mustPut(t, restarted, testMessage("TopicP", 0, bodyf("whole-%d", i)))
+			}
+			require.Equal(t, end, restarted.MaxPhyOffset())
+			end2 := mustPut(t, restarted, testMessage("TopicP", 0, []byte("kept"))).EndOffset()
+			require.Less(t, end2, end+200)
+			rest := readLog(t, restarted, end, end2)
+			require.NoError(t, slave.AppendReplica(end, len(rest), bytes.NewReader(rest)))
+			testutil.Eventually(t, "the new record dispatched", func() bool { return slave.GetMaxOffsetInQueue("TopicP", 0) == 4 })
+			recs := getAll(t, slave, "TopicP", 0)
+			require.Len(t, recs, 4)
+			require.Equal(t, "kept", string(recs[3].Body))
+			waitDispatched(t, slave)
+			require.NoError(t, slave.Flush(0))
+			require.Equal(t, rest, onDisk(end, end2))
+			require.Equal(t, make([]byte, end+200-end2), onDisk(end2, end+200), "nothing of the lost record behind it")
+
+			require.NoError(t, slave.Shutdown())
+			slave = reopen(t, scfg, Deps{})
+			require.Equal(t, end2, slave.MaxPhyOffset())
+			require.Len(t, getAll(t, slave, "TopicP", 0), 4)
+		})
+	}
 }

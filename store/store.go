@@ -35,7 +35,7 @@
 //
 // Lock order (outer first; a goroutine holding one may take only those after it):
 //
-//	Store.lifecycle → Store.checkpointMu → lockStats.snapMu → CommitLog put lock → commitLog.allocMu
+//	Store.lifecycle → Store.checkpointMu → lockStats.snapMu → dispatcher.mu → CommitLog put lock → commitLog.allocMu
 //	  → consumeQueue.mu → MappedFileQueue.flushMu → MappedFileQueue.mu
 //	consumeQueueTable.mu and indexService.mu are leaves: nothing is taken while holding them.
 //

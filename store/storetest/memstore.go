@@ -301,6 +301,19 @@ func (m *MemStore) AppendReplica(offset int64, n int, r io.Reader) error {
 	return err
 }
 
+// TrimPartialRecord cuts a slave's log back to the end of its last whole record, as the file store's does
+// before each HA connection reports its offset.
+func (m *MemStore) TrimPartialRecord() (from, to int64, err error) {
+	if !m.cfg.Slave {
+		return 0, 0, fmt.Errorf("%w: TrimPartialRecord on a master's store", store.ErrServiceNotAvailable)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	from = int64(len(m.log))
+	m.log = m.log[:m.dispatched]
+	return from, m.dispatched, nil
+}
+
 // dispatchReplicaLocked indexes the complete records past m.dispatched at the queue offsets they carry.
 // Caller holds mu.
 func (m *MemStore) dispatchReplicaLocked() ([]memArrival, error) {
