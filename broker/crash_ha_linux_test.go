@@ -345,6 +345,12 @@ func crashSyncMasterSlave(t *testing.T, transientIn func(round int) bool) {
 
 		history = append(history, acks...)
 		ml, sl := readHACommitLog(t, masterDir), readHACommitLog(t, slaveDir)
+		logsOnFailure := func() {
+			if t.Failed() {
+				t.Logf("round %d: master stderr:\n%s\nslave stderr:\n%s", round, master.Stderr(), slave.Stderr())
+			}
+		}
+		defer logsOnFailure() // a failed require ends the test through its deferred calls
 		end, same, ackedEnd := haVerifyReplica(t, ml, sl, history)
 		// Whatever the slave got was in the master's files (the page cache survives SIGKILL), in every
 		// mode: so is every acknowledged message, and the restarted master is never behind its slave.

@@ -161,6 +161,7 @@ func newCommitLog(cfg *Config, fsys FS, logger *slog.Logger, clock func() time.T
 	// Puts append through the mapping unless they write through or go to the slave's pwrite
 	// (replica.go); files with pool buffers are synced with fdatasync, which flushPages leaves alone.
 	cl.mfq.unpopulateFlushed.Store(!cl.writeThrough && !cfg.Slave)
+	cl.mfq.adviseHuge = !cl.writeThrough && !cfg.Slave
 	cl.onAllocResult = func(error) {}
 	cl.pin, cl.unpin = pinMemory, unpinMemory
 	cl.stallOffset.Store(-1) // no sighting yet

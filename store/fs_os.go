@@ -95,6 +95,7 @@ func (f *osFile) Close() error                             { return f.f.Close() 
 func (f *osFile) Allocate(size int64) error                { return allocate(f.f, f.fd, size) }
 func (f *osFile) Populate(b []byte) error                  { return populate(b) }
 func (f *osFile) Unpopulate(b []byte) error                { return unpopulate(b) }
+func (f *osFile) AdviseHuge(b []byte, on bool) (int, error) { return adviseHuge(b, on) }
 
 // DataExtents returns the stretches of [from, to) that may hold data (holes and never-written extents
 // left out).

@@ -5,6 +5,9 @@ package store
 import (
 	"errors"
 	"os"
+	"strconv"
+	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -46,6 +49,42 @@ func unpopulate(b []byte) error {
 	}
 	return unix.Madvise(b, unix.MADV_DONTNEED)
 }
+
+// adviseHuge marks b for huge pages (MADV_HUGEPAGE), or unmarks it (MADV_NOHUGEPAGE). A file mapping gets
+// them where the file system keeps large folios in the page cache and the mapping is aligned to the huge
+// page size (ext4 and xfs align their mappings: thp_get_unmapped_area); a kernel without transparent huge
+// pages answers EINVAL.
+func adviseHuge(b []byte, on bool) (int, error) {
+	size := hugePageSize()
+	if size <= pageSize {
+		return 0, errors.ErrUnsupported
+	}
+	advice := unix.MADV_NOHUGEPAGE
+	if on {
+		advice = unix.MADV_HUGEPAGE
+	}
+	if err := unix.Madvise(b, advice); err != nil {
+		if errors.Is(err, unix.EINVAL) {
+			return 0, errors.ErrUnsupported
+		}
+		return 0, err
+	}
+	return size, nil
+}
+
+// hugePageSize is the PMD size transparent huge pages use (2 MiB on x86-64 and on arm64 with 4 KiB pages),
+// 0 when the kernel does not say.
+var hugePageSize = sync.OnceValue(func() int {
+	b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size")
+	if err != nil {
+		return 0
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || n <= 0 || n&(n-1) != 0 {
+		return 0
+	}
+	return n
+})
 
 // dataExtents returns the stretches of [from, to) of fd that may hold data, skipping holes and
 // unwritten (fallocated, never written) extents, which read as zeros: lseek(SEEK_DATA/SEEK_HOLE).

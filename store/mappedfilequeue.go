@@ -33,6 +33,9 @@ type mappedFileQueue struct {
 	// makes durable (mappedFile.flushPages), until the kernel refuses once. Set by the owner before the
 	// queue is used.
 	unpopulateFlushed atomic.Bool
+	// adviseHuge: new files are advised for huge pages (mappedFile.adviseHuge). Set by the owner before
+	// the queue is used.
+	adviseHuge bool
 }
 
 func newMappedFileQueue(fsys FS, dir string, fileSize int64, logger *slog.Logger) *mappedFileQueue {
@@ -163,7 +166,11 @@ func (q *mappedFileQueue) create(from int64) (*mappedFile, error) {
 	if err := q.fs.MkdirAll(q.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("store: mkdir %s: %w", q.dir, err)
 	}
-	return openMappedFile(q.fs, filepath.Join(q.dir, offsetFileName(from)), from, q.fileSize, q.logger)
+	mf, err := openMappedFile(q.fs, filepath.Join(q.dir, offsetFileName(from)), from, q.fileSize, q.logger)
+	if err == nil && q.adviseHuge {
+		mf.adviseHuge()
+	}
+	return mf, err
 }
 
 // add appends mf to the queue. It must start where the last file ends (or anywhere in an empty queue).

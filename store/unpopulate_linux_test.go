@@ -226,3 +226,71 @@ func TestFlushStopsUnmappingAfterARefusal(t *testing.T) {
 	waitDispatched(t, s)
 	require.Len(t, getAll(t, s, "UnpopTopic", 0), 60)
 }
+
+// TestHugePageAdviceFollowsTheWriter: a CommitLog file appended through its mapping is advised for huge
+// pages while it is written (MADV_HUGEPAGE); a flush
+// then unmaps whole huge pages only below the durable end, leaving the partial one mapped; once the file
+// is written and durable whole, the advice is withdrawn. Files written with pwrite (SYNC_FLUSH without
+// the pool) are never advised. Messages read back whole in every mode.
+func TestHugePageAdviceFollowsTheWriter(t *testing.T) {
+	huge := hugePageSize()
+	if huge <= pageSize {
+		t.Skip("the kernel reports no transparent huge page size (hpage_pmd_size)")
+	}
+	for _, mode := range appendModes {
+		t.Run(mode.name, func(t *testing.T) {
+			cfg := testConfig(t.TempDir())
+			cfg.MappedFileSizeCommitLog = 2 * int64(huge)
+			cfg.FlushDiskType = mode.flush
+			cfg.TransientStorePoolEnable = mode.transient
+			s := openStarted(t, cfg, Deps{})
+			n := 0
+			put := func(until int64) {
+				for s.MaxPhyOffset() < until {
+					mustPut(t, s, testMessage("HugeTopic", 0, bodyf("%05d-%s", n, body(900, "h"))))
+					n++
+				}
+			}
+			put(1)
+			mf := s.commitLog.mfq.first()
+			// Not with pwrite appends. The pool's files are advised too, for their readers: their pages come
+			// from the commits' writes.
+			advised := mode.transient || mode.flush == AsyncFlush
+			require.Equal(t, advised, mf.hugeAdvised.Load(), "the current file is advised")
+			put(int64(huge) + 10*int64(pageSize))
+			end := s.MaxPhyOffset()
+			waitDispatched(t, s) // the dispatcher's reads map pages again
+			_, err := s.flushCommitLog(0)
+			require.NoError(t, err)
+			if advised {
+				require.Equal(t, int64(huge), mf.unmapGranule)
+			} else {
+				require.Zero(t, mf.unmapGranule)
+			}
+			if !mode.transient && mode.flush == AsyncFlush {
+				mapped := mappedPages(t, mf.data[:end])
+				for i, m := range mapped {
+					// Below the first huge page's end: durable and unmapped. After it: the partial huge page,
+					// written (so mapped) and left mapped.
+					require.Equal(t, i >= huge/pageSize, m, "page %d", i)
+				}
+			}
+			put(mf.fromOffset + mf.size + 1) // into the next file
+			_, err = s.commitCommitLog(0) // the pool's buffer: the blank record that ends the file
+			require.NoError(t, err)
+			_, err = s.flushCommitLog(0)
+			require.NoError(t, err)
+			require.Equal(t, mf.size, mf.flushed.Load())
+			require.False(t, mf.hugeAdvised.Load(), "written and durable whole: the advice is withdrawn")
+			next := s.commitLog.mfq.last()
+			require.NotSame(t, mf, next)
+			require.Equal(t, advised, next.hugeAdvised.Load(), "the next file")
+			waitDispatched(t, s)
+			got := getAll(t, s, "HugeTopic", 0)
+			require.Len(t, got, n)
+			for i, r := range got {
+				require.Equal(t, bodyf("%05d-%s", i, body(900, "h")), r.Body, fmt.Sprint(i))
+			}
+		})
+	}
+}

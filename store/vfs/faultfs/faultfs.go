@@ -524,6 +524,8 @@ func (ff *faultFile) Unmap(b []byte) error      { return ff.inner.Unmap(b) }
 func (ff *faultFile) Populate(b []byte) error   { return ff.inner.Populate(b) }
 func (ff *faultFile) Unpopulate(b []byte) error { return ff.inner.Unpopulate(b) }
 
+func (ff *faultFile) AdviseHuge(b []byte, on bool) (int, error) { return ff.inner.AdviseHuge(b, on) }
+
 func (ff *faultFile) SyncMapped(mapped []byte, off, length int64) error {
 	if err := ff.fs.check(OpSync, ff.name); err != nil {
 		return err
