@@ -160,6 +160,26 @@ func (cl *commitLog) unpinLeft() {
 	}
 }
 
+// unadviseCold withdraws the huge page advice (mappedFile.adviseHuge) from the files the writer has left
+// two files behind (allocator goroutine, woken by every roll). While a file is recent its readers (the
+// dispatcher, consumers keeping up) find its large folios in the page cache and map them whole. Pages
+// read back into the page cache later (a consumer far behind, a query by key) come by readahead, which
+// under the advice reads two huge pages per fault; without it, the usual window.
+func (cl *commitLog) unadviseCold() {
+	written := cl.maxOffset.Load()
+	for _, mf := range cl.mfq.snapshot() {
+		if mf.fromOffset+2*mf.size > written {
+			break
+		}
+		if mf.hugeAdvised.Load() && mf.hold() {
+			if mf.hugeAdvised.CompareAndSwap(true, false) {
+				_, _ = mf.file.AdviseHuge(mf.data, false)
+			}
+			mf.release()
+		}
+	}
+}
+
 // allocatorLoop keeps standbyFiles files ready: RocketMQ's AllocateMappedFileService.
 // It also reports transient pool fallbacks, which the roll only counts (under the put lock).
 func (cl *commitLog) allocatorLoop(stop <-chan struct{}) {
@@ -181,6 +201,7 @@ func (cl *commitLog) allocatorLoop(stop <-chan struct{}) {
 		if cl.cfg.WarmMappedFileMlock {
 			cl.unpinLeft()
 		}
+		cl.unadviseCold()
 		if n := cl.poolFallbacks.Load(); n != fallbacksLogged {
 			cl.logger.Warn("store: transient store pool exhausted, CommitLog files appending into the mapping",
 				"files", n-fallbacksLogged, "total", n)

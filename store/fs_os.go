@@ -86,16 +86,16 @@ type osFile struct {
 	backend flush.Backend
 }
 
-func (f *osFile) Name() string                             { return f.f.Name() }
-func (f *osFile) ReadAt(b []byte, off int64) (int, error)  { return f.f.ReadAt(b, off) }
-func (f *osFile) WriteAt(b []byte, off int64) (int, error) { return f.f.WriteAt(b, off) }
-func (f *osFile) Truncate(size int64) error                { return f.f.Truncate(size) }
-func (f *osFile) Stat() (os.FileInfo, error)               { return f.f.Stat() }
-func (f *osFile) Close() error                             { return f.f.Close() }
-func (f *osFile) Allocate(size int64) error                { return allocate(f.f, f.fd, size) }
-func (f *osFile) Populate(b []byte) error                  { return populate(b) }
-func (f *osFile) Unpopulate(b []byte) error                { return unpopulate(b) }
-func (f *osFile) AdviseHuge(b []byte, on bool) (int, error) { return adviseHuge(b, on) }
+func (f *osFile) Name() string                              { return f.f.Name() }
+func (f *osFile) ReadAt(b []byte, off int64) (int, error)   { return f.f.ReadAt(b, off) }
+func (f *osFile) WriteAt(b []byte, off int64) (int, error)  { return f.f.WriteAt(b, off) }
+func (f *osFile) Truncate(size int64) error                 { return f.f.Truncate(size) }
+func (f *osFile) Stat() (os.FileInfo, error)                { return f.f.Stat() }
+func (f *osFile) Close() error                              { return f.f.Close() }
+func (f *osFile) Allocate(size int64) error                 { return allocate(f.f, f.fd, size) }
+func (f *osFile) Populate(b []byte) error                   { return populate(b) }
+func (f *osFile) Unpopulate(b []byte) error                 { return unpopulate(b) }
+func (f *osFile) AdviseHuge(b []byte, on bool) (int, error) { return adviseHuge(f.fd, b, on) }
 
 // DataExtents returns the stretches of [from, to) that may hold data (holes and never-written extents
 // left out).

@@ -23,7 +23,7 @@ func populate([]byte) error { return errors.ErrUnsupported }
 func unpopulate([]byte) error { return errors.ErrUnsupported }
 
 // adviseHuge is not used here.
-func adviseHuge([]byte, bool) (int, error) { return 0, errors.ErrUnsupported }
+func adviseHuge(int, []byte, bool) (int, error) { return 0, errors.ErrUnsupported }
 
 // dataExtents returns the whole range: no hole is skipped on this platform (fs_os_linux.go).
 func dataExtents(_ int, from, to int64) [][2]int64 { return [][2]int64{{from, to}} }

@@ -4,10 +4,12 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -50,20 +52,33 @@ func unpopulate(b []byte) error {
 	return unix.Madvise(b, unix.MADV_DONTNEED)
 }
 
-// adviseHuge marks b for huge pages (MADV_HUGEPAGE), or unmarks it (MADV_NOHUGEPAGE). A file mapping gets
-// them where the file system keeps large folios in the page cache and the mapping is aligned to the huge
-// page size (ext4 and xfs align their mappings: thp_get_unmapped_area); a kernel without transparent huge
-// pages answers EINVAL.
-func adviseHuge(b []byte, on bool) (int, error) {
+// adviseHuge marks b, the whole mapping of fd from offset 0, for huge pages (MADV_HUGEPAGE). A file mapping
+// gets them where the file system keeps large folios in the page cache and the mapping is aligned to the
+// huge page size (ext4 and xfs align their mappings: thp_get_unmapped_area); a kernel without transparent
+// huge pages answers EINVAL.
+//
+// Without on it maps the file again at the same address with a plain mapping (MAP_FIXED replaces the old
+// one in one step, so a reader never finds the range unmapped; the page cache and its dirty pages stay).
+// MADV_NOHUGEPAGE is no way back to the default: it forbids mapping the large folios already cached
+// whole, and readers of a recent file then took a fault per 16 small pages (pull: 10 % more CPU).
+func adviseHuge(fd int, b []byte, on bool) (int, error) {
 	size := hugePageSize()
-	if size <= pageSize {
+	if size <= pageSize || len(b) == 0 {
 		return 0, errors.ErrUnsupported
 	}
-	advice := unix.MADV_NOHUGEPAGE
-	if on {
-		advice = unix.MADV_HUGEPAGE
+	if !on {
+		addr := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+		got, _, errno := unix.Syscall6(unix.SYS_MMAP, addr, uintptr(len(b)), unix.PROT_READ|unix.PROT_WRITE,
+			unix.MAP_SHARED|unix.MAP_FIXED, uintptr(fd), 0)
+		switch {
+		case errno != 0:
+			return 0, errno
+		case got != addr: // MAP_FIXED maps at addr or fails
+			return 0, fmt.Errorf("store: mmap MAP_FIXED at %#x returned %#x", addr, got)
+		}
+		return size, nil
 	}
-	if err := unix.Madvise(b, advice); err != nil {
+	if err := unix.Madvise(b, unix.MADV_HUGEPAGE); err != nil {
 		if errors.Is(err, unix.EINVAL) {
 			return 0, errors.ErrUnsupported
 		}

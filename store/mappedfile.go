@@ -86,7 +86,8 @@ type mappedFile struct {
 	prewriteEnded atomic.Bool
 	prewriteMu    sync.Mutex
 	created       bool // openMappedFile made the file (it was empty): only such a file may be pre-written
-	// hugeAdvised: the mapping is advised for huge pages (adviseHuge) until the file is flushed whole.
+	// hugeAdvised: the mapping is advised for huge pages (adviseHuge) until the writer is two files past
+	// it (commitLog.unadviseCold).
 	// unmapGranule, set with it before the file is shared, is the huge page size, so that flushes unmap
 	// whole huge pages only (0: the page size).
 	hugeAdvised  atomic.Bool
@@ -378,11 +379,6 @@ func (mf *mappedFile) flushPages(leastPages int, unpopulate *atomic.Bool) error 
 		return fmt.Errorf("store: flush %s [%d, %d): %w", mf.path, flushed, target, err)
 	}
 	mf.flushed.Store(target)
-	if target == mf.size && mf.hugeAdvised.CompareAndSwap(true, false) {
-		// Written and durable whole: a read that faults its pages in again after they left the page
-		// cache (a consumer far behind, a query) reads ahead as usual, not a huge page per fault.
-		_, _ = mf.file.AdviseHuge(mf.data, false)
-	}
 	return nil
 }
 

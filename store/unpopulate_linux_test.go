@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/store/vfs/faultfs"
 )
 
@@ -78,6 +79,42 @@ func TestUnpopulateKeepsWhatWasWritten(t *testing.T) {
 	_, err = f.ReadAt(got, 0)
 	require.NoError(t, err)
 	require.True(t, bytes.Equal(want, got), "the sync did not write the unmapped pages")
+}
+
+// TestWithdrawingHugeAdviceKeepsTheMapping: AdviseHuge(false) maps the file again at the same address; the
+// slice stays valid, bytes written before it without a sync are still there (in the mapping and in the
+// page cache), and writes through the slice afterwards reach the file.
+func TestWithdrawingHugeAdviceKeepsTheMapping(t *testing.T) {
+	huge := hugePageSize()
+	if huge <= pageSize {
+		t.Skip("the kernel reports no transparent huge page size (hpage_pmd_size)")
+	}
+	size := 2 * huge
+	f, err := NewOSFS(nil).OpenFile(filepath.Join(t.TempDir(), "f"), os.O_RDWR|os.O_CREATE, 0o644)
+	require.NoError(t, err)
+	defer f.Close()
+	require.NoError(t, f.Allocate(int64(size)))
+	data, err := f.Map(size)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, f.Unmap(data)) }()
+	got, err := f.AdviseHuge(data, true)
+	require.NoError(t, err)
+	require.Equal(t, huge, got)
+	want := make([]byte, size)
+	for i := range want {
+		want[i] = byte(i*13 + i/pageSize)
+	}
+	copy(data[:huge+100], want)
+	addr := unsafe.SliceData(data)
+	_, err = f.AdviseHuge(data, false)
+	require.NoError(t, err)
+	require.Equal(t, addr, unsafe.SliceData(data))
+	require.True(t, bytes.Equal(want[:huge+100], data[:huge+100]), "the mapping lost bytes")
+	copy(data[huge+100:], want[huge+100:]) // writes after the new mapping
+	back := make([]byte, size)
+	_, err = f.ReadAt(back, 0) // the page cache
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(want, back), "the file lost bytes")
 }
 
 // TestFlushUnmapsDurablePages: a flush of a file appended through its mapping leaves the pages it made
@@ -229,8 +266,8 @@ func TestFlushStopsUnmappingAfterARefusal(t *testing.T) {
 
 // TestHugePageAdviceFollowsTheWriter: a CommitLog file appended through its mapping is advised for huge
 // pages while it is written (MADV_HUGEPAGE); a flush
-// then unmaps whole huge pages only below the durable end, leaving the partial one mapped; once the file
-// is written and durable whole, the advice is withdrawn. Files written with pwrite (SYNC_FLUSH without
+// then unmaps whole huge pages only below the durable end, leaving the partial one mapped; once the
+// writer is two files past it, the advice is withdrawn. Files written with pwrite (SYNC_FLUSH without
 // the pool) are never advised. Messages read back whole in every mode.
 func TestHugePageAdviceFollowsTheWriter(t *testing.T) {
 	huge := hugePageSize()
@@ -276,15 +313,15 @@ func TestHugePageAdviceFollowsTheWriter(t *testing.T) {
 				}
 			}
 			put(mf.fromOffset + mf.size + 1) // into the next file
-			_, err = s.commitCommitLog(0) // the pool's buffer: the blank record that ends the file
-			require.NoError(t, err)
-			_, err = s.flushCommitLog(0)
-			require.NoError(t, err)
-			require.Equal(t, mf.size, mf.flushed.Load())
-			require.False(t, mf.hugeAdvised.Load(), "written and durable whole: the advice is withdrawn")
 			next := s.commitLog.mfq.last()
 			require.NotSame(t, mf, next)
 			require.Equal(t, advised, next.hugeAdvised.Load(), "the next file")
+			require.Equal(t, advised, mf.hugeAdvised.Load(), "the file just left: its readers still map it whole")
+			put(next.fromOffset + next.size + 1) // two files past the first
+			testutil.Eventually(t, "the advice withdrawn from the file two behind the writer", func() bool {
+				return !mf.hugeAdvised.Load()
+			})
+			require.Equal(t, advised, next.hugeAdvised.Load())
 			waitDispatched(t, s)
 			got := getAll(t, s, "HugeTopic", 0)
 			require.Len(t, got, n)

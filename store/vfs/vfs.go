@@ -78,10 +78,11 @@ type File interface {
 	// cache with their contents, dirty ones still dirty (MADV_DONTNEED on a shared file mapping): the
 	// next access maps them again. errors.ErrUnsupported where the kernel cannot.
 	Unpopulate(b []byte) error
-	// AdviseHuge with on asks that the page cache fill b, a whole mapping, with huge folios that the
-	// mapping maps whole (MADV_HUGEPAGE: ext4 and xfs on recent Linux), and returns the huge page size;
-	// without on it withdraws the advice (MADV_NOHUGEPAGE: pages cached stay as they are).
-	// errors.ErrUnsupported where the kernel has no such advice. An advice only: contents never change.
+	// AdviseHuge with on asks that the page cache fill b, the whole mapping Map returned, with huge
+	// folios that the mapping maps whole (MADV_HUGEPAGE: ext4 and xfs on recent Linux), and returns the
+	// huge page size; without on it withdraws the advice, back to the kernel's default for the mapping
+	// (b stays valid at the same address; cached pages stay as they are). errors.ErrUnsupported where the
+	// kernel has no such advice. Contents never change.
 	AdviseHuge(b []byte, on bool) (hugePageSize int, err error)
 	// SyncMapped makes [off, off+length) of the file durable; mapped is the file's mapping from offset 0.
 	SyncMapped(mapped []byte, off, length int64) error
