@@ -87,9 +87,8 @@ type mappedFile struct {
 	prewriteMu    sync.Mutex
 	created       bool // openMappedFile made the file (it was empty): only such a file may be pre-written
 	// hugeAdvised: the mapping is advised for huge pages (adviseHuge) until the writer is two files past
-	// it (commitLog.unadviseCold).
-	// unmapGranule, set with it before the file is shared, is the huge page size, so that flushes unmap
-	// whole huge pages only (0: the page size).
+	// it (commitLog.unadviseCold). unmapGranule, set with it before the file is shared, is the huge page
+	// size, so that flushes unmap whole huge pages only (0: the page size).
 	hugeAdvised  atomic.Bool
 	unmapGranule int64
 
@@ -387,8 +386,7 @@ func (mf *mappedFile) flushPages(leastPages int, unpopulate *atomic.Bool) error 
 // populates 2 MiB folios mapped whole, and the put's copy, the dispatcher and readers touch one
 // page-table entry per 2 MiB instead of 512. The copy into small pages cost 0.7 µs per 1 KiB record on
 // the machine of BENCHMARKS.md (a VM whose guest page tables are shadowed by the host: each new small
-// page's first touch is a trip to the hypervisor), as much as the copy of the whole request elsewhere.
-// Without support, or in a file smaller than a huge page, nothing changes.
+// page's first touch is a trip to the hypervisor); 0.3 µs with huge pages (BENCHMARKS.md). Without support, or in a file smaller than a huge page, nothing changes.
 func (mf *mappedFile) adviseHuge() {
 	if mf.size < 2<<20 { // a huge page is 2 MiB or more
 		return
