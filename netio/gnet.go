@@ -317,6 +317,8 @@ func (s *gnetServer) OnClose(gc gnet.Conn, err error) gnet.Action {
 	}
 	if s.stopping.Load() {
 		g.core.setCloseReason(ErrServerStopped)
+	} else if errors.Is(err, unix.ECONNRESET) || errors.Is(err, unix.EPIPE) {
+		s.drainAfterReset(g)
 	}
 	if g.waiting && s.budget.cancel(&g.waiter) {
 		s.budget.release(g.waiter.bytes)
@@ -328,6 +330,56 @@ func (s *gnetServer) OnClose(gc gnet.Conn, err error) gnet.Action {
 	s.met.connections.Dec()
 	s.h.OnClose(&g.core, reason)
 	return gnet.None
+}
+
+// drainAfterResetMax bounds what drainAfterReset reads from a connection gnet is closing.
+const drainAfterResetMax = 1 << 20
+
+// drainAfterReset handles the complete requests a peer sent before it went away, when gnet
+// closes the connection because writing to it failed (the peer reset it). A client that
+// sends requests without waiting for their answers and then closes, as the Go client's
+// Shutdown does with its consumer offsets (UPDATE_CONSUMER_OFFSET, without the oneway flag),
+// resets the connection when answers to its earlier requests arrive unread; writing the next
+// answers fails, and gnet closes at once, with requests the peer sent before its close still
+// unread in the socket: they were lost. It runs in OnClose, before gnet closes the
+// descriptor: the frames gnet has buffered and what the socket still holds (at most
+// drainAfterResetMax bytes, frames up to LargeFrameBytes) are handled as in a read pass; their
+// answers go nowhere.
+func (s *gnetServer) drainAfterReset(g *gnetConn) {
+	c := &g.core
+	if c.closeRequested.Load() || g.large.b != nil {
+		return
+	}
+	var pending []byte
+	if n := g.gc.InboundBuffered(); n > 0 {
+		b, _ := g.gc.Peek(n)
+		pending = append(pending, b...)
+		_, _ = g.gc.Discard(n)
+	}
+	buf := make([]byte, 64<<10)
+	for len(pending) < drainAfterResetMax {
+		n, err := unix.Read(g.gc.Fd(), buf)
+		if n <= 0 || err != nil {
+			break
+		}
+		pending = append(pending, buf[:n]...)
+	}
+	for len(pending) >= 8 && !c.closeRequested.Load() {
+		frameLen, err := codec.CutFrame(pending[:8], s.cfg.MaxFrameBytes)
+		if err != nil {
+			return
+		}
+		if frameLen == 0 {
+			frameLen = int(binary.BigEndian.Uint32(pending)) + 4
+		}
+		if frameLen > LargeFrameBytes || frameLen > len(pending) {
+			return
+		}
+		if s.handleFrame(g, pending[4:frameLen]) != nil {
+			return
+		}
+		pending = pending[frameLen:]
+	}
 }
 
 // OnTraffic runs one read pass: dispatch every complete frame, then write what was queued.

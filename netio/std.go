@@ -10,6 +10,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/ringmq/ringmq/codec"
@@ -242,7 +243,11 @@ type stdConn struct {
 	// flushMu makes the reader and the writer goroutine take turns as the flusher; it owns
 	// core.spare and keeps batches in order on the socket.
 	flushMu sync.Mutex
-	cmd     codec.RemotingCommand // decode target, reused
+	// peerGone (under flushMu): a write failed because the peer reset the connection. Answers are
+	// dropped from then on, and the reader goes on handling what the peer sent before, until the
+	// socket says it ended (see flush).
+	peerGone bool
+	cmd      codec.RemotingCommand // decode target, reused
 
 	// The request budget (budget.go; nil for a Client's connections): the reader charges a
 	// frame larger than LargeFrameBytes before reading it, waiting (and so not reading) until
@@ -476,7 +481,7 @@ func (sc *stdConn) flush() (closeNow bool) {
 	defer sc.flushMu.Unlock()
 	batch, closing := sc.core.takeBatch()
 	var err error
-	if iov := batch.vectors(); len(iov) > 0 {
+	if iov := batch.vectors(); len(iov) > 0 && !sc.peerGone {
 		bufs := net.Buffers(iov)
 		_, err = bufs.WriteTo(sc.nc)
 		if sc.clock != nil {
@@ -484,5 +489,12 @@ func (sc *stdConn) flush() (closeNow bool) {
 		}
 	}
 	sc.core.returnBatch(batch)
+	if errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		// The peer reset the connection, and may have sent requests before it did without waiting
+		// for their answers (the Go client's Shutdown sends its consumer offsets so, then closes):
+		// the reader handles what it can still read, and the connection ends when reading does.
+		sc.peerGone = true
+		err = nil
+	}
 	return closing || err != nil
 }
