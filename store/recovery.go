@@ -242,7 +242,8 @@ func (s *Store) recoverCommitLogAbnormally(ck checkpointData) (end, replayFrom i
 
 // wholeRecordsEnd walks the records from from (a record boundary) towards end and returns the end of
 // the last whole one: end itself unless a record there is cut short. A blank record leads to the next
-// file. Recovery only.
+// file. Recovery, and a slave's TrimPartialRecord under the put lock, from a position in the current
+// file (which retention never deletes): it reads the files without holding them.
 func (s *Store) wholeRecordsEnd(from, end int64) int64 {
 	size := s.cfg.MappedFileSizeCommitLog
 	for off := from; off < end; {

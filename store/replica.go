@@ -5,8 +5,6 @@ import (
 	"io"
 	"sync/atomic"
 	"syscall"
-
-	"github.com/ringmq/ringmq/codec"
 )
 
 // The store's side of master-slave replication (package ha): a master reads its CommitLog for the
@@ -256,23 +254,12 @@ func (s *Store) TrimPartialRecord() (from, to int64, err error) {
 		return end, end, nil // no byte in the current file, and a record never crosses into it
 	}
 	// Records before the current file are whole, and so are those before the dispatcher's position: walk
-	// the current file's records from the later of the two.
-	pos, limit := max(d.reputFrom.Load()-mf.fromOffset, 0), end-mf.fromOffset
-	for pos < limit {
-		n, magic, ok := codec.PeekRecordHeader(mf.data[pos:limit])
-		if !ok || n <= 0 || int64(n) > limit-pos || (magic != codec.MagicCodeV1 && magic != codec.MagicCodeV2 &&
-			magic != codec.BlankMagicCode) {
-			break // cut short, or not a record (as recovery's wholeRecordsEnd reads it)
-		}
-		if magic == codec.BlankMagicCode {
-			return end, end, nil // the file's END_OF_FILE padding, whole
-		}
-		pos += int64(n)
-	}
-	if pos >= limit {
+	// the current file's records from the later of the two (it cannot go away: the put lock is held).
+	whole := s.wholeRecordsEnd(max(d.reputFrom.Load(), mf.fromOffset), end)
+	if whole >= end {
 		return end, end, nil
 	}
-	whole := mf.fromOffset + pos
+	pos, limit := whole-mf.fromOffset, end-mf.fromOffset
 	q := cl.mfq
 	q.flushMu.Lock()
 	defer q.flushMu.Unlock()

@@ -154,13 +154,8 @@ func TestSlaveRestartResumesFromItsEnd(t *testing.T) {
 // record again from its start: a restarted master, which cannot know it sent those bytes, would refuse a
 // slave whose offset is inside a record.
 func TestSlaveShutdownWithAPartialRecord(t *testing.T) {
-	master := openStarted(t, testConfig(t.TempDir()), Deps{})
-	for i := range 3 {
-		mustPut(t, master, testMessage("TopicP", 0, bodyf("partial-%d", i)))
-	}
-	end := master.MaxPhyOffset()
+	master, end := masterWithALastRecord(t, "partial", bodyf("partial-%d", 3))
 	whole := readLog(t, master, 0, end)
-	mustPut(t, master, testMessage("TopicP", 0, bodyf("partial-%d", 3)))
 
 	scfg := testConfig(t.TempDir())
 	scfg.Slave = true
@@ -188,6 +183,19 @@ func TestSlaveShutdownWithAPartialRecord(t *testing.T) {
 	require.NoError(t, slave.AppendReplica(end, len(rest), bytes.NewReader(rest)))
 	testutil.Eventually(t, "the completed record dispatched", func() bool { return slave.GetMaxOffsetInQueue("TopicP", 0) == 4 })
 	require.Equal(t, readLog(t, master, 0, all), readLog(t, slave, 0, all))
+}
+
+// masterWithALastRecord opens a master store holding three whole records of TopicP queue 0 (bodies
+// prefix-0, -1, -2) and then one with body last; end is where the third ends and the last one starts.
+func masterWithALastRecord(t *testing.T, prefix string, last []byte) (master *Store, end int64) {
+	t.Helper()
+	master = openStarted(t, testConfig(t.TempDir()), Deps{})
+	for i := range 3 {
+		mustPut(t, master, testMessage("TopicP", 0, bodyf("%s-%d", prefix, i)))
+	}
+	end = master.MaxPhyOffset()
+	mustPut(t, master, testMessage("TopicP", 0, last))
+	return master, end
 }
 
 // TestReadReplicaStopsAtThePublishedEnd: between a put's two publication stores (the file's wrote, then
@@ -428,12 +436,7 @@ func TestIsRecordStart(t *testing.T) {
 // the slave then must not read that record as corruption below the durable offset: recovery cuts it, and
 // the slave takes the record again from its start.
 func TestSlaveCrashWithADurablePartialRecord(t *testing.T) {
-	master := openStarted(t, testConfig(t.TempDir()), Deps{})
-	for i := range 3 {
-		mustPut(t, master, testMessage("TopicP", 0, bodyf("partial-%d", i)))
-	}
-	end := master.MaxPhyOffset()
-	mustPut(t, master, testMessage("TopicP", 0, bodyf("partial-%d", 3)))
+	master, end := masterWithALastRecord(t, "partial", bodyf("partial-%d", 3))
 
 	root := t.TempDir()
 	scfg := testConfig(root)
@@ -471,12 +474,7 @@ var _ ha.TailTrimmer = (*Store)(nil) // the HA client cuts a running slave's par
 func TestSlaveTrimsAPartialRecordWhileRunning(t *testing.T) {
 	for _, flushType := range []FlushDiskType{AsyncFlush, SyncFlush} {
 		t.Run(flushType.String(), func(t *testing.T) {
-			master := openStarted(t, testConfig(t.TempDir()), Deps{})
-			for i := range 3 {
-				mustPut(t, master, testMessage("TopicP", 0, bodyf("whole-%d", i)))
-			}
-			end := master.MaxPhyOffset()
-			mustPut(t, master, testMessage("TopicP", 0, body(600, "lost")))
+			master, end := masterWithALastRecord(t, "whole", body(600, "lost"))
 			_, _, err := master.TrimPartialRecord()
 			require.ErrorIs(t, err, ErrServiceNotAvailable, "a master's store is never cut")
 
@@ -506,12 +504,9 @@ func TestSlaveTrimsAPartialRecordWhileRunning(t *testing.T) {
 			require.Equal(t, [2]int64{end, end}, [2]int64{from, to}, "nothing more to cut")
 
 			// The restarted master: the same three records, then a shorter fourth.
-			restarted := openStarted(t, testConfig(t.TempDir()), Deps{})
-			for i := range 3 {
-				mustPut(t, restarted, testMessage("TopicP", 0, bodyf("whole-%d", i)))
-			}
-			require.Equal(t, end, restarted.MaxPhyOffset())
-			end2 := mustPut(t, restarted, testMessage("TopicP", 0, []byte("kept"))).EndOffset()
+			restarted, restartedEnd := masterWithALastRecord(t, "whole", []byte("kept"))
+			require.Equal(t, end, restartedEnd)
+			end2 := restarted.MaxPhyOffset()
 			require.Less(t, end2, end+200)
 			rest := readLog(t, restarted, end, end2)
 			require.NoError(t, slave.AppendReplica(end, len(rest), bytes.NewReader(rest)))

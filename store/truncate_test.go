@@ -113,12 +113,7 @@ func TestTruncateCommitLogRefusesAMidRecordCut(t *testing.T) {
 // master with TrimPartialRecord: the cut-short record goes, and the first put starts where the last
 // whole record ends, its queue offset following the whole records'.
 func TestTrimPartialRecordWhenAReplicaBecomesMaster(t *testing.T) {
-	master := openStarted(t, testConfig(t.TempDir()), Deps{})
-	for i := range 3 {
-		mustPut(t, master, testMessage("TopicP", 0, bodyf("whole-%d", i)))
-	}
-	end := master.MaxPhyOffset()
-	mustPut(t, master, testMessage("TopicP", 0, bodyf("cut-%d", 3)))
+	master, end := masterWithALastRecord(t, "whole", bodyf("cut-%d", 3))
 	scfg := testConfig(t.TempDir())
 	scfg.Slave = true
 	slave := openStarted(t, scfg, Deps{})
