@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/ringmq/ringmq/transientpool"
@@ -144,20 +145,11 @@ func (cl *commitLog) pinFile(mf *mappedFile) {
 // unpinLeft munlocks the pinned files the writer has left (allocator goroutine, woken by every roll), so
 // at most the current file and the prepared ones stay pinned.
 func (cl *commitLog) unpinLeft() {
-	written := cl.maxOffset.Load()
-	for _, mf := range cl.mfq.snapshot() {
-		if mf.fromOffset+mf.size > written {
-			break
+	cl.undoLeft(0, func(mf *mappedFile) *atomic.Bool { return &mf.pinned }, func(mf *mappedFile) {
+		if err := cl.unpin(mf.data); err != nil {
+			cl.logger.Warn("store: munlock of a CommitLog file failed", "file", mf.path, "error", err)
 		}
-		if mf.pinned.Load() && mf.hold() {
-			if mf.pinned.CompareAndSwap(true, false) {
-				if err := cl.unpin(mf.data); err != nil {
-					cl.logger.Warn("store: munlock of a CommitLog file failed", "file", mf.path, "error", err)
-				}
-			}
-			mf.release()
-		}
-	}
+	})
 }
 
 // unadviseCold withdraws the huge page advice (mappedFile.adviseHuge) from the files the writer has left
@@ -166,14 +158,23 @@ func (cl *commitLog) unpinLeft() {
 // read back into the page cache later (a consumer far behind, a query by key) come by readahead, which
 // under the advice reads two huge pages per fault; without it, the usual window.
 func (cl *commitLog) unadviseCold() {
+	cl.undoLeft(1, func(mf *mappedFile) *atomic.Bool { return &mf.hugeAdvised }, func(mf *mappedFile) {
+		_, _ = mf.file.AdviseHuge(mf.data, false)
+	})
+}
+
+// undoLeft runs undo once for each CommitLog file that the writer has left more than behind files ago
+// (0: every file before the current one) and whose flag is still set, clearing the flag, with the file
+// held so that retention cannot unmap it meanwhile.
+func (cl *commitLog) undoLeft(behind int64, flag func(*mappedFile) *atomic.Bool, undo func(*mappedFile)) {
 	written := cl.maxOffset.Load()
 	for _, mf := range cl.mfq.snapshot() {
-		if mf.fromOffset+2*mf.size > written {
+		if mf.fromOffset+(behind+1)*mf.size > written {
 			break
 		}
-		if mf.hugeAdvised.Load() && mf.hold() {
-			if mf.hugeAdvised.CompareAndSwap(true, false) {
-				_, _ = mf.file.AdviseHuge(mf.data, false)
+		if f := flag(mf); f.Load() && mf.hold() {
+			if f.CompareAndSwap(true, false) {
+				undo(mf)
 			}
 			mf.release()
 		}
