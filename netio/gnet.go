@@ -332,6 +332,18 @@ func (s *gnetServer) OnClose(gc gnet.Conn, err error) gnet.Action {
 	return gnet.None
 }
 
+// frameLength is the length of the frame that head, its first bytes (up to 8), begins, as codec.CutFrame
+// checks them; 0 when head is too short to tell.
+func frameLength(head []byte, maxFrameBytes int) (int, error) {
+	n, err := codec.CutFrame(head, maxFrameBytes)
+	if err != nil || n > 0 || len(head) < 8 {
+		return n, err
+	}
+	// CutFrame saw only the first 8 bytes; with those valid, the length word tells the frame's size,
+	// and whether it is all buffered.
+	return int(binary.BigEndian.Uint32(head)) + 4, nil
+}
+
 // drainAfterResetMax bounds what drainAfterReset reads from a connection gnet is closing.
 const drainAfterResetMax = 1 << 20
 
@@ -365,12 +377,9 @@ func (s *gnetServer) drainAfterReset(g *gnetConn) {
 		pending = append(pending, buf[:n]...)
 	}
 	for len(pending) >= 8 && !c.closeRequested.Load() {
-		frameLen, err := codec.CutFrame(pending[:8], s.cfg.MaxFrameBytes)
+		frameLen, err := frameLength(pending[:8], s.cfg.MaxFrameBytes)
 		if err != nil {
 			return
-		}
-		if frameLen == 0 {
-			frameLen = int(binary.BigEndian.Uint32(pending)) + 4
 		}
 		if frameLen > LargeFrameBytes || frameLen > len(pending) {
 			return
@@ -428,17 +437,12 @@ func (s *gnetServer) readFrames(g *gnetConn) (frames int, err error) {
 			return frames, nil
 		}
 		head, _ := gc.Peek(min(buffered, 8))
-		frameLen, err := codec.CutFrame(head, s.cfg.MaxFrameBytes)
+		frameLen, err := frameLength(head, s.cfg.MaxFrameBytes)
 		if err != nil {
 			return frames, c.malformed(err)
 		}
 		if frameLen == 0 {
-			// CutFrame saw only the first 8 bytes; with those valid, the length word tells
-			// the frame's size, and whether it is all buffered.
-			if len(head) < 8 {
-				return frames, nil
-			}
-			frameLen = int(binary.BigEndian.Uint32(head)) + 4
+			return frames, nil
 		}
 		if frameLen > LargeFrameBytes {
 			headerLen := int(binary.BigEndian.Uint32(head[4:]) & (1<<24 - 1))
