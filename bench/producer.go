@@ -284,15 +284,20 @@ func (p *Producer) runWith(ctx context.Context, targets []BrokerQueues, shared *
 	started := func() {
 		begun = true
 		cpuStart = markCPU()
+		completed := func() (int64, bool) {
+			var n int64
+			for _, c := range conns {
+				n += c.completed.Load()
+			}
+			return n, true
+		}
+		// The starting total is read here, not on the sampler's goroutine: responses may
+		// arrive before that goroutine first runs.
+		first, _ := completed()
+		startedAt := time.Now()
 		go func() {
 			defer close(samplerDone)
-			throughput = sampleThroughput(samplerStop, time.Now(), ThroughputInterval, func() (int64, bool) {
-				var n int64
-				for _, c := range conns {
-					n += c.completed.Load()
-				}
-				return n, true
-			})
+			throughput = sampleThroughputFrom(samplerStop, startedAt, ThroughputInterval, first, completed)
 		}()
 		if userStarted != nil {
 			userStarted()

@@ -33,16 +33,24 @@ type ThroughputPoint struct {
 // counters, an HTTP poll); a read that fails (ok false) leaves its interval out and the
 // next one spans both.
 func sampleThroughput(stop <-chan struct{}, start time.Time, interval time.Duration, read func() (int64, bool)) []ThroughputPoint {
-	var out []ThroughputPoint
-	last, ok := read()
+	first, ok := read()
 	for !ok {
 		select {
 		case <-stop:
 			return nil
 		case <-time.After(interval / 10):
 		}
-		last, ok = read()
+		first, ok = read()
 	}
+	return sampleThroughputFrom(stop, start, interval, first, read)
+}
+
+// sampleThroughputFrom is sampleThroughput with the total at start already read (first): a
+// caller whose counters move as soon as it returns reads them before it starts the sampler's
+// goroutine, so that nothing completed before that goroutine runs is left out.
+func sampleThroughputFrom(stop <-chan struct{}, start time.Time, interval time.Duration, first int64, read func() (int64, bool)) []ThroughputPoint {
+	var out []ThroughputPoint
+	last := first
 	lastAt := time.Duration(0)
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
