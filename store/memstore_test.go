@@ -94,6 +94,48 @@ func TestMemStoreReplication(t *testing.T) {
 	require.False(t, slave.SyncFlushQueueFull())
 }
 
+// A slave's MemStore cuts a record cut short by a lost connection back to its last whole record, as the
+// file store does, and the rest of the record then arrives from there; a master's refuses.
+func TestMemStoreTrimPartialRecord(t *testing.T) {
+	master := storetest.NewMemStore(ConfigForTest("mem"), nil)
+	for i := 0; i < 3; i++ {
+		MustPut(t, master, MessageForTest("T", 1, Bodyf("m%d", i)))
+	}
+	_, _, err := master.TrimPartialRecord()
+	require.ErrorIs(t, err, ErrServiceNotAvailable)
+
+	slaveCfg := ConfigForTest("mem")
+	slaveCfg.Slave = true
+	slave := storetest.NewMemStore(slaveCfg, nil)
+	from, to, err := slave.TrimPartialRecord()
+	require.NoError(t, err)
+	require.Equal(t, [2]int64{0, 0}, [2]int64{from, to}, "an empty log: nothing to cut")
+
+	end := master.MaxPhyOffset()
+	whole, release := master.ReadReplica(0, int(end))
+	require.Len(t, whole, int(end))
+	all := bytes.Clone(whole)
+	release()
+	size, _, ok := codec.PeekRecordHeader(all)
+	require.True(t, ok)
+	first := int64(size)
+	cut := first + 10 // the second record's first 10 bytes
+	require.NoError(t, slave.AppendReplica(0, int(cut), bytes.NewReader(all[:cut])))
+	require.Equal(t, cut, slave.MaxPhyOffset())
+
+	from, to, err = slave.TrimPartialRecord()
+	require.NoError(t, err)
+	require.Equal(t, [2]int64{cut, first}, [2]int64{from, to})
+	require.Equal(t, first, slave.MaxPhyOffset())
+	from, to, err = slave.TrimPartialRecord()
+	require.NoError(t, err)
+	require.Equal(t, [2]int64{first, first}, [2]int64{from, to}, "a whole log stays as it is")
+
+	require.NoError(t, slave.AppendReplica(first, int(end-first), bytes.NewReader(all[first:])))
+	require.Equal(t, end, slave.MaxPhyOffset())
+	require.Equal(t, GetAll(t, master, "T", 1), GetAll(t, slave, "T", 1))
+}
+
 // A record whose properties do not parse is never written, whoever calls the store (the
 // broker refuses them first; this is the chokepoint behind it).
 func TestPutMalformedPropertiesRefused(t *testing.T) {
