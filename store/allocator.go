@@ -157,9 +157,26 @@ func (cl *commitLog) unpinLeft() {
 // dispatcher, consumers keeping up) find its large folios in the page cache and map them whole. Pages
 // read back into the page cache later (a consumer far behind, a query by key) come by readahead, which
 // under the advice reads two huge pages per fault; without it, the usual window.
+//
+// The withdrawal maps the file again over its mapping (File.AdviseHuge). Linux clears a file mapping's
+// page tables before it sets up the one replacing it, and when that then fails (no memory for the new
+// mapping, or a file system shut down after I/O errors) it leaves the range unmapped, not the old mapping:
+// a later read of the file would fault and end the process. So a failure is tried once more (mapping over
+// the range maps it again), and if that fails too it is logged as an error naming the file.
 func (cl *commitLog) unadviseCold() {
 	cl.undoLeft(1, func(mf *mappedFile) *atomic.Bool { return &mf.hugeAdvised }, func(mf *mappedFile) {
-		_, _ = mf.file.AdviseHuge(mf.data, false)
+		_, err := mf.file.AdviseHuge(mf.data, false)
+		if err == nil || errors.Is(err, errors.ErrUnsupported) {
+			return
+		}
+		if _, again := mf.file.AdviseHuge(mf.data, false); again != nil {
+			cl.logger.Error("store: mapping a CommitLog file again without the huge page advice failed twice; "+
+				"its mapping may be gone, and a read of this file would end the process",
+				"file", mf.path, "error", err, "retryError", again)
+			return
+		}
+		cl.logger.Warn("store: mapping a CommitLog file again without the huge page advice failed once; the retry mapped it",
+			"file", mf.path, "error", err)
 	})
 }
 

@@ -59,6 +59,7 @@ func unpopulate(b []byte) error {
 //
 // Without on it maps the file again at the same address with a plain mapping (MAP_FIXED replaces the old
 // one in one step, so a reader never finds the range unmapped; the page cache and its dirty pages stay).
+// A MAP_FIXED that fails can leave the range unmapped, though (commitLog.unadviseCold).
 // MADV_NOHUGEPAGE is no way back to the default: it forbids mapping the large folios already cached
 // whole, and readers of a recent file then took a fault per 16 small pages (pull: 10 % more CPU).
 func adviseHuge(fd int, b []byte, on bool) (int, error) {

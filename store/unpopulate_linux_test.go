@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"unsafe"
 
@@ -14,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/logtest"
 	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/store/vfs/faultfs"
 )
@@ -322,6 +326,59 @@ func TestHugePageAdviceFollowsTheWriter(t *testing.T) {
 				return !mf.hugeAdvised.Load()
 			})
 			require.Equal(t, advised, next.hugeAdvised.Load())
+			waitDispatched(t, s)
+			got := getAll(t, s, "HugeTopic", 0)
+			require.Len(t, got, n)
+			for i, r := range got {
+				require.Equal(t, bodyf("%05d-%s", i, body(900, "h")), r.Body, fmt.Sprint(i))
+			}
+		})
+	}
+}
+
+// TestHugeAdviceWithdrawalRetriesAndSaysSo: when mapping a file again without the advice fails, the
+// allocator maps it once more (a failed MAP_FIXED can leave the range unmapped: a read would end the
+// process), a warning names the file when the retry worked and an error when it failed too; the file
+// reads back whole after a retry that worked.
+func TestHugeAdviceWithdrawalRetriesAndSaysSo(t *testing.T) {
+	huge := hugePageSize()
+	if huge <= pageSize {
+		t.Skip("the kernel reports no transparent huge page size (hpage_pmd_size)")
+	}
+	for _, failures := range []int{1, 2} {
+		t.Run(fmt.Sprintf("failures=%d", failures), func(t *testing.T) {
+			ffs := faultfs.New(NewOSFS(nil))
+			logger, logs := logtest.Logger()
+			cfg := testConfig(t.TempDir())
+			cfg.MappedFileSizeCommitLog = 2 * int64(huge)
+			s := openStarted(t, cfg, Deps{FS: ffs, Logger: logger})
+			n := 0
+			put := func(until int64) {
+				for s.MaxPhyOffset() < until {
+					mustPut(t, s, testMessage("HugeTopic", 0, bodyf("%05d-%s", n, body(900, "h"))))
+					n++
+				}
+			}
+			put(1)
+			mf := s.commitLog.mfq.first()
+			require.True(t, mf.hugeAdvised.Load())
+			remove := ffs.Inject(faultfs.Rule{Ops: faultfs.OpAdvise, PathContains: filepath.Base(mf.path),
+				Err: syscall.ENOMEM, Times: failures})
+			defer remove()
+			put(mf.fromOffset + 3*mf.size + 1) // three files on: the first is two behind the writer
+			level, message := slog.LevelWarn, "failed once; the retry mapped it"
+			if failures == 2 {
+				level, message = slog.LevelError, "failed twice"
+			}
+			testutil.Eventually(t, "the withdrawal's failure logged", func() bool {
+				for _, r := range logs.AtLevel(level) {
+					if strings.Contains(r.Message, message) {
+						return logtest.Attr(r, "file") == mf.path && strings.Contains(logtest.Attr(r, "error"), "cannot allocate memory")
+					}
+				}
+				return false
+			})
+			require.False(t, mf.hugeAdvised.Load(), "not tried again at the next roll")
 			waitDispatched(t, s)
 			got := getAll(t, s, "HugeTopic", 0)
 			require.Len(t, got, n)

@@ -80,6 +80,8 @@ const (
 	OpSyncDir
 	// OpRead: ReadAt.
 	OpRead
+	// OpAdvise: AdviseHuge (the advice, and its withdrawal, which maps the file again).
+	OpAdvise
 )
 
 // Rule fails operations in Ops on paths containing PathContains (all paths when empty) with Err,
@@ -524,7 +526,12 @@ func (ff *faultFile) Unmap(b []byte) error      { return ff.inner.Unmap(b) }
 func (ff *faultFile) Populate(b []byte) error   { return ff.inner.Populate(b) }
 func (ff *faultFile) Unpopulate(b []byte) error { return ff.inner.Unpopulate(b) }
 
-func (ff *faultFile) AdviseHuge(b []byte, on bool) (int, error) { return ff.inner.AdviseHuge(b, on) }
+func (ff *faultFile) AdviseHuge(b []byte, on bool) (int, error) {
+	if err := ff.fs.check(OpAdvise, ff.name); err != nil {
+		return 0, err
+	}
+	return ff.inner.AdviseHuge(b, on)
+}
 
 func (ff *faultFile) SyncMapped(mapped []byte, off, length int64) error {
 	if err := ff.fs.check(OpSync, ff.name); err != nil {
