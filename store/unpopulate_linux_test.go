@@ -268,6 +268,33 @@ func TestFlushStopsUnmappingAfterARefusal(t *testing.T) {
 	require.Len(t, getAll(t, s, "UnpopTopic", 0), 60)
 }
 
+// hugeWriter puts numbered 900-byte messages into HugeTopic queue 0 and reads them all back.
+type hugeWriter struct {
+	t *testing.T
+	s *Store
+	n int // messages put
+}
+
+// putUntil puts messages until the CommitLog reaches until.
+func (w *hugeWriter) putUntil(until int64) {
+	for w.s.MaxPhyOffset() < until {
+		mustPut(w.t, w.s, testMessage("HugeTopic", 0, w.body(w.n)))
+		w.n++
+	}
+}
+
+func (w *hugeWriter) body(i int) []byte { return bodyf("%05d-%s", i, body(900, "h")) }
+
+// requireAllRead reads the queue once dispatched: every message, whole, in order.
+func (w *hugeWriter) requireAllRead() {
+	waitDispatched(w.t, w.s)
+	got := getAll(w.t, w.s, "HugeTopic", 0)
+	require.Len(w.t, got, w.n)
+	for i, r := range got {
+		require.Equal(w.t, w.body(i), r.Body, fmt.Sprint(i))
+	}
+}
+
 // TestHugePageAdviceFollowsTheWriter: a CommitLog file appended through its mapping is advised for huge
 // pages while it is written (MADV_HUGEPAGE); a flush
 // then unmaps whole huge pages only below the durable end, leaving the partial one mapped; once the
@@ -285,13 +312,8 @@ func TestHugePageAdviceFollowsTheWriter(t *testing.T) {
 			cfg.FlushDiskType = mode.flush
 			cfg.TransientStorePoolEnable = mode.transient
 			s := openStarted(t, cfg, Deps{})
-			n := 0
-			put := func(until int64) {
-				for s.MaxPhyOffset() < until {
-					mustPut(t, s, testMessage("HugeTopic", 0, bodyf("%05d-%s", n, body(900, "h"))))
-					n++
-				}
-			}
+			w := &hugeWriter{t: t, s: s}
+			put := w.putUntil
 			put(1)
 			mf := s.commitLog.mfq.first()
 			// Not with pwrite appends. The pool's files are advised too, for their readers: their pages come
@@ -326,12 +348,7 @@ func TestHugePageAdviceFollowsTheWriter(t *testing.T) {
 				return !mf.hugeAdvised.Load()
 			})
 			require.Equal(t, advised, next.hugeAdvised.Load())
-			waitDispatched(t, s)
-			got := getAll(t, s, "HugeTopic", 0)
-			require.Len(t, got, n)
-			for i, r := range got {
-				require.Equal(t, bodyf("%05d-%s", i, body(900, "h")), r.Body, fmt.Sprint(i))
-			}
+			w.requireAllRead()
 		})
 	}
 }
@@ -352,13 +369,8 @@ func TestHugeAdviceWithdrawalRetriesAndSaysSo(t *testing.T) {
 			cfg := testConfig(t.TempDir())
 			cfg.MappedFileSizeCommitLog = 2 * int64(huge)
 			s := openStarted(t, cfg, Deps{FS: ffs, Logger: logger})
-			n := 0
-			put := func(until int64) {
-				for s.MaxPhyOffset() < until {
-					mustPut(t, s, testMessage("HugeTopic", 0, bodyf("%05d-%s", n, body(900, "h"))))
-					n++
-				}
-			}
+			w := &hugeWriter{t: t, s: s}
+			put := w.putUntil
 			put(1)
 			mf := s.commitLog.mfq.first()
 			require.True(t, mf.hugeAdvised.Load())
@@ -379,12 +391,7 @@ func TestHugeAdviceWithdrawalRetriesAndSaysSo(t *testing.T) {
 				return false
 			})
 			require.False(t, mf.hugeAdvised.Load(), "not tried again at the next roll")
-			waitDispatched(t, s)
-			got := getAll(t, s, "HugeTopic", 0)
-			require.Len(t, got, n)
-			for i, r := range got {
-				require.Equal(t, bodyf("%05d-%s", i, body(900, "h")), r.Body, fmt.Sprint(i))
-			}
+			w.requireAllRead()
 		})
 	}
 }
