@@ -487,9 +487,10 @@ type refusal struct {
 // came from here, even when a frame cut a record), or else is where one of the master's records starts
 // (bytes from this master before a restart: a slave following closely holds whole records, and a ringmq
 // slave cuts a torn last record before it reports, a Java slave when it restarts) — in each case unless
-// the slave was found ahead of the master at that offset before. A slave ahead of the master, or past what this server sent and inside a
-// record, holds bytes the master does not (a master that lost a tail its slave kept, then wrote past it):
-// served from there, it would get the master's bytes spliced into the middle of its own.
+// the slave was found ahead of the master at that offset before. A slave ahead of the master, or past
+// what this server sent and inside a record, holds bytes the master does not (a master that lost a tail
+// its slave kept, then wrote past it): served from there, it would get the master's bytes spliced into
+// the middle of its own.
 func (s *Server) admit(remote string, off int64) error {
 	host := remote
 	if h, _, err := net.SplitHostPort(remote); err == nil {

@@ -386,7 +386,8 @@ func (mf *mappedFile) flushPages(leastPages int, unpopulate *atomic.Bool) error 
 // populates 2 MiB folios mapped whole, and the put's copy, the dispatcher and readers touch one
 // page-table entry per 2 MiB instead of 512. The copy into small pages cost 0.7 µs per 1 KiB record on
 // the machine of BENCHMARKS.md (a VM whose guest page tables are shadowed by the host: each new small
-// page's first touch is a trip to the hypervisor); 0.3 µs with huge pages (BENCHMARKS.md). Without support, or in a file smaller than a huge page, nothing changes.
+// page's first touch is a trip to the hypervisor); 0.3 µs with huge pages (BENCHMARKS.md). Without
+// support, or in a file smaller than a huge page, nothing changes.
 func (mf *mappedFile) adviseHuge() {
 	if mf.size < 2<<20 { // a huge page is 2 MiB or more
 		return

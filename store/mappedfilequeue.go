@@ -33,7 +33,7 @@ type mappedFileQueue struct {
 	// makes durable (mappedFile.flushPages), until the kernel refuses once. Set by the owner before the
 	// queue is used.
 	unpopulateFlushed atomic.Bool
-	// adviseHuge: new files are advised for huge pages (mappedFile.adviseHuge). Set by the owner before
+	// adviseHuge: files readied for appends (prepareForAppends) are advised for huge pages. Set by the owner before
 	// the queue is used.
 	adviseHuge bool
 }
@@ -167,10 +167,18 @@ func (q *mappedFileQueue) create(from int64) (*mappedFile, error) {
 		return nil, fmt.Errorf("store: mkdir %s: %w", q.dir, err)
 	}
 	mf, err := openMappedFile(q.fs, filepath.Join(q.dir, offsetFileName(from)), from, q.fileSize, q.logger)
-	if err == nil && q.adviseHuge {
-		mf.adviseHuge()
+	if err == nil {
+		q.prepareForAppends(mf)
 	}
 	return mf, err
+}
+
+// prepareForAppends readies mf, a new file or the one recovery found appends continue in, for appends
+// through its mapping: the huge page advice, where the owner asked for it (adviseHuge).
+func (q *mappedFileQueue) prepareForAppends(mf *mappedFile) {
+	if q.adviseHuge {
+		mf.adviseHuge()
+	}
 }
 
 // add appends mf to the queue. It must start where the last file ends (or anywhere in an empty queue).

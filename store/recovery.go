@@ -66,9 +66,7 @@ func (s *Store) recover(lastExitOK bool, ck checkpointData) error {
 	cl.reservedEnd.Store(end)
 	if last := cl.mfq.last(); last != nil && end >= last.fromOffset && end < last.fromOffset+last.size {
 		cl.cur = last
-		if cl.mfq.adviseHuge {
-			last.adviseHuge() // appended through its mapping from here, as a new file is
-		}
+		cl.mfq.prepareForAppends(last) // appended from here, as a new file is
 	}
 	cl.mfq.committedWhere.Store(end)
 	if lastExitOK {

@@ -81,8 +81,9 @@ type File interface {
 	// AdviseHuge with on asks that the page cache fill b, the whole mapping Map returned, with huge
 	// folios that the mapping maps whole (MADV_HUGEPAGE: ext4 and xfs on recent Linux), and returns the
 	// huge page size; without on it withdraws the advice, back to the kernel's default for the mapping
-	// (b stays valid at the same address; cached pages stay as they are). errors.ErrUnsupported where the
-	// kernel has no such advice. Contents never change.
+	// (b stays valid at the same address; cached pages stay as they are). A withdrawal that fails may
+	// leave b unmapped (Linux: a failed MAP_FIXED over a file mapping); calling it again maps b anew.
+	// errors.ErrUnsupported where the kernel has no such advice. Contents never change.
 	AdviseHuge(b []byte, on bool) (hugePageSize int, err error)
 	// SyncMapped makes [off, off+length) of the file durable; mapped is the file's mapping from offset 0.
 	SyncMapped(mapped []byte, off, length int64) error
