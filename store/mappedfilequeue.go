@@ -33,8 +33,8 @@ type mappedFileQueue struct {
 	// makes durable (mappedFile.flushPages), until the kernel refuses once. Set by the owner before the
 	// queue is used.
 	unpopulateFlushed atomic.Bool
-	// adviseHuge: files readied for appends (prepareForAppends) are advised for huge pages. Set by the owner before
-	// the queue is used.
+	// adviseHuge: files readied for appends (prepareForAppends) are advised for huge pages. Set by the
+	// owner before the queue is used.
 	adviseHuge bool
 }
 
