@@ -183,8 +183,39 @@ func NewGroupCommit(cfg GroupCommitConfig, durableOffset int64, durable DurableF
 // it returns ErrQueueFull at once when WaiterQueueMax waiters are already outstanding, ErrClosed after
 // Close; otherwise w.FlushDone will be called exactly once, on the GroupCommit's goroutine.
 // Safe for concurrent use.
-func (g *GroupCommit) Submit(target int64, w Waiter) error {
+func (g *GroupCommit) Submit(target int64, w Waiter) error { return g.submit(target, w, false) }
+
+// Reserve holds a place among the WaiterQueueMax outstanding waiters for a SubmitReserved to come, or
+// reports false when they are all taken (what Submit would answer ErrQueueFull). A caller that must not
+// act on a refusal after the fact reserves first: the broker reserves before storing a send it will
+// wait for, so that a send refused for a full queue is never one that was stored. After Close it
+// reports true and reserves nothing (the SubmitReserved returns ErrClosed). Safe for concurrent use.
+func (g *GroupCommit) Reserve() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.mu.closed {
+		return true
+	}
+	if g.mu.outstanding >= g.cfg.WaiterQueueMax {
+		g.metrics.rejectedOne()
+		return false
+	}
+	g.mu.outstanding++
+	g.metrics.setDepth(g.mu.outstanding)
+	return true
+}
+
+// Unreserve gives back a place Reserve held that no SubmitReserved will use. Safe for concurrent use.
+func (g *GroupCommit) Unreserve() { g.release(1) }
+
+// SubmitReserved is Submit into the place a Reserve held: never ErrQueueFull. Safe for concurrent use.
+func (g *GroupCommit) SubmitReserved(target int64, w Waiter) error { return g.submit(target, w, true) }
+
+func (g *GroupCommit) submit(target int64, w Waiter, reserved bool) error {
 	if w == nil {
+		if reserved {
+			g.Unreserve()
+		}
 		return fmt.Errorf("%w: Submit waiter is nil", ErrInvalidArgument)
 	}
 	deadline := g.now() + int64(g.cfg.SyncFlushTimeout)
@@ -193,7 +224,9 @@ func (g *GroupCommit) Submit(target int64, w Waiter) error {
 		g.mu.Unlock()
 		return ErrClosed
 	}
-	if g.mu.outstanding >= g.cfg.WaiterQueueMax {
+	if reserved {
+		g.mu.outstanding-- // counted again below, as the waiter
+	} else if g.mu.outstanding >= g.cfg.WaiterQueueMax {
 		g.mu.Unlock()
 		g.metrics.rejectedOne()
 		return ErrQueueFull

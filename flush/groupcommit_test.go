@@ -626,3 +626,40 @@ func TestGroupCommitTimeoutOfAWaiterThatDidNotWakeTheLoop(t *testing.T) {
 		require.NoError(t, g.Close())
 	})
 }
+
+// Reserved places count as waiters: Submit and Reserve are refused once reservations and waiters fill
+// the queue, a reserved SubmitReserved never is, and an unused reservation given back makes room.
+func TestGroupCommitReservations(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := newScriptedDurable()
+		cfg := testGroupCommitConfig()
+		cfg.WaiterQueueMax = 3
+		g, err := NewGroupCommit(cfg, 0, d.durable, nil, nil)
+		require.NoError(t, err)
+		var rec recorder
+
+		require.True(t, g.Reserve())
+		require.True(t, g.Reserve())
+		require.NoError(t, g.Submit(1, rec.waiter(1)))
+		<-d.calls
+		require.Equal(t, 3, g.QueueDepth())
+		require.False(t, g.Reserve(), "full: two reserved, one waiting")
+		require.ErrorIs(t, g.Submit(2, rec.waiter(2)), ErrQueueFull)
+		require.NoError(t, g.SubmitReserved(2, rec.waiter(2)), "a reserved place is always taken")
+		require.Equal(t, 3, g.QueueDepth())
+		g.Unreserve()
+		require.Equal(t, 2, g.QueueDepth())
+		require.True(t, g.Reserve(), "the place given back")
+		require.NoError(t, g.SubmitReserved(3, rec.waiter(3)))
+
+		d.answers <- syncAnswer{durable: 1}
+		require.Equal(t, int64(3), <-d.calls)
+		d.answers <- syncAnswer{durable: 3}
+		synctest.Wait()
+		require.Equal(t, []completion{{1, nil}, {2, nil}, {3, nil}}, rec.get())
+		require.Equal(t, 0, g.QueueDepth())
+		require.NoError(t, g.Close())
+		require.True(t, g.Reserve(), "after Close: nothing to hold, the submit reports ErrClosed")
+		require.ErrorIs(t, g.SubmitReserved(4, rec.waiter(4)), ErrClosed)
+	})
+}
