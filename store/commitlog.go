@@ -194,7 +194,8 @@ func (cl *commitLog) readableEnd() int64 { return cl.maxOffset.Load() }
 
 // put appends one or more encoded records (consecutive in recs, n of them). They get consecutive queue
 // offsets from counter (unless it is nil) and one store timestamp. offsets, when not nil, receives each
-// record's physical offset.
+// record's physical offset. With each set (a group, PutGroup) counter is ignored: record i takes one
+// queue offset from each[i] (none when nil), written to qoffs[i].
 //
 // The put lock covers only the reservation: the clock, the file position and the queue offsets. The
 // records are patched and copied into the file after it is released, and published (mf.wrote, maxOffset)
@@ -202,6 +203,11 @@ func (cl *commitLog) readableEnd() int64 { return cl.maxOffset.Load() }
 // a shared two-core machine — then delays only the publication of the puts behind it, not their
 // reservations and copies, and the lock is held for tens of nanoseconds instead of the length of a copy.
 func (cl *commitLog) put(recs []byte, n int, counter *atomic.Int64, offsets []int64) (PutResult, error) {
+	return cl.putRecords(recs, n, counter, nil, nil, offsets)
+}
+
+func (cl *commitLog) putRecords(recs []byte, n int, counter *atomic.Int64, each []*atomic.Int64, qoffs []int64,
+	offsets []int64) (PutResult, error) {
 	total := int64(len(recs))
 	cl.wakePrefaulter(total)
 	cl.putLock.Lock()
@@ -216,7 +222,21 @@ func (cl *commitLog) put(recs []byte, n int, counter *atomic.Int64, offsets []in
 	if cl.clock != nil {
 		storeTs = cl.clock().UnixMilli()
 	}
+	if each != nil {
+		counter = nil
+	}
 	mf, pos, qoff, seq, err := cl.reserveLocked(total, n, counter)
+	for i, c := range each { // a group: one queue offset per record, from its own queue
+		if err != nil {
+			break
+		}
+		if c == nil {
+			qoffs[i] = 0
+			continue
+		}
+		qoffs[i] = c.Load()
+		c.Store(qoffs[i] + 1)
+	}
 	elapsed := cl.stats.exit(start)
 	cl.putLock.Unlock()
 
@@ -232,7 +252,9 @@ func (cl *commitLog) put(recs []byte, n int, counter *atomic.Int64, offsets []in
 	for i := 0; i < n; i++ {
 		size := int(binary.BigEndian.Uint32(recs[off:]))
 		q := qoff
-		if counter != nil {
+		if each != nil {
+			q = qoffs[i]
+		} else if counter != nil {
 			q += int64(i)
 		}
 		codec.PatchRecord(recs[off:off+size], q, phys+int64(off), storeTs)

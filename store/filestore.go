@@ -818,6 +818,47 @@ func (s *Store) WaitDurable(endOffset int64, done func(error)) {
 	}
 }
 
+// ReserveWait holds a place in the SYNC_FLUSH group commit's queue for the WaitDurableReserved of a put
+// about to be made, or reports false when the queue is full (what WaitDurable would answer
+// ErrFlushQueueFull): a caller that stores several messages before it waits for them (the broker's
+// grouped sends) reserves each place before storing, so that no message refused for a full queue was
+// stored. True under ASYNC_FLUSH. The place is used by WaitDurableReserved or given back by
+// ReleaseWait. Safe for concurrent use.
+func (s *Store) ReserveWait() bool {
+	if gc := s.groupCommit; s.cfg.FlushDiskType == SyncFlush && gc != nil {
+		return gc.Reserve()
+	}
+	return true
+}
+
+// WaitDurableReserved is WaitDurable for a put whose place ReserveWait held: never ErrFlushQueueFull.
+func (s *Store) WaitDurableReserved(endOffset int64, done func(error)) {
+	gc := s.groupCommit
+	if s.cfg.FlushDiskType == AsyncFlush || gc == nil {
+		s.WaitDurable(endOffset, done)
+		return
+	}
+	switch {
+	case s.commitLog.mfq.flushedWhere.Load() >= endOffset:
+		gc.Unreserve()
+		done(nil)
+	case s.state.Load() != stateStarted:
+		gc.Unreserve()
+		done(ErrClosed)
+	default:
+		if err := gc.SubmitReserved(endOffset, flush.WaiterFunc(done)); err != nil {
+			done(err)
+		}
+	}
+}
+
+// ReleaseWait gives back a place ReserveWait held for a put that will not wait (it failed).
+func (s *Store) ReleaseWait() {
+	if gc := s.groupCommit; s.cfg.FlushDiskType == SyncFlush && gc != nil {
+		gc.Unreserve()
+	}
+}
+
 // SyncFlushQueueFull reports whether the SYNC_FLUSH group commit holds its maximum of waiters, so that
 // WaitDurable for a put made now would fail with ErrFlushQueueFull. The broker asks before a put, to
 // refuse the send with SYSTEM_BUSY without storing it: a message stored and then refused would reach

@@ -374,9 +374,25 @@ type MessageStore interface {
 	// PutMessages stores a batch for one topic/queue with consecutive queue offsets; outcome as
 	// PutMessage's.
 	PutMessages(batch *BatchPut) (PutResult, error)
+	// GroupsPuts reports whether storing several messages with AddToGroup and one PutGroup saves work
+	// over a PutMessage each (SYNC_FLUSH without the transient pool: every put is a system call).
+	GroupsPuts() bool
+	// AddToGroup checks m as PutMessage does and adds it to g, or returns PutMessage's refusal. m is not
+	// retained.
+	AddToGroup(g *PutGroup, m *codec.Message) (PutMessageStatus, error)
+	// PutGroup stores every message added to g, in order, each as PutMessage would (g.Results[i]),
+	// and empties g.
+	PutGroup(g *PutGroup) error
 	// WaitDurable calls done when every byte below endOffset is durable (SYNC_FLUSH), at once otherwise;
 	// ErrFlushTimeout, ErrFlushQueueFull or the flush error when they are not.
 	WaitDurable(endOffset int64, done func(error))
+	// ReserveWait holds a place in the SYNC_FLUSH waiters' queue for a WaitDurableReserved (or
+	// ReleaseWait) to come, or reports false when it is full; true under ASYNC_FLUSH.
+	ReserveWait() bool
+	// WaitDurableReserved is WaitDurable into a place ReserveWait held.
+	WaitDurableReserved(endOffset int64, done func(error))
+	// ReleaseWait gives back a place ReserveWait held.
+	ReleaseWait()
 	// SyncFlushQueueFull reports whether WaitDurable for a put made now would fail with
 	// ErrFlushQueueFull, so that a send can be refused before it is stored. False under ASYNC_FLUSH.
 	SyncFlushQueueFull() bool

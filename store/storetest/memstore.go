@@ -117,6 +117,56 @@ func (m *MemStore) PutMessages(batch *store.BatchPut) (store.PutResult, error) {
 	return m.put(batch, true)
 }
 
+// ReserveWait is true: a MemStore's WaitDurable never finds a full queue.
+func (m *MemStore) ReserveWait() bool { return true }
+
+// WaitDurableReserved is WaitDurable.
+func (m *MemStore) WaitDurableReserved(endOffset int64, done func(error)) {
+	m.WaitDurable(endOffset, done)
+}
+
+// ReleaseWait does nothing.
+func (m *MemStore) ReleaseWait() {}
+
+// GroupsPuts is false: a MemStore put costs no system call (see store.Store.GroupsPuts).
+func (m *MemStore) GroupsPuts() bool { return false }
+
+// AddToGroup checks msg and adds it to g (see store.Store.AddToGroup).
+func (m *MemStore) AddToGroup(g *store.PutGroup, msg *codec.Message) (store.PutMessageStatus, error) {
+	if st, err := m.cfg.CheckMessage(msg); err != nil {
+		return st, err
+	}
+	msg.StoreHost = m.cfg.StoreHost
+	if err := g.AppendMessage(msg); err != nil {
+		return store.MessageIllegal, fmt.Errorf("%w: %w", store.ErrMessageIllegal, err)
+	}
+	return store.PutOK, nil
+}
+
+// PutGroup puts g's messages one by one (see store.Store.PutGroup); unlike Store's, a failure may
+// leave the messages before it stored.
+func (m *MemStore) PutGroup(g *store.PutGroup) error {
+	g.Results = g.Results[:0]
+	var first error
+	for i := range g.Len() {
+		rec, err := codec.DecodeRecord(g.Record(i), false)
+		if err != nil {
+			return err // AppendMessage encoded it: cannot happen
+		}
+		msg := codec.Message{Topic: string(rec.Topic), Body: rec.Body, Properties: rec.Properties,
+			QueueID: rec.QueueID, Flag: rec.Flag, SysFlag: rec.SysFlag, BornTimestamp: rec.BornTimestamp,
+			BornHost: rec.BornHost, ReconsumeTimes: rec.ReconsumeTimes,
+			PreparedTransactionOffset: rec.PreparedTransactionOffset}
+		res, err := m.PutMessage(&msg)
+		if err != nil && first == nil {
+			first = err
+		}
+		g.Results = append(g.Results, res)
+	}
+	g.MarkPut()
+	return first
+}
+
 func (m *MemStore) put(batch *store.BatchPut, isBatch bool) (store.PutResult, error) {
 	if len(batch.Messages) == 0 {
 		return store.PutResult{Status: store.MessageIllegal}, fmt.Errorf("%w: empty batch", store.ErrMessageIllegal)
