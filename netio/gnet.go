@@ -37,6 +37,7 @@ type gnetServer struct {
 
 	cfg      Config
 	h        Handler
+	passEnd  PassEnder // h, when it wants pass ends
 	log      *slog.Logger
 	met      *metrics
 	table    *connTable
@@ -92,6 +93,7 @@ func newGnetServer(cfg Config, h Handler, logger *slog.Logger, m *metrics) *gnet
 		started: make(chan struct{}),
 		runDone: make(chan struct{}),
 	}
+	s.passEnd, _ = h.(PassEnder)
 	s.budget = budgetFor(&cfg, m)
 	s.readStop = newReadStop(logger)
 	s.gate.init()
@@ -404,6 +406,9 @@ func (s *gnetServer) OnTraffic(gc gnet.Conn) gnet.Action {
 	frames, err := s.readFrames(g)
 	if frames > 0 {
 		s.met.framesIn.Add(float64(frames))
+		if s.passEnd != nil {
+			s.passEnd.OnPassEnd(c)
+		}
 	}
 	closing := s.flush(g) || err != nil
 	s.met.readPass.Observe(time.Since(start).Seconds())

@@ -285,6 +285,16 @@ type Handler interface {
 	OnClose(c Conn, err error)
 }
 
+// PassEnder is a Handler that learns when a read pass ends: every complete request frame that one read
+// of a connection brought has gone to OnRequest, and what the handler queued is about to be written.
+// OnPassEnd is called on the same goroutine as those OnRequest calls, right after the last of them (the
+// std engine reads and answers one frame at a time: there a pass is one frame), so work the handler
+// gathered over a pass (the broker's grouped puts) can be done once for all of them before the answers
+// go out. Like every Handler method it must not block.
+type PassEnder interface {
+	OnPassEnd(c Conn)
+}
+
 // Conn is one remoting connection. All methods are safe for concurrent use from any
 // goroutine, including the connection's own event loop.
 type Conn interface {

@@ -234,6 +234,7 @@ type stdConn struct {
 	rd            io.Reader
 	prepare       func() error // nil: nothing to do before serving (no TLS)
 	h             Handler      // nil: a Client without a handler answers requests "not supported"
+	passEnd       PassEnder    // h, when it wants pass ends
 	maxFrameBytes int
 	clock         *atomic.Int64 // coarse clock for activity stamps; nil: not tracked
 	onClosed      func(*stdConn)
@@ -277,6 +278,7 @@ func newStdConn(nc net.Conn, h Handler, id uint64, limits *connLimits, maxFrameB
 	if tc, ok := nc.(*tls.Conn); ok { // a Client's TLS connection, handshake done
 		sc.raw = tc.NetConn()
 	}
+	sc.passEnd, _ = h.(PassEnder)
 	sc.waiter.notify = func() { sc.granted <- struct{}{} } // one token per queued wait
 	sc.core.init(id, addrPortOf(nc.RemoteAddr()), addrPortOf(nc.LocalAddr()), sc, limits, log, met, time.Now())
 	return sc
@@ -406,6 +408,9 @@ func (sc *stdConn) handleFrame(payload []byte) (closeNow bool, err error) {
 			c.handlerSinceNanos.Store(sc.clock.Load())
 		}
 		sc.h.OnRequest(c, &sc.cmd)
+		if sc.passEnd != nil { // one frame is a pass here
+			sc.passEnd.OnPassEnd(c)
+		}
 		c.handlerSinceNanos.Store(0)
 	} else if !sc.cmd.IsOneway() {
 		_ = c.WriteCommand(codec.NewResponse(&sc.cmd, codec.ResponseRequestCodeNotSupported,

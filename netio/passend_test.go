@@ -1,0 +1,80 @@
+package netio
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ringmq/ringmq/codec"
+)
+
+// passHandler answers nothing in OnRequest: it keeps each request's opaque and answers all of a pass's
+// requests in OnPassEnd, recording the order of the calls.
+type passHandler struct {
+	mu      sync.Mutex
+	events  []string
+	pending []int32
+}
+
+func (h *passHandler) OnOpen(Conn)         {}
+func (h *passHandler) OnClose(Conn, error) {}
+
+func (h *passHandler) OnRequest(_ Conn, cmd *codec.RemotingCommand) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.events = append(h.events, "req")
+	h.pending = append(h.pending, cmd.Opaque)
+}
+
+func (h *passHandler) OnPassEnd(c Conn) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.events = append(h.events, "end")
+	for _, op := range h.pending {
+		resp := codec.NewResponse(&codec.RemotingCommand{Opaque: op}, codec.ResponseSuccess, "")
+		_ = c.WriteCommand(resp)
+	}
+	h.pending = h.pending[:0]
+}
+
+// A PassEnder learns of every pass's end after that pass's requests, on both engines, and what it
+// writes there is answered: the std engine makes every frame a pass, gnet a read's frames.
+func TestPassEnderSeesEveryPassEnd(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, engine string) {
+		h := &passHandler{}
+		srv := startServer(t, engine, h, nil)
+		c := dialRaw(t, srv.Addr())
+		var burst []byte
+		for op := int32(1); op <= 3; op++ { // three frames in one write
+			burst = append(burst, frameOf(t, request(codec.RequestHeartBeat, op, nil))...)
+		}
+		c.Write(burst)
+		got := map[int32]bool{}
+		for range 3 {
+			resp := c.Next()
+			require.True(t, resp.IsResponse())
+			got[resp.Opaque] = true
+		}
+		require.Equal(t, map[int32]bool{1: true, 2: true, 3: true}, got)
+
+		h.mu.Lock()
+		events := append([]string(nil), h.events...)
+		h.mu.Unlock()
+		require.Equal(t, "end", events[len(events)-1])
+		reqs, sinceEnd := 0, 0
+		for _, e := range events {
+			if e == "req" {
+				reqs++
+				sinceEnd++
+				continue
+			}
+			require.Positive(t, sinceEnd, "a pass end without a request before it: %v", events)
+			sinceEnd = 0
+		}
+		require.Equal(t, 3, reqs)
+		if engine == EngineStd {
+			require.Equal(t, []string{"req", "end", "req", "end", "req", "end"}, events)
+		}
+	})
+}
