@@ -224,6 +224,16 @@ func (m meteredStore) PutMessages(batch *store.BatchPut) (store.PutResult, error
 	return r, err
 }
 
+func (m meteredStore) PutGroup(g *store.PutGroup) error {
+	err := m.MessageStore.PutGroup(g)
+	for i, r := range g.Results {
+		if r.Status == store.PutOK {
+			m.stats.put(g.Topic(i), int64(r.MsgNum), int64(r.WroteBytes))
+		}
+	}
+	return err
+}
+
 func (m meteredStore) GetMessage(group, topic string, queueID int32, offset int64, maxMsgNums, maxBytes int,
 	filter store.MessageFilter) (*store.GetMessageResult, error) {
 	if !m.pulls || group == "" {

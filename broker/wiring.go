@@ -195,6 +195,12 @@ func (h *brokerHandler) OnRequest(c netio.Conn, cmd *codec.RemotingCommand) {
 	h.b.dispatch(c, cmd)
 }
 
+// OnPassEnd implements netio.PassEnder: the send plane stores the SYNC_FLUSH sends it grouped over the
+// pass.
+func (h *brokerHandler) OnPassEnd(c netio.Conn) {
+	h.b.send.PassEnd(c)
+}
+
 func (h *brokerHandler) OnClose(c netio.Conn, err error) {
 	h.b.onConnClosed(c, err)
 }

@@ -21,7 +21,13 @@ import (
 type Store interface {
 	PutMessage(m *codec.Message) (store.PutResult, error)
 	PutMessages(batch *store.BatchPut) (store.PutResult, error)
+	GroupsPuts() bool
+	AddToGroup(g *store.PutGroup, m *codec.Message) (store.PutMessageStatus, error)
+	PutGroup(g *store.PutGroup) error
 	WaitDurable(endOffset int64, done func(error))
+	ReserveWait() bool
+	WaitDurableReserved(endOffset int64, done func(error))
+	ReleaseWait()
 	SyncFlushQueueFull() bool
 	IsOSPageCacheBusy() bool
 	LookMessageByOffset(phyOffset int64) (rec []byte, release func(), err error)
@@ -160,6 +166,9 @@ type Plane struct {
 
 	sendRequests sync.Pool // *sendRequest
 	tx           *transactionService
+	// grouping: SYNC_FLUSH sends of one connection's read pass are stored together (see connGroup).
+	grouping bool
+	batches  sync.Pool // *sendBatch
 
 	pcBusy, flushQueueFull prometheus.Counter
 	sentBack               func(group, topic string)
@@ -192,6 +201,8 @@ func New(deps Deps) (*Plane, error) {
 		flushQueueFull: deps.FlushQueueFull,
 		sentBack:       deps.SentBack,
 	}
+	p.grouping = p.set.SyncFlush && p.store.GroupsPuts()
+	p.batches.New = func() any { return new(sendBatch) }
 	if p.clock == nil {
 		p.clock = time.Now
 	}

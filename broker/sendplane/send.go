@@ -15,6 +15,7 @@ import (
 	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/ha"
+	"github.com/ringmq/ringmq/netio"
 	"github.com/ringmq/ringmq/store"
 )
 
@@ -587,6 +588,25 @@ func (p *Plane) put(r *sendRequest) {
 	waitOK := waitStoreMsgOK(r.header.Properties)
 	wait := p.set.SyncFlush && waitOK
 	replicate := p.replicas != nil && waitOK // SYNC_MASTER: ASYNC_MASTER never waits
+	grouped := false
+	if p.grouping {
+		if cg := groupOf(r.to.Conn()); cg != nil {
+			if !r.isBatch && wait && len(r.msg.Body) <= maxGroupedBody {
+				grouped = true
+			} else {
+				p.putBatch(cg) // the sends before this one first: a connection's sends keep their order
+			}
+		}
+	}
+	if grouped {
+		if !p.store.ReserveWait() { // its place in the waiters' queue is held from now until it waits
+			p.flushQueueFull.Inc()
+			r.answer(codec.ResponseSystemBusy, remarkFlushQueueFull, true)
+			return
+		}
+		p.putGrouped(groupOf(r.to.Conn()), r, replicate)
+		return
+	}
 	if wait && p.store.SyncFlushQueueFull() {
 		// Refused before storing: SYSTEM_BUSY must mean "not stored", as RocketMQ's fast failure
 		// does. (Between event loops a put can still meet a queue filled since this check; that one
@@ -606,8 +626,17 @@ func (p *Plane) put(r *sendRequest) {
 		res, err = p.store.PutMessage(&r.msg)
 		r.msg.Body = nil
 	}
+	p.stored(r, res, err, wait, replicate, false)
+}
+
+// stored answers a put's outcome, now or (SYNC_FLUSH, SYNC_MASTER) from the wait callbacks. reserved:
+// the put's place in the SYNC_FLUSH waiters' queue is held (store.ReserveWait).
+func (p *Plane) stored(r *sendRequest, res store.PutResult, err error, wait, replicate, reserved bool) {
 	code, remark := p.putOutcome(res, err)
 	if code != codec.ResponseSuccess {
+		if reserved {
+			p.store.ReleaseWait()
+		}
 		r.answer(code, remark, true)
 		return
 	}
@@ -625,9 +654,109 @@ func (p *Plane) put(r *sendRequest) {
 			r.onReplicated(err)
 		}
 	}
-	if wait {
+	switch {
+	case reserved:
+		p.store.WaitDurableReserved(res.EndOffset(), r.durable)
+	case wait:
 		p.store.WaitDurable(res.EndOffset(), r.durable)
 	}
+}
+
+// A connection's SYNC_FLUSH sends of one read pass are stored together when the pass ends (PassEnd):
+// one reservation and one pwrite for all of them, where each would take its own (BENCHMARKS.md, "SYNC_FLUSH
+// through the broker"). connGroup is the connection's state for it, kept in its context from its first
+// pass end on (so sends wait for a pass end only where one is known to come); sendBatch holds the
+// pass's sends while it runs, taken from a pool so that idle connections hold no buffer. Both are used
+// only on the connection's event loop.
+type connGroup struct {
+	cur *sendBatch // the current pass's sends; nil when none
+}
+
+type sendBatch struct {
+	g         store.PutGroup
+	reqs      []*sendRequest
+	replicate []bool
+}
+
+// Bounds of one batch: a pass that brings more stores what it has gathered and starts again, so a
+// batch's buffer stays small (store.PutGroup keeps at most 256 KiB between uses).
+const (
+	maxBatchSends = 256
+	maxBatchBytes = 256 << 10
+)
+
+// maxGroupedBody: a larger message is stored on its own (after the group before it), as a put encodes
+// it into the store's pooled buffer, so a batch's buffer never grows by more than this and a pass of
+// large messages allocates nothing per message.
+const maxGroupedBody = 64 << 10
+
+// groupOf is c's group state, nil before its first pass ended.
+func groupOf(c netio.Conn) *connGroup {
+	g, _ := c.Context().(*connGroup)
+	return g
+}
+
+// putGrouped adds a single-message SYNC_FLUSH send to its connection's batch: checked and encoded now
+// (the message's body is a view into the read buffer), stored with the pass's other sends at its end.
+func (p *Plane) putGrouped(cg *connGroup, r *sendRequest, replicate bool) {
+	if cg.cur == nil {
+		cg.cur = p.batches.Get().(*sendBatch)
+	}
+	b := cg.cur
+	st, err := p.store.AddToGroup(&b.g, &r.msg)
+	r.msg.Body = nil
+	if st != store.PutOK {
+		p.store.ReleaseWait()
+		code, remark := p.putOutcome(store.PutResult{Status: st}, err)
+		r.answer(code, remark, true)
+		return
+	}
+	b.reqs = append(b.reqs, r)
+	b.replicate = append(b.replicate, replicate)
+	if len(b.reqs) >= maxBatchSends || b.g.Bytes() >= maxBatchBytes {
+		p.putBatch(cg)
+	}
+}
+
+// putBatch stores the connection's batched sends with one put and answers each as its own put would
+// be, then gives the batch back to the pool.
+func (p *Plane) putBatch(cg *connGroup) {
+	b := cg.cur
+	if b == nil {
+		return
+	}
+	cg.cur = nil
+	if len(b.reqs) > 0 {
+		err := p.store.PutGroup(&b.g)
+		for i, r := range b.reqs {
+			res := b.g.Results[i]
+			var rerr error
+			if res.Status != store.PutOK {
+				rerr = err
+			}
+			p.stored(r, res, rerr, true, b.replicate[i], true)
+		}
+	}
+	clear(b.reqs)
+	b.reqs = b.reqs[:0]
+	b.replicate = b.replicate[:0]
+	b.g.Reset()
+	p.batches.Put(b)
+}
+
+// PassEnd is called when a read pass of c ends (netio.PassEnder), on c's event loop: the pass's grouped
+// sends are stored, before the loop writes the answers. With grouping on (SYNC_FLUSH without the
+// transient pool) a connection's sends group from its second pass on.
+func (p *Plane) PassEnd(c netio.Conn) {
+	if !p.grouping {
+		return
+	}
+	cg := groupOf(c)
+	if cg == nil {
+		c.SetContext(&connGroup{})
+		return
+	}
+	p.putBatch(cg)
 }
 
 func btoi(v bool) int {

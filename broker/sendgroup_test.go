@@ -1,0 +1,139 @@
+package broker
+
+import (
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/testutil"
+	"github.com/ringmq/ringmq/store"
+)
+
+// countingStore counts how messages reach the store: one by one, as a batch, or grouped.
+type countingStore struct {
+	store.MessageStore
+	mu                       sync.Mutex
+	singles, batches, groups int
+	grouped                  int // messages stored by PutGroup
+}
+
+func (c *countingStore) PutMessage(m *codec.Message) (store.PutResult, error) {
+	c.mu.Lock()
+	c.singles++
+	c.mu.Unlock()
+	return c.MessageStore.PutMessage(m)
+}
+
+func (c *countingStore) PutMessages(b *store.BatchPut) (store.PutResult, error) {
+	c.mu.Lock()
+	c.batches++
+	c.mu.Unlock()
+	return c.MessageStore.PutMessages(b)
+}
+
+func (c *countingStore) PutGroup(g *store.PutGroup) error {
+	c.mu.Lock()
+	c.groups++
+	c.grouped += g.Len()
+	c.mu.Unlock()
+	return c.MessageStore.PutGroup(g)
+}
+
+// Under SYNC_FLUSH without the transient pool, a connection's waited single sends of one read pass are
+// stored together at the pass's end (one pwrite); a batch or a send that does not wait is stored on its
+// own, after the sends grouped before it, so a connection's sends keep their order in every queue.
+// Every grouped send is answered SUCCESS once durable, with its own offsets.
+func TestSendSyncFlushGroupsAPassOfSends(t *testing.T) {
+	var cs *countingStore
+	db := startDataBroker(t, dataBrokerOptions{fileStore: true,
+		mutate: func(c *Config) { c.FlushDiskType = store.SyncFlush },
+		wrap: func(s store.MessageStore) store.MessageStore {
+			cs = &countingStore{MessageStore: s}
+			return cs
+		}})
+	fs := cs.MessageStore.(*store.Store)
+	require.True(t, fs.GroupsPuts())
+	c := remotingtest.Dial(t, db.addr)
+	first := sendOK(t, c, sendV1("TopicG", 0, []byte("first"), "")) // the connection's first pass: not grouped
+	require.Equal(t, int64(0), first.QueueOffset)
+
+	// One write of eight requests: a pass (or, should TCP cut it, several).
+	type sent struct {
+		cmd     *codec.RemotingCommand
+		topic   string
+		queue   int32
+		offsets []int64 // the queue offsets its records must get, in order
+	}
+	wait := []sent{
+		{sendV2("TopicG", 0, []byte("g1"), ""), "TopicG", 0, []int64{1}},
+		{sendV1("TopicG", 0, []byte("g2"), ""), "TopicG", 0, []int64{2}},
+		{sendV2("TopicH", 1, []byte("h1"), ""), "TopicH", 1, []int64{0}},
+		{sendBatch("TopicG", 0, [2]string{"b1", ""}, [2]string{"b2", ""}), "TopicG", 0, []int64{3, 4}},
+		{sendV2("TopicG", 0, []byte("g3"), ""), "TopicG", 0, []int64{5}},
+		{sendV2("TopicG", 0, []byte("nowait"), props("WAIT", "false")), "TopicG", 0, []int64{6}},
+		{sendV2("TopicG", 0, []byte("g4"), props("KEYS", "k4")), "TopicG", 0, []int64{7}},
+		{sendV2("TopicH", 1, []byte("h2"), ""), "TopicH", 1, []int64{1}},
+	}
+	var burst []byte
+	for i := range wait {
+		wait[i].cmd.Opaque = int32(1000 + i)
+		f, err := wait[i].cmd.AppendFrame(nil)
+		require.NoError(t, err)
+		burst = append(burst, f...)
+	}
+	c.Write(burst)
+	maxEnd := int64(0)
+	for i, s := range wait {
+		resp := c.Await(int32(1000 + i))
+		require.Equal(t, int32(codec.ResponseSuccess), resp.Code, "request %d: %s", i, resp.Remark)
+		var h codec.SendMessageResponseHeader
+		require.NoError(t, h.Decode(resp.ExtFields))
+		require.Equal(t, s.offsets[0], h.QueueOffset, "request %d", i)
+		if i == 5 {
+			continue // WAIT=false: answered once stored, not once durable
+		}
+		ids := strings.Split(h.MsgID, ",")
+		require.Len(t, ids, len(s.offsets))
+		for j, id := range ids {
+			rec := viewRecord(t, c, offsetOf(t, id))
+			require.Equal(t, s.topic, string(rec.Topic))
+			require.Equal(t, s.queue, rec.QueueID)
+			require.Equal(t, s.offsets[j], rec.QueueOffset)
+			maxEnd = max(maxEnd, rec.PhysicalOffset+int64(rec.TotalSize))
+		}
+	}
+	require.GreaterOrEqual(t, fs.FlushedPhyOffset(), maxEnd, "every waited send durable when answered")
+
+	// The queues hold the records in the order sent.
+	for _, q := range []struct {
+		topic  string
+		queue  int32
+		bodies []string
+	}{
+		{"TopicG", 0, []string{"first", "g1", "g2", "b1", "b2", "g3", "nowait", "g4"}},
+		{"TopicH", 1, []string{"h1", "h2"}},
+	} {
+		testutil.Eventually(t, "dispatched", func() bool { return fs.GetMaxOffsetInQueue(q.topic, q.queue) == int64(len(q.bodies)) })
+		res, err := fs.GetMessage("", q.topic, q.queue, 0, 32, 0, nil)
+		require.NoError(t, err)
+		var got []string
+		for _, b := range res.Buffers {
+			r, err := codec.DecodeRecord(b, true)
+			require.NoError(t, err)
+			got = append(got, string(r.Body))
+		}
+		res.Release()
+		require.Equal(t, q.bodies, got, "%s/%d", q.topic, q.queue)
+	}
+
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	require.Equal(t, 6, cs.grouped, "every waited single send after the first pass is grouped")
+	require.Equal(t, 2, cs.singles, "the first pass's send and the one that does not wait")
+	require.Equal(t, 1, cs.batches)
+	require.LessOrEqual(t, cs.groups, 4, "groups end only at a pass end, a batch or a send that does not wait")
+}
