@@ -56,7 +56,7 @@ func (g *PutGroup) Bytes() int {
 func (g *PutGroup) Topic(i int) string { return g.topics[i] }
 
 // Record is message i's encoded record (in the order added), a view into g valid until the next
-// PutGroup or Reset.
+// message is added or Reset.
 func (g *PutGroup) Record(i int) []byte {
 	off := 0
 	for _, n := range g.sizes[:i] {

@@ -588,24 +588,17 @@ func (p *Plane) put(r *sendRequest) {
 	waitOK := waitStoreMsgOK(r.header.Properties)
 	wait := p.set.SyncFlush && waitOK
 	replicate := p.replicas != nil && waitOK // SYNC_MASTER: ASYNC_MASTER never waits
-	grouped := false
-	if p.grouping {
-		if cg := groupOf(r.to.Conn()); cg != nil {
-			if !r.isBatch && wait && len(r.msg.Body) <= maxGroupedBody {
-				grouped = true
-			} else {
-				p.putBatch(cg) // the sends before this one first: a connection's sends keep their order
+	if cg := p.groupOf(r.to.Conn()); cg != nil {
+		if !r.isBatch && wait && len(r.msg.Body) <= maxGroupedBody {
+			if !p.store.ReserveWait() { // its place in the waiters' queue is held from now until it waits
+				p.flushQueueFull.Inc()
+				r.answer(codec.ResponseSystemBusy, remarkFlushQueueFull, true)
+				return
 			}
-		}
-	}
-	if grouped {
-		if !p.store.ReserveWait() { // its place in the waiters' queue is held from now until it waits
-			p.flushQueueFull.Inc()
-			r.answer(codec.ResponseSystemBusy, remarkFlushQueueFull, true)
+			p.putGrouped(cg, r, replicate)
 			return
 		}
-		p.putGrouped(groupOf(r.to.Conn()), r, replicate)
-		return
+		p.putBatch(cg) // the sends grouped before this one first: a connection's sends keep their order
 	}
 	if wait && p.store.SyncFlushQueueFull() {
 		// Refused before storing: SYSTEM_BUSY must mean "not stored", as RocketMQ's fast failure
@@ -679,7 +672,7 @@ type sendBatch struct {
 }
 
 // Bounds of one batch: a pass that brings more stores what it has gathered and starts again, so a
-// batch's buffer stays small (store.PutGroup keeps at most 256 KiB between uses).
+// batch's buffer stays small.
 const (
 	maxBatchSends = 256
 	maxBatchBytes = 256 << 10
@@ -690,8 +683,11 @@ const (
 // large messages allocates nothing per message.
 const maxGroupedBody = 64 << 10
 
-// groupOf is c's group state, nil before its first pass ended.
-func groupOf(c netio.Conn) *connGroup {
+// groupOf is c's group state: nil with grouping off, and before c's first pass ended.
+func (p *Plane) groupOf(c netio.Conn) *connGroup {
+	if !p.grouping {
+		return nil
+	}
 	g, _ := c.Context().(*connGroup)
 	return g
 }
@@ -751,7 +747,7 @@ func (p *Plane) PassEnd(c netio.Conn) {
 	if !p.grouping {
 		return
 	}
-	cg := groupOf(c)
+	cg := p.groupOf(c)
 	if cg == nil {
 		c.SetContext(&connGroup{})
 		return
