@@ -332,6 +332,11 @@ func (g *gatedStore) WaitDurable(endOffset int64, done func(error)) {
 	g.mu.Unlock()
 }
 
+// WaitDurableReserved is the send plane's wait (it reserves first): gated too.
+func (g *gatedStore) WaitDurableReserved(endOffset int64, done func(error)) {
+	g.WaitDurable(endOffset, done)
+}
+
 func (g *gatedStore) IsOSPageCacheBusy() bool {
 	return g.busy.Load() || g.MessageStore.IsOSPageCacheBusy()
 }

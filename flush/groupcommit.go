@@ -264,11 +264,6 @@ func (g *GroupCommit) submit(target int64, w Waiter, reserved bool) error {
 // QueueDepth is the number of waiters queued or in flight. Safe for concurrent use.
 func (g *GroupCommit) QueueDepth() int { return int(g.metrics.depth.Load()) }
 
-// Full reports whether WaiterQueueMax waiters are outstanding, so that a Submit now would return
-// ErrQueueFull: a hint for callers that can refuse work before doing it (the broker refuses a SYNC_FLUSH
-// send before storing it); Submit stays the authority. Reads one counter; safe for concurrent use.
-func (g *GroupCommit) Full() bool { return g.QueueDepth() >= g.cfg.WaiterQueueMax }
-
 // Close stops accepting waiters, makes every queued waiter's offset durable (or fails it), completes them
 // all, and stops the goroutines. It returns the error of a durable operation that failed while draining.
 // A second Close returns ErrClosed. Must not be called from a Waiter.

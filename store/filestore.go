@@ -820,10 +820,12 @@ func (s *Store) WaitDurable(endOffset int64, done func(error)) {
 
 // ReserveWait holds a place in the SYNC_FLUSH group commit's queue for the WaitDurableReserved of a put
 // about to be made, or reports false when the queue is full (what WaitDurable would answer
-// ErrFlushQueueFull): a caller that stores several messages before it waits for them (the broker's
-// grouped sends) reserves each place before storing, so that no message refused for a full queue was
-// stored. True under ASYNC_FLUSH. The place is used by WaitDurableReserved or given back by
-// ReleaseWait. Safe for concurrent use.
+// ErrFlushQueueFull). The broker reserves before a put it will wait for, to refuse the send with
+// SYSTEM_BUSY without storing it: a message stored and then refused would reach consumers although its
+// producer was told it failed (and a retrying producer would store it twice). Reserving, not only
+// checking, keeps that true when several event loops take the last places at once, and for sends
+// stored together after their pass (PutGroup). True under ASYNC_FLUSH. The place is used by
+// WaitDurableReserved or given back by ReleaseWait. Safe for concurrent use.
 func (s *Store) ReserveWait() bool {
 	if gc := s.groupCommit; s.cfg.FlushDiskType == SyncFlush && gc != nil {
 		return gc.Reserve()
@@ -857,16 +859,6 @@ func (s *Store) ReleaseWait() {
 	if gc := s.groupCommit; s.cfg.FlushDiskType == SyncFlush && gc != nil {
 		gc.Unreserve()
 	}
-}
-
-// SyncFlushQueueFull reports whether the SYNC_FLUSH group commit holds its maximum of waiters, so that
-// WaitDurable for a put made now would fail with ErrFlushQueueFull. The broker asks before a put, to
-// refuse the send with SYSTEM_BUSY without storing it: a message stored and then refused would reach
-// consumers although its producer was told it failed (and a retrying producer would store it twice).
-// Always false under ASYNC_FLUSH. Safe for concurrent use; reads one counter.
-func (s *Store) SyncFlushQueueFull() bool {
-	// The state first: Start sets groupCommit before it publishes stateStarted.
-	return s.state.Load() == stateStarted && s.groupCommit != nil && s.groupCommit.Full()
 }
 
 // IsOSPageCacheBusy reports whether the put path has been stuck longer than

@@ -91,7 +91,7 @@ func TestMemStoreReplication(t *testing.T) {
 	require.Equal(t, GetAll(t, master, "T", 1), GetAll(t, slave, "T", 1))
 	require.Error(t, slave.AppendReplica(end+1, 0, bytes.NewReader(nil)), "not at the end")
 	require.Equal(t, int64(1)<<62, slave.FileSize())
-	require.False(t, slave.SyncFlushQueueFull())
+	require.True(t, slave.ReserveWait())
 }
 
 // A slave's MemStore cuts a record cut short by a lost connection back to its last whole record, as the

@@ -92,7 +92,7 @@ var (
 	// the message is stored: FLUSH_DISK_TIMEOUT). It wraps flush.ErrFlushTimeout.
 	ErrFlushTimeout = fmt.Errorf("store: flush disk timeout: %w", flush.ErrFlushTimeout)
 	// ErrFlushQueueFull: under SYNC_FLUSH, the group commit already holds its maximum of waiters
-	// (WaitDurable; see SyncFlushQueueFull). It wraps flush.ErrQueueFull.
+	// (WaitDurable; see ReserveWait). It wraps flush.ErrQueueFull.
 	ErrFlushQueueFull = fmt.Errorf("store: %w", flush.ErrQueueFull)
 )
 
@@ -387,15 +387,13 @@ type MessageStore interface {
 	// ErrFlushTimeout, ErrFlushQueueFull or the flush error when they are not.
 	WaitDurable(endOffset int64, done func(error))
 	// ReserveWait holds a place in the SYNC_FLUSH waiters' queue for a WaitDurableReserved (or
-	// ReleaseWait) to come, or reports false when it is full; true under ASYNC_FLUSH.
+	// ReleaseWait) to come, or reports false when it is full (so that a send can be refused before it
+	// is stored); true under ASYNC_FLUSH.
 	ReserveWait() bool
 	// WaitDurableReserved is WaitDurable into a place ReserveWait held.
 	WaitDurableReserved(endOffset int64, done func(error))
 	// ReleaseWait gives back a place ReserveWait held.
 	ReleaseWait()
-	// SyncFlushQueueFull reports whether WaitDurable for a put made now would fail with
-	// ErrFlushQueueFull, so that a send can be refused before it is stored. False under ASYNC_FLUSH.
-	SyncFlushQueueFull() bool
 	// GetMessage reads a queue for a pull (PROTOCOL.md §9 statuses); Release the result.
 	GetMessage(group, topic string, queueID int32, offset int64, maxMsgNums, maxBytes int, filter MessageFilter) (*GetMessageResult, error)
 	// LookMessageByOffset returns the record starting at a CommitLog offset (VIEW_MESSAGE_BY_ID).

@@ -24,11 +24,9 @@ type Store interface {
 	GroupsPuts() bool
 	AddToGroup(g *store.PutGroup, m *codec.Message) (store.PutMessageStatus, error)
 	PutGroup(g *store.PutGroup) error
-	WaitDurable(endOffset int64, done func(error))
 	ReserveWait() bool
 	WaitDurableReserved(endOffset int64, done func(error))
 	ReleaseWait()
-	SyncFlushQueueFull() bool
 	IsOSPageCacheBusy() bool
 	LookMessageByOffset(phyOffset int64) (rec []byte, release func(), err error)
 	GetMessage(group, topic string, queueID int32, offset int64, maxMsgNums, maxBytes int,

@@ -588,24 +588,21 @@ func (p *Plane) put(r *sendRequest) {
 	waitOK := waitStoreMsgOK(r.header.Properties)
 	wait := p.set.SyncFlush && waitOK
 	replicate := p.replicas != nil && waitOK // SYNC_MASTER: ASYNC_MASTER never waits
-	if cg := p.groupOf(r.to.Conn()); cg != nil {
-		if !r.isBatch && wait && len(r.msg.Body) <= maxGroupedBody {
-			if !p.store.ReserveWait() { // its place in the waiters' queue is held from now until it waits
-				p.flushQueueFull.Inc()
-				r.answer(codec.ResponseSystemBusy, remarkFlushQueueFull, true)
-				return
-			}
-			p.putGrouped(cg, r, replicate)
-			return
-		}
+	cg := p.groupOf(r.to.Conn())
+	grouped := cg != nil && !r.isBatch && wait && len(r.msg.Body) <= maxGroupedBody
+	if cg != nil && !grouped {
 		p.putBatch(cg) // the sends grouped before this one first: a connection's sends keep their order
 	}
-	if wait && p.store.SyncFlushQueueFull() {
-		// Refused before storing: SYSTEM_BUSY must mean "not stored", as RocketMQ's fast failure
-		// does. (Between event loops a put can still meet a queue filled since this check; that one
-		// is stored and gets the same answer from onDurable.)
+	// A send that waits for the disk has its place among the group commit's waiters reserved before it
+	// is stored: SYSTEM_BUSY must mean "not stored", as RocketMQ's fast failure does (a producer
+	// retries it), also when several event loops fill the last places at once.
+	if wait && !p.store.ReserveWait() {
 		p.flushQueueFull.Inc()
 		r.answer(codec.ResponseSystemBusy, remarkFlushQueueFull, true)
+		return
+	}
+	if grouped {
+		p.putGrouped(cg, r, replicate)
 		return
 	}
 	var res store.PutResult
@@ -619,15 +616,15 @@ func (p *Plane) put(r *sendRequest) {
 		res, err = p.store.PutMessage(&r.msg)
 		r.msg.Body = nil
 	}
-	p.stored(r, res, err, wait, replicate, false)
+	p.stored(r, res, err, wait, replicate)
 }
 
-// stored answers a put's outcome, now or (SYNC_FLUSH, SYNC_MASTER) from the wait callbacks. reserved:
-// the put's place in the SYNC_FLUSH waiters' queue is held (store.ReserveWait).
-func (p *Plane) stored(r *sendRequest, res store.PutResult, err error, wait, replicate, reserved bool) {
+// stored answers a put's outcome, now or (SYNC_FLUSH, SYNC_MASTER) from the wait callbacks. wait: the
+// put waits for the disk, and its place among the group commit's waiters is reserved (ReserveWait).
+func (p *Plane) stored(r *sendRequest, res store.PutResult, err error, wait, replicate bool) {
 	code, remark := p.putOutcome(res, err)
 	if code != codec.ResponseSuccess {
-		if reserved {
+		if wait {
 			p.store.ReleaseWait()
 		}
 		r.answer(code, remark, true)
@@ -647,11 +644,8 @@ func (p *Plane) stored(r *sendRequest, res store.PutResult, err error, wait, rep
 			r.onReplicated(err)
 		}
 	}
-	switch {
-	case reserved:
+	if wait {
 		p.store.WaitDurableReserved(res.EndOffset(), r.durable)
-	case wait:
-		p.store.WaitDurable(res.EndOffset(), r.durable)
 	}
 }
 
@@ -730,7 +724,7 @@ func (p *Plane) putBatch(cg *connGroup) {
 			if res.Status != store.PutOK {
 				rerr = err
 			}
-			p.stored(r, res, rerr, true, b.replicate[i], true)
+			p.stored(r, res, rerr, true, b.replicate[i])
 		}
 	}
 	clear(b.reqs)

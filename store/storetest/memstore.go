@@ -284,9 +284,6 @@ func recordProperties(rec []byte) []byte {
 // WaitDurable completes at once: nothing in a MemStore is durable, and nothing waits.
 func (m *MemStore) WaitDurable(_ int64, done func(error)) { done(nil) }
 
-// SyncFlushQueueFull is always false: nothing waits.
-func (m *MemStore) SyncFlushQueueFull() bool { return false }
-
 // FileSize is 1<<62: the MemStore's CommitLog is one file that never ends, so no frame is cut short.
 func (m *MemStore) FileSize() int64 { return memFileSize }
 
