@@ -10,6 +10,7 @@ import (
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/remotingtest"
 	"github.com/ringmq/ringmq/internal/testutil"
+	"github.com/ringmq/ringmq/netio"
 	"github.com/ringmq/ringmq/store"
 )
 
@@ -47,10 +48,17 @@ func (c *countingStore) PutGroup(g *store.PutGroup) error {
 // stored together at the pass's end (one pwrite); a batch or a send that does not wait is stored on its
 // own, after the sends grouped before it, so a connection's sends keep their order in every queue.
 // Every grouped send is answered SUCCESS once durable, with its own offsets.
+// With the std engine every frame is a pass: the same sends, each its own group.
 func TestSendSyncFlushGroupsAPassOfSends(t *testing.T) {
+	for _, engine := range []netio.NetEngine{netio.NetEngineGnet, netio.NetEngineStd} {
+		t.Run(engine.String(), func(t *testing.T) { testSendSyncFlushGroups(t, engine) })
+	}
+}
+
+func testSendSyncFlushGroups(t *testing.T, engine netio.NetEngine) {
 	var cs *countingStore
 	db := startDataBroker(t, dataBrokerOptions{fileStore: true,
-		mutate: func(c *Config) { c.FlushDiskType = store.SyncFlush },
+		mutate: func(c *Config) { c.FlushDiskType, c.NetEngine = store.SyncFlush, engine },
 		wrap: func(s store.MessageStore) store.MessageStore {
 			cs = &countingStore{MessageStore: s}
 			return cs
@@ -135,5 +143,9 @@ func TestSendSyncFlushGroupsAPassOfSends(t *testing.T) {
 	require.Equal(t, 6, cs.grouped, "every waited single send after the first pass is grouped")
 	require.Equal(t, 2, cs.singles, "the first pass's send and the one that does not wait")
 	require.Equal(t, 1, cs.batches)
-	require.LessOrEqual(t, cs.groups, 4, "groups end only at a pass end, a batch or a send that does not wait")
+	if engine == netio.NetEngineStd {
+		require.Equal(t, 6, cs.groups, "one frame, one pass, one group")
+	} else {
+		require.LessOrEqual(t, cs.groups, 4, "groups end only at a pass end, a batch or a send that does not wait")
+	}
 }
