@@ -38,6 +38,9 @@ type nullConn struct {
 
 func (c *nullConn) RemoteAddr() netip.AddrPort { return netip.MustParseAddrPort("127.0.0.1:40000") }
 
+// Context is nil: no read pass ends here, so the send plane stores each send on its own.
+func (c *nullConn) Context() any { return nil }
+
 func (c *nullConn) WriteFrame(header []byte, bodies [][]byte, release func()) error {
 	// Responses with a code other than SUCCESS count as failures: byte 8 starts the JSON
 	// header `{"code":0,`.

@@ -16,8 +16,8 @@ import (
 	"github.com/ringmq/ringmq/netio"
 )
 
-// Conn keeps what is written to it. Only ID, RemoteAddr, LocalAddr, WriteCommand and
-// WriteFrame are implemented; the other netio.Conn methods panic (nil embedded interface).
+// Conn keeps what is written to it. Only ID, RemoteAddr, LocalAddr, WriteCommand, WriteFrame,
+// Context and SetContext are implemented; the other netio.Conn methods panic (nil embedded interface).
 // Safe for concurrent use.
 type Conn struct {
 	netio.Conn
@@ -26,6 +26,22 @@ type Conn struct {
 
 	mu     sync.Mutex
 	frames [][]byte // complete frames (header + bodies), copied
+	ctx    any
+}
+
+// Context is what SetContext stored, nil before. (No read pass ends here, so the broker's send plane,
+// which keeps its per-connection group there from a connection's first pass end on, never groups.)
+func (c *Conn) Context() any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ctx
+}
+
+// SetContext stores v for Context.
+func (c *Conn) SetContext(v any) {
+	c.mu.Lock()
+	c.ctx = v
+	c.mu.Unlock()
 }
 
 // ID is 1.
