@@ -9,9 +9,10 @@ import (
 )
 
 // PutGroup gathers single messages, of any topics and queues, to be stored together by Store.PutGroup:
-// one reservation under the put lock, one write and one publication for all of them, where PutMessage
-// takes one each. Under SYNC_FLUSH without the transient pool every put is a pwrite system call, and
-// the broker groups the sends of one connection's read pass (see Store.GroupsPuts).
+// one reservation under the put lock (one clock read, one lock statistic), one copy and one
+// publication (one wake of the dispatcher and the replicas) for all of them, where PutMessage takes one
+// each; under SYNC_FLUSH without the transient pool, where every put is a pwrite system call, one
+// pwrite. The broker groups the single sends of one connection's read pass.
 //
 // Messages are encoded when added (Store.AddToGroup), so the group keeps no reference to them: their
 // bodies may change or go once added. A group is reused: after PutGroup, Results and Topic describe the
@@ -105,10 +106,9 @@ func (g *PutGroup) Reset() {
 	g.topics = g.topics[:0]
 }
 
-// GroupsPuts reports whether PutGroup saves work over one PutMessage per message: true when each put
-// writes its records with a system call of its own (SYNC_FLUSH without the transient pool). Elsewhere a
-// put copies into memory, and grouping would only delay the messages.
-func (s *Store) GroupsPuts() bool { return s.commitLog.writeThrough }
+// GroupsPuts reports whether PutGroup saves work over one PutMessage per message: always true here (see
+// PutGroup; most of all under SYNC_FLUSH without the transient pool, where each put is a pwrite).
+func (s *Store) GroupsPuts() bool { return true }
 
 // AddToGroup checks m as PutMessage does and adds it to g, encoded. A message PutMessage would refuse is
 // not added: its status and error are returned as PutMessage's would be (a store that cannot take puts

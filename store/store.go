@@ -375,7 +375,7 @@ type MessageStore interface {
 	// PutMessage's.
 	PutMessages(batch *BatchPut) (PutResult, error)
 	// GroupsPuts reports whether storing several messages with AddToGroup and one PutGroup saves work
-	// over a PutMessage each (SYNC_FLUSH without the transient pool: every put is a system call).
+	// over a PutMessage each (the file store: one lock, copy and publication for all).
 	GroupsPuts() bool
 	// AddToGroup checks m as PutMessage does and adds it to g, or returns PutMessage's refusal. m is not
 	// retained.

@@ -164,7 +164,7 @@ type Plane struct {
 
 	sendRequests sync.Pool // *sendRequest
 	tx           *transactionService
-	// grouping: SYNC_FLUSH sends of one connection's read pass are stored together (see connGroup).
+	// grouping: the single sends of one connection's read pass are stored together (see connGroup).
 	grouping bool
 	batches  sync.Pool // *sendBatch
 
@@ -199,7 +199,7 @@ func New(deps Deps) (*Plane, error) {
 		flushQueueFull: deps.FlushQueueFull,
 		sentBack:       deps.SentBack,
 	}
-	p.grouping = p.set.SyncFlush && p.store.GroupsPuts()
+	p.grouping = p.store.GroupsPuts()
 	p.batches.New = func() any { return new(sendBatch) }
 	if p.clock == nil {
 		p.clock = time.Now

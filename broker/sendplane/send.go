@@ -589,7 +589,7 @@ func (p *Plane) put(r *sendRequest) {
 	wait := p.set.SyncFlush && waitOK
 	replicate := p.replicas != nil && waitOK // SYNC_MASTER: ASYNC_MASTER never waits
 	cg := p.groupOf(r.to.Conn())
-	grouped := cg != nil && !r.isBatch && wait && len(r.msg.Body) <= maxGroupedBody
+	grouped := cg != nil && !r.isBatch && len(r.msg.Body) <= maxGroupedBody
 	if cg != nil && !grouped {
 		p.putBatch(cg) // the sends grouped before this one first: a connection's sends keep their order
 	}
@@ -602,7 +602,7 @@ func (p *Plane) put(r *sendRequest) {
 		return
 	}
 	if grouped {
-		p.putGrouped(cg, r, replicate)
+		p.putGrouped(cg, r, wait, replicate)
 		return
 	}
 	var res store.PutResult
@@ -649,21 +649,25 @@ func (p *Plane) stored(r *sendRequest, res store.PutResult, err error, wait, rep
 	}
 }
 
-// A connection's SYNC_FLUSH sends of one read pass are stored together when the pass ends (PassEnd):
-// one reservation and one pwrite for all of them, where each would take its own (BENCHMARKS.md, "SYNC_FLUSH
-// through the broker"). connGroup is the connection's state for it, kept in its context from its first
-// pass end on (so sends wait for a pass end only where one is known to come); sendBatch holds the
-// pass's sends while it runs, taken from a pool so that idle connections hold no buffer. Both are used
-// only on the connection's event loop.
+// A connection's single sends of one read pass are stored together when the pass ends (PassEnd): one
+// reservation under the put lock, one copy and one publication for all of them, and under SYNC_FLUSH
+// without the transient pool one pwrite, where each would take its own (BENCHMARKS.md, "One put per read
+// pass"). connGroup is the connection's state for it, kept in its context from its first pass end on (so
+// sends wait for a pass end only where one is known to come); sendBatch holds the pass's sends while it
+// runs, taken from a pool so that idle connections hold no buffer. Both are used only on the
+// connection's event loop.
 type connGroup struct {
 	cur *sendBatch // the current pass's sends; nil when none
 }
 
 type sendBatch struct {
-	g         store.PutGroup
-	reqs      []*sendRequest
-	replicate []bool
+	g     store.PutGroup
+	reqs  []*sendRequest
+	waits []sendWaits
 }
+
+// sendWaits are what a stored send waits for before its answer.
+type sendWaits struct{ durable, replicated bool }
 
 // Bounds of one batch: a pass that brings more stores what it has gathered and starts again, so a
 // batch's buffer stays small.
@@ -686,9 +690,10 @@ func (p *Plane) groupOf(c netio.Conn) *connGroup {
 	return g
 }
 
-// putGrouped adds a single-message SYNC_FLUSH send to its connection's batch: checked and encoded now
-// (the message's body is a view into the read buffer), stored with the pass's other sends at its end.
-func (p *Plane) putGrouped(cg *connGroup, r *sendRequest, replicate bool) {
+// putGrouped adds a single-message send to its connection's batch: checked and encoded now (the
+// message's body is a view into the read buffer), stored with the pass's other sends at its end. wait:
+// its place among the group commit's waiters is reserved.
+func (p *Plane) putGrouped(cg *connGroup, r *sendRequest, wait, replicate bool) {
 	if cg.cur == nil {
 		cg.cur = p.batches.Get().(*sendBatch)
 	}
@@ -696,13 +701,15 @@ func (p *Plane) putGrouped(cg *connGroup, r *sendRequest, replicate bool) {
 	st, err := p.store.AddToGroup(&b.g, &r.msg)
 	r.msg.Body = nil
 	if st != store.PutOK {
-		p.store.ReleaseWait()
+		if wait {
+			p.store.ReleaseWait()
+		}
 		code, remark := p.putOutcome(store.PutResult{Status: st}, err)
 		r.answer(code, remark, true)
 		return
 	}
 	b.reqs = append(b.reqs, r)
-	b.replicate = append(b.replicate, replicate)
+	b.waits = append(b.waits, sendWaits{durable: wait, replicated: replicate})
 	if len(b.reqs) >= maxBatchSends || b.g.Bytes() >= maxBatchBytes {
 		p.putBatch(cg)
 	}
@@ -724,19 +731,19 @@ func (p *Plane) putBatch(cg *connGroup) {
 			if res.Status != store.PutOK {
 				rerr = err
 			}
-			p.stored(r, res, rerr, true, b.replicate[i])
+			p.stored(r, res, rerr, b.waits[i].durable, b.waits[i].replicated)
 		}
 	}
 	clear(b.reqs)
 	b.reqs = b.reqs[:0]
-	b.replicate = b.replicate[:0]
+	b.waits = b.waits[:0]
 	b.g.Reset()
 	p.batches.Put(b)
 }
 
 // PassEnd is called when a read pass of c ends (netio.PassEnder), on c's event loop: the pass's grouped
-// sends are stored, before the loop writes the answers. With grouping on (SYNC_FLUSH without the
-// transient pool) a connection's sends group from its second pass on.
+// sends are stored, before the loop writes the answers. With grouping on (the file store) a
+// connection's sends group from its second pass on.
 func (p *Plane) PassEnd(c netio.Conn) {
 	if !p.grouping {
 		return

@@ -128,7 +128,7 @@ func (m *MemStore) WaitDurableReserved(endOffset int64, done func(error)) {
 // ReleaseWait does nothing.
 func (m *MemStore) ReleaseWait() {}
 
-// GroupsPuts is false: a MemStore put costs no system call (see store.Store.GroupsPuts).
+// GroupsPuts is false: the broker stores each send on its own over a MemStore (store.Store groups them).
 func (m *MemStore) GroupsPuts() bool { return false }
 
 // AddToGroup checks msg and adds it to g (see store.Store.AddToGroup).
