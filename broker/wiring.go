@@ -195,8 +195,7 @@ func (h *brokerHandler) OnRequest(c netio.Conn, cmd *codec.RemotingCommand) {
 	h.b.dispatch(c, cmd)
 }
 
-// OnPassEnd implements netio.PassEnder: the send plane stores the SYNC_FLUSH sends it grouped over the
-// pass.
+// OnPassEnd implements netio.PassEnder: the send plane stores the sends it grouped over the pass.
 func (h *brokerHandler) OnPassEnd(c netio.Conn) {
 	h.b.send.PassEnd(c)
 }
