@@ -194,8 +194,8 @@ func (cl *commitLog) readableEnd() int64 { return cl.maxOffset.Load() }
 
 // put appends one or more encoded records (consecutive in recs, n of them). They get consecutive queue
 // offsets from counter (unless it is nil) and one store timestamp. offsets, when not nil, receives each
-// record's physical offset. With each set (a group, PutGroup) counter is ignored: record i takes one
-// queue offset from each[i] (none when nil), written to qoffs[i].
+// record's physical offset. putRecords with each instead of counter (a group, PutGroup): record i takes
+// one queue offset from each[i] (none when nil), written to qoffs[i].
 //
 // The put lock covers only the reservation: the clock, the file position and the queue offsets. The
 // records are patched and copied into the file after it is released, and published (mf.wrote, maxOffset)
@@ -222,20 +222,15 @@ func (cl *commitLog) putRecords(recs []byte, n int, counter *atomic.Int64, each 
 	if cl.clock != nil {
 		storeTs = cl.clock().UnixMilli()
 	}
-	if each != nil {
-		counter = nil
-	}
 	mf, pos, qoff, seq, err := cl.reserveLocked(total, n, counter)
-	for i, c := range each { // a group: one queue offset per record, from its own queue
-		if err != nil {
-			break
-		}
-		if c == nil {
+	if err == nil {
+		for i, c := range each { // a group: one queue offset per record, from its own queue
 			qoffs[i] = 0
-			continue
+			if c != nil {
+				qoffs[i] = c.Load()
+				c.Store(qoffs[i] + 1)
+			}
 		}
-		qoffs[i] = c.Load()
-		c.Store(qoffs[i] + 1)
 	}
 	elapsed := cl.stats.exit(start)
 	cl.putLock.Unlock()

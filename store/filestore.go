@@ -683,17 +683,11 @@ func (s *Store) putMessage(m *codec.Message) (PutResult, error) {
 		s.commitLog.putFailTimes.Add(1)
 		return PutResult{Status: st}, err
 	}
-	if st, err := s.checkMessage(m); err != nil {
-		s.commitLog.putFailTimes.Add(1)
+	size, st, err := s.admit(m)
+	if err != nil {
 		return PutResult{Status: st}, err
 	}
-	m.StoreHost = s.cfg.StoreHost
 	cl := s.commitLog
-	size := m.EncodedSize()
-	if size > s.cfg.maxRecordBytes() {
-		cl.putFailTimes.Add(1)
-		return PutResult{Status: MessageIllegal}, fmt.Errorf("%w: record %d bytes > %d", ErrMessageIllegal, size, s.cfg.maxRecordBytes())
-	}
 	buf, pool := cl.getBuffer(size)
 	defer pool.Put(buf)
 	n, err := m.Encode(buf.b[:size])
@@ -708,6 +702,22 @@ func (s *Store) putMessage(m *codec.Message) (PutResult, error) {
 	}
 	m.QueueOffset, m.PhysicalOffset, m.StoreTimestamp = res.QueueOffset, res.WroteOffset, res.StoreTimestamp
 	return res, nil
+}
+
+// admit checks a single message as every put of one does (its fields, properties and record size),
+// stamps its STOREHOST and returns its encoded size; a refusal is counted as a failed put.
+func (s *Store) admit(m *codec.Message) (int, PutMessageStatus, error) {
+	if st, err := s.checkMessage(m); err != nil {
+		s.commitLog.putFailTimes.Add(1)
+		return 0, st, err
+	}
+	m.StoreHost = s.cfg.StoreHost
+	size := m.EncodedSize()
+	if size > s.cfg.maxRecordBytes() {
+		s.commitLog.putFailTimes.Add(1)
+		return 0, MessageIllegal, fmt.Errorf("%w: record %d bytes > %d", ErrMessageIllegal, size, s.cfg.maxRecordBytes())
+	}
+	return size, PutOK, nil
 }
 
 // queueCounter is the topic/queue's offset counter, nil for records that take no queue offset.
@@ -800,23 +810,7 @@ func (s *Store) putMessages(batch *BatchPut) (PutResult, error) {
 // already durable), else from the group commit goroutine, with ErrFlushTimeout after syncFlushTimeout
 // (FLUSH_DISK_TIMEOUT), ErrFlushQueueFull at once when the group commit is full, or the flush error.
 // done must not block. Safe for concurrent use.
-func (s *Store) WaitDurable(endOffset int64, done func(error)) {
-	if s.cfg.FlushDiskType == AsyncFlush || s.commitLog.mfq.flushedWhere.Load() >= endOffset {
-		done(nil)
-		return
-	}
-	gc := s.groupCommit
-	if gc == nil || s.state.Load() != stateStarted {
-		done(ErrClosed)
-		return
-	}
-	if err := gc.Submit(endOffset, flush.WaiterFunc(done)); err != nil {
-		if errors.Is(err, flush.ErrQueueFull) {
-			err = ErrFlushQueueFull
-		}
-		done(err)
-	}
-}
+func (s *Store) WaitDurable(endOffset int64, done func(error)) { s.waitDurable(endOffset, done, false) }
 
 // ReserveWait holds a place in the SYNC_FLUSH group commit's queue for the WaitDurableReserved of a put
 // about to be made, or reports false when the queue is full (what WaitDurable would answer
@@ -824,10 +818,10 @@ func (s *Store) WaitDurable(endOffset int64, done func(error)) {
 // SYSTEM_BUSY without storing it: a message stored and then refused would reach consumers although its
 // producer was told it failed (and a retrying producer would store it twice). Reserving, not only
 // checking, keeps that true when several event loops take the last places at once, and for sends
-// stored together after their pass (PutGroup). True under ASYNC_FLUSH. The place is used by
-// WaitDurableReserved or given back by ReleaseWait. Safe for concurrent use.
+// stored together after their pass (PutGroup). True under ASYNC_FLUSH (no group commit). The place is
+// used by WaitDurableReserved or given back by ReleaseWait. Safe for concurrent use.
 func (s *Store) ReserveWait() bool {
-	if gc := s.groupCommit; s.cfg.FlushDiskType == SyncFlush && gc != nil {
+	if gc := s.groupCommit; gc != nil {
 		return gc.Reserve()
 	}
 	return true
@@ -835,29 +829,45 @@ func (s *Store) ReserveWait() bool {
 
 // WaitDurableReserved is WaitDurable for a put whose place ReserveWait held: never ErrFlushQueueFull.
 func (s *Store) WaitDurableReserved(endOffset int64, done func(error)) {
-	gc := s.groupCommit
-	if s.cfg.FlushDiskType == AsyncFlush || gc == nil {
-		s.WaitDurable(endOffset, done)
-		return
-	}
-	switch {
-	case s.commitLog.mfq.flushedWhere.Load() >= endOffset:
-		gc.Unreserve()
-		done(nil)
-	case s.state.Load() != stateStarted:
-		gc.Unreserve()
-		done(ErrClosed)
-	default:
-		if err := gc.SubmitReserved(endOffset, flush.WaiterFunc(done)); err != nil {
-			done(err)
-		}
-	}
+	s.waitDurable(endOffset, done, true)
 }
 
 // ReleaseWait gives back a place ReserveWait held for a put that will not wait (it failed).
 func (s *Store) ReleaseWait() {
-	if gc := s.groupCommit; s.cfg.FlushDiskType == SyncFlush && gc != nil {
+	if gc := s.groupCommit; gc != nil {
 		gc.Unreserve()
+	}
+}
+
+// waitDurable is WaitDurable and, with reserved, WaitDurableReserved: a wait that ends without a waiter
+// gives its reserved place back. The group commit exists only under SYNC_FLUSH; it is set before Start
+// publishes stateStarted and never cleared, so a place ReserveWait held is one this finds.
+func (s *Store) waitDurable(endOffset int64, done func(error), reserved bool) {
+	gc := s.groupCommit
+	unreserve := func() {
+		if reserved && gc != nil {
+			gc.Unreserve()
+		}
+	}
+	if s.cfg.FlushDiskType == AsyncFlush || s.commitLog.mfq.flushedWhere.Load() >= endOffset {
+		unreserve()
+		done(nil)
+		return
+	}
+	if gc == nil || s.state.Load() != stateStarted {
+		unreserve()
+		done(ErrClosed)
+		return
+	}
+	submit := gc.Submit
+	if reserved {
+		submit = gc.SubmitReserved
+	}
+	if err := submit(endOffset, flush.WaiterFunc(done)); err != nil {
+		if errors.Is(err, flush.ErrQueueFull) {
+			err = ErrFlushQueueFull
+		}
+		done(err)
 	}
 }
 

@@ -114,15 +114,8 @@ func (s *Store) GroupsPuts() bool { return true }
 // not added: its status and error are returned as PutMessage's would be (a store that cannot take puts
 // now is only found by PutGroup). m is not retained. Safe for concurrent use with other groups.
 func (s *Store) AddToGroup(g *PutGroup, m *codec.Message) (PutMessageStatus, error) {
-	if st, err := s.checkMessage(m); err != nil {
-		s.commitLog.putFailTimes.Add(1)
+	if _, st, err := s.admit(m); err != nil {
 		return st, err
-	}
-	m.StoreHost = s.cfg.StoreHost
-	size := m.EncodedSize()
-	if size > s.cfg.maxRecordBytes() {
-		s.commitLog.putFailTimes.Add(1)
-		return MessageIllegal, fmt.Errorf("%w: record %d bytes > %d", ErrMessageIllegal, size, s.cfg.maxRecordBytes())
 	}
 	if err := g.add(m, s.queueCounter(m.Topic, m.QueueID, m.SysFlag)); err != nil {
 		s.commitLog.putFailTimes.Add(1)
