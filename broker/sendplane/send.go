@@ -701,11 +701,7 @@ func (p *Plane) putGrouped(cg *connGroup, r *sendRequest, wait, replicate bool) 
 	st, err := p.store.AddToGroup(&b.g, &r.msg)
 	r.msg.Body = nil
 	if st != store.PutOK {
-		if wait {
-			p.store.ReleaseWait()
-		}
-		code, remark := p.putOutcome(store.PutResult{Status: st}, err)
-		r.answer(code, remark, true)
+		p.stored(r, store.PutResult{Status: st}, err, wait, replicate) // refused: answered, its place given back
 		return
 	}
 	b.reqs = append(b.reqs, r)
