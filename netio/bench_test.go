@@ -250,6 +250,7 @@ func TestOutboundQueueAllocs(t *testing.T) {
 type countingEngine struct{ kicks int }
 
 func (e *countingEngine) reserveKick() bool { return true }
+func (e *countingEngine) unreserveKick()    {}
 func (e *countingEngine) kick() error       { e.kicks++; return nil }
 func (e *countingEngine) abort()            {}
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/round"
 )
 
 // connCore is the engine-independent half of a connection and the Conn handed to handlers:
@@ -25,11 +26,24 @@ import (
 // flusher swaps the queue out under mu (clearing both flags), writes it without the lock,
 // then releases the batch. So a write never waits for the socket and never takes a lock that
 // the socket holds, and a burst of writes costs one wake-up and one system call.
+//
+// Rounds (gnet only). A writer that completes a batch of waiters (the group commit's syncer answering
+// the sends its sync made durable) writes through a round (WriteFrameIn): a frame that would kick the
+// loop is queued and the connection deferred to the round's end instead, once per round. At the end
+// (EndRound) the connection's queue goes to the socket from the writer's goroutine, under mu, when the
+// loop has nothing of it in hand — no pass running, no kick outstanding, no write of its own under way
+// (loopWriting), nothing left in gnet's outbound buffer by its last flush (directOK). Else, or for
+// what the socket does not take, the loop is kicked as usual. So a sync round's answers cost each
+// connection one system call and no wake-up of its loop, where every loop they touched was woken (a
+// task, an eventfd write, a sleeping thread woken). The loop clears directOK whenever it leaves bytes in
+// gnet's buffer and takes mu to begin and end its writes, so the two never write at once; gnet calls
+// OnClose (markClosed) before it closes the socket, so a direct write never meets a reused descriptor.
 type connCore struct {
 	id     uint64
 	remote netip.AddrPort
 	local  netip.AddrPort
 	engine connEngine
+	direct directWriter // the engine's direct write, nil where there is none (std)
 	limits *connLimits
 	log    *slog.Logger
 	met    *metrics
@@ -39,7 +53,8 @@ type connCore struct {
 	// handlerSinceNanos is when (coarse unix nanos) the handler call running for this connection
 	// began, 0 when none runs: the sweep finds the oldest (Server.Stalled).
 	handlerSinceNanos atomic.Int64
-	closeRequested    atomic.Bool // Close was called: stop dispatching further frames
+	closeRequested    atomic.Bool  // Close was called: stop dispatching further frames
+	directWrites      atomic.Int64 // direct writes that took bytes (tests read it)
 	userCtx           atomic.Pointer[ctxBox]
 	nextOpaque        atomic.Int32
 
@@ -52,6 +67,12 @@ type connCore struct {
 		closed      bool      // closed: no more writes or calls
 		closeReason error     // why we closed it ourselves, reported to OnClose
 		calls       map[int32]*call
+		// loopWriting: the loop has taken a batch and is writing it (takeBatch to endLoopWrite);
+		// directOK: its last flush left nothing in gnet's buffer. See "Rounds" above.
+		loopWriting bool
+		directOK    bool
+		inRound     bool      // deferred to a round's end, which has not run yet
+		roundSpare  *outbound // swapped in for a queue written whole by a direct write
 	}
 	// spare is the batch being written (or the empty one waiting to swap in). It belongs to
 	// the flusher: the gnet loop, or whoever holds stdConn.flushMu.
@@ -63,12 +84,21 @@ type connEngine interface {
 	// reserveKick is asked, under the connection's mutex, before a kick is promised; false
 	// refuses the write (the gnet server is stopping and may no longer wake its loops).
 	reserveKick() bool
+	// unreserveKick gives back a reservation no kick will use (a round's end that wrote the
+	// queue itself, or found the loop on it).
+	unreserveKick()
 	// kick makes the flusher run soon. Called without the mutex, after a successful
 	// reserveKick, at most once per outstanding kick.
 	kick() error
 	// abort closes the socket now, dropping what is queued, for a connection that cannot be
 	// closed gracefully: its peer does not read, so a flusher may be stuck writing to it.
 	abort()
+}
+
+// directWriter is an engine that can write on the writer's goroutine (gnetConn): it writes the
+// vectors to the socket without blocking and returns how many bytes it took.
+type directWriter interface {
+	writeDirect(iov [][]byte) (int, error)
 }
 
 // connLimits are the per-connection limits shared by every connection of a server or client.
@@ -106,6 +136,7 @@ func (c *call) complete(cmd *codec.RemotingCommand, err error) {
 
 func (c *connCore) init(id uint64, remote, local netip.AddrPort, engine connEngine, limits *connLimits, log *slog.Logger, met *metrics, now time.Time) {
 	c.id, c.remote, c.local, c.engine, c.limits, c.log, c.met = id, remote, local, engine, limits, log, met
+	c.direct, _ = engine.(directWriter)
 	c.mu.out = &outbound{}
 	c.spare = &outbound{}
 	c.lastActiveNanos.Store(now.UnixNano())
@@ -133,13 +164,30 @@ func (c *connCore) Context() any {
 
 // lockForWrite takes mu for appending to the queue. On success mu is held and kick says
 // whether the caller must call c.engine.kick after unlocking; on error mu is released.
-func (c *connCore) lockForWrite() (kick bool, err error) {
+func (c *connCore) lockForWrite() (kick bool, err error) { return c.lockForWriteIn(nil) }
+
+// lockForWriteIn is lockForWrite for a write made in round rd (nil: none): where a kick would be
+// needed, the connection is deferred to the round's end instead (see "Rounds").
+func (c *connCore) lockForWriteIn(rd *round.Round) (kick bool, err error) {
 	c.mu.Lock()
 	if c.mu.closed || c.mu.closing {
 		c.mu.Unlock()
 		return false, ErrConnClosed
 	}
 	if c.mu.flushing || c.mu.kicked {
+		return false, nil
+	}
+	if rd != nil && c.direct != nil {
+		if !c.mu.inRound {
+			// The round's end kicks the loop or writes itself: either way it holds the wake-up's
+			// place in the gate, so that Stop waits for it as for a kick.
+			if !c.engine.reserveKick() {
+				c.mu.Unlock()
+				return false, ErrServerStopped
+			}
+			c.mu.inRound = true
+			rd.Defer(c)
+		}
 		return false, nil
 	}
 	if !c.engine.reserveKick() {
@@ -184,7 +232,12 @@ func (c *connCore) WriteCommand(cmd *codec.RemotingCommand) error {
 
 // WriteFrame implements Conn.
 func (c *connCore) WriteFrame(header []byte, bodies [][]byte, release func()) error {
-	kick, err := c.lockForWrite()
+	return c.WriteFrameIn(nil, header, bodies, release)
+}
+
+// WriteFrameIn implements RoundWriter.
+func (c *connCore) WriteFrameIn(rd *round.Round, header []byte, bodies [][]byte, release func()) error {
+	kick, err := c.lockForWriteIn(rd)
 	if err != nil {
 		if release != nil {
 			release()
@@ -197,6 +250,8 @@ func (c *connCore) WriteFrame(header []byte, bodies [][]byte, release func()) er
 		size += len(b)
 	}
 	if out.bytes+size > c.limits.maxOutboundBytes {
+		// Closing: the promised kick (or the round's end, which kicks a closing connection) runs
+		// the pass that closes it.
 		err = c.overflowLocked()
 		_ = c.unlockAfterWrite(kick)
 		if release != nil {
@@ -207,6 +262,65 @@ func (c *connCore) WriteFrame(header []byte, bodies [][]byte, release func()) er
 	}
 	out.appendFrame(header, bodies, release)
 	return c.unlockAfterWrite(kick)
+}
+
+// EndRound implements round.Ender: the end of the round the connection was deferred to. What is
+// queued goes to the socket from here when the loop has nothing of the connection in hand, else (or
+// the rest the socket did not take) through the loop, kicked now with the place in the gate the
+// deferral reserved.
+func (c *connCore) EndRound() {
+	c.mu.Lock()
+	c.mu.inRound = false
+	if c.mu.closed || c.mu.flushing || c.mu.kicked || c.mu.out.empty() {
+		c.mu.Unlock() // gone, or the loop will write it (its pass, its kick)
+		c.engine.unreserveKick()
+		return
+	}
+	if out := c.mu.out; !c.mu.closing && c.mu.directOK && !c.mu.loopWriting {
+		if iov := out.vectors(); len(iov) <= iovMax {
+			n, _ := c.direct.writeDirect(iov) // a failed write is the loop's to meet: it closes the connection
+			if n > 0 {
+				c.directWrites.Add(1)
+				c.met.roundWrites.Inc()
+			}
+			if n == out.bytes {
+				// Written whole: the queue's releases run outside mu (user code), the spare takes
+				// its place meanwhile.
+				spare := c.mu.roundSpare
+				if spare == nil {
+					spare = &outbound{}
+				}
+				c.mu.out, c.mu.roundSpare = spare, nil
+				c.mu.Unlock()
+				c.engine.unreserveKick()
+				if out.frames > 0 {
+					c.met.framesOut.Add(float64(out.frames))
+				}
+				out.done()
+				c.mu.Lock()
+				if c.mu.roundSpare == nil {
+					c.mu.roundSpare = out
+				}
+				c.mu.Unlock()
+				return
+			}
+			// The rest goes through the loop, which may leave it in gnet's buffer: until a flush
+			// finds that empty, no direct write.
+			out.consume(n)
+			c.mu.directOK = false
+		}
+	}
+	c.mu.kicked = true
+	_ = c.unlockAfterWrite(true)
+}
+
+// endLoopWrite ends the loop's write of a batch (gnet's flush): buffered says whether gnet kept
+// bytes of it for later, which forbids direct writes until a flush finds its buffer empty.
+func (c *connCore) endLoopWrite(buffered bool) {
+	c.mu.Lock()
+	c.mu.loopWriting = false
+	c.mu.directOK = !buffered
+	c.mu.Unlock()
 }
 
 // overflowLocked marks the connection for closing because the peer does not read; the
@@ -262,6 +376,7 @@ func (c *connCore) takeBatch() (batch *outbound, closing bool) {
 	c.mu.out = c.spare
 	c.mu.flushing = false
 	c.mu.kicked = false
+	c.mu.loopWriting = c.direct != nil // until endLoopWrite
 	closing = c.mu.closing
 	c.mu.Unlock()
 	c.spare = nil

@@ -67,6 +67,7 @@ type gnetServer struct {
 type gnetConn struct {
 	core connCore
 	gc   gnet.Conn
+	fd   int // gc.Fd(), for direct writes from other goroutines
 	srv  *gnetServer
 	cmd  codec.RemotingCommand // decode target, reused for every frame (its ExtFields map too)
 
@@ -281,7 +282,7 @@ func (s *gnetServer) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 		s.met.refused.Inc()
 		return nil, gnet.Close
 	}
-	g := &gnetConn{gc: gc, srv: s}
+	g := &gnetConn{gc: gc, fd: gc.Fd(), srv: s}
 	g.waiter.notify = g.budgetGranted
 	g.core.init(s.table.newID(), remote, localAddrOf(gc), g, &s.limits, s.log, s.met, time.Unix(0, s.table.nowNanos.Load()))
 	if !s.table.tryAdd(&g.core) {
@@ -605,9 +606,12 @@ func (s *gnetServer) flush(g *gnetConn) (closeNow bool) {
 	}
 	g.core.returnBatch(batch)
 	if err != nil {
+		g.core.endLoopWrite(true)
 		return true
 	}
-	if n := g.gc.OutboundBuffered(); n > s.cfg.MaxOutboundBytes {
+	n := g.gc.OutboundBuffered()
+	g.core.endLoopWrite(n > 0)
+	if n > s.cfg.MaxOutboundBytes {
 		err := fmt.Errorf("%w: %d bytes unread by %v", ErrOutboundFull, n, g.core.remote)
 		s.log.Info("netio: closing connection: peer does not read", "remote", g.core.remote.String(), "err", err)
 		g.core.setCloseReason(err)
@@ -616,8 +620,22 @@ func (s *gnetServer) flush(g *gnetConn) (closeNow bool) {
 	return closing
 }
 
+// writeDirect implements directWriter: one writev on the connection's non-blocking socket, from
+// the goroutine that ends a round (connCore.EndRound, holding the connection's mutex; the loop
+// writes only as "Rounds" at connCore describes).
+func (g *gnetConn) writeDirect(iov [][]byte) (int, error) {
+	n, err := unix.Writev(g.fd, iov)
+	if n > 0 {
+		g.core.touch(g.srv.table.nowNanos.Load())
+	}
+	return max(n, 0), err
+}
+
 // reserveKick implements connEngine: a wake-up may be queued only while the gate is open.
 func (g *gnetConn) reserveKick() bool { return g.srv.gate.enter() }
+
+// unreserveKick implements connEngine.
+func (g *gnetConn) unreserveKick() { g.srv.gate.exit() }
 
 // kick implements connEngine: run a pass on the connection's loop. The gate is left by the
 // wake-up's callback, which gnet runs on the loop (also for a connection closed meanwhile).

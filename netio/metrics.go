@@ -17,6 +17,7 @@ type metrics struct {
 	idleClosed  prometheus.Counter
 	framesIn    prometheus.Counter
 	framesOut   prometheus.Counter
+	roundWrites prometheus.Counter
 	unmatched   prometheus.Counter
 	overLimit   prometheus.Counter
 
@@ -50,6 +51,7 @@ func newMetrics(reg prometheus.Registerer, server, engine string) (*metrics, err
 		idleClosed:    counter("idle_closed_total", "Connections closed by the idle timeout."),
 		framesIn:      counter("frames_received_total", "Frames received (requests and responses)."),
 		framesOut:     counter("frames_sent_total", "Frames written to sockets."),
+		roundWrites:   counter("round_writes_total", "Socket writes made at the end of a round by the goroutine that answered a batch of requests (a group commit's sync), instead of by the connection's event loop (gnet engine)."),
 		unmatched:     counter("unmatched_responses_total", "Responses whose opaque matched no pending call (dropped)."),
 		overLimit:     counter("frames_over_header_limit_total", "Frames skipped because a header field was over its cap (codec.ErrHeaderLimit); requests among them were answered SYSTEM_ERROR."),
 		budgetUsed:    gauge("request_budget_used_bytes", "Bytes of large request frames being read or decoded, charged to the request budget (requestBudgetBytes)."),
@@ -65,7 +67,7 @@ func newMetrics(reg prometheus.Registerer, server, engine string) (*metrics, err
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{m.connections, m.refused, m.frameErrors, m.idleClosed, m.framesIn, m.framesOut,
-		m.unmatched, m.overLimit, m.budgetUsed, m.budgetWaiting, m.budgetWaits, m.readPass} {
+		m.roundWrites, m.unmatched, m.overLimit, m.budgetUsed, m.budgetWaiting, m.budgetWaits, m.readPass} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if errors.As(err, &are) {

@@ -76,6 +76,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/round"
 )
 
 // Sentinel errors. Check with errors.Is; the returned errors wrap them with detail.
@@ -339,6 +340,16 @@ type Conn interface {
 	// Close writes what is already queued, then closes the connection; OnClose follows. It
 	// does not wait and is idempotent.
 	Close() error
+}
+
+// RoundWriter is a Conn that can take part in a round (internal/round): WriteFrameIn is WriteFrame,
+// except that a write that would wake the connection's event loop defers the connection to rd's end
+// instead, where what it has queued is written from the goroutine that ends the round (one system
+// call for all of the round's frames, no wake-up), or the loop is woken then if it holds any of it.
+// For a goroutine that answers many requests at once, such as the group commit's syncer. With rd nil,
+// or on the std engine, it is WriteFrame. The caller must end rd (round.Round.End) after its writes.
+type RoundWriter interface {
+	WriteFrameIn(rd *round.Round, header []byte, bodies [][]byte, release func()) error
 }
 
 // Server accepts remoting connections and serves them with a Handler. Its methods are safe

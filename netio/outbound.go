@@ -122,3 +122,29 @@ func (o *outbound) done() {
 	}
 	o.bytes, o.frames = 0, 0
 }
+
+// consume drops the first n bytes, which a direct write took (connCore.EndRound); the frames and
+// their releases stay, to be counted and released when the rest is written.
+func (o *outbound) consume(n int) {
+	o.bytes -= n
+	i := 0
+	for ; i < len(o.segs) && n > 0; i++ {
+		s := &o.segs[i]
+		l := len(s.ext)
+		if s.ext == nil {
+			l = s.end - s.start
+		}
+		if n < l {
+			if s.ext != nil {
+				s.ext = s.ext[n:]
+			} else {
+				s.start += n
+			}
+			break
+		}
+		n -= l
+	}
+	m := copy(o.segs, o.segs[i:])
+	clear(o.segs[m:])
+	o.segs = o.segs[:m]
+}

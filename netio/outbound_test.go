@@ -56,3 +56,28 @@ func TestOutboundBatch(t *testing.T) {
 	o.done()
 	require.Equal(t, 1, released)
 }
+
+// consume drops exactly the bytes a direct write took, wherever it cut: inside a buf range, at a
+// segment's end, inside an external body, or all of it; frames and releases stay.
+func TestOutboundConsume(t *testing.T) {
+	build := func() (*outbound, []byte, *int) {
+		o := &outbound{}
+		released := 0
+		o.appendFrame([]byte("head1"), [][]byte{[]byte("body-one"), []byte("two")}, func() { released++ })
+		o.appendFrame([]byte("head2"), nil, nil) // a buf range of its own (the bodies came between)
+		o.appendFrame([]byte("head3"), [][]byte{[]byte("three")}, nil)
+		return o, []byte("head1body-onetwohead2head3three"), &released
+	}
+	o, all, _ := build()
+	require.Equal(t, all, bytes.Join(o.vectors(), nil))
+	for n := 0; n <= len(all); n++ {
+		o, all, released := build()
+		o.consume(n)
+		require.Equal(t, all[n:], bytes.Join(o.vectors(), nil), "after consuming %d", n)
+		require.Equal(t, len(all)-n, o.bytes)
+		require.Equal(t, 3, o.frames)
+		require.False(t, o.empty(), "the release stays until the rest is written")
+		o.done()
+		require.Equal(t, 1, *released)
+	}
+}

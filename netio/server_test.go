@@ -8,12 +8,14 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/round"
 	"github.com/ringmq/ringmq/internal/testutil"
 )
 
@@ -583,4 +585,168 @@ func TestStalledWhileAHandlerIsStuck(t *testing.T) {
 		require.NoError(t, s.Stop(ctx))
 		require.Zero(t, s.Stalled())
 	})
+}
+
+// Frames written in rounds from other goroutines while the loop answers the client's requests arrive
+// whole and in each writer's order, and every release runs once. They are big enough for the socket to
+// fill, so with gnet some rounds' direct writes (connCore.EndRound) are cut and their rest goes through
+// the loop; others find the loop busy and kick it.
+func TestRoundWritesKeepFramesWholeAndInOrder(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, engine string) {
+		h := newTestHandler()
+		s := startServer(t, engine, h, func(c *Config) { c.MaxOutboundBytes = 256 << 20 })
+		rc := dialRaw(t, s.Addr())
+		rc.roundTrip(codeEcho, 1, nil) // a loop flush with nothing left in gnet's buffer: direct writes allowed
+		c := h.conn(0)
+		rw, ok := c.(RoundWriter)
+		require.True(t, ok, "every engine's connection takes round writes")
+		const writers, perWriter, perRound, requests = 4, 40, 5, 100
+		size := func(g, i int) int { return (g*977+i*7919)%(128<<10) + 1 }
+		var released atomic.Int64
+		var wg sync.WaitGroup
+		for g := range writers {
+			wg.Go(func() {
+				var rd round.Round
+				defer rd.End()
+				for i := range perWriter {
+					body := payload(size(g, i), byte(g))
+					cmd := codec.NewRequest(codeEcho, map[string]string{"g": strconv.Itoa(g), "i": strconv.Itoa(i)}, body)
+					header, err := cmd.AppendFrameHeader(nil)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if err := rw.WriteFrameIn(&rd, header, frameBodies(body), func() { released.Add(1) }); err != nil {
+						t.Error(err)
+						return
+					}
+					if i%perRound == perRound-1 {
+						rd.End()
+					}
+				}
+			})
+		}
+		wg.Go(func() {
+			var stream []byte
+			for i := range requests {
+				stream = append(stream, frameOf(t, request(codeEcho, int32(i+2), payload(i, 3)))...)
+			}
+			rc.Write(stream)
+		})
+		next := make([]int, writers)
+		responses := 0
+		for range writers*perWriter + requests {
+			cmd := rc.Next()
+			if cmd.IsResponse() {
+				require.Equal(t, int32(responses+2), cmd.Opaque, "the loop's answers in order")
+				requireBody(t, payload(responses, 3), cmd.Body)
+				responses++
+				continue
+			}
+			g, _ := strconv.Atoi(cmd.ExtFields["g"])
+			require.Equal(t, strconv.Itoa(next[g]), cmd.ExtFields["i"], "writer %d", g)
+			requireBody(t, payload(size(g, next[g]), byte(g)), cmd.Body)
+			next[g]++
+		}
+		wg.Wait()
+		require.Equal(t, requests, responses)
+		testutil.Eventually(t, "every release", func() bool { return released.Load() == writers*perWriter })
+		direct := c.(*connCore).directWrites.Load()
+		if engine == EngineGnet {
+			require.Positive(t, direct, "some rounds went out by direct write")
+		} else {
+			require.Zero(t, direct, "the std engine has no direct write")
+		}
+	})
+}
+
+// A round's frames reach an idle connection with nothing else to wake its loop: at the round's end,
+// by one direct write (gnet) or the loop's kick (std). Frames written to a connection closed meanwhile
+// are released and refused, and ending the round then does nothing.
+func TestRoundEndWritesToAnIdleConnection(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, engine string) {
+		h := newTestHandler()
+		s := startServer(t, engine, h, nil)
+		rc := dialRaw(t, s.Addr())
+		rc.roundTrip(codeEcho, 1, nil)
+		c := h.conn(0)
+		rw := c.(RoundWriter)
+		if engine == EngineGnet {
+			// The answer can arrive before the loop ends its write (directOK, loopWriting).
+			testutil.Eventually(t, "the loop's write ended", func() bool {
+				cc := c.(*connCore)
+				cc.mu.Lock()
+				defer cc.mu.Unlock()
+				return cc.mu.directOK && !cc.mu.loopWriting
+			})
+		}
+		var rd round.Round
+		var released atomic.Int64
+		for i := range 3 {
+			cmd := codec.NewRequest(codeEcho, map[string]string{"i": strconv.Itoa(i)}, payload(100+i, byte(i)))
+			header, err := cmd.AppendFrameHeader(nil)
+			require.NoError(t, err)
+			require.NoError(t, rw.WriteFrameIn(&rd, header, frameBodies(cmd.Body), func() { released.Add(1) }))
+		}
+		before := c.(*connCore).directWrites.Load()
+		if engine == EngineGnet {
+			require.Equal(t, 1, rd.Len(), "the connection is deferred once")
+			require.Zero(t, released.Load(), "nothing written before the round ends")
+		}
+		rd.End()
+		for i := range 3 {
+			cmd := rc.Next()
+			require.Equal(t, strconv.Itoa(i), cmd.ExtFields["i"])
+			requireBody(t, payload(100+i, byte(i)), cmd.Body)
+		}
+		testutil.Eventually(t, "every release", func() bool { return released.Load() == 3 })
+		if engine == EngineGnet {
+			require.Equal(t, before+1, c.(*connCore).directWrites.Load(), "one direct write for the round")
+		}
+
+		require.NoError(t, c.Close())
+		require.NoError(t, h.nextCloseErr(t))
+		err := rw.WriteFrameIn(&rd, []byte{0, 0, 0, 0}, nil, func() { released.Add(1) })
+		require.ErrorIs(t, err, ErrConnClosed)
+		require.Equal(t, int64(4), released.Load(), "a refused frame is released")
+		rd.End()
+	})
+}
+
+// Stop waits for a round's frames as for any write made before it: the deferral holds the wake-up's
+// place in the gate, so a round that ends after Stop began still writes its frames before the
+// connection closes.
+func TestStopWaitsForADeferredRound(t *testing.T) {
+	h := newTestHandler()
+	cfg := DefaultConfig()
+	cfg.Name, cfg.Engine, cfg.Addr, cfg.EventLoops = t.Name(), EngineGnet, "127.0.0.1:0", 2
+	s, err := NewServer(cfg, h, testLogger())
+	require.NoError(t, err)
+	require.NoError(t, s.Start())
+	rc := dialRaw(t, s.Addr())
+	rc.roundTrip(codeEcho, 1, nil)
+	c := h.conn(0)
+	var rd round.Round
+	cmd := codec.NewRequest(codeEcho, map[string]string{"late": "1"}, payload(64, 7))
+	header, err := cmd.AppendFrameHeader(nil)
+	require.NoError(t, err)
+	require.NoError(t, c.(RoundWriter).WriteFrameIn(&rd, header, frameBodies(cmd.Body), nil))
+	stopped := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		stopped <- s.Stop(ctx)
+	}()
+	gate := &s.(*gnetServer).gate
+	testutil.Eventually(t, "Stop closed the gate", func() bool { return gate.state.Load()&gateClosedBit != 0 })
+	select {
+	case err := <-stopped:
+		t.Fatalf("Stop returned before the round ended: %v", err)
+	default:
+	}
+	rd.End()
+	got := rc.Next()
+	require.Equal(t, "1", got.ExtFields["late"])
+	requireBody(t, payload(64, 7), got.Body)
+	require.NoError(t, <-stopped)
 }

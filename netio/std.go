@@ -287,6 +287,9 @@ func newStdConn(nc net.Conn, h Handler, id uint64, limits *connLimits, maxFrameB
 // reserveKick implements connEngine: the writer goroutine lives as long as the connection.
 func (sc *stdConn) reserveKick() bool { return true }
 
+// unreserveKick implements connEngine: std reserves nothing (and takes no part in rounds).
+func (sc *stdConn) unreserveKick() {}
+
 // kick implements connEngine.
 func (sc *stdConn) kick() error {
 	select {
