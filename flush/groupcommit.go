@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/ringmq/ringmq/internal/round"
 )
 
 // Waiter learns the outcome of a SYNC_FLUSH put: whether its offset became durable.
@@ -25,6 +27,34 @@ type WaiterFunc func(err error)
 
 // FlushDone calls f(err).
 func (f WaiterFunc) FlushDone(err error) { f(err) }
+
+// RoundWaiter is a Waiter that takes part in the round of the batch it completes with (internal/round):
+// the goroutine completing a batch of covered waiters (the syncer, the loop) calls FlushDoneIn with its
+// round and ends the round after the batch's last waiter, so that work the waiters share — the answers
+// of a sync going to one connection — is done once, after all of them. Waiters completed one at a time
+// (errors, timeouts, Close) get FlushDone.
+type RoundWaiter interface {
+	Waiter
+	FlushDoneIn(err error, rd *round.Round)
+}
+
+// RoundWaiterFunc adapts a function to RoundWaiter; FlushDone calls it with no round (nil).
+type RoundWaiterFunc func(err error, rd *round.Round)
+
+// FlushDone calls f(err, nil).
+func (f RoundWaiterFunc) FlushDone(err error) { f(err, nil) }
+
+// FlushDoneIn calls f(err, rd).
+func (f RoundWaiterFunc) FlushDoneIn(err error, rd *round.Round) { f(err, rd) }
+
+// completeIn completes w as durable in rd, or, for a Waiter that takes no part in rounds, at once.
+func completeIn(w Waiter, rd *round.Round) {
+	if rw, ok := w.(RoundWaiter); ok {
+		rw.FlushDoneIn(nil, rd)
+		return
+	}
+	w.FlushDone(nil)
+}
 
 // DurableFunc makes every byte up to at least target durable in one operation and returns the offset up
 // to which the file is now durable: target or more (later appends may ride along). It is called on
@@ -130,13 +160,15 @@ type GroupCommit struct {
 
 	// Owned by the syncer goroutine: the waiters it completes itself (swapped with mu.pending, so both
 	// keep capacity WaiterQueueMax and taking them allocates nothing).
-	spare []waiter
+	spare       []waiter
+	syncerRound round.Round // the syncer's batches of waiters it completes itself
 
 	// Owned by the loop goroutine.
-	batch         []waiter // waiters taken from pending, sorted by target; cap WaiterQueueMax
-	durableOffset int64    // highest offset DurableFunc has reported durable
-	failed        error    // sticky: set after ErrIO or ErrDurability; every waiter completes with it
-	closeErr      error    // last durable error while draining for Close
+	batch         []waiter    // waiters taken from pending, sorted by target; cap WaiterQueueMax
+	loopRound     round.Round // the loop's batches of covered waiters (completePrefix)
+	durableOffset int64       // highest offset DurableFunc has reported durable
+	failed        error       // sticky: set after ErrIO or ErrDurability; every waiter completes with it
+	closeErr      error       // last durable error while draining for Close
 }
 
 // NewGroupCommit starts a group commit over durable. metrics and logger may be nil. durableOffset is the
@@ -320,8 +352,9 @@ func (g *GroupCommit) syncer() {
 					slices.SortStableFunc(g.spare, byTarget)
 				}
 				for i := range g.spare {
-					g.spare[i].w.FlushDone(nil)
+					completeIn(g.spare[i].w, &g.syncerRound)
 				}
+				g.syncerRound.End()
 				clear(g.spare) // drop Waiter references
 				g.spare = g.spare[:0]
 			}
@@ -545,8 +578,9 @@ func (g *GroupCommit) coveredPrefix() int {
 // completePrefix completes the first k waiters, in offset order, as durable. Loop only.
 func (g *GroupCommit) completePrefix(k int) {
 	for i := 0; i < k; i++ {
-		g.batch[i].w.FlushDone(nil)
+		completeIn(g.batch[i].w, &g.loopRound)
 	}
+	g.loopRound.End()
 	g.removePrefix(k)
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/internal/logtest"
+	"github.com/ringmq/ringmq/internal/round"
 )
 
 // completion is one FlushDone call seen by a test.
@@ -661,5 +662,91 @@ func TestGroupCommitReservations(t *testing.T) {
 		require.NoError(t, g.Close())
 		require.True(t, g.Reserve(), "after Close: nothing to hold, the submit reports ErrClosed")
 		require.ErrorIs(t, g.SubmitReserved(4, rec.waiter(4)), ErrClosed)
+	})
+}
+
+// roundLog records RoundWaiter completions and the ends of the rounds they deferred to, in order.
+type roundLog struct {
+	mu       sync.Mutex
+	events   []string
+	deferred bool // deferred to the current round, not ended yet
+}
+
+func (l *roundLog) EndRound() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, "end")
+	l.deferred = false
+}
+
+func (l *roundLog) waiter(target int64) Waiter {
+	return RoundWaiterFunc(func(err error, rd *round.Round) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.events = append(l.events, fmt.Sprintf("%d:%v:round=%t", target, err, rd != nil))
+		if rd != nil && !l.deferred {
+			l.deferred = true
+			rd.Defer(l)
+		}
+	})
+}
+
+func (l *roundLog) get() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.events...)
+}
+
+// The waiters a sync covers complete in one round, ended after the last of them, whether the syncer
+// completes them (the loop holds none) or the loop does; a plain Waiter among them completes as before,
+// and waiters completed one at a time (a timeout) get no round.
+func TestGroupCommitCompletesCoveredWaitersInOneRound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := newScriptedDurable()
+		m, err := NewMetrics(nil, "test")
+		require.NoError(t, err)
+		g, err := NewGroupCommit(testGroupCommitConfig(), 0, d.durable, m, nil)
+		require.NoError(t, err)
+		var l roundLog
+		var rec recorder
+
+		// The syncer's own completion: the loop holds nothing while the first operation runs.
+		require.NoError(t, g.Submit(100, l.waiter(100)))
+		require.Equal(t, int64(100), <-d.calls)
+		require.NoError(t, g.Submit(90, l.waiter(90)))
+		require.NoError(t, g.Submit(80, rec.waiter(80)))
+		synctest.Wait()
+		d.answers <- syncAnswer{durable: 100}
+		synctest.Wait()
+		require.Equal(t, []string{"90:<nil>:round=true", "100:<nil>:round=true", "end"}, l.get())
+		require.Equal(t, []completion{{80, nil}}, rec.get())
+
+		// The loop's completion: waiters beyond what an operation covered, which the loop takes when it
+		// handles that result, covered by the next operation.
+		require.NoError(t, g.Submit(150, l.waiter(150)))
+		require.Equal(t, int64(150), <-d.calls)
+		require.NoError(t, g.Submit(300, l.waiter(300)))
+		require.NoError(t, g.Submit(200, l.waiter(200)))
+		synctest.Wait()
+		d.answers <- syncAnswer{durable: 150}
+		require.Equal(t, int64(300), <-d.calls)
+		synctest.Wait()
+		g.mu.Lock()
+		require.Equal(t, 2, g.mu.outstanding-len(g.mu.pending), "the loop holds the two waiters")
+		g.mu.Unlock()
+		d.answers <- syncAnswer{durable: 300}
+		synctest.Wait()
+		require.Equal(t, []string{"90:<nil>:round=true", "100:<nil>:round=true", "end",
+			"150:<nil>:round=true", "end", "200:<nil>:round=true", "300:<nil>:round=true", "end"}, l.get())
+
+		// A timeout completes its waiter alone, with no round.
+		require.NoError(t, g.Submit(400, l.waiter(400)))
+		require.Equal(t, int64(400), <-d.calls)
+		time.Sleep(testGroupCommitConfig().SyncFlushTimeout + time.Millisecond) // synctest's fake clock
+		synctest.Wait()
+		require.Equal(t, fmt.Sprintf("400:%v:round=false", ErrFlushTimeout), l.get()[8])
+		require.Len(t, l.get(), 9)
+		d.answers <- syncAnswer{durable: 400}
+		require.NoError(t, g.Close())
 	})
 }
