@@ -15,6 +15,7 @@ import (
 	"github.com/ringmq/ringmq/broker/metadata"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/internal/remotingtest"
+	"github.com/ringmq/ringmq/internal/round"
 	"github.com/ringmq/ringmq/internal/testutil"
 	"github.com/ringmq/ringmq/store"
 )
@@ -333,8 +334,8 @@ func (g *gatedStore) WaitDurable(endOffset int64, done func(error)) {
 }
 
 // WaitDurableReserved is the send plane's wait (it reserves first): gated too.
-func (g *gatedStore) WaitDurableReserved(endOffset int64, done func(error)) {
-	g.WaitDurable(endOffset, done)
+func (g *gatedStore) WaitDurableReserved(endOffset int64, done func(error, *round.Round)) {
+	g.WaitDurable(endOffset, func(err error) { done(err, nil) })
 }
 
 func (g *gatedStore) IsOSPageCacheBusy() bool {

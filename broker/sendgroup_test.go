@@ -167,3 +167,61 @@ func testSendGroups(t *testing.T, engine netio.NetEngine, flush store.FlushDiskT
 		require.LessOrEqual(t, cs.groups, 4, "groups end only at a pass end or a batch")
 	}
 }
+
+// roundWrites is the broker's ringmq_netio_round_writes_total, over its servers.
+func roundWrites(t *testing.T, db *dataBroker) float64 {
+	total := 0.0
+	for k, v := range scrapeOf(t, db.b.Registry()) {
+		if strings.HasPrefix(k, "ringmq_netio_round_writes_total") {
+			total += v
+		}
+	}
+	return total
+}
+
+// Under SYNC_FLUSH the answers of a sync's sends are written by the group commit's goroutine at the end
+// of the batch it completed, one write per connection, when the connection's event loop is idle (gnet);
+// every answer is SUCCESS with its own offset, in every store mode. Each send waits for its answer, so
+// the loop is idle when most syncs end; one answer written that way is enough here (the loop may still
+// be in its pass for some). The std engine writes from its own goroutine.
+func TestSyncAnswersWrittenAtRoundEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		engine netio.NetEngine
+		pool   bool
+	}{
+		{"gnet/mmap", netio.NetEngineGnet, false},
+		{"gnet/pool", netio.NetEngineGnet, true},
+		{"std/mmap", netio.NetEngineStd, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var fs *store.Store
+			db := startDataBroker(t, dataBrokerOptions{fileStore: true,
+				mutate: func(c *Config) {
+					c.FlushDiskType, c.NetEngine = store.SyncFlush, tc.engine
+					if tc.pool {
+						withTransientPool(c)
+					}
+				},
+				wrap: func(s store.MessageStore) store.MessageStore {
+					fs = s.(*store.Store)
+					return s
+				}})
+			c := remotingtest.Dial(t, db.addr)
+			const most = 200
+			n := 0
+			for n < most && (n < 20 || tc.engine == netio.NetEngineGnet && roundWrites(t, db) == 0) {
+				h := sendOK(t, c, sendV2("TopicR", 0, []byte("r"+strings.Repeat("x", n)), ""))
+				require.Equal(t, int64(n), h.QueueOffset)
+				rec := viewRecord(t, c, offsetOf(t, h.MsgID))
+				require.GreaterOrEqual(t, fs.FlushedPhyOffset(), rec.PhysicalOffset+int64(rec.TotalSize), "durable when answered")
+				n++
+			}
+			if tc.engine == netio.NetEngineGnet {
+				require.Positive(t, roundWrites(t, db), "no answer of %d written at a round's end", n)
+			} else {
+				require.Zero(t, roundWrites(t, db))
+			}
+		})
+	}
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/flush"
+	"github.com/ringmq/ringmq/internal/round"
 	"github.com/ringmq/ringmq/transientpool"
 )
 
@@ -810,7 +811,9 @@ func (s *Store) putMessages(batch *BatchPut) (PutResult, error) {
 // already durable), else from the group commit goroutine, with ErrFlushTimeout after syncFlushTimeout
 // (FLUSH_DISK_TIMEOUT), ErrFlushQueueFull at once when the group commit is full, or the flush error.
 // done must not block. Safe for concurrent use.
-func (s *Store) WaitDurable(endOffset int64, done func(error)) { s.waitDurable(endOffset, done, false) }
+func (s *Store) WaitDurable(endOffset int64, done func(error)) {
+	s.waitDurable(endOffset, flush.WaiterFunc(done), false)
+}
 
 // ReserveWait holds a place in the SYNC_FLUSH group commit's queue for the WaitDurableReserved of a put
 // about to be made, or reports false when the queue is full (what WaitDurable would answer
@@ -828,8 +831,10 @@ func (s *Store) ReserveWait() bool {
 }
 
 // WaitDurableReserved is WaitDurable for a put whose place ReserveWait held: never ErrFlushQueueFull.
-func (s *Store) WaitDurableReserved(endOffset int64, done func(error)) {
-	s.waitDurable(endOffset, done, true)
+// done gets the round of the group commit's batch it completes with (flush.RoundWaiter): a SYNC_FLUSH
+// send's answer is written once per connection and round. Completed here, or alone, it gets nil.
+func (s *Store) WaitDurableReserved(endOffset int64, done func(err error, rd *round.Round)) {
+	s.waitDurable(endOffset, flush.RoundWaiterFunc(done), true)
 }
 
 // ReleaseWait gives back a place ReserveWait held for a put that will not wait (it failed).
@@ -842,7 +847,7 @@ func (s *Store) ReleaseWait() {
 // waitDurable is WaitDurable and, with reserved, WaitDurableReserved: a wait that ends without a waiter
 // gives its reserved place back. The group commit exists only under SYNC_FLUSH; it is set before Start
 // publishes stateStarted and never cleared, so a place ReserveWait held is one this finds.
-func (s *Store) waitDurable(endOffset int64, done func(error), reserved bool) {
+func (s *Store) waitDurable(endOffset int64, w flush.Waiter, reserved bool) {
 	gc := s.groupCommit
 	unreserve := func() {
 		if reserved && gc != nil {
@@ -851,23 +856,23 @@ func (s *Store) waitDurable(endOffset int64, done func(error), reserved bool) {
 	}
 	if s.cfg.FlushDiskType == AsyncFlush || s.commitLog.mfq.flushedWhere.Load() >= endOffset {
 		unreserve()
-		done(nil)
+		w.FlushDone(nil)
 		return
 	}
 	if gc == nil || s.state.Load() != stateStarted {
 		unreserve()
-		done(ErrClosed)
+		w.FlushDone(ErrClosed)
 		return
 	}
 	submit := gc.Submit
 	if reserved {
 		submit = gc.SubmitReserved
 	}
-	if err := submit(endOffset, flush.WaiterFunc(done)); err != nil {
+	if err := submit(endOffset, w); err != nil {
 		if errors.Is(err, flush.ErrQueueFull) {
 			err = ErrFlushQueueFull
 		}
-		done(err)
+		w.FlushDone(err)
 	}
 }
 

@@ -53,6 +53,7 @@ import (
 
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/flush"
+	"github.com/ringmq/ringmq/internal/round"
 )
 
 // Sentinel errors. Check with errors.Is.
@@ -390,8 +391,9 @@ type MessageStore interface {
 	// ReleaseWait) to come, or reports false when it is full (so that a send can be refused before it
 	// is stored); true under ASYNC_FLUSH.
 	ReserveWait() bool
-	// WaitDurableReserved is WaitDurable into a place ReserveWait held.
-	WaitDurableReserved(endOffset int64, done func(error))
+	// WaitDurableReserved is WaitDurable into a place ReserveWait held. done takes part in the round of
+	// the group commit's batch it completes with (flush.RoundWaiter), or gets none (nil).
+	WaitDurableReserved(endOffset int64, done func(err error, rd *round.Round))
 	// ReleaseWait gives back a place ReserveWait held.
 	ReleaseWait()
 	// GetMessage reads a queue for a pull (PROTOCOL.md §9 statuses); Release the result.

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/round"
 	"github.com/ringmq/ringmq/netio"
 	"github.com/ringmq/ringmq/store"
 )
@@ -157,6 +158,13 @@ func (r Reply) Frame(f *Frame, code codec.ResponseCode, remark string, fields []
 // encoded is logged and answered SYSTEM_ERROR instead.
 func (r Reply) Send(buf *[]byte, code codec.ResponseCode, remark string, fields []codec.Field, bodies [][]byte,
 	release func()) {
+	r.SendIn(nil, buf, code, remark, fields, bodies, release)
+}
+
+// SendIn is Send for a goroutine that answers a batch of requests in round rd (nil: none; see
+// netio.RoundWriter), such as the group commit's, which ends rd after the batch.
+func (r Reply) SendIn(rd *round.Round, buf *[]byte, code codec.ResponseCode, remark string, fields []codec.Field,
+	bodies [][]byte, release func()) {
 	bodyLen := 0
 	for _, body := range bodies {
 		bodyLen += len(body)
@@ -176,7 +184,12 @@ func (r Reply) Send(buf *[]byte, code codec.ResponseCode, remark string, fields 
 	if r.out.observe != nil {
 		r.out.observe(r.requestCode, code, r.received)
 	}
-	if err := r.conn.WriteFrame(out, bodies, release); err != nil {
+	if rw, ok := r.conn.(netio.RoundWriter); ok && rd != nil {
+		err = rw.WriteFrameIn(rd, out, bodies, release)
+	} else {
+		err = r.conn.WriteFrame(out, bodies, release)
+	}
+	if err != nil {
 		r.out.replyErrors.Inc()
 	}
 }

@@ -60,7 +60,9 @@
 //     request.
 //  6. Answer: msgId (offsetMsgId; a batch's joined with ','), queueId, queueOffset,
 //     transactionId (UNIQ_KEY), MSG_REGION and TRACE_ON, written through the request's Reply;
-//     the sendRequest goes back to its pool once netio is done with the frame.
+//     the sendRequest goes back to its pool once netio is done with the frame. An answer the
+//     group commit's durability callback writes joins the round of the batch it completes with
+//     (Reply.SendIn): a connection's answers of one sync are written once, at the batch's end.
 //
 // A send allocates nothing on the way (TestSendPathAllocations and BenchmarkSendPath in
 // package broker hold it to 0 allocs/op).

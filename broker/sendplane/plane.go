@@ -13,6 +13,7 @@ import (
 	"github.com/ringmq/ringmq/broker/live"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/ha"
+	"github.com/ringmq/ringmq/internal/round"
 	"github.com/ringmq/ringmq/netio"
 	"github.com/ringmq/ringmq/store"
 )
@@ -25,7 +26,7 @@ type Store interface {
 	AddToGroup(g *store.PutGroup, m *codec.Message) (store.PutMessageStatus, error)
 	PutGroup(g *store.PutGroup) error
 	ReserveWait() bool
-	WaitDurableReserved(endOffset int64, done func(error))
+	WaitDurableReserved(endOffset int64, done func(err error, rd *round.Round))
 	ReleaseWait()
 	IsOSPageCacheBusy() bool
 	LookMessageByOffset(phyOffset int64) (rec []byte, release func(), err error)

@@ -15,6 +15,7 @@ import (
 	"github.com/ringmq/ringmq/broker/remoting"
 	"github.com/ringmq/ringmq/codec"
 	"github.com/ringmq/ringmq/ha"
+	"github.com/ringmq/ringmq/internal/round"
 	"github.com/ringmq/ringmq/netio"
 	"github.com/ringmq/ringmq/store"
 )
@@ -126,10 +127,10 @@ type sendRequest struct {
 	isBatch    bool
 	result     store.PutResult
 
-	resp       []byte // response frame
-	done       func() // = release, bound once
-	durable    func(error)
-	replicated ha.WaiterFunc // = onReplicated, bound once
+	resp       []byte                    // response frame
+	done       func()                    // = release, bound once
+	durable    func(error, *round.Round) // = onDurable, bound once
+	replicated ha.WaiterFunc             // = onReplicated, bound once
 
 	// The durability and replica waits of one put run side by side; the last to finish answers.
 	waits       atomic.Int32
@@ -796,7 +797,10 @@ func (p *Plane) putOutcome(res store.PutResult, err error) (codec.ResponseCode, 
 // onDurable is the SYNC_FLUSH callback: the message is stored; err says whether it is
 // durable. It runs on the group commit's goroutine (or inline in WaitDurable) and only
 // queues the response.
-func (r *sendRequest) onDurable(err error) {
+//
+// rd is the round of the group commit's batch it completes with (nil when alone): the answer joins it,
+// so that the answers of one sync are written once per connection (netio.RoundWriter).
+func (r *sendRequest) onDurable(err error, rd *round.Round) {
 	switch {
 	case err == nil:
 	case errors.Is(err, store.ErrFlushQueueFull):
@@ -809,7 +813,7 @@ func (r *sendRequest) onDurable(err error) {
 		// broker's flushOK=false answer, with the reason.
 		r.flushCode, r.flushRemark = codec.ResponseFlushDiskTimeout, "flush failed: "+err.Error()
 	}
-	r.waitDone()
+	r.waitDone(rd)
 }
 
 // onReplicated is the SYNC_MASTER callback (ha.Replicas.Wait): a slave acknowledged the message's
@@ -822,22 +826,23 @@ func (r *sendRequest) onReplicated(err error) {
 	default: // ha.ErrSlaveTimeout, a full or closed queue: not known replicated
 		r.replicaCode = codec.ResponseFlushSlaveTimeout
 	}
-	r.waitDone()
+	r.waitDone(nil)
 }
 
 // waitDone answers once both waits of a put have finished (the atomic orders their writes before the
-// answer). A replica failure overrides a flush failure, as RocketMQ's handlePutMessageResult does.
-func (r *sendRequest) waitDone() {
+// answer), in rd when the last to finish brought one. A replica failure overrides a flush failure, as
+// RocketMQ's handlePutMessageResult does.
+func (r *sendRequest) waitDone(rd *round.Round) {
 	if r.waits.Add(-1) != 0 {
 		return
 	}
 	switch {
 	case r.replicaCode != codec.ResponseSuccess:
-		r.answerStored(r.replicaCode, "")
+		r.answerStoredIn(rd, r.replicaCode, "")
 	case !r.flushStored:
 		r.answer(r.flushCode, r.flushRemark, true)
 	default:
-		r.answerStored(r.flushCode, r.flushRemark)
+		r.answerStoredIn(rd, r.flushCode, r.flushRemark)
 	}
 }
 
@@ -845,6 +850,11 @@ func (r *sendRequest) waitDone() {
 // SUCCESS unless a wait (durability, replica) said otherwise: FLUSH_DISK_TIMEOUT,
 // FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE.
 func (r *sendRequest) answerStored(code codec.ResponseCode, remark string) {
+	r.answerStoredIn(nil, code, remark)
+}
+
+// answerStoredIn is answerStored in round rd (nil: none).
+func (r *sendRequest) answerStoredIn(rd *round.Round, code codec.ResponseCode, remark string) {
 	p := r.p
 	ids := r.msgIDs[:0] // the offsetMsgId of each record
 	if r.isBatch {
@@ -870,7 +880,7 @@ func (r *sendRequest) answerStored(code codec.ResponseCode, remark string) {
 	if len(r.uniqKey) == 0 {
 		n-- // transactionId is left out when empty, as a null field is
 	}
-	r.write(code, remark, fields[:n])
+	r.writeIn(rd, code, remark, fields[:n])
 }
 
 // answer writes a response without the send header (errors). withRegion adds MSG_REGION
@@ -885,6 +895,11 @@ func (r *sendRequest) answer(code codec.ResponseCode, remark string, withRegion 
 }
 
 func (r *sendRequest) write(code codec.ResponseCode, remark string, fields []codec.Field) {
+	r.writeIn(nil, code, remark, fields)
+}
+
+// writeIn is write in round rd (nil: none).
+func (r *sendRequest) writeIn(rd *round.Round, code codec.ResponseCode, remark string, fields []codec.Field) {
 	to := r.to // r may be back in its pool once Send returns
-	to.Send(&r.resp, code, remark, fields, nil, r.done)
+	to.SendIn(rd, &r.resp, code, remark, fields, nil, r.done)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ringmq/ringmq/codec"
+	"github.com/ringmq/ringmq/internal/round"
 	"github.com/ringmq/ringmq/store"
 )
 
@@ -120,9 +121,9 @@ func (m *MemStore) PutMessages(batch *store.BatchPut) (store.PutResult, error) {
 // ReserveWait is true: a MemStore's WaitDurable never finds a full queue.
 func (m *MemStore) ReserveWait() bool { return true }
 
-// WaitDurableReserved is WaitDurable.
-func (m *MemStore) WaitDurableReserved(endOffset int64, done func(error)) {
-	m.WaitDurable(endOffset, done)
+// WaitDurableReserved is WaitDurable, with no round.
+func (m *MemStore) WaitDurableReserved(endOffset int64, done func(err error, rd *round.Round)) {
+	m.WaitDurable(endOffset, func(err error) { done(err, nil) })
 }
 
 // ReleaseWait does nothing.
