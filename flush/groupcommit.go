@@ -47,13 +47,13 @@ func (f RoundWaiterFunc) FlushDone(err error) { f(err, nil) }
 // FlushDoneIn calls f(err, rd).
 func (f RoundWaiterFunc) FlushDoneIn(err error, rd *round.Round) { f(err, rd) }
 
-// completeIn completes w as durable in rd, or, for a Waiter that takes no part in rounds, at once.
-func completeIn(w Waiter, rd *round.Round) {
+// CompleteIn completes w with err in rd, or, for a Waiter that takes no part in rounds, at once.
+func CompleteIn(w Waiter, err error, rd *round.Round) {
 	if rw, ok := w.(RoundWaiter); ok {
-		rw.FlushDoneIn(nil, rd)
+		rw.FlushDoneIn(err, rd)
 		return
 	}
-	w.FlushDone(nil)
+	w.FlushDone(err)
 }
 
 // DurableFunc makes every byte up to at least target durable in one operation and returns the offset up
@@ -352,7 +352,7 @@ func (g *GroupCommit) syncer() {
 					slices.SortStableFunc(g.spare, byTarget)
 				}
 				for i := range g.spare {
-					completeIn(g.spare[i].w, &g.syncerRound)
+					CompleteIn(g.spare[i].w, nil, &g.syncerRound)
 				}
 				g.syncerRound.End()
 				clear(g.spare) // drop Waiter references
@@ -578,7 +578,7 @@ func (g *GroupCommit) coveredPrefix() int {
 // completePrefix completes the first k waiters, in offset order, as durable. Loop only.
 func (g *GroupCommit) completePrefix(k int) {
 	for i := 0; i < k; i++ {
-		completeIn(g.batch[i].w, &g.loopRound)
+		CompleteIn(g.batch[i].w, nil, &g.loopRound)
 	}
 	g.loopRound.End()
 	g.removePrefix(k)

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ringmq/ringmq/flush"
+	"github.com/ringmq/ringmq/internal/round"
 )
 
 // Outcomes of a SYNC_MASTER wait (the broker answers them as RocketMQ does: SLAVE_NOT_AVAILABLE 11,
@@ -32,6 +33,9 @@ type (
 	// WaiterFunc adapts a function to Waiter (flush.WaiterFunc). Bind it once: a method value made
 	// per Wait allocates.
 	WaiterFunc = flush.WaiterFunc
+	// RoundWaiterFunc is a WaiterFunc that takes part in the round of the acknowledgement that
+	// completes it with others (flush.RoundWaiterFunc): a SYNC_MASTER send's answer.
+	RoundWaiterFunc = flush.RoundWaiterFunc
 )
 
 // ReplicasConfig configures the SYNC_MASTER wait.
@@ -81,6 +85,7 @@ type Replicas struct {
 	timer    *time.Timer
 	expireMu sync.Mutex      // one expiry pass at a time
 	expired  []replicaWaiter // the expiry pass's scratch, under expireMu
+	rounds   sync.Pool       // *round.Round of acknowledged, which several goroutines may run at once
 }
 
 // replicaWaiter is one queued Wait, stored by value so that queuing never allocates.
@@ -206,17 +211,29 @@ func (r *Replicas) Close() error {
 
 func (r *Replicas) now() int64 { return int64(time.Since(r.epoch)) }
 
-// acknowledged completes, in offset order, every waiter at or below the acknowledged offset. It runs on the
-// report reader's goroutine (the Server's ack listener) and after a Wait that raced an acknowledgement.
+// acknowledged completes, in offset order, every waiter at or below the acknowledged offset, in one round
+// (flush.RoundWaiter) ended after the last: the answers one report releases are written once per
+// connection. It runs on the report reader's goroutine (the Server's ack listener) and after a Wait that
+// raced an acknowledgement, so the rounds come from a pool.
 func (r *Replicas) acknowledged() {
+	var rd *round.Round
 	for {
 		acked := r.srv.AckedOffset()
 		w, ok := r.popFirst(func(w replicaWaiter) bool { return w.target <= acked })
 		if !ok {
-			return
+			break
+		}
+		if rd == nil {
+			if rd, _ = r.rounds.Get().(*round.Round); rd == nil {
+				rd = new(round.Round)
+			}
 		}
 		r.metrics.acks.Add(1)
-		w.w.FlushDone(nil)
+		flush.CompleteIn(w.w, nil, rd)
+	}
+	if rd != nil {
+		rd.End()
+		r.rounds.Put(rd)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ringmq/ringmq/flush"
+	"github.com/ringmq/ringmq/internal/round"
 	"github.com/ringmq/ringmq/internal/testutil"
 )
 
@@ -170,4 +171,53 @@ func TestReplicasTimeOutOnlyTheExpired(t *testing.T) {
 	require.NoError(t, r.Wait(3000, third))
 	slave.report(srv, 3000)
 	require.NoError(t, third.result(t))
+}
+
+// roundEnds counts the ends of the rounds it was deferred to.
+type roundEnds struct{ ends atomic.Int32 }
+
+func (e *roundEnds) EndRound() { e.ends.Add(1) }
+
+// The waiters one report releases complete in one round, ended after the last of them (a SYNC_MASTER
+// send's answers are written once per connection); a plain Waiter among them completes as before.
+func TestReplicasCompleteAReportsWaitersInOneRound(t *testing.T) {
+	master := newMemLog(1 << 20)
+	master.Append(make([]byte, 10_000))
+	srv := startServer(t, master)
+	r, err := NewReplicas(DefaultReplicasConfig(), srv, nil, nil)
+	require.NoError(t, err)
+	slave := dialFakeSlave(t, srv)
+	slave.report(srv, 100)
+
+	var ends roundEnds
+	type done struct {
+		target  int64
+		ends    int32 // round ends seen when it completed
+		inRound bool
+	}
+	got := make(chan done, 8)
+	waiter := func(target int64) Waiter {
+		return RoundWaiterFunc(func(err error, rd *round.Round) {
+			if err != nil {
+				t.Error(err) // not on the test's goroutine: no FailNow
+			}
+			if rd != nil && rd.Len() == 0 {
+				rd.Defer(&ends)
+			}
+			got <- done{target, ends.ends.Load(), rd != nil}
+		})
+	}
+	plain := make(chan error, 1)
+	require.NoError(t, r.Wait(1000, waiter(1000)))
+	require.NoError(t, r.Wait(2000, WaiterFunc(func(err error) { plain <- err })))
+	require.NoError(t, r.Wait(3000, waiter(3000)))
+	slave.report(srv, 5000)
+	require.Equal(t, done{1000, 0, true}, <-got)
+	require.NoError(t, <-plain)
+	require.Equal(t, done{3000, 0, true}, <-got, "the round not ended before its last waiter")
+	testutil.Eventually(t, "the round ended", func() bool { return ends.ends.Load() == 1 })
+
+	require.NoError(t, r.Wait(4000, waiter(4000))) // covered already: completed alone, no round
+	require.Equal(t, done{4000, 1, false}, <-got)
+	require.NoError(t, r.Close())
 }

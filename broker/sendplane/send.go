@@ -130,7 +130,7 @@ type sendRequest struct {
 	resp       []byte                    // response frame
 	done       func()                    // = release, bound once
 	durable    func(error, *round.Round) // = onDurable, bound once
-	replicated ha.WaiterFunc             // = onReplicated, bound once
+	replicated ha.RoundWaiterFunc        // = onReplicated, bound once
 
 	// The durability and replica waits of one put run side by side; the last to finish answers.
 	waits       atomic.Int32
@@ -642,7 +642,7 @@ func (p *Plane) stored(r *sendRequest, res store.PutResult, err error, wait, rep
 	r.waits.Store(int32(btoi(wait) + btoi(replicate)))
 	if replicate {
 		if err := p.replicas.Wait(res.EndOffset(), r.replicated); err != nil {
-			r.onReplicated(err)
+			r.onReplicated(err, nil)
 		}
 	}
 	if wait {
@@ -817,8 +817,9 @@ func (r *sendRequest) onDurable(err error, rd *round.Round) {
 }
 
 // onReplicated is the SYNC_MASTER callback (ha.Replicas.Wait): a slave acknowledged the message's
-// end, or SLAVE_NOT_AVAILABLE / FLUSH_SLAVE_TIMEOUT. In every case the message is stored.
-func (r *sendRequest) onReplicated(err error) {
+// end, or SLAVE_NOT_AVAILABLE / FLUSH_SLAVE_TIMEOUT. In every case the message is stored. rd is the
+// round of the acknowledgement that completed it with others (nil when alone).
+func (r *sendRequest) onReplicated(err error, rd *round.Round) {
 	switch {
 	case err == nil:
 	case errors.Is(err, ha.ErrSlaveNotAvailable):
@@ -826,7 +827,7 @@ func (r *sendRequest) onReplicated(err error) {
 	default: // ha.ErrSlaveTimeout, a full or closed queue: not known replicated
 		r.replicaCode = codec.ResponseFlushSlaveTimeout
 	}
-	r.waitDone(nil)
+	r.waitDone(rd)
 }
 
 // waitDone answers once both waits of a put have finished (the atomic orders their writes before the
