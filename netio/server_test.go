@@ -494,29 +494,40 @@ func TestConcurrentWriters(t *testing.T) {
 				}
 			})
 		}
-		wg.Go(func() {
-			var stream []byte
-			for i := range requests {
-				stream = append(stream, frameOf(t, request(codeEcho, int32(i+2), payload(i, 3)))...)
-			}
-			rc.Write(stream)
-		})
-		next := make([]int, writers)
-		responses := 0
-		for range writers*perWriter + requests {
-			cmd := rc.Next()
-			if cmd.IsResponse() {
-				responses++
-				continue
-			}
-			g, _ := strconv.Atoi(cmd.ExtFields["g"])
-			require.Equal(t, strconv.Itoa(next[g]), cmd.ExtFields["i"], "writer %d", g)
-			requireBody(t, payload(next[g]%50, byte(g)), cmd.Body)
-			next[g]++
-		}
-		wg.Wait()
-		require.Equal(t, requests, responses)
+		readWritersAndAnswers(t, rc, &wg, writers, perWriter, requests, func(g, i int) []byte { return payload(i%50, byte(g)) })
 	})
+}
+
+// readWritersAndAnswers sends requests echo requests (opaque 2 on) in one write while writers goroutines
+// write perWriter frames each (ext fields g and i, body want(g, i)) to the same connection, then reads
+// every frame: each writer's in its order and whole, the loop's answers in order, with their bodies.
+func readWritersAndAnswers(t *testing.T, rc rawClient, wg *sync.WaitGroup, writers, perWriter, requests int,
+	want func(g, i int) []byte) {
+	t.Helper()
+	wg.Go(func() {
+		var stream []byte
+		for i := range requests {
+			stream = append(stream, frameOf(t, request(codeEcho, int32(i+2), payload(i, 3)))...)
+		}
+		rc.Write(stream)
+	})
+	next := make([]int, writers)
+	responses := 0
+	for range writers*perWriter + requests {
+		cmd := rc.Next()
+		if cmd.IsResponse() {
+			require.Equal(t, int32(responses+2), cmd.Opaque, "the loop's answers in order")
+			requireBody(t, payload(responses, 3), cmd.Body)
+			responses++
+			continue
+		}
+		g, _ := strconv.Atoi(cmd.ExtFields["g"])
+		require.Equal(t, strconv.Itoa(next[g]), cmd.ExtFields["i"], "writer %d", g)
+		requireBody(t, want(g, next[g]), cmd.Body)
+		next[g]++
+	}
+	wg.Wait()
+	require.Equal(t, requests, responses)
 }
 
 // A restarted server binds its port again while the connections the old one closed
@@ -626,30 +637,7 @@ func TestRoundWritesKeepFramesWholeAndInOrder(t *testing.T) {
 				}
 			})
 		}
-		wg.Go(func() {
-			var stream []byte
-			for i := range requests {
-				stream = append(stream, frameOf(t, request(codeEcho, int32(i+2), payload(i, 3)))...)
-			}
-			rc.Write(stream)
-		})
-		next := make([]int, writers)
-		responses := 0
-		for range writers*perWriter + requests {
-			cmd := rc.Next()
-			if cmd.IsResponse() {
-				require.Equal(t, int32(responses+2), cmd.Opaque, "the loop's answers in order")
-				requireBody(t, payload(responses, 3), cmd.Body)
-				responses++
-				continue
-			}
-			g, _ := strconv.Atoi(cmd.ExtFields["g"])
-			require.Equal(t, strconv.Itoa(next[g]), cmd.ExtFields["i"], "writer %d", g)
-			requireBody(t, payload(size(g, next[g]), byte(g)), cmd.Body)
-			next[g]++
-		}
-		wg.Wait()
-		require.Equal(t, requests, responses)
+		readWritersAndAnswers(t, rc, &wg, writers, perWriter, requests, func(g, i int) []byte { return payload(size(g, i), byte(g)) })
 		testutil.Eventually(t, "every release", func() bool { return released.Load() == writers*perWriter })
 		direct := c.(*connCore).directWrites.Load()
 		if engine == EngineGnet {
