@@ -242,6 +242,10 @@ func TestFastPortSharesTheRequestBudget(t *testing.T) {
 	frame, err := codec.NewRequest(unknownCode, nil, bytes.Repeat([]byte{'a'}, 900<<10)).AppendFrame(nil)
 	require.NoError(t, err)
 	held.Write(frame[:len(frame)/2]) // admitted, holds 900 KiB until the rest comes
+	// The two ports' frames are read by different event loops: the fast port's must come second.
+	testutil.Eventually(t, "listenPort's large frame admitted", func() bool {
+		return gaugeSum(t, tb.b, "ringmq_netio_request_budget_used_bytes") > 0
+	})
 
 	fast := remotingtest.Dial(t, tb.b.FastAddr())
 	waiter := codec.NewRequest(unknownCode, nil, bytes.Repeat([]byte{'b'}, 600<<10))
