@@ -184,7 +184,7 @@ func (r Reply) SendIn(rd *round.Round, buf *[]byte, code codec.ResponseCode, rem
 	if r.out.observe != nil {
 		r.out.observe(r.requestCode, code, r.received)
 	}
-	if rw, ok := r.conn.(netio.RoundWriter); ok && rd != nil {
+	if rw, ok := roundWriter(r.conn, rd); ok {
 		err = rw.WriteFrameIn(rd, out, bodies, release)
 	} else {
 		err = r.conn.WriteFrame(out, bodies, release)
@@ -192,6 +192,16 @@ func (r Reply) SendIn(rd *round.Round, buf *[]byte, code codec.ResponseCode, rem
 	if err != nil {
 		r.out.replyErrors.Inc()
 	}
+}
+
+// roundWriter is c as a netio.RoundWriter when there is a round to write in; without one (every
+// answer but a group commit's) it asks nothing of c.
+func roundWriter(c netio.Conn, rd *round.Round) (netio.RoundWriter, bool) {
+	if rd == nil {
+		return nil, false
+	}
+	rw, ok := c.(netio.RoundWriter)
+	return rw, ok
 }
 
 // Frame is a pooled response in flight: its header buffer and whatever keeps its bodies

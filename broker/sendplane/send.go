@@ -633,7 +633,7 @@ func (p *Plane) stored(r *sendRequest, res store.PutResult, err error, wait, rep
 	}
 	r.result = res
 	if !wait && !replicate {
-		r.answerStored(codec.ResponseSuccess, "")
+		r.answerStored(nil, codec.ResponseSuccess, "")
 		return
 	}
 	// The callbacks record their outcome; the last one answers. Either may run right here (already
@@ -839,23 +839,18 @@ func (r *sendRequest) waitDone(rd *round.Round) {
 	}
 	switch {
 	case r.replicaCode != codec.ResponseSuccess:
-		r.answerStoredIn(rd, r.replicaCode, "")
+		r.answerStored(rd, r.replicaCode, "")
 	case !r.flushStored:
 		r.answer(r.flushCode, r.flushRemark, true)
 	default:
-		r.answerStoredIn(rd, r.flushCode, r.flushRemark)
+		r.answerStored(rd, r.flushCode, r.flushRemark)
 	}
 }
 
-// answerStored writes the full send response for a stored message or batch. code is
-// SUCCESS unless a wait (durability, replica) said otherwise: FLUSH_DISK_TIMEOUT,
+// answerStored writes the full send response for a stored message or batch, in round rd (nil: none).
+// code is SUCCESS unless a wait (durability, replica) said otherwise: FLUSH_DISK_TIMEOUT,
 // FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE.
-func (r *sendRequest) answerStored(code codec.ResponseCode, remark string) {
-	r.answerStoredIn(nil, code, remark)
-}
-
-// answerStoredIn is answerStored in round rd (nil: none).
-func (r *sendRequest) answerStoredIn(rd *round.Round, code codec.ResponseCode, remark string) {
+func (r *sendRequest) answerStored(rd *round.Round, code codec.ResponseCode, remark string) {
 	p := r.p
 	ids := r.msgIDs[:0] // the offsetMsgId of each record
 	if r.isBatch {
@@ -881,26 +876,22 @@ func (r *sendRequest) answerStoredIn(rd *round.Round, code codec.ResponseCode, r
 	if len(r.uniqKey) == 0 {
 		n-- // transactionId is left out when empty, as a null field is
 	}
-	r.writeIn(rd, code, remark, fields[:n])
+	r.write(rd, code, remark, fields[:n])
 }
 
 // answer writes a response without the send header (errors). withRegion adds MSG_REGION
 // and TRACE_ON, which the Java broker puts on every send response once the header parsed.
 func (r *sendRequest) answer(code codec.ResponseCode, remark string, withRegion bool) {
 	if !withRegion {
-		r.write(code, remark, nil)
+		r.write(nil, code, remark, nil)
 		return
 	}
 	fields := [...]codec.Field{codec.StrField("MSG_REGION", defaultRegionID), codec.StrField("TRACE_ON", traceOnText)}
-	r.write(code, remark, fields[:])
+	r.write(nil, code, remark, fields[:])
 }
 
-func (r *sendRequest) write(code codec.ResponseCode, remark string, fields []codec.Field) {
-	r.writeIn(nil, code, remark, fields)
-}
-
-// writeIn is write in round rd (nil: none).
-func (r *sendRequest) writeIn(rd *round.Round, code codec.ResponseCode, remark string, fields []codec.Field) {
+// write answers in round rd (nil: none).
+func (r *sendRequest) write(rd *round.Round, code codec.ResponseCode, remark string, fields []codec.Field) {
 	to := r.to // r may be back in its pool once Send returns
 	to.SendIn(rd, &r.resp, code, remark, fields, nil, r.done)
 }
