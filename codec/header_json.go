@@ -40,12 +40,23 @@ const jsonMaxDepth = 10000
 // rawString locates one string of the header as written: data[start:end] is the text
 // between the quotes (or a bare number or literal taken as text); plain says those bytes are
 // the value as they stand (printable ASCII, no escapes), so they are copied, not unescaped.
+// Offsets are int32 (a header is at most 16 MiB, its unescaped strings 48 MiB) to keep the
+// spans of a send's 14 fields small.
 type rawString struct {
-	start, end int
+	start, end int32
 	plain      bool
 }
 
-func (r rawString) len() int { return r.end - r.start }
+func (r rawString) len() int { return int(r.end - r.start) }
+
+// raw returns r's bytes in data.
+func (r rawString) raw(data []byte) []byte { return data[r.start:r.end] }
+
+// asciiStrings holds every ASCII byte, so that a one-letter key (a send's or a pull's
+// one-letter header fields) is a slice of it rather than a copy in the header's arena.
+const asciiStrings = "\x00\x01\x02\x03\x04\x05\x06\x07\x08\t\n\x0b\x0c\r\x0e\x0f" +
+	"\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f" +
+	" !\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~\x7f"
 
 // extSpan locates one extFields entry: while scanning, in the header (raw); once copied, in
 // the arena (start/end only).
@@ -181,7 +192,12 @@ func decodeJSONHeader(c *RemotingCommand, data []byte) error {
 	}
 	if extPresent {
 		for i := range spans {
-			arena, spans[i].key = d.copyRaw(arena, spans[i].key)
+			if k := &spans[i].key; k.plain && k.end-k.start == 1 {
+				// A one-letter key stays out of the arena; start < 0 marks it, -1-start is the letter.
+				*k = rawString{start: -1 - int32(d.data[k.start])}
+			} else {
+				arena, *k = d.copyRaw(arena, *k)
+			}
 			arena, spans[i].val = d.copyRaw(arena, spans[i].val)
 		}
 	}
@@ -191,13 +207,13 @@ func decodeJSONHeader(c *RemotingCommand, data []byte) error {
 		all = unsafe.String(unsafe.SliceData(arena), len(arena))
 	}
 	if remarkSet {
-		c.Remark = all[remark.start:remark.end]
+		c.Remark = remark.in(all)
 	}
 	if extPresent {
 		if c.listHot && hotRequest(c) {
 			var seen uint64
 			for _, sp := range spans {
-				c.appendExt(all[sp.key.start:sp.key.end], all[sp.val.start:sp.val.end], &seen)
+				c.appendExt(sp.key.in(all), sp.val.in(all), &seen)
 			}
 			return nil
 		}
@@ -206,11 +222,21 @@ func decodeJSONHeader(c *RemotingCommand, data []byte) error {
 			m = make(map[string]string, len(spans))
 		}
 		for _, sp := range spans {
-			m[all[sp.key.start:sp.key.end]] = all[sp.val.start:sp.val.end]
+			m[sp.key.in(all)] = sp.val.in(all)
 		}
 		c.ExtFields = m
 	}
 	return nil
+}
+
+// in returns r's string once copied: a slice of the arena's string, or of asciiStrings for a
+// one-letter key.
+func (r rawString) in(arena string) string {
+	if r.start < 0 {
+		b := -1 - r.start
+		return asciiStrings[b : b+1]
+	}
+	return arena[r.start:r.end]
 }
 
 // limit records err as the header's limit error unless one is recorded already.
@@ -224,11 +250,11 @@ func (d *jsonDecoder) limit(err error) {
 func (d *jsonDecoder) copyRaw(arena []byte, r rawString) ([]byte, rawString) {
 	start := len(arena)
 	if r.plain {
-		arena = append(arena, d.data[r.start:r.end]...)
+		arena = append(arena, r.raw(d.data)...)
 	} else {
-		arena = appendUnescaped(arena, d.data[r.start:r.end])
+		arena = appendUnescaped(arena, r.raw(d.data))
 	}
-	return arena, rawString{start: start, end: len(arena), plain: true}
+	return arena, rawString{start: int32(start), end: int32(len(arena)), plain: true}
 }
 
 func (d *jsonDecoder) peek() byte {
@@ -326,7 +352,7 @@ func (d *jsonDecoder) readKey(scratch []byte) ([]byte, error) {
 // scanRaw scans a string (opening quote consumed) and returns where it lies in the header.
 func (d *jsonDecoder) scanRaw() (rawString, error) {
 	start, end, plain, err := d.scanString()
-	return rawString{start: start, end: end, plain: plain}, err
+	return rawString{start: int32(start), end: int32(end), plain: plain}, err
 }
 
 // readExtFields reads the extFields object (at '{'), appending its entries to spans as
@@ -363,13 +389,13 @@ func (d *jsonDecoder) readExtFields(spans []extSpan) ([]extSpan, error) {
 			if _, err := d.scanNumber(); err != nil {
 				return spans, err
 			}
-			s.val = rawString{start: start, end: d.pos, plain: true}
+			s.val = rawString{start: int32(start), end: int32(d.pos), plain: true}
 		case b == 't' || b == 'f':
 			start := d.pos
 			if err := d.skipLiteral(); err != nil {
 				return spans, err
 			}
-			s.val = rawString{start: start, end: d.pos, plain: true}
+			s.val = rawString{start: int32(start), end: int32(d.pos), plain: true}
 		case b == 'n':
 			if !d.readNull() {
 				return spans, jsonSyntaxError(d.pos, "bad literal")
@@ -409,9 +435,9 @@ func (d *jsonDecoder) readExtFields(spans []extSpan) ([]extSpan, error) {
 // rawText is r's value as a new string; for error messages only.
 func (d *jsonDecoder) rawText(r rawString) string {
 	if r.plain {
-		return string(d.data[r.start:r.end])
+		return string(r.raw(d.data))
 	}
-	return string(appendUnescaped(nil, d.data[r.start:r.end]))
+	return string(appendUnescaped(nil, r.raw(d.data)))
 }
 
 // scanNumber validates a JSON number at pos and moves past it. integer reports the absence

@@ -2,6 +2,8 @@ package codec
 
 import (
 	"encoding/binary"
+	"maps"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -277,4 +279,35 @@ func TestJSONDecodeAllocs(t *testing.T) {
 		}
 	})
 	require.LessOrEqual(t, allocs, 6.0, "command, arena, and a 14-entry map (header, directory, table, groups)")
+}
+
+// TestOneLetterKeysShareStaticStrings: one-letter extFields keys come out of asciiStrings, not
+// the arena, in both forms (list and map), next to copied keys and values.
+func TestOneLetterKeysShareStaticStrings(t *testing.T) {
+	if len(asciiStrings) != 128 {
+		t.Fatalf("asciiStrings has %d bytes", len(asciiStrings))
+	}
+	for i := range 128 {
+		if asciiStrings[i] != byte(i) {
+			t.Fatalf("asciiStrings[%d] = %#x", i, asciiStrings[i])
+		}
+	}
+	header := []byte(`{"code":310,"extFields":{"a":"g1","b":"T\u0001","long":"v","~":"7","\u0041":"esc"}}`)
+	want := map[string]string{"a": "g1", "b": "T\x01", "long": "v", "~": "7", "A": "esc"}
+	var list RemotingCommand
+	list.listHot = true
+	if err := decodeJSONHeader(&list, header); err != nil || len(list.extList) != 5 {
+		t.Fatalf("list: %v, %d fields", err, len(list.extList))
+	}
+	if got := list.ExtMapCopy(); !maps.Equal(got, want) {
+		t.Fatalf("list: %q, want %q", got, want)
+	}
+	var m RemotingCommand
+	m.Code = 0 // a request that keeps the map
+	if err := decodeJSONHeader(&m, []byte(strings.Replace(string(header), "310", "26", 1))); err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(m.ExtFields, want) {
+		t.Fatalf("map: %q, want %q", m.ExtFields, want)
+	}
 }

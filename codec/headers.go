@@ -103,9 +103,42 @@ func (r *extReader) int64Bits(key string, required bool, bits int) (int64, bool)
 	if !ok {
 		return 0, false
 	}
+	if n, ok := parseSmallDecimal(v, bits); ok {
+		return n, true
+	}
 	n, err := strconv.ParseInt(v, 10, bits)
 	if err != nil {
 		r.fail(key, v, ErrBadField)
+		return 0, false
+	}
+	return n, true
+}
+
+// parseSmallDecimal parses the common value, 1 to 18 plain digits with an optional '-', in a
+// loop that needs no overflow checks (18 digits fit in an int64); ok is false for anything
+// else ('+', underscores, longer or out of range for bits), which strconv.ParseInt then
+// reads or rejects. A send's header carries seven integers.
+func parseSmallDecimal(v string, bits int) (int64, bool) {
+	neg := len(v) > 0 && v[0] == '-'
+	digits := v
+	if neg {
+		digits = v[1:]
+	}
+	if len(digits) == 0 || len(digits) > 18 {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(digits); i++ {
+		d := digits[i] - '0'
+		if d > 9 {
+			return 0, false
+		}
+		n = n*10 + int64(d)
+	}
+	if neg {
+		n = -n
+	}
+	if bits < 64 && (n < -1<<(bits-1) || n > 1<<(bits-1)-1) {
 		return 0, false
 	}
 	return n, true

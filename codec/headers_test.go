@@ -3,6 +3,7 @@ package codec
 import (
 	"errors"
 	"maps"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -551,4 +552,22 @@ func TestTypedHeaderDecodeAllocs(t *testing.T) {
 		}
 	})
 	require.Zero(t, allocs)
+}
+
+// TestParseSmallDecimalAgreesWithParseInt: the fast path gives strconv.ParseInt's value when it
+// answers, and declines exactly where ParseInt needs its own rules.
+func TestParseSmallDecimalAgreesWithParseInt(t *testing.T) {
+	for _, v := range []string{"0", "7", "-7", "1700000000123", "2147483647", "-2147483648", "2147483648",
+		"-2147483649", "999999999999999999", "1000000000000000000", "+5", "", "-", "1_0", "12a", "٣", "0007"} {
+		for _, bits := range []int{32, 64} {
+			want, werr := strconv.ParseInt(v, 10, bits)
+			got, ok := parseSmallDecimal(v, bits)
+			if ok && (werr != nil || got != want) {
+				t.Fatalf("%q/%d: fast %d, ParseInt %d, %v", v, bits, got, want, werr)
+			}
+			if !ok && werr == nil && len(v) <= 18 && v[0] != '+' {
+				t.Fatalf("%q/%d: fast path declined a plain value", v, bits)
+			}
+		}
+	}
 }
