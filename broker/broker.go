@@ -96,6 +96,7 @@ type Broker struct {
 	logger     *slog.Logger // Deps.Logger behind logRepeats
 	logRepeats *logging.RepeatLimiter
 	clock      func() time.Time
+	realClock  bool                 // clock is time.Now: a connection's pass start may stand in for it (newRequestContext)
 	registry   *prometheus.Registry // set when Deps.Registerer was nil
 	metrics    *metrics
 	storeHost  netip.AddrPort // brokerIP1:listenPort, written into records and msgIds
@@ -229,7 +230,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	b.ctl.newNamesrv = deps.Namesrv
 	b.ctl.clientCallTimeout = deps.clientCallTimeout
 	if b.clock == nil {
-		b.clock = time.Now
+		b.clock, b.realClock = time.Now, true
 	}
 	reg := deps.Registerer
 	if reg == nil {

@@ -16,8 +16,17 @@ import (
 
 // Request dispatch: routes.go says where each request code runs; dispatch does it.
 
-// newRequestContext wraps a request frame received on conn.
+// newRequestContext wraps a request frame received on conn, stamped with the start of the read pass
+// that brought it where the engine says (one clock read for a pass's window of sends), else with the
+// broker's clock. A test's clock is always read.
 func (b *Broker) newRequestContext(conn netio.Conn, cmd *codec.RemotingCommand) *remoting.Request {
+	if b.realClock {
+		if pc, ok := conn.(netio.PassClock); ok {
+			if t := pc.PassStarted(); !t.IsZero() {
+				return b.replies.NewRequest(conn, cmd, t)
+			}
+		}
+	}
 	return b.replies.NewRequest(conn, cmd, b.clock())
 }
 

@@ -53,10 +53,13 @@ type connCore struct {
 	// handlerSinceNanos is when (coarse unix nanos) the handler call running for this connection
 	// began, 0 when none runs: the sweep finds the oldest (Server.Stalled).
 	handlerSinceNanos atomic.Int64
-	closeRequested    atomic.Bool  // Close was called: stop dispatching further frames
-	directWrites      atomic.Int64 // direct writes that took bytes (tests read it)
-	userCtx           atomic.Pointer[ctxBox]
-	nextOpaque        atomic.Int32
+	// passStart is when the read pass being handled began (gnet: the read that brought its frames), zero
+	// where the engine does not say (std); written and read only on the connection's event loop.
+	passStart      time.Time
+	closeRequested atomic.Bool  // Close was called: stop dispatching further frames
+	directWrites   atomic.Int64 // direct writes that took bytes (tests read it)
+	userCtx        atomic.Pointer[ctxBox]
+	nextOpaque     atomic.Int32
 
 	mu struct {
 		sync.Mutex
@@ -147,6 +150,9 @@ func (c *connCore) ID() uint64 { return c.id }
 
 // RemoteAddr implements Conn.
 func (c *connCore) RemoteAddr() netip.AddrPort { return c.remote }
+
+// PassStarted implements PassClock.
+func (c *connCore) PassStarted() time.Time { return c.passStart }
 
 // LocalAddr implements Conn.
 func (c *connCore) LocalAddr() netip.AddrPort { return c.local }

@@ -403,6 +403,7 @@ func (s *gnetServer) OnTraffic(gc gnet.Conn) gnet.Action {
 	c := &g.core
 	c.touch(s.table.nowNanos.Load())
 	start := time.Now()
+	c.passStart = start
 	c.beginPass()
 	frames, err := s.readFrames(g)
 	if frames > 0 {

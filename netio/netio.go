@@ -296,6 +296,14 @@ type PassEnder interface {
 	OnPassEnd(c Conn)
 }
 
+// PassClock is a Conn that knows when the read pass being handled began: a handler that stamps each
+// request with its arrival reads the clock once per pass instead of once per frame (a pass carries a
+// window of sends at load). PassStarted is valid only inside OnRequest and OnPassEnd; the zero time
+// means the engine does not say (the std engine), and the handler reads its own clock.
+type PassClock interface {
+	PassStarted() time.Time
+}
+
 // Conn is one remoting connection. All methods are safe for concurrent use from any
 // goroutine, including the connection's own event loop.
 type Conn interface {

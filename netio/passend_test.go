@@ -3,6 +3,7 @@ package netio
 import (
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -15,15 +16,17 @@ type passHandler struct {
 	mu      sync.Mutex
 	events  []string
 	pending []int32
+	starts  []time.Time // PassStarted in each OnRequest and OnPassEnd, in order
 }
 
 func (h *passHandler) OnOpen(Conn)         {}
 func (h *passHandler) OnClose(Conn, error) {}
 
-func (h *passHandler) OnRequest(_ Conn, cmd *codec.RemotingCommand) {
+func (h *passHandler) OnRequest(c Conn, cmd *codec.RemotingCommand) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.events = append(h.events, "req")
+	h.starts = append(h.starts, c.(PassClock).PassStarted())
 	h.pending = append(h.pending, cmd.Opaque)
 }
 
@@ -31,6 +34,7 @@ func (h *passHandler) OnPassEnd(c Conn) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.events = append(h.events, "end")
+	h.starts = append(h.starts, c.(PassClock).PassStarted())
 	for _, op := range h.pending {
 		resp := codec.NewResponse(&codec.RemotingCommand{Opaque: op}, codec.ResponseSuccess, "")
 		_ = c.WriteCommand(resp)
@@ -75,6 +79,46 @@ func TestPassEnderSeesEveryPassEnd(t *testing.T) {
 		require.Equal(t, 3, reqs)
 		if engine == EngineStd {
 			require.Equal(t, []string{"req", "end", "req", "end", "req", "end"}, events)
+		}
+	})
+}
+
+// PassStarted gives every request of a gnet pass, and its pass end, the time that pass's read began
+// (between the client's write and its reading the answers); the std engine says nothing (zero).
+func TestPassStartedStampsAPass(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, engine string) {
+		h := &passHandler{}
+		srv := startServer(t, engine, h, nil)
+		c := dialRaw(t, srv.Addr())
+		var burst []byte
+		for op := int32(1); op <= 3; op++ {
+			burst = append(burst, frameOf(t, request(codec.RequestHeartBeat, op, nil))...)
+		}
+		before := time.Now()
+		c.Write(burst)
+		for range 3 {
+			require.True(t, c.Next().IsResponse())
+		}
+		after := time.Now()
+
+		h.mu.Lock()
+		events, starts := append([]string(nil), h.events...), append([]time.Time(nil), h.starts...)
+		h.mu.Unlock()
+		require.Len(t, starts, len(events))
+		if engine == EngineStd {
+			for _, s := range starts {
+				require.True(t, s.IsZero(), "std engine stamped a pass: %v", starts)
+			}
+			return
+		}
+		passStart := starts[0]
+		for i, s := range starts {
+			require.False(t, s.Before(before) || s.After(after), "pass start %v outside [%v, %v]", s, before, after)
+			if i > 0 && events[i-1] == "end" { // a new pass (the burst may arrive in more than one read)
+				require.False(t, s.Before(passStart), "passes out of order: %v", starts)
+				passStart = s
+			}
+			require.Equal(t, passStart, s, "event %d (%s) of one pass stamped differently: %v", i, events[i], starts)
 		}
 	})
 }
