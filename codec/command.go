@@ -84,8 +84,10 @@ type RemotingCommand struct {
 	SerializeType SerializeType // header serialization it was decoded with / will be encoded with
 
 	// extList is a hot request's custom header (DecodeRequestInto); extDups says a key
-	// appears in it more than once. listHot asks the header decoders for it.
+	// appears in it more than once; extKeys has the extKeyClass bit of each of its keys.
+	// listHot asks the header decoders for it.
 	extList []extField
+	extKeys uint64
 	extDups bool
 	listHot bool
 }

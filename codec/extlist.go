@@ -49,12 +49,18 @@ func hotRequest(c *RemotingCommand) bool {
 	return false
 }
 
-// appendExt adds one field to the list while a header is decoded. seen is the decoder's
-// summary of the keys so far (a bit per key class): only a key whose class was seen before is
-// compared with the earlier keys, to find out whether the list repeats a key (extDups).
-func (c *RemotingCommand) appendExt(key, val string, seen *uint64) {
-	bit := uint64(1) << ((uint(len(key)*7) ^ uint(firstByte(key))) % 64)
-	if *seen&bit != 0 && !c.extDups {
+// extKeyClass is key's bit in extKeys: keys of one class may be equal, keys of different
+// classes are not.
+func extKeyClass(key string) uint64 {
+	return uint64(1) << ((uint(len(key)*7) ^ uint(firstByte(key))) % 64)
+}
+
+// appendExt adds one field to the list while a header is decoded. Only a key whose class
+// is in the list already is compared with the earlier keys, to find out whether the list
+// repeats a key (extDups).
+func (c *RemotingCommand) appendExt(key, val string) {
+	bit := extKeyClass(key)
+	if c.extKeys&bit != 0 && !c.extDups {
 		for i := range c.extList {
 			if c.extList[i].key == key {
 				c.extDups = true
@@ -62,7 +68,7 @@ func (c *RemotingCommand) appendExt(key, val string, seen *uint64) {
 			}
 		}
 	}
-	*seen |= bit
+	c.extKeys |= bit
 	c.extList = append(c.extList, extField{key, val})
 }
 
@@ -90,6 +96,9 @@ func (c *RemotingCommand) Ext(key string) (string, bool) {
 // compare one entry. A list that repeats a key is searched from its end instead, so that the
 // last value wins as with a map.
 func (c *RemotingCommand) extFind(key string, from int) (string, bool, int) {
+	if c.extKeys&extKeyClass(key) == 0 {
+		return "", false, from // an optional field the client left out: no scan
+	}
 	n := len(c.extList)
 	if c.extDups {
 		for i := n - 1; i >= 0; i-- {

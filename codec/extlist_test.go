@@ -182,3 +182,23 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// A lookup of a key the list lacks answers without a scan when no key of its class is there, and
+// after a scan when one is (a class shares keys): both miss, and present keys are still found.
+func TestExtFindMissesByClass(t *testing.T) {
+	var c RemotingCommand
+	c.listHot = true
+	require.NoError(t, decodeJSONHeader(&c, []byte(`{"code":310,"extFields":{"a":"1","b":"2","k":"false"}}`)))
+	require.Equal(t, extKeyClass("a"), extKeyClass("!"), "the test needs a key of a's class")
+	require.Zero(t, c.extKeys&extKeyClass("l"), "the test needs a key of a class not in the list")
+	for _, absent := range []string{"l", "!", "n", "ab"} {
+		v, ok := c.Ext(absent)
+		require.False(t, ok, absent)
+		require.Empty(t, v, absent)
+	}
+	for k, want := range map[string]string{"a": "1", "b": "2", "k": "false"} {
+		v, ok := c.Ext(k)
+		require.True(t, ok, k)
+		require.Equal(t, want, v, k)
+	}
+}

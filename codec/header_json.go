@@ -211,9 +211,8 @@ func decodeJSONHeader(c *RemotingCommand, data []byte) error {
 	}
 	if extPresent {
 		if c.listHot && hotRequest(c) {
-			var seen uint64
 			for _, sp := range spans {
-				c.appendExt(sp.key.in(all), sp.val.in(all), &seen)
+				c.appendExt(sp.key.in(all), sp.val.in(all))
 			}
 			return nil
 		}

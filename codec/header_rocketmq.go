@@ -105,7 +105,6 @@ func decodeRocketMQHeader(c *RemotingCommand, data []byte) error {
 		return nil
 	}
 	list := c.listHot && hotRequest(c)
-	var seen uint64
 	m := c.ExtFields
 	if m == nil && !list {
 		m = make(map[string]string, entries)
@@ -118,7 +117,7 @@ func decodeRocketMQHeader(c *RemotingCommand, data []byte) error {
 		valLen := int(int32(binary.BigEndian.Uint32(rest[p:])))
 		p += 4
 		if list {
-			c.appendExt(key, all[p:p+valLen], &seen)
+			c.appendExt(key, all[p:p+valLen])
 		} else {
 			m[key] = all[p : p+valLen]
 		}
