@@ -24,7 +24,8 @@ BUCKETS = [
     ("dispatch: ConsumeQueue, listeners", r"\(\*dispatcher\)"),
     ("request decode (frame, JSON header, typed header)", r"codec\.DecodeRequestInto|decodeJSONHeader|RequestHeader\)\.DecodeFrom|codec\.decodeCommand"),
     ("answer encode", r"AppendResponseFrameHeader|answerStored|AppendOffsetMsgID"),
-    ("store put: reserve, copy, publish", r"\(\*commitLog\)\.put$|\(\*commitLog\)\.copyRecords|\(\*commitLog\)\.publish"),
+    ("store put: reserve, copy, publish", r"\(\*commitLog\)\.put$|\(\*commitLog\)\.putRecords|\(\*commitLog\)\.copyRecords|"
+     r"\(\*commitLog\)\.publish|store\.\(\*Store\)\.(PutGroup|AddToGroup)$|store\.\(\*PutGroup\)\."),
     ("send path: checks, properties, encode", r"sendplane\.|store\.\(\*Store\)\.putMessage|codec\.EncodeRecord"),
     ("group commit hand-offs", r"flush\.\(\*GroupCommit\)"),
     ("event loop, framing", r"netio\.|gnet"),
