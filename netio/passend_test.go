@@ -42,26 +42,32 @@ func (h *passHandler) OnPassEnd(c Conn) {
 	h.pending = h.pending[:0]
 }
 
+// sendBurstOfThree starts a server of engine with h and writes it three requests (opaques 1 to 3) in
+// one write, then reads their three answers.
+func sendBurstOfThree(t *testing.T, engine string, h *passHandler) {
+	t.Helper()
+	srv := startServer(t, engine, h, nil)
+	c := dialRaw(t, srv.Addr())
+	var burst []byte
+	for op := int32(1); op <= 3; op++ {
+		burst = append(burst, frameOf(t, request(codec.RequestHeartBeat, op, nil))...)
+	}
+	c.Write(burst)
+	got := map[int32]bool{}
+	for range 3 {
+		resp := c.Next()
+		require.True(t, resp.IsResponse())
+		got[resp.Opaque] = true
+	}
+	require.Equal(t, map[int32]bool{1: true, 2: true, 3: true}, got)
+}
+
 // A PassEnder learns of every pass's end after that pass's requests, on both engines, and what it
 // writes there is answered: the std engine makes every frame a pass, gnet a read's frames.
 func TestPassEnderSeesEveryPassEnd(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, engine string) {
 		h := &passHandler{}
-		srv := startServer(t, engine, h, nil)
-		c := dialRaw(t, srv.Addr())
-		var burst []byte
-		for op := int32(1); op <= 3; op++ { // three frames in one write
-			burst = append(burst, frameOf(t, request(codec.RequestHeartBeat, op, nil))...)
-		}
-		c.Write(burst)
-		got := map[int32]bool{}
-		for range 3 {
-			resp := c.Next()
-			require.True(t, resp.IsResponse())
-			got[resp.Opaque] = true
-		}
-		require.Equal(t, map[int32]bool{1: true, 2: true, 3: true}, got)
-
+		sendBurstOfThree(t, engine, h)
 		h.mu.Lock()
 		events := append([]string(nil), h.events...)
 		h.mu.Unlock()
@@ -88,17 +94,8 @@ func TestPassEnderSeesEveryPassEnd(t *testing.T) {
 func TestPassStartedStampsAPass(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, engine string) {
 		h := &passHandler{}
-		srv := startServer(t, engine, h, nil)
-		c := dialRaw(t, srv.Addr())
-		var burst []byte
-		for op := int32(1); op <= 3; op++ {
-			burst = append(burst, frameOf(t, request(codec.RequestHeartBeat, op, nil))...)
-		}
 		before := time.Now()
-		c.Write(burst)
-		for range 3 {
-			require.True(t, c.Next().IsResponse())
-		}
+		sendBurstOfThree(t, engine, h)
 		after := time.Now()
 
 		h.mu.Lock()
