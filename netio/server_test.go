@@ -639,9 +639,12 @@ func TestRoundWritesKeepFramesWholeAndInOrder(t *testing.T) {
 		}
 		readWritersAndAnswers(t, rc, &wg, writers, perWriter, requests, func(g, i int) []byte { return payload(size(g, i), byte(g)) })
 		testutil.Eventually(t, "every release", func() bool { return released.Load() == writers*perWriter })
+		// How many rounds went out by direct write depends on how the writers' rounds meet the loop's
+		// own writes (none in one CI run with both CPUs busy): this test checks the frames
+		// whichever way they went; TestRoundEndWritesToAnIdleConnection checks the direct write itself.
 		direct := c.(*connCore).directWrites.Load()
 		if engine == EngineGnet {
-			require.Positive(t, direct, "some rounds went out by direct write")
+			t.Logf("%d of %d rounds went out by direct write", direct, writers*perWriter/perRound)
 		} else {
 			require.Zero(t, direct, "the std engine has no direct write")
 		}
