@@ -18,8 +18,10 @@ for dir in $(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname |
     before=$(ls "$corpus" 2>/dev/null | sort)
     out=$(go test -run='^$' -fuzz="^$f\$" -fuzztime="$fuzztime" -fuzzminimizetime="$minimize" "$dir" 2>&1)
     rc=$?
-    echo "$out" | tail -n 3
-    if [ $rc -ne 0 ]; then
+    if [ $rc -eq 0 ]; then
+      echo "$out" | tail -n 3
+    else
+      echo "$out" | tail -n 80 # the failure's own lines come before the last three (FAIL, exit status)
       after=$(ls "$corpus" 2>/dev/null | sort)
       if [[ "$fuzztime" != *x ]] && [ "$before" == "$after" ] &&
          echo "$out" | grep -q '^    context deadline exceeded$' &&
