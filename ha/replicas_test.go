@@ -100,6 +100,7 @@ func TestReplicasCompleteOnTheReport(t *testing.T) {
 	// Covered already: done before Wait returns.
 	require.NoError(t, r.Wait(100, w(0)))
 	require.Equal(t, []int{0}, order)
+	<-done // its signal: left in the channel, it would stand in for one of the waits below
 
 	// Queued out of order (puts wait after the put lock): completed by offset.
 	require.NoError(t, r.Wait(3000, w(3)))
