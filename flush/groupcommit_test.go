@@ -60,6 +60,18 @@ func newScriptedDurable() *scriptedDurable {
 	return &scriptedDurable{calls: make(chan int64), answers: make(chan syncAnswer)}
 }
 
+// newScriptedGroupCommit is a group commit (test config, unregistered metrics, returned too) whose
+// durable operations the test answers through the returned scriptedDurable.
+func newScriptedGroupCommit(t *testing.T) (*scriptedDurable, *GroupCommit, *Metrics) {
+	t.Helper()
+	d := newScriptedDurable()
+	m, err := NewMetrics(nil, "test")
+	require.NoError(t, err)
+	g, err := NewGroupCommit(testGroupCommitConfig(), 0, d.durable, m, nil)
+	require.NoError(t, err)
+	return d, g, m
+}
+
 func (s *scriptedDurable) durable(target int64) (int64, error) {
 	s.n.Add(1)
 	s.calls <- target
@@ -100,11 +112,7 @@ func TestGroupCommitConfigValidate(t *testing.T) {
 
 func TestGroupCommitCompletesInOffsetOrderAfterDurableReturns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		d := newScriptedDurable()
-		m, err := NewMetrics(nil, "test")
-		require.NoError(t, err)
-		g, err := NewGroupCommit(testGroupCommitConfig(), 0, d.durable, m, nil)
-		require.NoError(t, err)
+		d, g, m := newScriptedGroupCommit(t)
 		var rec recorder
 
 		require.NoError(t, g.Submit(100, rec.waiter(100)))
@@ -515,11 +523,7 @@ func TestWaiterFuncAndErrors(t *testing.T) {
 // so neither waits for the loop. Completions still come in offset order, each after its operation.
 func TestGroupCommitStartsSyncsWithoutTheLoop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		d := newScriptedDurable()
-		m, err := NewMetrics(nil, "test")
-		require.NoError(t, err)
-		g, err := NewGroupCommit(testGroupCommitConfig(), 0, d.durable, m, nil)
-		require.NoError(t, err)
+		d, g, m := newScriptedGroupCommit(t)
 		var rec recorder
 		release := make(chan struct{})
 		held := make(chan struct{})
@@ -565,11 +569,7 @@ func TestGroupCommitStartsSyncsWithoutTheLoop(t *testing.T) {
 // soon as the operation returns, without the loop's wake-up in between; the loop still counts it.
 func TestGroupCommitSyncerCompletesWhatTheLoopDoesNotHold(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		d := newScriptedDurable()
-		m, err := NewMetrics(nil, "test")
-		require.NoError(t, err)
-		g, err := NewGroupCommit(testGroupCommitConfig(), 0, d.durable, m, nil)
-		require.NoError(t, err)
+		d, g, m := newScriptedGroupCommit(t)
 		var rec recorder
 		for i, target := range []int64{10, 20} {
 			require.NoError(t, g.Submit(target, rec.waiter(target)))
@@ -702,11 +702,7 @@ func (l *roundLog) get() []string {
 // and waiters completed one at a time (a timeout) get no round.
 func TestGroupCommitCompletesCoveredWaitersInOneRound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		d := newScriptedDurable()
-		m, err := NewMetrics(nil, "test")
-		require.NoError(t, err)
-		g, err := NewGroupCommit(testGroupCommitConfig(), 0, d.durable, m, nil)
-		require.NoError(t, err)
+		d, g, _ := newScriptedGroupCommit(t)
 		var l roundLog
 		var rec recorder
 
