@@ -162,6 +162,16 @@ type rawClient struct {
 	t *testing.T
 }
 
+// connected starts a server of engine with h (mutate as for startServer), dials it and makes one
+// round trip, so that the server has opened the connection (OnOpen has run): the client's end and
+// the server's.
+func connected(t *testing.T, engine string, h *testHandler, mutate func(*Config)) (rawClient, Conn) {
+	t.Helper()
+	rc := dialRaw(t, startServer(t, engine, h, mutate).Addr())
+	rc.roundTrip(codeEcho, 1, nil)
+	return rc, h.conn(0)
+}
+
 func dialRaw(t *testing.T, addr net.Addr) rawClient {
 	t.Helper()
 	return rawClient{Conn: remotingtest.Dial(t, addr.String()), t: t}

@@ -211,10 +211,7 @@ func TestServerInvoke(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, engine string) {
 		h := newTestHandler()
 		reg := prometheusRegistry()
-		s := startServer(t, engine, h, func(c *Config) { c.Registerer = reg })
-		rc := dialRaw(t, s.Addr())
-		rc.roundTrip(codeEcho, 1, nil) // OnOpen has run
-		c := h.conn(0)
+		rc, c := connected(t, engine, h, func(c *Config) { c.Registerer = reg })
 
 		// Two concurrent calls; the client answers them in reverse order.
 		type result struct {
@@ -343,10 +340,7 @@ func TestMaxConnections(t *testing.T) {
 func TestOutboundLimit(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, engine string) {
 		h := newTestHandler()
-		s := startServer(t, engine, h, func(c *Config) { c.MaxOutboundBytes = 256 << 10 })
-		rc := dialRaw(t, s.Addr())
-		rc.roundTrip(codeEcho, 1, nil)
-		c := h.conn(0)
+		_, c := connected(t, engine, h, func(c *Config) { c.MaxOutboundBytes = 256 << 10 })
 		big := codec.NewRequest(codeEcho, nil, payload(64<<10, 1))
 		var err error
 		for i := 0; i < 10000 && err == nil; i++ {
@@ -420,10 +414,8 @@ func TestMetrics(t *testing.T) {
 // buffer at every pass; that buffer is held to MaxOutboundBytes too.
 func TestOutboundLimitGnetBuffer(t *testing.T) {
 	h := newTestHandler()
-	s := startServer(t, EngineGnet, h, func(c *Config) { c.MaxOutboundBytes = 256 << 10 })
-	rc := dialRaw(t, s.Addr())
-	rc.roundTrip(codeEcho, 1, nil)
-	c := h.conn(0).(*connCore)
+	_, conn := connected(t, EngineGnet, h, func(c *Config) { c.MaxOutboundBytes = 256 << 10 })
+	c := conn.(*connCore)
 	big := codec.NewRequest(codeEcho, nil, payload(64<<10, 1))
 	var err error
 	for i := 0; i < 10000 && err == nil; i++ {
@@ -477,10 +469,7 @@ func TestReusePort(t *testing.T) {
 func TestConcurrentWriters(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, engine string) {
 		h := newTestHandler()
-		s := startServer(t, engine, h, nil)
-		rc := dialRaw(t, s.Addr())
-		rc.roundTrip(codeEcho, 1, nil)
-		c := h.conn(0)
+		rc, c := connected(t, engine, h, nil)
 		const writers, perWriter, requests = 8, 300, 200
 		var wg sync.WaitGroup
 		for g := range writers {
@@ -605,10 +594,8 @@ func TestStalledWhileAHandlerIsStuck(t *testing.T) {
 func TestRoundWritesKeepFramesWholeAndInOrder(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, engine string) {
 		h := newTestHandler()
-		s := startServer(t, engine, h, func(c *Config) { c.MaxOutboundBytes = 256 << 20 })
-		rc := dialRaw(t, s.Addr())
-		rc.roundTrip(codeEcho, 1, nil) // a loop flush with nothing left in gnet's buffer: direct writes allowed
-		c := h.conn(0)
+		// connected's round trip is a loop flush with nothing left in gnet's buffer: direct writes allowed.
+		rc, c := connected(t, engine, h, func(c *Config) { c.MaxOutboundBytes = 256 << 20 })
 		rw, ok := c.(RoundWriter)
 		require.True(t, ok, "every engine's connection takes round writes")
 		const writers, perWriter, perRound, requests = 4, 40, 5, 100
@@ -657,10 +644,7 @@ func TestRoundWritesKeepFramesWholeAndInOrder(t *testing.T) {
 func TestRoundEndWritesToAnIdleConnection(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, engine string) {
 		h := newTestHandler()
-		s := startServer(t, engine, h, nil)
-		rc := dialRaw(t, s.Addr())
-		rc.roundTrip(codeEcho, 1, nil)
-		c := h.conn(0)
+		rc, c := connected(t, engine, h, nil)
 		rw := c.(RoundWriter)
 		if engine == EngineGnet {
 			// The answer can arrive before the loop ends its write (directOK, loopWriting).
